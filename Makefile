@@ -1,0 +1,66 @@
+# tinygpt — `make` builds ./tinygpt; `make test` builds everything under ASan+UBSan and runs the whole suite.
+CC      ?= cc
+PKGS    := jansson libpcre2-8
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
+INC     := -Iinclude -Isrc
+DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+DEPS_LIBS   := $(shell pkg-config --libs $(PKGS)) -lm
+OMP     := -fopenmp
+OPT     := -O3 -march=native -g
+SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
+CLI_SRC := $(shell find src/cli -name '*.c' | sort)
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
+
+REL := build/release
+ASN := build/asan
+
+REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
+REL_CLI_OBJ := $(CLI_SRC:%.c=$(REL)/%.o)
+ASN_LIB_OBJ := $(LIB_SRC:%.c=$(ASN)/%.o)
+ASN_CLI_OBJ := $(CLI_SRC:%.c=$(ASN)/%.o)
+ASN_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(ASN)/%.o)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(ASN)/tests/%)
+
+.PHONY: all test clean unit-tests
+all: tinygpt
+
+tinygpt: $(REL_CLI_OBJ) $(REL)/libtinygpt.a
+	$(CC) $(OPT) $(OMP) -o $@ $^ $(DEPS_LIBS)
+
+$(REL)/libtinygpt.a: $(REL_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(REL)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(OPT) $(OMP) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+# --- sanitizer build for the tests ---
+$(ASN)/libtinygpt.a: $(ASN_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(ASN)/tinygpt: $(ASN_CLI_OBJ) $(ASN)/libtinygpt.a
+	$(CC) $(SAN) $(OMP) -o $@ $^ $(DEPS_LIBS)
+
+$(ASN)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(OMP) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(OMP) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
+	    $(DEPS_LIBS) -lcmocka
+
+unit-tests: $(TEST_BIN) $(ASN)/tinygpt
+
+test: unit-tests tinygpt
+	@tests/run.sh $(ASN)
+
+clean:
+	rm -rf build tinygpt
+
+-include $(shell find build -name '*.d' 2>/dev/null)

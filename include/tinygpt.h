@@ -1,0 +1,152 @@
+/* tinygpt.h — the public API of libtinygpt.
+ *
+ * A C11 inference engine for Llama-family models (GGUF files and Hugging Face folders) whose KV cache is bounded in
+ * length (StreamingLLM), compressed in precision (KIVI) and shared across layers (YOCO). The command-line tool uses
+ * only this header.
+ *
+ * Conventions: handles are opaque; every *_free(NULL) is a no-op; functions that can fail take a tg_error* and
+ * return NULL / false / a negative value, with a one-line message (no trailing newline) in err->msg. The library
+ * never prints and never exits.
+ */
+#ifndef TINYGPT_H
+#define TINYGPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors -------------------------------------------------------------------------------------------------- */
+
+/* One line naming the file or flag and the problem. */
+typedef struct {
+    char msg[512];
+} tg_error;
+
+/* ---- model ----------------------------------------------------------------------------------------------------- */
+
+typedef struct tg_model tg_model;
+
+/* Loads a GGUF file or a Hugging Face folder (config.json + *.safetensors + tokenizer.json). Weights are mmapped
+ * where the format allows. A vocab-only GGUF loads with has_weights = false: it can tokenise but not run.
+ * Returns NULL and fills err on any problem (missing file, bad magic, truncated data, unsupported type...). */
+tg_model *tg_model_load(const char *path, tg_error *err);
+void tg_model_free(tg_model *model);
+
+typedef struct {
+    char architecture[32];   /* "llama", "mistral" */
+    char weight_types[64];   /* e.g. "F16 (+F32 norms)" */
+    int64_t n_params;        /* parameters in the weight tensors */
+    int n_layers, n_heads, n_kv_heads, head_dim, d_model, ffn_dim, vocab_size;
+    int context_length;      /* training context */
+    int sliding_window;      /* 0 = attends to everything */
+    float rope_theta, norm_eps;
+    bool tied_embeddings;
+    bool has_weights;        /* false for a vocab-only GGUF */
+    int n_kv_layers;         /* layers that hold their own K/V (YOCO shares the rest) */
+} tg_model_info;
+
+void tg_model_get_info(const tg_model *model, tg_model_info *info);
+
+/* ---- tokenizer ------------------------------------------------------------------------------------------------ */
+
+/* Encodes len bytes of text (need not be valid UTF-8: invalid bytes go through byte fallback). Adds BOS first when
+ * add_bos. On success *ids is malloc'ed (caller frees) and *n_ids set. */
+bool tg_tokenize(const tg_model *model, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n_ids,
+                 tg_error *err);
+int32_t tg_token_bos(const tg_model *model);   /* -1 if none */
+int32_t tg_token_eos(const tg_model *model);   /* -1 if none */
+bool tg_model_adds_bos(const tg_model *model); /* whether the tokenizer's config says BOS is added to prompts */
+int32_t tg_vocab_size(const tg_model *model);
+
+/* Streaming detokeniser: turns ids into bytes, never splitting a multi-byte UTF-8 character across calls. */
+typedef struct tg_detok tg_detok;
+tg_detok *tg_detok_new(const tg_model *model);
+void tg_detok_free(tg_detok *d);
+/* Appends the text of id; returns the bytes that are now complete (valid to print) in *out/*out_len; the pointer
+ * stays valid until the next call. */
+void tg_detok_push(tg_detok *d, int32_t id, const char **out, size_t *out_len);
+/* Returns whatever is pending (an incomplete character at the end is emitted as U+FFFD). */
+void tg_detok_flush(tg_detok *d, const char **out, size_t *out_len);
+
+/* ---- KV cache policy -------------------------------------------------------------------------------------------- */
+
+typedef enum {
+    TG_KV_FP32 = 0,
+    TG_KV_FP16,
+    TG_KV_BF16,
+    TG_KV_INT8,
+    TG_KV_INT4,
+    TG_KV_INT2,
+} tg_kv_precision;
+
+typedef struct {
+    tg_kv_precision key_precision;
+    tg_kv_precision value_precision;
+    int64_t sink;         /* StreamingLLM: first tokens always kept */
+    int64_t window;       /* StreamingLLM: last tokens kept beyond the sinks; 0 = unbounded (up to the context) */
+    int group_size;       /* KIVI key group along time (default 32); 0 = whole-history per-channel scales */
+    int residual;         /* KIVI full-precision residual tokens (default 128), a multiple of group_size */
+    bool reposition;      /* StreamingLLM: keys stored pre-RoPE and rotated at their cache slot when read */
+    int64_t budget_bytes; /* > 0: choose the largest window that fits (requires window == 0) */
+} tg_cache_params;
+
+tg_cache_params tg_cache_default_params(void);
+/* "fp32" ... "int2" -> precision; false for an unknown name. */
+bool tg_kv_precision_parse(const char *name, tg_kv_precision *out);
+const char *tg_kv_precision_name(tg_kv_precision p);
+
+/* What the cache holds, for the report. All byte counts are bytes actually allocated. */
+typedef struct {
+    int64_t position;          /* tokens seen so far (generation position) */
+    int64_t stored;            /* tokens currently held */
+    int64_t capacity;          /* most tokens it can ever hold */
+    int n_layers, n_kv_layers; /* layers in the model / layers that hold K/V */
+    size_t bytes_total;
+    size_t bytes_k_data, bytes_v_data, bytes_scales, bytes_residual; /* residual = full-precision residual + sinks */
+    size_t bytes_if_bf16, bytes_if_fp32; /* the same stored history at bf16 / fp32, for comparison */
+    char policy[256];          /* one-line description of the policy, for the banner */
+} tg_cache_report;
+
+/* ---- session: a model, a KV cache and the forward pass --------------------------------------------------------- */
+
+typedef struct tg_session tg_session;
+
+/* n_threads <= 0: all cores. Fails if the cache policy is invalid for this model. */
+tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err);
+void tg_session_free(tg_session *s);
+
+/* Runs n tokens through the model at the current position (prompt chunks or one decoded token), appending them to
+ * the cache. If logits_all is non-NULL it receives n * vocab logits (row t = the distribution after token t);
+ * logits_last (non-NULL) receives the last row. Fails (false) when the context is full and no streaming policy is
+ * set, or when the model produced non-finite logits. */
+bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
+                     tg_error *err);
+int64_t tg_session_position(const tg_session *s);
+/* Tokens the session can still take; INT64_MAX when a streaming policy bounds the cache. */
+int64_t tg_session_remaining(const tg_session *s);
+void tg_session_cache_report(const tg_session *s, tg_cache_report *r);
+
+/* ---- sampler ---------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    float temperature; /* 0 = greedy */
+    int top_k;         /* 0 = off */
+    float top_p;       /* 1 = off */
+    uint64_t seed;
+} tg_sampler_params;
+
+typedef struct tg_sampler tg_sampler;
+tg_sampler_params tg_sampler_default_params(void);
+tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size);
+void tg_sampler_free(tg_sampler *s);
+/* Picks a token from logits[vocab_size] (the logits are not modified). */
+int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

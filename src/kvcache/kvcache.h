@@ -1,0 +1,52 @@
+/* kvcache.h — the KV cache: storage precision (fp32/fp16/bf16, KIVI int8/int4/int2 with groups and a
+ * full-precision residual), StreamingLLM eviction (sinks + window, vanilla or re-positioned RoPE), per-layer
+ * sharing, byte accounting, and attention over its own storage. Knows nothing of weights or tokens. */
+#ifndef TG_KVCACHE_H
+#define TG_KVCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/ops.h"
+#include "tinygpt.h"
+
+typedef struct {
+    int n_layers;
+    int n_heads, n_kv_heads, head_dim;
+    float rope_theta;
+    tg_rope_style rope_style;
+    int64_t context_length;     /* capacity of an unbounded cache */
+    const int *kv_source;       /* [n_layers]: layer whose K/V each layer reads (NULL = every layer its own) */
+    const int *layer_window;    /* [n_layers]: sliding window of each layer, 0 = none (NULL = none) */
+} tg_cache_shape;
+
+typedef struct tg_kvcache tg_kvcache;
+
+/* Allocates every buffer once (it never grows afterwards). NULL with a message naming the flag when the policy is
+ * invalid (window 0 with a sink, residual not a multiple of the group, budget too small...). */
+tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err);
+void tg_kvcache_free(tg_kvcache *c);
+
+/* Stores the new token's key and value for `layer` at absolute position pos (positions are appended in order:
+ * pos == the number of tokens appended to this layer before). k is pre-RoPE: the cache applies RoPE (at pos, or at
+ * its slot when re-positioning). Eviction happens here. Layers that read another layer's K/V are not appended to.
+ * k, v: [n_kv_heads * head_dim]. */
+void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v);
+
+/* Attention of the query of the token at position pos (already appended) over what `layer` may see:
+ * out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v per head, GQA heads sharing KV heads. q is pre-RoPE
+ * [n_heads * head_dim]; the cache rotates it. Reads quantised storage directly; never dequantises the whole cache. */
+void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads);
+
+/* True when one more token fits (always true for a bounded streaming cache). */
+bool tg_kvcache_has_room(const tg_kvcache *c);
+int64_t tg_kvcache_stored(const tg_kvcache *c);
+void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r);
+
+/* Test read-back: dequantised keys (post-RoPE as attention sees them) and values of `layer` into
+ * k_out/v_out [stored, n_kv_heads, head_dim] and the absolute positions into pos_out[stored]; returns stored. */
+int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, float *k_out, float *v_out,
+                             int64_t *pos_out);
+
+#endif

@@ -1,0 +1,21 @@
+/* mapped_file.h — a read-only memory map of a whole file. */
+#ifndef TG_UTIL_MAPPED_FILE_H
+#define TG_UTIL_MAPPED_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinygpt.h"
+
+typedef struct {
+    const uint8_t *data; /* NULL for an empty file */
+    size_t size;
+} tg_mapped_file;
+
+/* Maps path read-only. False (err names the path and the reason) if it cannot be opened, is a directory, or
+ * cannot be mapped. An empty file maps to data == NULL, size == 0. */
+bool tg_mapped_file_open(tg_mapped_file *f, const char *path, tg_error *err);
+/* Unmaps; safe on a zeroed or already closed struct. */
+void tg_mapped_file_close(tg_mapped_file *f);
+
+#endif
