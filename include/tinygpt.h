@@ -66,7 +66,7 @@ int32_t tg_vocab_size(const tg_model *model);
 typedef struct tg_detok tg_detok;
 tg_detok *tg_detok_new(const tg_model *model);
 void tg_detok_free(tg_detok *d);
-/* Appends the text of id; returns the bytes that are now complete (valid to print) in *out/*out_len; the pointer
+/* Appends the text of id; returns the bytes that are now complete (valid to print) in *out and *out_len; the pointer
  * stays valid until the next call. */
 void tg_detok_push(tg_detok *d, int32_t id, const char **out, size_t *out_len);
 /* Returns whatever is pending (an incomplete character at the end is emitted as U+FFFD). */
@@ -140,10 +140,17 @@ typedef struct {
 } tg_sampler_params;
 
 typedef struct tg_sampler tg_sampler;
+/* temperature 0.8, top-k 40, top-p 0.95, seed 0. */
 tg_sampler_params tg_sampler_default_params(void);
+/* Allocates every buffer once (sampling never allocates). The PRNG is seeded from p->seed: the same seed gives the
+ * same sequence of draws. NULL when vocab_size <= 0, temperature is negative or not finite, top_k < 0, top_p is
+ * outside [0, 1], or memory runs out. */
 tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size);
 void tg_sampler_free(tg_sampler *s);
-/* Picks a token from logits[vocab_size] (the logits are not modified). */
+/* Picks a token from logits[vocab_size] (the logits are not modified). Temperature 0: the argmax, ties to the lowest
+ * id. Otherwise softmax(logits / T) cut to the top_k highest, then to the smallest set whose probability reaches
+ * top_p (at least one id), and drawn. NaN and -inf logits are never picked; if any logit / T is +inf the draw is
+ * uniform over those. Returns -1 when no logit is pickable (all NaN or -inf). */
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
 
 #ifdef __cplusplus
