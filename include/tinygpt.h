@@ -98,6 +98,12 @@ tg_cache_params tg_cache_default_params(void);
 /* "fp32" ... "int2" -> precision; false for an unknown name. */
 bool tg_kv_precision_parse(const char *name, tg_kv_precision *out);
 const char *tg_kv_precision_name(tg_kv_precision p);
+/* Bytes that a cache for this model under params would allocate to hold a history of n_tokens tokens (the same
+ * accounting as tg_cache_report.bytes_total). n_tokens may exceed the model's context (used to extrapolate the cache
+ * table of `tinygpt info --cache-table`); a StreamingLLM policy stops growing at its bound (sink + window, plus one
+ * KIVI group), and a budget is resolved to its window first. Returns 0 and fills err when the policy is invalid for
+ * the model. */
+size_t tg_cache_bytes(const tg_model *model, const tg_cache_params *params, int64_t n_tokens, tg_error *err);
 
 /* What the cache holds, for the report. All byte counts are bytes actually allocated. */
 typedef struct {
