@@ -61,4 +61,37 @@ struct tg_model {
 bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err);
 bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err);
 
+/* The model's tokenizer (never NULL for a loaded model); owned by the model. */
+const tg_tokenizer *tg_model_tokenizer(const tg_model *m);
+
+/* ---- helpers shared by the two loaders (model.c) ---- */
+
+/* A zeroed float buffer of n elements owned by the model (freed by tg_model_free); NULL on allocation failure. */
+float *tg_model_alloc_f32(struct tg_model *m, size_t n);
+
+/* Sets kv_source to the identity (every layer holds its own K/V). hp->n_layers must be set. */
+bool tg_model_init_kv_source(struct tg_model *m, tg_error *err);
+
+/* Checks the hyper-parameters of a model with weights: positive sizes, heads divisible by kv heads, even head_dim,
+ * every derived product within int range. `where` names the file for the message. */
+bool tg_hparams_validate(const tg_hparams *hp, const char *where, tg_error *err);
+
+/* Fetches a [rows, cols] view of tensor `name` (rows = 1 for 1-D) in a format-specific way; false with a message
+ * naming the tensor, the expected and the actual shape when absent or mis-shaped. */
+typedef bool (*tg_view_fn)(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out,
+                           tg_error *err);
+
+/* The tensor names of one format. Layer tensors are named layer_prefix + N + "." + the suffix. */
+typedef struct {
+    const char *tok_embd, *out_norm, *lm_head;
+    const char *layer_prefix;
+    const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+} tg_weight_names;
+
+/* Binds every weight of the model (hp must be filled and validated, kv_source set) through `view`: views for the
+ * matrices, owned f32 copies for the norms, lm_head = tok_embd when hp.tied_embeddings. Fills n_params and
+ * weight_types and sets has_weights. */
+bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_view_fn view, const void *ctx,
+                           tg_error *err);
+
 #endif

@@ -1,0 +1,151 @@
+/* session.c — the public session: a model, its KV cache and the forward pass, fed in chunks, with the context
+ * limit and the finiteness of the logits checked at the boundary. */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "forward/forward.h"
+#include "kvcache/kvcache.h"
+#include "model/model.h"
+#include "tinygpt.h"
+#include "util/error.h"
+
+/* Prompt tokens per forward call: large enough for matrix-matrix projections to pay off, small enough to keep
+ * the scratch small. */
+#define TG_PREFILL_CHUNK 64
+
+struct tg_session {
+    const tg_model *model;
+    tg_kvcache *cache;
+    tg_forward *fwd;
+    int *layer_window;   /* [n_layers] sliding window per layer, or NULL when the model has none */
+    int64_t pos;         /* tokens evaluated so far */
+    int64_t context;     /* the cache's capacity when unbounded */
+    bool bounded;        /* a streaming policy bounds the cache: it never fills up */
+    int chunk;           /* tokens per forward call */
+};
+
+tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err) {
+    if (!model) {
+        tg_fail(err, "no model");
+        return NULL;
+    }
+    if (!model->has_weights) {
+        tg_fail(err, "the model has no weights (a vocab-only file can tokenise but not run)");
+        return NULL;
+    }
+    const tg_hparams *hp = &model->hp;
+    tg_cache_params p = params ? *params : tg_cache_default_params();
+    if (n_threads <= 0) n_threads = omp_get_num_procs();
+
+    tg_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        tg_fail(err, "out of memory");
+        return NULL;
+    }
+    s->model = model;
+    s->context = hp->context_length;
+    s->bounded = p.window > 0 || p.budget_bytes > 0;
+    /* A layer reading another layer's K/V would see the whole chunk already appended there; decoding one token at
+     * a time keeps every policy (eviction included) exact for such models. */
+    s->chunk = TG_PREFILL_CHUNK;
+    for (int l = 0; l < hp->n_layers; l++)
+        if (hp->kv_source[l] != l) s->chunk = 1;
+    if (hp->sliding_window > 0) {
+        s->layer_window = malloc((size_t)hp->n_layers * sizeof *s->layer_window);
+        if (!s->layer_window) {
+            tg_fail(err, "out of memory");
+            tg_session_free(s);
+            return NULL;
+        }
+        for (int l = 0; l < hp->n_layers; l++) s->layer_window[l] = hp->sliding_window;
+    }
+    tg_cache_shape shape = {
+        .n_layers = hp->n_layers,
+        .n_heads = hp->n_heads,
+        .n_kv_heads = hp->n_kv_heads,
+        .head_dim = hp->head_dim,
+        .rope_theta = hp->rope_theta,
+        .rope_style = hp->rope_style,
+        .context_length = hp->context_length,
+        .kv_source = hp->kv_source,
+        .layer_window = s->layer_window,
+    };
+    s->cache = tg_kvcache_new(&shape, &p, err);
+    if (!s->cache) {
+        tg_session_free(s);
+        return NULL;
+    }
+    s->fwd = tg_forward_new(model, s->chunk, n_threads, err);
+    if (!s->fwd) {
+        tg_session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void tg_session_free(tg_session *s) {
+    if (!s) return;
+    tg_forward_free(s->fwd);
+    tg_kvcache_free(s->cache);
+    free(s->layer_window);
+    free(s);
+}
+
+/* Index of the first non-finite value of x[n], or -1. */
+static int64_t first_non_finite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return -1;
+}
+
+bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
+                     tg_error *err) {
+    if (!s) return tg_fail(err, "no session");
+    if (n == 0) return true;
+    if (!ids) return tg_fail(err, "no token ids");
+    const int64_t vocab = s->model->hp.vocab_size;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return tg_fail(err, "token id %ld (at index %zu) is outside the vocabulary [0, %lld)", (long)ids[i], i,
+                           (long long)vocab);
+    if (!s->bounded && (n > (size_t)INT64_MAX || (int64_t)n > s->context - s->pos))
+        return tg_fail(err, "context window of %lld tokens is full; use --streaming-llm-window (and "
+                            "--streaming-llm-sink) to keep generating", (long long)s->context);
+
+    const int64_t start = s->pos;
+    for (size_t i = 0; i < n;) {
+        int c = n - i < (size_t)s->chunk ? (int)(n - i) : s->chunk;
+        if (!tg_kvcache_has_room(s->cache))
+            return tg_fail(err, "context window of %lld tokens is full; use --streaming-llm-window (and "
+                                "--streaming-llm-sink) to keep generating", (long long)s->context);
+        bool last = i + (size_t)c == n;
+        tg_forward_chunk(s->fwd, s->cache, ids + i, c, s->pos, logits_all ? logits_all + (int64_t)i * vocab : NULL,
+                         last ? logits_last : NULL);
+        s->pos += c;
+        i += (size_t)c;
+    }
+
+    if (logits_all) {
+        int64_t bad = first_non_finite(logits_all, (int64_t)n * vocab);
+        if (bad >= 0)
+            return tg_fail(err, "model produced non-finite logits at position %lld", (long long)(start + bad / vocab));
+    } else if (logits_last && first_non_finite(logits_last, vocab) >= 0) {
+        return tg_fail(err, "model produced non-finite logits at position %lld", (long long)(s->pos - 1));
+    }
+    return true;
+}
+
+int64_t tg_session_position(const tg_session *s) { return s ? s->pos : 0; }
+
+int64_t tg_session_remaining(const tg_session *s) {
+    if (!s) return 0;
+    if (s->bounded) return INT64_MAX;
+    return s->context > s->pos ? s->context - s->pos : 0;
+}
+
+void tg_session_cache_report(const tg_session *s, tg_cache_report *r) {
+    if (!s) return;
+    tg_kvcache_report(s->cache, s->pos, r);
+}

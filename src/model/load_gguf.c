@@ -1,0 +1,138 @@
+/* load_gguf.c — a Llama model from a GGUF file (llama.cpp's converter layout): `llama.*` hyper-parameters,
+ * blk.N.* tensors with their shapes checked, Q/K rows in llama.cpp's interleaved RoPE order. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "util/error.h"
+
+/* Reads "<arch>.<suffix>" as an int in [0, INT_MAX]. Absent: *out = def, and an error only when required. */
+static bool arch_int(const tg_gguf *g, const char *arch, const char *suffix, bool required, int def, int *out,
+                     tg_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int64_t v;
+    if (!tg_gguf_has(g, key)) {
+        *out = def;
+        return required ? tg_fail(err, "%s: missing metadata key %s", tg_gguf_path(g), key) : true;
+    }
+    if (!tg_gguf_get_i64(g, key, &v)) return tg_fail(err, "%s: metadata key %s is not an integer", tg_gguf_path(g), key);
+    if (v < 0 || v > INT_MAX) return tg_fail(err, "%s: metadata key %s = %lld is out of range", tg_gguf_path(g), key,
+                                             (long long)v);
+    *out = (int)v;
+    return true;
+}
+
+static bool arch_f32(const tg_gguf *g, const char *arch, const char *suffix, bool required, float def, float *out,
+                     tg_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!tg_gguf_has(g, key)) {
+        *out = def;
+        return required ? tg_fail(err, "%s: missing metadata key %s", tg_gguf_path(g), key) : true;
+    }
+    if (!tg_gguf_get_f32(g, key, out)) return tg_fail(err, "%s: metadata key %s is not a number", tg_gguf_path(g), key);
+    return true;
+}
+
+static bool gguf_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
+    return tg_gguf_tensor_view(ctx, name, rows, cols, out, err);
+}
+
+/* Hyper-parameters. `weights` = the file has tensors: then the shape keys are required; a vocab-only file gets
+ * whatever it carries. */
+static bool read_hparams(const tg_gguf *g, const char *arch, bool weights, tg_hparams *hp, tg_error *err) {
+    const char *path = tg_gguf_path(g);
+    if (!arch_int(g, arch, "block_count", weights, 0, &hp->n_layers, err)) return false;
+    if (!arch_int(g, arch, "embedding_length", weights, 0, &hp->d_model, err)) return false;
+    if (!arch_int(g, arch, "feed_forward_length", weights, 0, &hp->ffn_dim, err)) return false;
+    if (!arch_int(g, arch, "attention.head_count", weights, 0, &hp->n_heads, err)) return false;
+    if (!arch_int(g, arch, "attention.head_count_kv", false, hp->n_heads, &hp->n_kv_heads, err)) return false;
+    if (!arch_int(g, arch, "context_length", weights, 0, &hp->context_length, err)) return false;
+    int head_dim_default = hp->n_heads > 0 ? hp->d_model / hp->n_heads : 0;
+    if (!arch_int(g, arch, "attention.key_length", false, head_dim_default, &hp->head_dim, err)) return false;
+    int value_length;
+    if (!arch_int(g, arch, "attention.value_length", false, hp->head_dim, &value_length, err)) return false;
+    if (value_length != hp->head_dim)
+        return tg_fail(err, "%s: %s.attention.value_length %d differs from the key length %d (unsupported)", path,
+                       arch, value_length, hp->head_dim);
+    int rope_dims;
+    if (!arch_int(g, arch, "rope.dimension_count", false, hp->head_dim, &rope_dims, err)) return false;
+    if (weights && rope_dims != hp->head_dim)
+        return tg_fail(err, "%s: %s.rope.dimension_count %d differs from the head size %d (partial RoPE is not "
+                            "supported)", path, arch, rope_dims, hp->head_dim);
+    if (!arch_int(g, arch, "attention.sliding_window", false, 0, &hp->sliding_window, err)) return false;
+    if (!arch_f32(g, arch, "rope.freq_base", false, 10000.0f, &hp->rope_theta, err)) return false;
+    if (!arch_f32(g, arch, "attention.layer_norm_rms_epsilon", weights, 1e-5f, &hp->norm_eps, err)) return false;
+
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    tg_gguf_str scaling;
+    if (tg_gguf_get_str(g, key, &scaling) && !(scaling.len == 4 && memcmp(scaling.ptr, "none", 4) == 0))
+        return tg_fail(err, "%s: rope scaling type '%.*s' is not supported", path,
+                       (int)(scaling.len > 32 ? 32 : scaling.len), scaling.ptr);
+
+    /* vocabulary: the token list, else <arch>.vocab_size */
+    tg_gguf_array tokens;
+    if (tg_gguf_get_array(g, "tokenizer.ggml.tokens", &tokens)) {
+        if (tokens.count > INT_MAX) return tg_fail(err, "%s: %llu tokens is too many", path,
+                                                   (unsigned long long)tokens.count);
+        hp->vocab_size = (int)tokens.count;
+    } else if (!arch_int(g, arch, "vocab_size", weights, 0, &hp->vocab_size, err)) {
+        return false;
+    }
+    hp->rope_style = TG_ROPE_INTERLEAVED; /* llama.cpp's converter permutes the Q/K rows */
+    return true;
+}
+
+bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
+    tg_gguf *g = tg_gguf_open(path, err);
+    if (!g) return false;
+    m->gguf = g;
+    tg_hparams *hp = &m->hp;
+
+    tg_gguf_str arch;
+    if (!tg_gguf_get_str(g, "general.architecture", &arch))
+        return tg_fail(err, "%s: missing metadata key general.architecture", path);
+    int arch_len = (int)(arch.len < sizeof hp->architecture ? arch.len : sizeof hp->architecture - 1);
+    memcpy(hp->architecture, arch.ptr, (size_t)arch_len);
+    hp->architecture[arch_len] = '\0';
+    bool weights = tg_gguf_n_tensors(g) > 0;
+    /* A vocab-only file can be any architecture: only its tokenizer is used. */
+    if (weights && !(arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0))
+        return tg_fail(err, "%s: unsupported architecture '%s' (supported: llama)", path, hp->architecture);
+
+    if (!read_hparams(g, hp->architecture, weights, hp, err)) return false;
+    m->tokenizer = tg_tokenizer_load_gguf(g, err);
+    if (!m->tokenizer) return false;
+    if (!weights) {
+        if (hp->n_layers < 0 || hp->n_layers > 65536) hp->n_layers = 0;
+        m->has_weights = false;
+        return tg_model_init_kv_source(m, err);
+    }
+
+    if (!tg_hparams_validate(hp, path, err)) return false;
+    if (tg_gguf_find_tensor(g, "rope_freqs.weight"))
+        return tg_fail(err, "%s: RoPE frequency factors (rope_freqs.weight, Llama 3.1 scaling) are not supported",
+                       path);
+    hp->tied_embeddings = tg_gguf_find_tensor(g, "output.weight") == NULL;
+    if (!tg_model_init_kv_source(m, err)) return false;
+
+    static const tg_weight_names names = {
+        .tok_embd = "token_embd.weight",
+        .out_norm = "output_norm.weight",
+        .lm_head = "output.weight",
+        .layer_prefix = "blk.",
+        .attn_norm = "attn_norm.weight",
+        .wq = "attn_q.weight",
+        .wk = "attn_k.weight",
+        .wv = "attn_v.weight",
+        .wo = "attn_output.weight",
+        .ffn_norm = "ffn_norm.weight",
+        .w_gate = "ffn_gate.weight",
+        .w_up = "ffn_up.weight",
+        .w_down = "ffn_down.weight",
+    };
+    return tg_model_bind_weights(m, &names, gguf_view, g, err);
+}

@@ -1,0 +1,193 @@
+/* load_hf.c — a Llama or Mistral model from a Hugging Face folder: config.json (via jansson), the safetensors
+ * weights under their transformers names, tokenizer.json. Q/K rows are in transformers' rotate-half RoPE order. */
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "util/error.h"
+
+typedef struct {
+    const json_t *root;
+    const char *path; /* config.json's path, for messages */
+} config;
+
+/* The value of key, treating JSON null as absent. */
+static const json_t *cfg_get(const config *c, const char *key) {
+    const json_t *v = json_object_get(c->root, key);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+/* An integer in [0, INT_MAX]; absent: def, or an error when required. */
+static bool cfg_int(const config *c, const char *key, bool required, int def, int *out, tg_error *err) {
+    const json_t *v = cfg_get(c, key);
+    if (!v) {
+        *out = def;
+        return required ? tg_fail(err, "%s: missing \"%s\"", c->path, key) : true;
+    }
+    if (!json_is_integer(v)) return tg_fail(err, "%s: \"%s\" is not an integer", c->path, key);
+    json_int_t i = json_integer_value(v);
+    if (i < 0 || i > INT_MAX) return tg_fail(err, "%s: \"%s\" = %lld is out of range", c->path, key, (long long)i);
+    *out = (int)i;
+    return true;
+}
+
+static bool num_value(const json_t *v, const char *path, const char *key, float *out, tg_error *err) {
+    if (!json_is_number(v)) return tg_fail(err, "%s: \"%s\" is not a number", path, key);
+    *out = (float)json_number_value(v);
+    return true;
+}
+
+static bool cfg_float(const config *c, const char *key, float def, float *out, tg_error *err) {
+    const json_t *v = cfg_get(c, key);
+    if (!v) {
+        *out = def;
+        return true;
+    }
+    return num_value(v, c->path, key, out, err);
+}
+
+static bool cfg_bool(const config *c, const char *key, bool def, bool *out, tg_error *err) {
+    const json_t *v = cfg_get(c, key);
+    if (!v) {
+        *out = def;
+        return true;
+    }
+    if (!json_is_boolean(v)) return tg_fail(err, "%s: \"%s\" is not true or false", c->path, key);
+    *out = json_is_true(v);
+    return true;
+}
+
+/* Accepts a RoPE parameter object ({"rope_type"|"type": ..., "rope_theta": ...}) only for the default (unscaled)
+ * RoPE; takes its rope_theta when present. `what` names the object in messages. */
+static bool check_rope_object(const config *c, const json_t *obj, const char *what, float *theta, tg_error *err) {
+    if (!json_is_object(obj)) return tg_fail(err, "%s: \"%s\" is not an object", c->path, what);
+    const json_t *type = json_object_get(obj, "rope_type");
+    if (!type || json_is_null(type)) type = json_object_get(obj, "type");
+    if (type && !json_is_null(type)) {
+        if (!json_is_string(type)) return tg_fail(err, "%s: %s type is not a string", c->path, what);
+        const char *t = json_string_value(type);
+        if (strcmp(t, "default") != 0)
+            return tg_fail(err, "%s: rope_scaling type '%.64s' is not supported", c->path, t);
+    }
+    const json_t *th = json_object_get(obj, "rope_theta");
+    if (th && !json_is_null(th)) return num_value(th, c->path, "rope_theta", theta, err);
+    return true;
+}
+
+/* Architecture from "architectures" (or "model_type" when that list is absent): "llama" or "mistral". */
+static bool read_architecture(const config *c, tg_hparams *hp, tg_error *err) {
+    const json_t *archs = cfg_get(c, "architectures");
+    const char *name = NULL;
+    if (archs) {
+        if (!json_is_array(archs) || json_array_size(archs) < 1 || !json_is_string(json_array_get(archs, 0)))
+            return tg_fail(err, "%s: \"architectures\" is not a list of names", c->path);
+        name = json_string_value(json_array_get(archs, 0));
+        if (strcmp(name, "LlamaForCausalLM") == 0) {
+            snprintf(hp->architecture, sizeof hp->architecture, "llama");
+        } else if (strcmp(name, "MistralForCausalLM") == 0) {
+            snprintf(hp->architecture, sizeof hp->architecture, "mistral");
+        } else {
+            return tg_fail(err, "%s: unsupported architecture '%.64s' (supported: LlamaForCausalLM, "
+                                "MistralForCausalLM)", c->path, name);
+        }
+        return true;
+    }
+    const json_t *mt = cfg_get(c, "model_type");
+    if (!mt || !json_is_string(mt)) return tg_fail(err, "%s: missing \"architectures\"", c->path);
+    name = json_string_value(mt);
+    if (strcmp(name, "llama") != 0 && strcmp(name, "mistral") != 0)
+        return tg_fail(err, "%s: unsupported model_type '%.64s' (supported: llama, mistral)", c->path, name);
+    snprintf(hp->architecture, sizeof hp->architecture, "%s", name);
+    return true;
+}
+
+static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
+    if (!json_is_object(c->root)) return tg_fail(err, "%s: not a JSON object", c->path);
+    if (!read_architecture(c, hp, err)) return false;
+    bool mistral = strcmp(hp->architecture, "mistral") == 0;
+
+    const json_t *act = cfg_get(c, "hidden_act");
+    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
+        return tg_fail(err, "%s: hidden_act '%.32s' is not supported (only silu)", c->path,
+                       json_is_string(act) ? json_string_value(act) : "?");
+    bool bias;
+    if (!cfg_bool(c, "attention_bias", false, &bias, err)) return false;
+    if (bias) return tg_fail(err, "%s: attention_bias is not supported", c->path);
+    if (!cfg_bool(c, "mlp_bias", false, &bias, err)) return false;
+    if (bias) return tg_fail(err, "%s: mlp_bias is not supported", c->path);
+
+    if (!cfg_int(c, "hidden_size", true, 0, &hp->d_model, err)) return false;
+    if (!cfg_int(c, "intermediate_size", true, 0, &hp->ffn_dim, err)) return false;
+    if (!cfg_int(c, "num_hidden_layers", true, 0, &hp->n_layers, err)) return false;
+    if (!cfg_int(c, "num_attention_heads", true, 0, &hp->n_heads, err)) return false;
+    if (!cfg_int(c, "num_key_value_heads", false, hp->n_heads, &hp->n_kv_heads, err)) return false;
+    if (hp->n_heads < 1) return tg_fail(err, "%s: num_attention_heads must be positive", c->path);
+    if (!cfg_int(c, "head_dim", false, hp->d_model / hp->n_heads, &hp->head_dim, err)) return false;
+    /* transformers' defaults for the optional fields */
+    if (!cfg_float(c, "rms_norm_eps", 1e-6f, &hp->norm_eps, err)) return false;
+    if (!cfg_int(c, "max_position_embeddings", false, mistral ? 131072 : 2048, &hp->context_length, err))
+        return false;
+    if (!cfg_int(c, "vocab_size", false, 32000, &hp->vocab_size, err)) return false;
+    if (!cfg_bool(c, "tie_word_embeddings", false, &hp->tied_embeddings, err)) return false;
+
+    hp->rope_theta = 10000.0f;
+    if (!cfg_float(c, "rope_theta", 10000.0f, &hp->rope_theta, err)) return false;
+    const json_t *rp = cfg_get(c, "rope_parameters");
+    if (rp && !check_rope_object(c, rp, "rope_parameters", &hp->rope_theta, err)) return false;
+    const json_t *rs = cfg_get(c, "rope_scaling");
+    if (rs && !check_rope_object(c, rs, "rope_scaling", &hp->rope_theta, err)) return false;
+    hp->rope_style = TG_ROPE_HALF;
+
+    hp->sliding_window = 0;
+    if (mistral && !cfg_int(c, "sliding_window", false, 0, &hp->sliding_window, err)) return false;
+    return true;
+}
+
+static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
+    return tg_safetensors_view(ctx, name, rows, cols, out, err);
+}
+
+bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/config.json", dir);
+    if (n < 0 || (size_t)n >= sizeof path) return tg_fail(err, "%s: path too long", dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        FILE *f = fopen(path, "rb");
+        if (!f) return tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder with "
+                                    "config.json)", dir);
+        fclose(f);
+        return tg_fail(err, "%s: line %d: %s", path, jerr.line, jerr.text);
+    }
+    config c = {root, path};
+    bool ok = read_config(&c, &m->hp, err);
+    json_decref(root);
+    if (!ok) return false;
+    if (!tg_hparams_validate(&m->hp, path, err)) return false;
+    if (!tg_model_init_kv_source(m, err)) return false;
+
+    m->st = tg_safetensors_open_dir(dir, err);
+    if (!m->st) return false;
+    m->tokenizer = tg_tokenizer_load_hf(dir, err);
+    if (!m->tokenizer) return false;
+
+    static const tg_weight_names names = {
+        .tok_embd = "model.embed_tokens.weight",
+        .out_norm = "model.norm.weight",
+        .lm_head = "lm_head.weight",
+        .layer_prefix = "model.layers.",
+        .attn_norm = "input_layernorm.weight",
+        .wq = "self_attn.q_proj.weight",
+        .wk = "self_attn.k_proj.weight",
+        .wv = "self_attn.v_proj.weight",
+        .wo = "self_attn.o_proj.weight",
+        .ffn_norm = "post_attention_layernorm.weight",
+        .w_gate = "mlp.gate_proj.weight",
+        .w_up = "mlp.up_proj.weight",
+        .w_down = "mlp.down_proj.weight",
+    };
+    return tg_model_bind_weights(m, &names, st_view, m->st, err);
+}

@@ -1,0 +1,300 @@
+/* model.c — deciding what a path is (GGUF file or Hugging Face folder), binding format-independent weight views,
+ * model info, and the tokenizer entry points of the public API. */
+#define _POSIX_C_SOURCE 200809L
+#include "model/model.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kernels/matmul.h"
+#include "util/checked.h"
+#include "util/error.h"
+
+/* Largest layer count we accept from a file: far beyond any real model, small enough that per-layer arrays
+ * allocated before the tensors are looked at stay tiny. */
+#define TG_MAX_LAYERS 65536
+
+/* The model's owned buffers (converted norms...), freed together with the model. */
+typedef struct {
+    void **ptrs; /* [n] */
+    size_t n, cap;
+} tg_owned;
+
+float *tg_model_alloc_f32(struct tg_model *m, size_t n) {
+    tg_owned *o = m->owned;
+    if (!o) {
+        o = calloc(1, sizeof *o);
+        if (!o) return NULL;
+        m->owned = o;
+    }
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        void **p = realloc(o->ptrs, cap * sizeof *p);
+        if (!p) return NULL;
+        o->ptrs = p;
+        o->cap = cap;
+    }
+    float *buf = calloc(n ? n : 1, sizeof *buf);
+    if (!buf) return NULL;
+    o->ptrs[o->n++] = buf;
+    return buf;
+}
+
+static void owned_free(tg_owned *o) {
+    if (!o) return;
+    for (size_t i = 0; i < o->n; i++) free(o->ptrs[i]);
+    free(o->ptrs);
+    free(o);
+}
+
+bool tg_model_init_kv_source(struct tg_model *m, tg_error *err) {
+    int n = m->hp.n_layers;
+    if (n < 0 || n > TG_MAX_LAYERS) return tg_fail(err, "bad layer count %d", n);
+    free(m->hp.kv_source);
+    m->hp.kv_source = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (!m->hp.kv_source) return tg_fail(err, "out of memory");
+    for (int l = 0; l < n; l++) m->hp.kv_source[l] = l;
+    return true;
+}
+
+bool tg_hparams_validate(const tg_hparams *hp, const char *where, tg_error *err) {
+    if (hp->n_layers < 1 || hp->n_layers > TG_MAX_LAYERS)
+        return tg_fail(err, "%s: layer count %d out of range [1, %d]", where, hp->n_layers, TG_MAX_LAYERS);
+    if (hp->d_model < 1) return tg_fail(err, "%s: embedding size %d must be positive", where, hp->d_model);
+    if (hp->n_heads < 1) return tg_fail(err, "%s: head count %d must be positive", where, hp->n_heads);
+    if (hp->n_kv_heads < 1 || hp->n_kv_heads > hp->n_heads || hp->n_heads % hp->n_kv_heads != 0)
+        return tg_fail(err, "%s: key/value head count %d must divide the head count %d", where, hp->n_kv_heads,
+                       hp->n_heads);
+    if (hp->head_dim < 2 || hp->head_dim % 2 != 0)
+        return tg_fail(err, "%s: head size %d must be a positive even number", where, hp->head_dim);
+    int64_t qd;
+    if (!tg_mul_i64(hp->n_heads, hp->head_dim, &qd) || qd > INT_MAX)
+        return tg_fail(err, "%s: %d heads of size %d overflow", where, hp->n_heads, hp->head_dim);
+    if (hp->ffn_dim < 1) return tg_fail(err, "%s: feed-forward size %d must be positive", where, hp->ffn_dim);
+    if (hp->vocab_size < 1) return tg_fail(err, "%s: vocabulary size %d must be positive", where, hp->vocab_size);
+    if (hp->context_length < 1)
+        return tg_fail(err, "%s: context length %d must be positive", where, hp->context_length);
+    if (hp->sliding_window < 0)
+        return tg_fail(err, "%s: sliding window %d must not be negative", where, hp->sliding_window);
+    if (!(hp->rope_theta > 0.0f) || !isfinite(hp->rope_theta))
+        return tg_fail(err, "%s: RoPE base %g must be positive", where, (double)hp->rope_theta);
+    if (!(hp->norm_eps >= 0.0f) || !isfinite(hp->norm_eps))
+        return tg_fail(err, "%s: RMSNorm epsilon %g must be a non-negative number", where, (double)hp->norm_eps);
+    return true;
+}
+
+/* ---- binding the weights ---- */
+
+typedef struct {
+    int64_t params_by_type[TG_DT_COUNT]; /* matrix parameters per weight type */
+    int norm_type;                       /* type of the norms in the file, -1 before the first */
+    int64_t n_params;
+} bind_stats;
+
+static void count_matrix(bind_stats *s, const tg_tensor *t) {
+    int64_t n = t->rows * t->cols; /* both come from a shape already checked against the file size */
+    if ((unsigned)t->type < TG_DT_COUNT) s->params_by_type[t->type] += n;
+    s->n_params += n;
+}
+
+static bool bind_matrix(const tg_view_fn view, const void *ctx, const char *name, int64_t rows, int64_t cols,
+                        tg_tensor *out, bind_stats *s, tg_error *err) {
+    if (!view(ctx, name, rows, cols, out, err)) return false;
+    count_matrix(s, out);
+    return true;
+}
+
+static bool bind_norm(struct tg_model *m, const tg_view_fn view, const void *ctx, const char *name, float **out,
+                      bind_stats *s, tg_error *err) {
+    int64_t d = m->hp.d_model;
+    tg_tensor t;
+    if (!view(ctx, name, 1, d, &t, err)) return false;
+    float *buf = tg_model_alloc_f32(m, (size_t)d);
+    if (!buf) return tg_fail(err, "out of memory converting %s", name);
+    tg_tensor_get_row(&t, 0, buf); /* out: [d_model] f32 */
+    if (s->norm_type < 0) s->norm_type = (int)t.type;
+    s->n_params += d;
+    *out = buf;
+    return true;
+}
+
+/* "F16 (+F32 norms)": the matrix types by parameter count, then the norms' type when it differs. */
+static void summarise_types(const bind_stats *s, char *out, size_t cap) {
+    bool used[TG_DT_COUNT] = {false};
+    size_t len = 0;
+    int first = -1;
+    out[0] = '\0';
+    for (;;) {
+        int best = -1;
+        for (int t = 0; t < TG_DT_COUNT; t++)
+            if (!used[t] && s->params_by_type[t] > 0 && (best < 0 || s->params_by_type[t] > s->params_by_type[best]))
+                best = t;
+        if (best < 0) break;
+        used[best] = true;
+        if (first < 0) first = best;
+        int w = snprintf(out + len, cap - len, "%s%s", len ? " + " : "", tg_dtype_name((tg_dtype)best));
+        if (w < 0 || (size_t)w >= cap - len) return;
+        len += (size_t)w;
+    }
+    if (s->norm_type >= 0 && s->norm_type != first)
+        snprintf(out + len, cap - len, " (+%s norms)", tg_dtype_name((tg_dtype)s->norm_type));
+}
+
+static void layer_name(char *buf, size_t cap, const char *prefix, int layer, const char *suffix) {
+    snprintf(buf, cap, "%s%d.%s", prefix, layer, suffix);
+}
+
+bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_view_fn view, const void *ctx,
+                           tg_error *err) {
+    const tg_hparams *hp = &m->hp;
+    int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
+    int64_t qd = (int64_t)hp->n_heads * hp->head_dim;     /* validated to fit */
+    int64_t kvd = (int64_t)hp->n_kv_heads * hp->head_dim; /* <= qd */
+    bind_stats s;
+    memset(&s, 0, sizeof s);
+    s.norm_type = -1;
+
+    m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
+    if (!m->layers) return tg_fail(err, "out of memory");
+    if (!bind_matrix(view, ctx, names->tok_embd, vocab, d, &m->tok_embd, &s, err)) return false;
+    if (!bind_norm(m, view, ctx, names->out_norm, &m->out_norm, &s, err)) return false;
+    if (hp->tied_embeddings) {
+        m->lm_head = m->tok_embd;
+    } else if (!bind_matrix(view, ctx, names->lm_head, vocab, d, &m->lm_head, &s, err)) {
+        return false;
+    }
+    char name[256];
+    for (int l = 0; l < hp->n_layers; l++) {
+        tg_layer_weights *w = &m->layers[l];
+        const char *p = names->layer_prefix;
+        layer_name(name, sizeof name, p, l, names->attn_norm);
+        if (!bind_norm(m, view, ctx, name, &w->attn_norm, &s, err)) return false;
+        layer_name(name, sizeof name, p, l, names->wq);
+        if (!bind_matrix(view, ctx, name, qd, d, &w->wq, &s, err)) return false;
+        if (hp->kv_source[l] == l) {
+            layer_name(name, sizeof name, p, l, names->wk);
+            if (!bind_matrix(view, ctx, name, kvd, d, &w->wk, &s, err)) return false;
+            layer_name(name, sizeof name, p, l, names->wv);
+            if (!bind_matrix(view, ctx, name, kvd, d, &w->wv, &s, err)) return false;
+        }
+        layer_name(name, sizeof name, p, l, names->wo);
+        if (!bind_matrix(view, ctx, name, d, qd, &w->wo, &s, err)) return false;
+        layer_name(name, sizeof name, p, l, names->ffn_norm);
+        if (!bind_norm(m, view, ctx, name, &w->ffn_norm, &s, err)) return false;
+        layer_name(name, sizeof name, p, l, names->w_gate);
+        if (!bind_matrix(view, ctx, name, ff, d, &w->w_gate, &s, err)) return false;
+        layer_name(name, sizeof name, p, l, names->w_up);
+        if (!bind_matrix(view, ctx, name, ff, d, &w->w_up, &s, err)) return false;
+        layer_name(name, sizeof name, p, l, names->w_down);
+        if (!bind_matrix(view, ctx, name, d, ff, &w->w_down, &s, err)) return false;
+    }
+    m->n_params = s.n_params;
+    summarise_types(&s, m->weight_types, sizeof m->weight_types);
+    m->has_weights = true;
+    return true;
+}
+
+/* ---- loading and freeing ---- */
+
+tg_model *tg_model_load(const char *path, tg_error *err) {
+    if (!path || !*path) {
+        tg_fail(err, "no model path given");
+        return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tg_fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    bool is_dir = S_ISDIR(st.st_mode), is_gguf = false;
+    if (!is_dir) {
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            tg_fail(err, "%s: cannot open: %s", path, strerror(errno));
+            return NULL;
+        }
+        char magic[4];
+        is_gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+        fclose(f);
+        if (!is_gguf) {
+            tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder)", path);
+            return NULL;
+        }
+    }
+    tg_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tg_fail(err, "out of memory");
+        return NULL;
+    }
+    bool ok = is_dir ? tg_model_load_hf(m, path, err) : tg_model_load_gguf(m, path, err);
+    if (!ok) {
+        tg_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void tg_model_free(tg_model *m) {
+    if (!m) return;
+    tg_tokenizer_free(m->tokenizer);
+    free(m->layers);
+    free(m->hp.kv_source);
+    owned_free(m->owned);
+    tg_gguf_close(m->gguf);
+    tg_safetensors_close(m->st);
+    free(m);
+}
+
+void tg_model_get_info(const tg_model *m, tg_model_info *info) {
+    memset(info, 0, sizeof *info);
+    if (!m) return;
+    const tg_hparams *hp = &m->hp;
+    snprintf(info->architecture, sizeof info->architecture, "%s", hp->architecture);
+    snprintf(info->weight_types, sizeof info->weight_types, "%s", m->has_weights ? m->weight_types : "none");
+    info->n_params = m->n_params;
+    info->n_layers = hp->n_layers;
+    info->n_heads = hp->n_heads;
+    info->n_kv_heads = hp->n_kv_heads;
+    info->head_dim = hp->head_dim;
+    info->d_model = hp->d_model;
+    info->ffn_dim = hp->ffn_dim;
+    info->vocab_size = tg_vocab_size(m);
+    info->context_length = hp->context_length;
+    info->sliding_window = hp->sliding_window;
+    info->rope_theta = hp->rope_theta;
+    info->norm_eps = hp->norm_eps;
+    info->tied_embeddings = hp->tied_embeddings;
+    info->has_weights = m->has_weights;
+    int n_kv = 0;
+    for (int l = 0; l < hp->n_layers && hp->kv_source; l++) n_kv += hp->kv_source[l] == l;
+    info->n_kv_layers = n_kv;
+}
+
+/* ---- tokenizer entry points ---- */
+
+const tg_tokenizer *tg_model_tokenizer(const tg_model *m) { return m ? m->tokenizer : NULL; }
+
+bool tg_tokenize(const tg_model *m, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n_ids,
+                 tg_error *err) {
+    if (!m || !m->tokenizer) return tg_fail(err, "no tokenizer loaded");
+    return tg_tokenizer_encode(m->tokenizer, text, len, add_bos, ids, n_ids, err);
+}
+
+int32_t tg_token_bos(const tg_model *m) { return m && m->tokenizer ? tg_tokenizer_bos(m->tokenizer) : -1; }
+
+int32_t tg_token_eos(const tg_model *m) { return m && m->tokenizer ? tg_tokenizer_eos(m->tokenizer) : -1; }
+
+bool tg_model_adds_bos(const tg_model *m) { return m && m->tokenizer && tg_tokenizer_adds_bos(m->tokenizer); }
+
+/* The number of logits per row: the model's vocabulary (which may exceed the tokenizer's when padded). A vocab-only
+ * model without a vocabulary size reports the tokenizer's. */
+int32_t tg_vocab_size(const tg_model *m) {
+    if (!m) return 0;
+    if (m->hp.vocab_size > 0) return m->hp.vocab_size;
+    return m->tokenizer ? tg_tokenizer_vocab_size(m->tokenizer) : 0;
+}
