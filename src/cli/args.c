@@ -1,0 +1,232 @@
+/* args.c — strict command-line parsing: each value is checked in full and against its range, and anything wrong
+ * becomes one line on stderr naming the command and the flag. */
+#include "cli/args.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tg_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tinygpt %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return TG_EXIT_USAGE;
+}
+
+int tg_runtime_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tinygpt: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return TG_EXIT_ERROR;
+}
+
+/* A value must not start with white space (strtoll/strtod would skip it) and must not be empty. */
+static bool plain_start(const char *s) { return s[0] != '\0' && !isspace((unsigned char)s[0]); }
+
+static bool parse_i64(const char *s, int64_t *out) {
+    if (!plain_start(s)) return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+    if (!plain_start(s) || strchr(s, '-')) return false; /* strtoull would wrap "-1" */
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    *out = (uint64_t)v;
+    return true;
+}
+
+static bool parse_double(const char *s, double *out) {
+    if (!plain_start(s)) return false;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+bool tg_parse_size(const char *s, int64_t *out) {
+    if (!s || !isdigit((unsigned char)s[0])) return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || v < 0) return false;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift) {
+        end++;
+        if (*end == 'i' && toupper((unsigned char)end[1]) == 'B') end += 2;
+        else if (toupper((unsigned char)*end) == 'B') end++;
+    } else if (toupper((unsigned char)*end) == 'B') {
+        end++;
+    }
+    if (*end != '\0') return false;
+    if (v > (INT64_MAX >> shift)) return false;
+    *out = (int64_t)v << shift;
+    return true;
+}
+
+/* "a positive integer", "a non-negative integer up to 4096", "an integer from -3 to 3". */
+static void describe_int(const tg_opt *o, char *buf, size_t cap) {
+    const char *what = o->lo == 1 ? "a positive integer" : o->lo == 0 ? "a non-negative integer" : NULL;
+    if (!what) {
+        snprintf(buf, cap, "an integer from %" PRId64 " to %" PRId64, o->lo, o->hi);
+    } else if (o->hi == INT64_MAX) {
+        snprintf(buf, cap, "%s", what);
+    } else {
+        snprintf(buf, cap, "%s up to %" PRId64, what, o->hi);
+    }
+}
+
+static void describe_float(const tg_opt *o, char *buf, size_t cap) {
+    if (isinf(o->fhi)) {
+        if (o->flo == 0.0) snprintf(buf, cap, "a non-negative number");
+        else snprintf(buf, cap, "a number >= %g", o->flo);
+    } else {
+        snprintf(buf, cap, "a number from %g to %g", o->flo, o->fhi);
+    }
+}
+
+/* Checks and stores one option value; prints the message and returns false when it is not acceptable. */
+static bool take_value(const char *cmd, tg_opt *o, const char *v) {
+    char want[96];
+    switch (o->kind) {
+    case TG_OPT_INT: {
+        int64_t x;
+        if (!parse_i64(v, &x) || x < o->lo || x > o->hi) {
+            describe_int(o, want, sizeof want);
+            tg_usage_error(cmd, "%s: expected %s, got '%s'", o->name, want, v);
+            return false;
+        }
+        *(int64_t *)o->dest = x;
+        return true;
+    }
+    case TG_OPT_U64: {
+        uint64_t x;
+        if (!parse_u64(v, &x)) {
+            tg_usage_error(cmd, "%s: expected a non-negative integer up to %" PRIu64 ", got '%s'", o->name,
+                           UINT64_MAX, v);
+            return false;
+        }
+        *(uint64_t *)o->dest = x;
+        return true;
+    }
+    case TG_OPT_FLOAT: {
+        double x;
+        if (!parse_double(v, &x) || x < o->flo || x > o->fhi) {
+            describe_float(o, want, sizeof want);
+            tg_usage_error(cmd, "%s: expected %s, got '%s'", o->name, want, v);
+            return false;
+        }
+        *(double *)o->dest = x;
+        return true;
+    }
+    case TG_OPT_SIZE: {
+        int64_t x;
+        if (!tg_parse_size(v, &x) || x < o->lo || x > o->hi) {
+            tg_usage_error(cmd, "%s: expected a size in bytes such as 65536, 64M or 1G (at least %" PRId64 "), got '%s'",
+                           o->name, o->lo, v);
+            return false;
+        }
+        *(int64_t *)o->dest = x;
+        return true;
+    }
+    case TG_OPT_STRING:
+        *(const char **)o->dest = v;
+        return true;
+    case TG_OPT_PRECISION: {
+        tg_kv_precision p;
+        if (!tg_kv_precision_parse(v, &p)) {
+            tg_usage_error(cmd, "%s: expected one of fp32, fp16, bf16, int8, int4, int2, got '%s'", o->name, v);
+            return false;
+        }
+        *(tg_kv_precision *)o->dest = p;
+        return true;
+    }
+    case TG_OPT_FLAG:
+        break;
+    }
+    return false;
+}
+
+tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
+                             size_t max_pos, size_t *n_pos) {
+    *n_pos = 0;
+    bool only_positionals = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool is_option = !only_positionals && a[0] == '-' && a[1] != '\0';
+        if (is_option && strcmp(a, "--") == 0) {
+            only_positionals = true;
+            continue;
+        }
+        if (is_option && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) return TG_ARGS_HELP;
+        if (!is_option) {
+            if (*n_pos >= max_pos) {
+                tg_usage_error(cmd, "unexpected argument '%s' (see tinygpt %s --help)", a, cmd);
+                return TG_ARGS_USAGE;
+            }
+            pos[(*n_pos)++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t name_len = eq ? (size_t)(eq - a) : strlen(a);
+        tg_opt *o = NULL;
+        for (size_t j = 0; j < n_opts; j++) {
+            if (strlen(opts[j].name) == name_len && strncmp(opts[j].name, a, name_len) == 0) {
+                o = &opts[j];
+                break;
+            }
+        }
+        if (!o) {
+            tg_usage_error(cmd, "unknown option '%.*s' (see tinygpt %s --help)", (int)name_len, a, cmd);
+            return TG_ARGS_USAGE;
+        }
+        if (o->kind == TG_OPT_FLAG) {
+            if (eq) {
+                tg_usage_error(cmd, "%s: takes no value, got '%s'", o->name, eq + 1);
+                return TG_ARGS_USAGE;
+            }
+            *(bool *)o->dest = true;
+            o->seen = true;
+            continue;
+        }
+        const char *v = NULL;
+        if (eq) {
+            v = eq + 1;
+        } else if (i + 1 < argc) {
+            v = argv[++i];
+        } else {
+            tg_usage_error(cmd, "%s: missing value", o->name);
+            return TG_ARGS_USAGE;
+        }
+        if (!take_value(cmd, o, v)) return TG_ARGS_USAGE;
+        o->seen = true;
+    }
+    return TG_ARGS_OK;
+}

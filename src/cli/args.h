@@ -1,0 +1,64 @@
+/* args.h — strict command-line parsing for the tinygpt commands: a table of options per command, values checked
+ * in full (integers with strtoll and ranges, floats with strtod, byte sizes with K/M/G/T suffixes, KV precisions),
+ * and a one-line message on stderr naming the command and the flag for anything wrong. */
+#ifndef TG_CLI_ARGS_H
+#define TG_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tinygpt.h"
+
+/* Exit statuses of the tool. */
+enum { TG_EXIT_OK = 0, TG_EXIT_ERROR = 1, TG_EXIT_USAGE = 2 };
+
+typedef enum {
+    TG_OPT_FLAG,      /* no value; dest: bool */
+    TG_OPT_INT,       /* integer in [lo, hi]; dest: int64_t */
+    TG_OPT_U64,       /* unsigned 64-bit integer (a seed); dest: uint64_t */
+    TG_OPT_FLOAT,     /* finite number in [flo, fhi]; dest: double */
+    TG_OPT_SIZE,      /* byte count, "65536", "64K", "64M", "1G", "2T" (binary units, optional "iB"/"B"), in
+                       * [lo, hi]; dest: int64_t */
+    TG_OPT_STRING,    /* any text; dest: const char * (points into argv) */
+    TG_OPT_PRECISION, /* fp32 | fp16 | bf16 | int8 | int4 | int2; dest: tg_kv_precision */
+} tg_opt_kind;
+
+typedef struct {
+    const char *name;  /* with the dashes: "--tokens" */
+    tg_opt_kind kind;
+    void *dest;        /* written only when the option is given and valid */
+    int64_t lo, hi;    /* range of INT and SIZE */
+    double flo, fhi;   /* range of FLOAT (fhi may be INFINITY) */
+    bool seen;         /* set by the parser when the option was given */
+} tg_opt;
+
+typedef enum {
+    TG_ARGS_OK,    /* everything parsed */
+    TG_ARGS_HELP,  /* --help or -h was given: print usage, exit 0 */
+    TG_ARGS_USAGE, /* a message was printed on stderr: exit 2 */
+} tg_args_status;
+
+/* Parses argv[0..argc) (the words after the command name) against opts. Options take their value as the next word
+ * or after '=' ("--tokens=5"); a value may start with '-'. Words that do not start with "--" or "-h" (and every word
+ * after a lone "--") are positionals, stored in pos[] in order; more than max_pos of them is a usage error.
+ * On TG_ARGS_USAGE one line "tinygpt <cmd>: ..." has been printed on stderr. */
+tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
+                             size_t max_pos, size_t *n_pos);
+
+/* Parses a byte size as TG_OPT_SIZE does ("64M" -> 67108864); false on anything else or overflow. */
+bool tg_parse_size(const char *s, int64_t *out);
+
+/* Prints "tinygpt <cmd>: <message>" and a newline on stderr; always returns TG_EXIT_USAGE. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+int tg_usage_error(const char *cmd, const char *fmt, ...);
+
+/* Prints "tinygpt: <message>" and a newline on stderr; always returns TG_EXIT_ERROR. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+int tg_runtime_error(const char *fmt, ...);
+
+#endif

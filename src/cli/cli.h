@@ -1,0 +1,13 @@
+/* cli.h — the commands of the tinygpt tool. Each takes the words after its name, prints to stdout/stderr and
+ * returns the exit status (TG_EXIT_OK, TG_EXIT_ERROR or TG_EXIT_USAGE from args.h). */
+#ifndef TG_CLI_CLI_H
+#define TG_CLI_CLI_H
+
+/* tinygpt sample [MODEL] --prompt TEXT ...: streams the prompt and a continuation to stdout. */
+int tg_cmd_sample(int argc, char **argv);
+/* tinygpt tokenize MODEL TEXT [--bos]: prints the token ids on one line. */
+int tg_cmd_tokenize(int argc, char **argv);
+/* tinygpt info MODEL [--cache-table]: hyper-parameters and KV cache sizes. */
+int tg_cmd_info(int argc, char **argv);
+
+#endif

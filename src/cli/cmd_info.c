@@ -1,0 +1,161 @@
+/* cmd_info.c — `tinygpt info MODEL [--cache-table]`: the model's hyper-parameters, its KV cache bytes per token at
+ * every precision, and optionally the cache-bytes table of the design note (T x precision x policy). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/report.h"
+
+static const char USAGE[] =
+    "usage: tinygpt info MODEL [--cache-table]\n"
+    "\n"
+    "Prints the architecture, parameter count, weight types, context length, layer and head shapes, vocabulary,\n"
+    "RoPE theta, sliding window, tied embeddings and the KV cache bytes per token at each precision.\n"
+    "\n"
+    "  --cache-table   also print the KV cache bytes for T = 128 ... 8192 tokens at every precision, unbounded\n"
+    "                  and StreamingLLM 4 + 256, with the ratio to an unbounded bf16 cache\n";
+
+static const tg_kv_precision ALL_PRECISIONS[] = {TG_KV_FP32, TG_KV_FP16, TG_KV_BF16,
+                                                 TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
+enum { N_PRECISIONS = sizeof ALL_PRECISIONS / sizeof ALL_PRECISIONS[0] };
+
+static tg_cache_params params_for(tg_kv_precision p, int64_t sink, int64_t window) {
+    tg_cache_params c = tg_cache_default_params();
+    c.key_precision = p;
+    c.value_precision = p;
+    c.sink = sink;
+    c.window = window;
+    return c;
+}
+
+/* "KV cache/token" line: bytes of a full-context cache divided by the context, per precision. */
+static void print_bytes_per_token(const tg_model *model, const tg_model_info *info) {
+    int64_t t = info->context_length;
+    if (t <= 0) {
+        printf("KV cache/token   n/a (no context length)\n");
+        return;
+    }
+    printf("KV cache/token  ");
+    for (size_t i = 0; i < N_PRECISIONS; i++) {
+        tg_cache_params c = params_for(ALL_PRECISIONS[i], 0, 0);
+        tg_error err = {{0}};
+        size_t bytes = tg_cache_bytes(model, &c, t, &err);
+        if (bytes == 0) {
+            printf(" n/a (%s)\n", err.msg);
+            return;
+        }
+        char buf[32];
+        tg_fmt_bytes((double)bytes / (double)t, 1, buf, sizeof buf);
+        printf("%s %s %s", i ? " ·" : "", tg_kv_precision_name(ALL_PRECISIONS[i]), buf);
+    }
+    tg_cache_params d = tg_cache_default_params();
+    printf("  (full context of %" PRId64 " tokens; KIVI group %d, full-precision residual %d)\n", t, d.group_size,
+           d.residual);
+}
+
+/* The design note's table: rows = policy x precision, columns = T, cells = bytes and the ratio to bf16 unbounded. */
+static int print_cache_table(const tg_model *model, const tg_model_info *info) {
+    static const int64_t TS[] = {128, 256, 512, 1024, 2048, 8192};
+    enum { N_T = sizeof TS / sizeof TS[0] };
+    const struct {
+        const char *name;
+        int64_t sink, window;
+    } policies[] = {{"unbounded", 0, 0}, {"StreamingLLM 4+256", 4, 256}};
+    size_t bf16[N_T];
+    tg_error err = {{0}};
+    for (size_t j = 0; j < N_T; j++) {
+        tg_cache_params c = params_for(TG_KV_BF16, 0, 0);
+        bf16[j] = tg_cache_bytes(model, &c, TS[j], &err);
+        if (bf16[j] == 0) return tg_runtime_error("%s", err.msg);
+    }
+    tg_cache_params d = tg_cache_default_params();
+    printf("\nKV cache bytes (%d of %d layers hold K/V, %d KV heads x %d dims; KIVI group %d, residual %d)\n",
+           info->n_kv_layers, info->n_layers, info->n_kv_heads, info->head_dim, d.group_size, d.residual);
+    printf("x = ratio to an unbounded bf16 cache at the same T; T beyond the context (%d) is extrapolated\n\n",
+           info->context_length);
+    printf("%-19s %-5s", "policy", "prec");
+    for (size_t j = 0; j < N_T; j++) {
+        char head[16];
+        snprintf(head, sizeof head, "T=%" PRId64, TS[j]);
+        printf(" %18s", head);
+    }
+    putchar('\n');
+    for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
+        for (size_t i = 0; i < N_PRECISIONS; i++) {
+            printf("%-19s %-5s", policies[pi].name, tg_kv_precision_name(ALL_PRECISIONS[i]));
+            for (size_t j = 0; j < N_T; j++) {
+                tg_cache_params c = params_for(ALL_PRECISIONS[i], policies[pi].sink, policies[pi].window);
+                size_t bytes = tg_cache_bytes(model, &c, TS[j], &err);
+                if (bytes == 0) {
+                    putchar('\n');
+                    return tg_runtime_error("%s", err.msg);
+                }
+                char b[32], cell[48];
+                tg_fmt_bytes((double)bytes, 2, b, sizeof b);
+                snprintf(cell, sizeof cell, "%s %5.2fx", b, (double)bytes / (double)bf16[j]);
+                printf(" %18s", cell);
+            }
+            putchar('\n');
+        }
+    }
+    return TG_EXIT_OK;
+}
+
+static int print_info(const char *path, const tg_model *model, bool table) {
+    tg_model_info in;
+    tg_model_get_info(model, &in);
+    char count[32];
+    tg_fmt_count(in.n_params, count, sizeof count);
+    printf("model            %s\n", path);
+    printf("architecture     %s\n", in.architecture);
+    if (in.has_weights) {
+        printf("parameters       %s (%" PRId64 ")\n", count, in.n_params);
+        printf("weight types     %s\n", in.weight_types);
+    } else {
+        printf("weights          none (vocab-only: it can tokenize, not run)\n");
+    }
+    printf("context length   %d\n", in.context_length);
+    printf("layers           %d (%d hold their own K/V)\n", in.n_layers, in.n_kv_layers);
+    printf("heads            %d query, %d KV, head dim %d\n", in.n_heads, in.n_kv_heads, in.head_dim);
+    printf("d_model          %d\n", in.d_model);
+    printf("ffn              %d\n", in.ffn_dim);
+    printf("vocab            %d\n", in.vocab_size);
+    printf("rope theta       %g\n", (double)in.rope_theta);
+    printf("norm eps         %g\n", (double)in.norm_eps);
+    if (in.sliding_window > 0) printf("sliding window   %d\n", in.sliding_window);
+    else printf("sliding window   none\n");
+    printf("tied embeddings  %s\n", in.tied_embeddings ? "yes" : "no");
+    printf("BOS / EOS        %" PRId32 " / %" PRId32 "%s\n", tg_token_bos(model), tg_token_eos(model),
+           tg_model_adds_bos(model) ? " (BOS added to prompts)" : "");
+    if (in.n_layers <= 0 || in.n_kv_heads <= 0 || in.head_dim <= 0) return TG_EXIT_OK;
+    print_bytes_per_token(model, &in);
+    return table ? print_cache_table(model, &in) : TG_EXIT_OK;
+}
+
+int tg_cmd_info(int argc, char **argv) {
+    bool table = false;
+    tg_opt opts[] = {
+        {.name = "--cache-table", .kind = TG_OPT_FLAG, .dest = &table},
+    };
+    const char *pos[1];
+    size_t n_pos = 0;
+    switch (tg_args_parse("info", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, &n_pos)) {
+    case TG_ARGS_HELP: fputs(USAGE, stdout); return TG_EXIT_OK;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    if (n_pos < 1) return tg_usage_error("info", "expected MODEL (see tinygpt info --help)");
+    tg_error err = {{0}};
+    tg_model *model = tg_model_load(pos[0], &err);
+    if (!model) return tg_runtime_error("%s", err.msg);
+    int status = print_info(pos[0], model, table);
+    tg_model_free(model);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno == EPIPE) return TG_EXIT_OK;
+        return tg_runtime_error("writing to stdout: %s", strerror(errno));
+    }
+    return status;
+}

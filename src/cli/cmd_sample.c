@@ -1,0 +1,359 @@
+/* cmd_sample.c — `tinygpt sample`: tokenise a prompt, run it through a session whose KV cache follows the cache
+ * flags, then sample tokens and stream their text to stdout, with a banner and a speed/cache report on stderr.
+ * Stops at EOS, after --tokens, when the context is full (without a streaming policy), on Ctrl-C, or when stdout
+ * is closed (a pipe into `head`), which is not an error. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/report.h"
+
+#define BUNDLED_MODEL "models/tinygpt-flagship.gguf"
+#define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
+
+static const char USAGE[] =
+    "usage: tinygpt sample [MODEL] --prompt TEXT [options]\n"
+    "\n"
+    "Streams TEXT and a generated continuation to stdout; a banner and a report (speed, KV cache) go to stderr.\n"
+    "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " BUNDLED_MODEL "\n"
+    "next to the executable is used.\n"
+    "\n"
+    "sampling:\n"
+    "  --prompt TEXT                  text to continue (default: empty, i.e. start from BOS)\n"
+    "  --tokens N                     tokens to generate (default 128)\n"
+    "  --temperature T                0 = greedy (default 0.8)\n"
+    "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
+    "  --top-p P                      keep the smallest set with probability >= P, 1 = off (default 0.95)\n"
+    "  --seed S                       PRNG seed (default: from the clock; the banner prints it)\n"
+    "  --threads N                    worker threads, 0 = all cores (default 0)\n"
+    "  --no-echo                      do not print the prompt\n"
+    "  --ignore-eos                   keep generating after the end-of-sequence token\n"
+    "\n"
+    "KV cache:\n"
+    "  --streaming-llm-window M       StreamingLLM: keep the sinks and the last M tokens (bounded memory, no\n"
+    "                                 context limit)\n"
+    "  --streaming-llm-sink N         StreamingLLM: first tokens always kept (default 4 with a window or budget)\n"
+    "  --streaming-llm-reposition     store keys before RoPE and rotate them at their cache slot\n"
+    "  --kv-budget BYTES              choose the largest window whose cache fits BYTES (e.g. 64M, 1G)\n"
+    "  --kv-quantize P                storage of keys and values: fp32 fp16 bf16 int8 int4 int2 (default fp32)\n"
+    "  --kv-quantize-keys P           storage of keys only (overrides --kv-quantize)\n"
+    "  --kv-quantize-values P         storage of values only (overrides --kv-quantize)\n"
+    "  --kv-group-size G              KIVI key group along time (default 32; 0 = one group for the whole history)\n"
+    "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default 128)\n";
+
+/* The signal flag: the one piece of static mutable state, as a handler may only set a volatile sig_atomic_t. */
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t clock_seed(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    return s % 1000000000000ull; /* short enough to retype */
+}
+
+/* Finds the bundled model next to the executable (or two levels up, for the build/<variant>/tinygpt binaries).
+ * On failure `looked` names the executable's directory. */
+static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
+        return false;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(looked, looked_cap, "%s", exe);
+    static const char *const ups[] = {"", "/..", "/../.."};
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
+        int w = snprintf(out, cap, "%s%s/" BUNDLED_MODEL, exe, ups[i]);
+        struct stat st;
+        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0) return true;
+    }
+    return false;
+}
+
+/* Writes to stdout and flushes. 0: written; 1: the reader has gone (EPIPE), stop quietly; -1: another error. */
+static int emit(const char *text, size_t len) {
+    if (len > 0 && fwrite(text, 1, len, stdout) != len) return errno == EPIPE ? 1 : -1;
+    if (fflush(stdout) != 0) return errno == EPIPE ? 1 : -1;
+    return 0;
+}
+
+typedef struct {
+    const char *model_path;
+    const char *prompt;
+    int64_t n_tokens;
+    tg_sampler_params sp;
+    int threads;
+    bool echo, ignore_eos;
+    tg_cache_params cache;
+} sample_args;
+
+/* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
+static int parse_sample_args(int argc, char **argv, sample_args *a) {
+    int64_t tokens = 128, top_k = 40, threads = 0, sink = 0, window = 0, group = 0, residual = 0, budget = 0;
+    double temperature = 0.8, top_p = 0.95;
+    uint64_t seed = 0;
+    const char *prompt = "";
+    bool no_echo = false, ignore_eos = false, reposition = false;
+    tg_kv_precision both = TG_KV_FP32, keys = TG_KV_FP32, values = TG_KV_FP32;
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_SINK, O_WINDOW,
+           O_QUANT, O_QKEYS, O_QVALUES, O_GROUP, O_RESIDUAL, O_REPOS, O_BUDGET, O_COUNT };
+    tg_opt o[O_COUNT] = {
+        [O_PROMPT] = {.name = "--prompt", .kind = TG_OPT_STRING, .dest = &prompt},
+        [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
+        [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
+        [O_TOPK] = {.name = "--top-k", .kind = TG_OPT_INT, .dest = &top_k, .lo = 0, .hi = INT32_MAX},
+        [O_TOPP] = {.name = "--top-p", .kind = TG_OPT_FLOAT, .dest = &top_p, .flo = 0, .fhi = 1},
+        [O_SEED] = {.name = "--seed", .kind = TG_OPT_U64, .dest = &seed},
+        [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
+        [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
+        [O_IGNEOS] = {.name = "--ignore-eos", .kind = TG_OPT_FLAG, .dest = &ignore_eos},
+        [O_SINK] = {.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &sink, .lo = 0, .hi = INT32_MAX},
+        [O_WINDOW] = {.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &window, .lo = 1,
+                      .hi = INT32_MAX},
+        [O_QUANT] = {.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &both},
+        [O_QKEYS] = {.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &keys},
+        [O_QVALUES] = {.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &values},
+        [O_GROUP] = {.name = "--kv-group-size", .kind = TG_OPT_INT, .dest = &group, .lo = 0, .hi = 1 << 20},
+        [O_RESIDUAL] = {.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &residual, .lo = 0, .hi = 1 << 20},
+        [O_REPOS] = {.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &reposition},
+        [O_BUDGET] = {.name = "--kv-budget", .kind = TG_OPT_SIZE, .dest = &budget, .lo = 1, .hi = INT64_MAX},
+    };
+    const char *pos[1];
+    size_t n_pos = 0;
+    switch (tg_args_parse("sample", argc, argv, o, O_COUNT, pos, 1, &n_pos)) {
+    case TG_ARGS_HELP: return -1;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    a->model_path = n_pos ? pos[0] : NULL;
+    a->prompt = prompt;
+    a->n_tokens = tokens;
+    a->sp.temperature = (float)temperature;
+    a->sp.top_k = (int)top_k;
+    a->sp.top_p = (float)top_p;
+    a->sp.seed = o[O_SEED].seen ? seed : clock_seed();
+    a->threads = (int)threads;
+    a->echo = !no_echo;
+    a->ignore_eos = ignore_eos;
+
+    tg_cache_params c = tg_cache_default_params();
+    if (o[O_QUANT].seen) c.key_precision = c.value_precision = both;
+    if (o[O_QKEYS].seen) c.key_precision = keys;
+    if (o[O_QVALUES].seen) c.value_precision = values;
+    c.window = o[O_WINDOW].seen ? window : 0;
+    c.budget_bytes = o[O_BUDGET].seen ? budget : 0;
+    if (o[O_SINK].seen) c.sink = sink;
+    else c.sink = (o[O_WINDOW].seen || o[O_BUDGET].seen) ? 4 : 0;
+    if (o[O_GROUP].seen) c.group_size = (int)group;
+    if (o[O_RESIDUAL].seen) c.residual = (int)residual;
+    c.reposition = reposition;
+    a->cache = c;
+    return TG_EXIT_OK;
+}
+
+/* Everything the run owns, freed together. */
+typedef struct {
+    tg_model *model;
+    tg_session *session;
+    tg_sampler *sampler;
+    tg_detok *detok;
+    int32_t *ids;
+    float *logits;
+} sample_run;
+
+static void run_free(sample_run *r) {
+    tg_detok_free(r->detok);
+    tg_sampler_free(r->sampler);
+    tg_session_free(r->session);
+    tg_model_free(r->model);
+    free(r->ids);
+    free(r->logits);
+}
+
+/* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
+static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
+    tg_error err = {{0}};
+    size_t len = strlen(a->prompt);
+    if (!tg_tokenize(r->model, a->prompt, len, tg_model_adds_bos(r->model), &r->ids, n, &err))
+        return tg_runtime_error("%s", err.msg);
+    if (*n > 0) return TG_EXIT_OK;
+    int32_t bos = tg_token_bos(r->model);
+    if (bos < 0) {
+        return tg_runtime_error("the prompt is empty and the model has no BOS token to start from; give --prompt TEXT");
+    }
+    free(r->ids);
+    r->ids = malloc(sizeof *r->ids);
+    if (!r->ids) return tg_runtime_error("out of memory");
+    r->ids[0] = bos;
+    *n = 1;
+    return TG_EXIT_OK;
+}
+
+/* Pushes id through the detokeniser and prints its text when `print`; 0, 1 (reader gone) or -1 (write error). */
+static int emit_token(sample_run *r, int32_t id, bool print) {
+    const char *text = NULL;
+    size_t len = 0;
+    tg_detok_push(r->detok, id, &text, &len);
+    return print ? emit(text, len) : 0;
+}
+
+static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const char *model_path) {
+    tg_error err = {{0}};
+    tg_model_info info;
+    tg_model_get_info(r->model, &info);
+    int32_t eos = tg_token_eos(r->model);
+
+    int64_t room = tg_session_remaining(r->session);
+    if ((int64_t)n_prompt > room) {
+        return tg_runtime_error("the prompt is %zu tokens but the context holds %" PRId64 "; bound the cache with "
+                                "--streaming-llm-window M (and --streaming-llm-sink N) or --kv-budget BYTES",
+                                n_prompt, room);
+    }
+
+    tg_cache_report rep;
+    tg_session_cache_report(r->session, &rep);
+    int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    tg_report_banner(stderr, model_path, &info, &rep, &a->sp, threads);
+
+    int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
+    for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i], a->echo);
+
+    double t0 = now_s();
+    size_t done = 0;
+    while (done < n_prompt && !interrupted) {
+        size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
+        if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
+            return tg_runtime_error("%s", err.msg);
+        }
+        done += n;
+    }
+    double t_prompt = now_s() - t0;
+
+    const char *stop = NULL;
+    int64_t generated = 0;
+    t0 = now_s();
+    while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !interrupted) {
+        int32_t id = tg_sampler_sample(r->sampler, r->logits);
+        if (id < 0) return tg_runtime_error("the model produced no finite logits");
+        if (id == eos && !a->ignore_eos) {
+            stop = "end of sequence";
+            break;
+        }
+        generated++;
+        write_state = emit_token(r, id, true);
+        if (write_state != 0 || generated == a->n_tokens || interrupted) break;
+        if (tg_session_remaining(r->session) < 1) {
+            fprintf(stderr,
+                    "tinygpt: stopped after %" PRId64 " tokens: the context (%d tokens) is full; "
+                    "--streaming-llm-window M keeps generating with a bounded cache\n",
+                    generated, info.context_length);
+            break;
+        }
+        if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) return tg_runtime_error("%s", err.msg);
+    }
+    double t_gen = now_s() - t0;
+    if (interrupted) stop = "interrupted";
+
+    if (write_state == 0) {
+        const char *text = NULL;
+        size_t len = 0;
+        tg_detok_flush(r->detok, &text, &len);
+        write_state = emit(text, len);
+        if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1);
+    }
+    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(errno));
+
+    tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
+    tg_report_speed(stderr, "generated", generated, t_gen);
+    if (stop) fprintf(stderr, "stopped: %s\n", stop);
+    tg_session_cache_report(r->session, &rep);
+    tg_report_cache(stderr, &rep);
+    return TG_EXIT_OK;
+}
+
+int tg_cmd_sample(int argc, char **argv) {
+    sample_args a = {0};
+    int status = parse_sample_args(argc, argv, &a);
+    if (status < 0) {
+        fputs(USAGE, stdout);
+        return TG_EXIT_OK;
+    }
+    if (status != TG_EXIT_OK) return status;
+
+    char bundled[4200];
+    if (!a.model_path) {
+        char looked[4096];
+        if (!find_bundled_model(bundled, sizeof bundled, looked, sizeof looked)) {
+            return tg_runtime_error("no MODEL given and the bundled model " BUNDLED_MODEL " was not found "
+                                    "(looked next to %s); pass one: tinygpt sample MODEL --prompt TEXT",
+                                    looked);
+        }
+        a.model_path = bundled;
+    }
+
+    sample_run r = {0};
+    tg_error err = {{0}};
+    r.model = tg_model_load(a.model_path, &err);
+    if (!r.model) return tg_runtime_error("%s", err.msg);
+    tg_model_info info;
+    tg_model_get_info(r.model, &info);
+    if (!info.has_weights) {
+        run_free(&r);
+        return tg_runtime_error("%s has no weights (a vocab-only file): it can tokenize but not sample",
+                                a.model_path);
+    }
+    size_t n_prompt = 0;
+    status = prompt_ids(&a, &r, &n_prompt);
+    if (status != TG_EXIT_OK) {
+        run_free(&r);
+        return status;
+    }
+    r.session = tg_session_new(r.model, &a.cache, a.threads, &err);
+    if (!r.session) {
+        run_free(&r);
+        return tg_runtime_error("%s", err.msg);
+    }
+    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model));
+    r.detok = tg_detok_new(r.model);
+    r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
+    if (!r.sampler || !r.detok || !r.logits) {
+        run_free(&r);
+        return tg_runtime_error("out of memory");
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = (int)SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+
+    status = generate(&a, &r, n_prompt, a.model_path);
+    signal(SIGINT, SIG_DFL);
+    run_free(&r);
+    return status;
+}

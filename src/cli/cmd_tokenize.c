@@ -1,0 +1,54 @@
+/* cmd_tokenize.c — `tinygpt tokenize MODEL TEXT [--bos]`: the token ids of TEXT, space-separated on one line. Works
+ * on vocab-only GGUF files. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+
+static const char USAGE[] =
+    "usage: tinygpt tokenize MODEL TEXT [--bos]\n"
+    "\n"
+    "Prints the token ids of TEXT, space-separated on one line. MODEL may be a vocab-only GGUF file.\n"
+    "\n"
+    "  --bos   put the BOS token first (default: no BOS)\n"
+    "  --      ends the options (for a TEXT that starts with '-')\n";
+
+int tg_cmd_tokenize(int argc, char **argv) {
+    bool bos = false;
+    tg_opt opts[] = {
+        {.name = "--bos", .kind = TG_OPT_FLAG, .dest = &bos},
+    };
+    const char *pos[2];
+    size_t n_pos = 0;
+    switch (tg_args_parse("tokenize", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, &n_pos)) {
+    case TG_ARGS_HELP: fputs(USAGE, stdout); return TG_EXIT_OK;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    if (n_pos < 2) {
+        return tg_usage_error("tokenize", "expected MODEL and TEXT, got %s (see tinygpt tokenize --help)",
+                              n_pos == 0 ? "neither" : "only MODEL");
+    }
+    tg_error err = {{0}};
+    tg_model *model = tg_model_load(pos[0], &err);
+    if (!model) return tg_runtime_error("%s", err.msg);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!tg_tokenize(model, pos[1], strlen(pos[1]), bos, &ids, &n, &err)) {
+        tg_model_free(model);
+        return tg_runtime_error("%s", err.msg);
+    }
+    for (size_t i = 0; i < n; i++) printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
+    putchar('\n');
+    free(ids);
+    tg_model_free(model);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno == EPIPE) return TG_EXIT_OK;
+        return tg_runtime_error("writing to stdout: %s", strerror(errno));
+    }
+    return TG_EXIT_OK;
+}
