@@ -2,9 +2,12 @@
 #ifndef TG_KERNELS_OPS_H
 #define TG_KERNELS_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* out[n] = x / sqrt(mean(x^2) + eps) * weight; out may alias x. */
+#include "tinygpt.h"
+
+/* out[n] = x / sqrt(mean(x^2) + eps) * weight; out may alias x. The mean of squares is accumulated in double. */
 void tg_rmsnorm(float *out, const float *x, const float *weight, int64_t n, float eps);
 
 typedef enum {
@@ -12,11 +15,39 @@ typedef enum {
     TG_ROPE_INTERLEAVED, /* llama.cpp "normal" (GGUF llama, Q/K rows permuted by the converter): pairs (2i, 2i+1) */
 } tg_rope_style;
 
-/* Rotates each of n_heads vectors x[h*head_dim .. +head_dim) by position pos (theta^(-2i/d) frequencies). */
+/* Rotates each of n_heads vectors x[h*head_dim .. +head_dim) by position pos (theta^(-2i/d) frequencies).
+ * head_dim must be even. Pair i (0 <= i < head_dim/2) turns by the angle pos * theta^(-2i/head_dim), computed in
+ * double so that large positions (1e5 and beyond) keep full fp32 accuracy in cos/sin:
+ *   (a, b) -> (a cos - b sin, a sin + b cos), with (a, b) = (x[i], x[i + d/2]) for HALF, (x[2i], x[2i+1]) for
+ *   INTERLEAVED. The two styles are the same rotation of a vector whose halves are interleaved (see the tests). */
 void tg_rope(float *x, int n_heads, int head_dim, int64_t pos, float theta, tg_rope_style style);
-/* In-place softmax of x[n] (max-subtracted). */
+
+/* Precomputed RoPE cos/sin for positions [0, n_pos): applying it gives bit-for-bit the result of tg_rope without
+ * any trigonometry, which matters when keys are rotated at read time (StreamingLLM re-positioning). */
+typedef struct {
+    int head_dim;
+    int64_t n_pos;
+    double *inv_freq; /* [head_dim/2] angle per position of pair i */
+    float *cos_tab;   /* [n_pos, head_dim/2] */
+    float *sin_tab;   /* [n_pos, head_dim/2] */
+} tg_rope_table;
+
+/* Builds the table for frequencies theta^(-2i/head_dim). head_dim even and > 0, n_pos >= 0 (0 = no table: every
+ * apply computes cos/sin directly). Returns NULL and fills err on bad arguments or out of memory. */
+tg_rope_table *tg_rope_table_new(int head_dim, float theta, int64_t n_pos, tg_error *err);
+/* Same with caller-chosen angles per position, inv_freq[head_dim/2] (copied), e.g. Llama-3 scaled frequencies. */
+tg_rope_table *tg_rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err);
+void tg_rope_table_free(tg_rope_table *t);
+/* tg_rope with the table's frequencies; pos >= n_pos (or < 0) is computed directly, still exact. */
+void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t pos, tg_rope_style style);
+
+/* In-place softmax of x[n] (max-subtracted; sum in double). Edge cases, by definition:
+ *   all elements -INF      -> uniform 1/n (the limit of equal logits), never NaN;
+ *   some elements +INF     -> those share the mass equally, every other element is 0;
+ *   any NaN                -> all outputs NaN;  n == 0 -> nothing. */
 void tg_softmax(float *x, int64_t n);
-/* gate[i] = silu(gate[i]) * up[i] */
+/* gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)). Never NaN from large |g|: silu(-inf) = 0,
+ * silu(+inf) = +inf, silu(g) -> -0 for very negative finite g. (A NaN or an Inf times 0 still gives NaN.) */
 void tg_swiglu(float *gate, const float *up, int64_t n);
 
 #endif

@@ -1,0 +1,143 @@
+/* matmul.c — y = W x for every weight type: the scalar reference, the row lookup, and the threaded, cache-blocked
+ * driver that hands tiles to the AVX2 micro-kernels (or to scalar code when the target has no AVX2).
+ *
+ * Precision: F32/F16/BF16 fast paths accumulate in fp32 over 8 lanes (error ~ cols/8 * 2^-24 * sum|w*x| at worst).
+ * Q8_0/Q4_0 fast paths quantise the activations to 8 bits per 32-element block first (tg_q8x_block): each x[j]
+ * moves by at most d/2 = max|x_block| / 254, so the result differs from the exact product by at most
+ * sum_j |w_j| * d_block(j) / 2, plus fp32 rounding. The scalar reference dequantises W exactly and accumulates in
+ * double. */
+#include "kernels/matmul.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/avx2.h"
+#include "kernels/quant.h"
+#include "util/half.h"
+
+/* Below this many multiply-adds a product runs on the calling thread: waking a team costs a few microseconds. */
+#define TG_PARALLEL_MIN_WORK ((int64_t)1 << 17)
+/* A block of W rows that one thread sweeps over all tokens is sized to stay in L2 (about this many bytes). */
+#define TG_ROW_BLOCK_BYTES ((size_t)96 * 1024)
+
+/* Element j of a row of `type` as fp32 (exact). */
+static float row_elem(tg_dtype type, const uint8_t *row, int64_t j) {
+    uint16_t h;
+    switch (type) {
+    case TG_DT_F32: {
+        float f;
+        memcpy(&f, row + 4 * j, 4);
+        return f;
+    }
+    case TG_DT_F16: memcpy(&h, row + 2 * j, 2); return tg_f16_to_f32(h);
+    case TG_DT_BF16: memcpy(&h, row + 2 * j, 2); return tg_bf16_to_f32(h);
+    case TG_DT_Q8_0: {
+        const uint8_t *blk = row + (size_t)(j / TG_QK) * sizeof(tg_block_q8_0);
+        memcpy(&h, blk, 2);
+        return tg_f16_to_f32(h) * (float)(int8_t)blk[2 + j % TG_QK];
+    }
+    case TG_DT_Q4_0: {
+        const uint8_t *blk = row + (size_t)(j / TG_QK) * sizeof(tg_block_q4_0);
+        int i = (int)(j % TG_QK);
+        int nib = i < TG_QK / 2 ? (blk[2 + i] & 0x0f) : (blk[2 + i - TG_QK / 2] >> 4);
+        memcpy(&h, blk, 2);
+        return tg_f16_to_f32(h) * (float)(nib - 8);
+    }
+    default: return 0.0f;
+    }
+}
+
+void tg_matvec_ref(const tg_tensor *w, const float *x, float *y) {
+    const size_t rb = tg_row_bytes(w->type, w->cols);
+    const uint8_t *base = w->data;
+    for (int64_t r = 0; r < w->rows; r++) {
+        const uint8_t *row = base + (size_t)r * rb;
+        double s = 0.0;
+        for (int64_t j = 0; j < w->cols; j++) s += (double)row_elem(w->type, row, j) * (double)x[j];
+        y[r] = (float)s;
+    }
+}
+
+void tg_tensor_get_row(const tg_tensor *w, int64_t r, float *out) {
+    const size_t rb = tg_row_bytes(w->type, w->cols);
+    tg_dequantize_row(w->type, (const uint8_t *)w->data + (size_t)r * rb, out, w->cols);
+}
+
+static bool is_quant(tg_dtype t) { return t == TG_DT_Q8_0 || t == TG_DT_Q4_0; }
+
+/* One tile: y[t * ldy + r] = row r of w . activation t, for r < nr, t < nt. x rows are float[cols], or
+ * tg_q8x_block[cols/32] when the weights are quantised and the AVX2 kernels are in use. */
+static void tile(tg_dtype type, const uint8_t *w, size_t ws, int nr, const uint8_t *x, size_t xs, int nt, int64_t cols,
+                 float *y, size_t ldy) {
+#if TG_KERNELS_AVX2
+    tg_avx2_tile(type, w, ws, nr, x, xs, nt, cols, y, ldy);
+#else
+    for (int r = 0; r < nr; r++) {
+        for (int t = 0; t < nt; t++) {
+            const float *xt = (const float *)(const void *)(x + (size_t)t * xs);
+            const uint8_t *row = w + (size_t)r * ws;
+            float s = 0.0f;
+            for (int64_t j = 0; j < cols; j++) s += row_elem(type, row, j) * xt[j];
+            y[(size_t)t * ldy + (size_t)r] = s;
+        }
+    }
+#endif
+}
+
+/* Y[n, rows] = X[n, cols] W^T with X already in the form the tile kernel wants (row t at x + t * xs bytes).
+ * Threads split W into blocks of rows; each thread sweeps its block over every group of tokens, so a W block is
+ * read from memory once and reused from cache for all n tokens. */
+static void run_tiles(const tg_tensor *w, const uint8_t *x, size_t xs, int64_t n, float *y, int n_threads) {
+    const int64_t rows = w->rows, cols = w->cols;
+    const size_t rb = tg_row_bytes(w->type, cols);
+    const uint8_t *wdata = w->data;
+    /* Decode (n == 1) streams 4 rows at a time past one vector; prefill uses 2 rows x 4 tokens. */
+    const int tile_rows = n == 1 ? 4 : 2;
+    const int tile_vecs = n == 1 ? 1 : 4;
+    int64_t block = rb ? (int64_t)(TG_ROW_BLOCK_BYTES / rb) : 0;
+    if (block < 16) block = 16;
+    if (block > 256) block = 256;
+    const int64_t n_blocks = (rows + block - 1) / block;
+    int threads = n_threads < 1 ? 1 : n_threads;
+    if (threads > n_blocks) threads = (int)n_blocks;
+    if (rows * cols * n < TG_PARALLEL_MIN_WORK) threads = 1;
+
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t ib = 0; ib < n_blocks; ib++) {
+        const int64_t r0 = ib * block;
+        const int64_t r1 = r0 + block < rows ? r0 + block : rows;
+        for (int64_t t0 = 0; t0 < n; t0 += tile_vecs) {
+            const int nt = (int)(n - t0 < tile_vecs ? n - t0 : tile_vecs);
+            for (int64_t r = r0; r < r1; r += tile_rows) {
+                const int nr = (int)(r1 - r < tile_rows ? r1 - r : tile_rows);
+                tile(w->type, wdata + (size_t)r * rb, rb, nr, x + (size_t)t0 * xs, xs, nt, cols,
+                     y + (size_t)t0 * (size_t)rows + (size_t)r, (size_t)rows);
+            }
+        }
+    }
+}
+
+void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads) {
+    if (n <= 0 || w->rows <= 0) return;
+    const size_t x_row_bytes = (size_t)w->cols * sizeof(float);
+    if (!(TG_KERNELS_AVX2 && is_quant(w->type))) {
+        run_tiles(w, (const uint8_t *)x, x_row_bytes, n, y, n_threads);
+        return;
+    }
+    /* Integer path: quantise each activation row once, then every weight row reuses it. */
+    const int64_t nb = w->cols / TG_QK;
+    const size_t q_row_bytes = (size_t)nb * sizeof(tg_q8x_block);
+    tg_q8x_block *xq = malloc((size_t)n * q_row_bytes); /* cols > 0, so never malloc(0) */
+    if (!xq) { /* out of memory: fall back to the exact scalar path, which needs no scratch */
+        for (int64_t t = 0; t < n; t++)
+            tg_matvec_ref(w, x + (size_t)t * (size_t)w->cols, y + (size_t)t * (size_t)w->rows);
+        return;
+    }
+    for (int64_t t = 0; t < n; t++)
+        tg_quantize_q8x(x + (size_t)t * (size_t)w->cols, xq + (size_t)t * (size_t)nb, w->cols);
+    run_tiles(w, (const uint8_t *)xq, q_row_bytes, n, y, n_threads);
+    free(xq);
+}
+
+void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads) { tg_matmul(w, x, 1, y, n_threads); }

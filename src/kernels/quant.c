@@ -1,0 +1,103 @@
+/* quant.c — quantising and dequantising Q8_0 / Q4_0 / fp16 / bf16 rows, and the Q8 form of activation vectors. */
+#include "kernels/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/avx2.h"
+#include "util/half.h"
+
+static inline uint16_t load_u16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+static inline void store_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* round-half-even to an integer in [lo, hi] (nearbyintf uses the default rounding mode, round-to-nearest-even). */
+static inline int round_clamp(float v, int lo, int hi) {
+    float r = nearbyintf(v);
+    if (!(r >= (float)lo)) return lo; /* also catches NaN */
+    if (r > (float)hi) return hi;
+    return (int)r;
+}
+
+void tg_quantize_row_q8_0(const float *x, void *dst, int64_t n) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < n / TG_QK; b++, x += TG_QK, out += sizeof(tg_block_q8_0)) {
+        float amax = 0.0f;
+        for (int j = 0; j < TG_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        uint16_t dh = tg_f32_to_f16(amax / 127.0f);
+        float d = tg_f16_to_f32(dh);
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_u16(out, dh);
+        for (int j = 0; j < TG_QK; j++) out[2 + j] = (uint8_t)(int8_t)round_clamp(x[j] * id, -127, 127);
+    }
+}
+
+void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < n / TG_QK; b++, x += TG_QK, out += sizeof(tg_block_q4_0)) {
+        float m = 0.0f;
+        for (int j = 0; j < TG_QK; j++)
+            if (fabsf(x[j]) > fabsf(m)) m = x[j];
+        uint16_t dh = tg_f32_to_f16(m / -8.0f);
+        float d = tg_f16_to_f32(dh);
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_u16(out, dh);
+        for (int j = 0; j < TG_QK / 2; j++) {
+            int lo = round_clamp(x[j] * id + 8.0f, 0, 15);
+            int hi = round_clamp(x[j + TG_QK / 2] * id + 8.0f, 0, 15);
+            out[2 + j] = (uint8_t)(lo | (hi << 4));
+        }
+    }
+}
+
+void tg_dequantize_row(tg_dtype type, const void *src, float *out, int64_t n) {
+    const uint8_t *p = src;
+    switch (type) {
+    case TG_DT_F32: memcpy(out, p, (size_t)n * sizeof(float)); break;
+    case TG_DT_F16:
+        for (int64_t j = 0; j < n; j++) out[j] = tg_f16_to_f32(load_u16(p + 2 * j));
+        break;
+    case TG_DT_BF16:
+        for (int64_t j = 0; j < n; j++) out[j] = tg_bf16_to_f32(load_u16(p + 2 * j));
+        break;
+    case TG_DT_Q8_0:
+        for (int64_t b = 0; b < n / TG_QK; b++, p += sizeof(tg_block_q8_0), out += TG_QK) {
+            float d = tg_f16_to_f32(load_u16(p));
+            for (int j = 0; j < TG_QK; j++) out[j] = d * (float)(int8_t)p[2 + j];
+        }
+        break;
+    case TG_DT_Q4_0:
+        for (int64_t b = 0; b < n / TG_QK; b++, p += sizeof(tg_block_q4_0), out += TG_QK) {
+            float d = tg_f16_to_f32(load_u16(p));
+            for (int j = 0; j < TG_QK / 2; j++) {
+                out[j] = d * (float)((p[2 + j] & 0x0f) - 8);
+                out[j + TG_QK / 2] = d * (float)((p[2 + j] >> 4) - 8);
+            }
+        }
+        break;
+    default: break;
+    }
+}
+
+void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n) {
+    for (int64_t b = 0; b < n / TG_QK; b++, x += TG_QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < TG_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 127.0f / amax : 0.0f;
+        dst[b].d = d;
+        for (int j = 0; j < TG_QK; j++) dst[b].q[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
+    }
+}
+
+void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
+#if TG_KERNELS_AVX2
+    tg_avx2_quantize_q8x(x, dst, n);
+#else
+    tg_quantize_q8x_ref(x, dst, n);
+#endif
+}

@@ -1,0 +1,48 @@
+/* quant.h — the Q8_0 / Q4_0 block formats: quantising and dequantising rows, and the Q8 form of activations. */
+#ifndef TG_KERNELS_QUANT_H
+#define TG_KERNELS_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/tensor.h"
+
+/* On-disk blocks (ggml's exact layouts; no padding, 2-byte alignment). Row data in a file may sit at any byte
+ * offset, so the kernels read blocks through byte pointers and memcpy, never through these structs; the structs
+ * document the layout and are used for buffers we allocate ourselves. */
+typedef struct {
+    uint16_t d;        /* fp16 scale */
+    int8_t q[TG_QK];   /* x[j] = d * q[j] */
+} tg_block_q8_0;       /* 34 bytes */
+
+typedef struct {
+    uint16_t d;            /* fp16 scale */
+    uint8_t q[TG_QK / 2];  /* byte j: low nibble = element j, high nibble = element j + 16; x = d * (nibble - 8) */
+} tg_block_q4_0;           /* 18 bytes */
+
+/* One block of an activation vector quantised for the integer dot-product path. Unlike tg_block_q8_0 the scale is
+ * kept in fp32 (no fp16 rounding of d), so the only error is the rounding of x / d to an integer:
+ * |x[j] - d * q[j]| <= d / 2 with d = max|x| / 127 over the block. */
+typedef struct {
+    float d;
+    int8_t q[TG_QK];
+} tg_q8x_block; /* 36 bytes */
+
+/* Quantises x[n] (n a multiple of 32) into n/32 Q8_0 blocks at dst (tg_row_bytes(TG_DT_Q8_0, n) bytes, any
+ * alignment): d = fp16(max|x| / 127), q = round-half-even(x / d) clamped to [-127, 127]. An all-zero block gets
+ * d = 0 and q = 0. */
+void tg_quantize_row_q8_0(const float *x, void *dst, int64_t n);
+/* Quantises x[n] (n a multiple of 32) into n/32 Q4_0 blocks at dst: with m the element of largest magnitude,
+ * d = fp16(m / -8) and nibble = clamp(round(x / d) + 8, 0, 15), so m maps exactly to nibble 0. */
+void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n);
+
+/* out[n] = the values of n elements of a row of type `type` (n a multiple of 32 for Q8_0/Q4_0); src may have any
+ * alignment. Exact: every stored value is representable in fp32. */
+void tg_dequantize_row(tg_dtype type, const void *src, float *out, int64_t n);
+
+/* Quantises x[n] (n a multiple of 32) into n/32 activation blocks (see tg_q8x_block); scalar reference. */
+void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n);
+/* Same result bit for bit as tg_quantize_q8x_ref, vectorised when AVX2 is available. */
+void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
+
+#endif

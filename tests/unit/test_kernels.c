@@ -1,0 +1,397 @@
+/* test_kernels.c — matvec/matmul for every weight type against the scalar reference, and Q8_0/Q4_0 block layouts.
+ *
+ * Tolerances (E = sum_j |w_j x_j| of the row being checked):
+ *   fast F32/F16/BF16 vs reference:            |diff| <= 1e-5 * E  (fp32 accumulation of <= 300 terms needs ~5e-6)
+ *   fast Q8_0/Q4_0 vs reference (exact x):      |diff| <= sum_j |w_j| * d_x(j) / 2 * 1.001 + 1e-5 * E, d_x the
+ *                                               activation block scale (the integer path's x-quantisation bound)
+ *   fast Q8_0/Q4_0 vs exact product with the quantised x (AVX2 only): |diff| <= 1e-5 * E
+ *   matmul vs n matvecs:                        |diff| <= 1e-6 * E (same kernels, only tile shapes differ)
+ *   dequantisation of hand-made blocks:         exact. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/avx2.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "util/half.h"
+
+/* ---- a tiny deterministic RNG (state on the caller's stack) ---------------------------------------------------- */
+
+typedef struct {
+    uint64_t s;
+} rng_t;
+
+static uint64_t rng_next(rng_t *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [-1, 1) */
+static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+
+/* ---- building test matrices ---------------------------------------------------------------------------------- */
+
+/* A random [rows, cols] matrix of `type` in a malloc'ed buffer, placed at an odd byte offset (1) when misalign so
+ * that the kernels' unaligned handling is exercised (UBSan checks alignment). Q8_0 / Q4_0 blocks are random
+ * bytes (all 256 int8 values occur, including -128) with random fp16 scales of either sign. *base receives the
+ * pointer to free. */
+static void *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, int misalign, void **base) {
+    size_t rb = tg_row_bytes(type, cols);
+    uint8_t *buf = malloc(rb * (size_t)rows + 1);
+    assert_non_null(buf);
+    *base = buf;
+    uint8_t *p = buf + (misalign ? 1 : 0);
+    for (int64_t i = 0; i < rows; i++) {
+        uint8_t *row = p + (size_t)i * rb;
+        for (int64_t j = 0; j < cols; j++) {
+            float v = rng_unit(r);
+            uint16_t h;
+            switch (type) {
+            case TG_DT_F32: memcpy(row + 4 * j, &v, 4); break;
+            case TG_DT_F16: h = tg_f32_to_f16(v); memcpy(row + 2 * j, &h, 2); break;
+            case TG_DT_BF16: h = tg_f32_to_bf16(v); memcpy(row + 2 * j, &h, 2); break;
+            default: break;
+            }
+        }
+        if (type == TG_DT_Q8_0 || type == TG_DT_Q4_0) {
+            size_t bs = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
+            for (size_t b = 0; b < rb / bs; b++) {
+                uint8_t *blk = row + b * bs;
+                uint16_t d = tg_f32_to_f16(rng_unit(r) * 0.05f);
+                memcpy(blk, &d, 2);
+                for (size_t k = 2; k < bs; k++) blk[k] = (uint8_t)rng_next(r);
+            }
+        }
+    }
+    return p;
+}
+
+static float *make_vec(rng_t *r, int64_t n) {
+    float *x = malloc((size_t)n * sizeof(float) + 1);
+    assert_non_null(x);
+    for (int64_t i = 0; i < n; i++) x[i] = rng_unit(r);
+    /* a few larger outliers, as real activations have */
+    if (n > 4) x[n / 3] *= 8.0f;
+    return x;
+}
+
+/* E = sum_j |w_j x_j| for row r (exact dequantisation via tg_tensor_get_row). */
+static double abs_dot(const tg_tensor *w, int64_t r, const float *x, float *tmp) {
+    tg_tensor_get_row(w, r, tmp);
+    double e = 0.0;
+    for (int64_t j = 0; j < w->cols; j++) e += fabs((double)tmp[j] * x[j]);
+    return e;
+}
+
+static bool is_quant(tg_dtype t) { return t == TG_DT_Q8_0 || t == TG_DT_Q4_0; }
+
+/* ---- hand-made blocks ------------------------------------------------------------------------------------------ */
+
+static void test_q8_0_dequant_exact(void **state) {
+    (void)state;
+    /* two blocks: d = 0.5 (fp16 0x3800) with q = -128..-97 then d = -0.25 (0xb400) with q = 0, 1, -1, 2, -2, ... */
+    uint8_t buf[2 * 34 + 1];
+    uint8_t *p = buf + 1; /* odd address */
+    uint16_t d0 = 0x3800, d1 = 0xb400;
+    memcpy(p, &d0, 2);
+    for (int j = 0; j < 32; j++) p[2 + j] = (uint8_t)(int8_t)(-128 + j);
+    memcpy(p + 34, &d1, 2);
+    for (int j = 0; j < 32; j++) p[36 + j] = (uint8_t)(int8_t)(j % 2 ? (j + 1) / 2 : -(j / 2));
+    float out[64];
+    tg_dequantize_row(TG_DT_Q8_0, p, out, 64);
+    for (int j = 0; j < 32; j++) assert_true(out[j] == 0.5f * (float)(-128 + j));
+    for (int j = 0; j < 32; j++) assert_true(out[32 + j] == -0.25f * (float)(j % 2 ? (j + 1) / 2 : -(j / 2)));
+    /* the same values through the tensor view and through the reference matvec with unit vectors */
+    tg_tensor t = {TG_DT_Q8_0, 1, 64, p};
+    float row[64];
+    tg_tensor_get_row(&t, 0, row);
+    assert_memory_equal(row, out, sizeof out);
+    float e[64] = {0}, y;
+    for (int j = 0; j < 64; j += 7) {
+        e[j] = 1.0f;
+        tg_matvec_ref(&t, e, &y);
+        assert_true(y == out[j]);
+        tg_matvec(&t, e, &y, 1); /* the integer path scales by d_w * (1/127) * 127: two fp32 roundings */
+        assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
+        e[j] = 0.0f;
+    }
+}
+
+static void test_q4_0_dequant_exact(void **state) {
+    (void)state;
+    /* byte j holds low nibble j (element j) and high nibble 15 - j (element j + 16): value = d * (nibble - 8) */
+    uint8_t buf[2 * 18];
+    uint16_t d0 = 0x3400, d1 = 0xc000; /* 0.25, -2.0 */
+    memcpy(buf, &d0, 2);
+    memcpy(buf + 18, &d1, 2);
+    for (int j = 0; j < 16; j++) {
+        buf[2 + j] = (uint8_t)(j | ((15 - j) << 4));
+        buf[20 + j] = (uint8_t)(((j * 5) & 15) | (((j * 3 + 1) & 15) << 4));
+    }
+    float out[64];
+    tg_dequantize_row(TG_DT_Q4_0, buf, out, 64);
+    for (int j = 0; j < 16; j++) {
+        assert_true(out[j] == 0.25f * (float)(j - 8));
+        assert_true(out[j + 16] == 0.25f * (float)(7 - j));
+        assert_true(out[32 + j] == -2.0f * (float)(((j * 5) & 15) - 8));
+        assert_true(out[48 + j] == -2.0f * (float)(((j * 3 + 1) & 15) - 8));
+    }
+    assert_true(out[0] == -2.0f && out[15] == 1.75f && out[16] == 1.75f && out[31] == -2.0f);
+    tg_tensor t = {TG_DT_Q4_0, 1, 64, buf};
+    float e[64] = {0}, y;
+    for (int j = 0; j < 64; j += 5) {
+        e[j] = 1.0f;
+        tg_matvec_ref(&t, e, &y);
+        assert_true(y == out[j]);
+        tg_matvec(&t, e, &y, 2);
+        assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
+        e[j] = 0.0f;
+    }
+}
+
+static void test_float_types_get_row(void **state) {
+    (void)state;
+    uint8_t buf[3 * 4 + 1];
+    uint16_t h[3] = {0x3c00, 0xc000, 0x0001}; /* 1, -2, smallest subnormal */
+    memcpy(buf + 1, h, 6);
+    tg_tensor t = {TG_DT_F16, 1, 3, buf + 1};
+    float out[3];
+    tg_tensor_get_row(&t, 0, out);
+    assert_true(out[0] == 1.0f && out[1] == -2.0f && out[2] == 0x1.0p-24f);
+    uint16_t b[3] = {0x3f80, 0xc040, 0x7f80}; /* 1, -3, +inf */
+    memcpy(buf + 1, b, 6);
+    t.type = TG_DT_BF16;
+    tg_tensor_get_row(&t, 0, out);
+    assert_true(out[0] == 1.0f && out[1] == -3.0f && isinf(out[2]) && out[2] > 0);
+}
+
+/* ---- quantisers -------------------------------------------------------------------------------------------------- */
+
+static void test_quantize_rows_roundtrip(void **state) {
+    (void)state;
+    rng_t r = {1};
+    enum { N = 32 * 9 };
+    float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = rng_unit(&r) * (1.0f + (float)(i / 32));
+    for (int i = 64; i < 96; i++) x[i] = 0.0f;  /* an all-zero block */
+    for (int i = 96; i < 128; i++) x[i] = 0.3f; /* an all-equal block */
+    uint8_t q8[N / 32 * 34], q4[N / 32 * 18];
+    tg_quantize_row_q8_0(x, q8, N);
+    tg_dequantize_row(TG_DT_Q8_0, q8, y, N);
+    for (int b = 0; b < N / 32; b++) {
+        uint16_t dh;
+        memcpy(&dh, q8 + 34 * b, 2);
+        float d = tg_f16_to_f32(dh);
+        for (int j = 0; j < 32; j++) {
+            float err = fabsf(x[32 * b + j] - y[32 * b + j]);
+            assert_true(isfinite(y[32 * b + j]));
+            /* round to nearest: d/2, plus clamping at 127 when fp16 rounding made d slightly small */
+            assert_true(err <= 0.5f * d * 1.01f + 1e-7f);
+        }
+    }
+    for (int j = 64; j < 96; j++) assert_true(y[j] == 0.0f);
+    tg_quantize_row_q4_0(x, q4, N);
+    tg_dequantize_row(TG_DT_Q4_0, q4, y, N);
+    for (int b = 0; b < N / 32; b++) {
+        uint16_t dh;
+        memcpy(&dh, q4 + 18 * b, 2);
+        float d = fabsf(tg_f16_to_f32(dh));
+        for (int j = 0; j < 32; j++) {
+            /* the 16 levels are -8d..7d: values on the side opposite the largest one may clip by up to d */
+            assert_true(fabsf(x[32 * b + j] - y[32 * b + j]) <= d * 1.01f + 1e-7f);
+        }
+    }
+    for (int j = 64; j < 96; j++) assert_true(y[j] == 0.0f);
+    for (int j = 96; j < 128; j++) assert_true(fabsf(y[j] - 0.3f) < 1e-3f); /* m = 0.3 maps to -8 * d exactly */
+}
+
+static void test_quantize_q8x_simd_matches_ref(void **state) {
+    (void)state;
+    rng_t r = {2};
+    enum { N = 32 * 33 };
+    float *x = make_vec(&r, N);
+    for (int i = 0; i < 32; i++) x[i] = 0.0f;
+    for (int i = 32; i < 64; i++) x[i] = (i % 2 ? 1.0f : -1.0f) * 1e-30f;
+    x[70] = -1e30f;
+    tg_q8x_block a[N / 32], b[N / 32];
+    tg_quantize_q8x_ref(x, a, N);
+    tg_quantize_q8x(x, b, N);
+    for (int i = 0; i < N / 32; i++) {
+        assert_true(a[i].d == b[i].d);
+        assert_memory_equal(a[i].q, b[i].q, 32);
+        for (int j = 0; j < 32; j++) {
+            float xe = x[32 * i + j], xq = a[i].d * (float)a[i].q[j];
+            assert_true(fabsf(xe - xq) <= 0.5f * a[i].d * 1.0001f);
+        }
+    }
+    assert_true(a[0].d == 0.0f);
+    free(x);
+}
+
+/* ---- matvec / matmul ------------------------------------------------------------------------------------------ */
+
+/* The x-quantisation error bound for row r: sum_j |w_j| * d_x(j) / 2. */
+static double xq_bound(const tg_tensor *w, int64_t r, const float *x, float *tmp) {
+    int64_t nb = w->cols / TG_QK;
+    tg_q8x_block *xq = malloc((size_t)nb * sizeof *xq);
+    assert_non_null(xq);
+    tg_quantize_q8x_ref(x, xq, w->cols);
+    tg_tensor_get_row(w, r, tmp);
+    double bnd = 0.0;
+    for (int64_t j = 0; j < w->cols; j++) bnd += fabs((double)tmp[j]) * xq[j / TG_QK].d * 0.5;
+    free(xq);
+    return bnd;
+}
+
+/* Exact product of row r with the quantised x (what the integer path computes up to fp32 rounding). */
+static double dot_with_qx(const tg_tensor *w, int64_t r, const float *x, float *tmp) {
+    int64_t nb = w->cols / TG_QK;
+    tg_q8x_block *xq = malloc((size_t)nb * sizeof *xq);
+    assert_non_null(xq);
+    tg_quantize_q8x_ref(x, xq, w->cols);
+    tg_tensor_get_row(w, r, tmp);
+    double s = 0.0;
+    for (int64_t j = 0; j < w->cols; j++) s += (double)tmp[j] * ((double)xq[j / TG_QK].d * xq[j / TG_QK].q[j % TG_QK]);
+    free(xq);
+    return s;
+}
+
+static void check_matvec(rng_t *r, tg_dtype type, int64_t rows, int64_t cols) {
+    void *base;
+    tg_tensor w = {type, rows, cols, make_matrix(r, type, rows, cols, (int)(rows & 1), &base)};
+    float *x = make_vec(r, cols);
+    float *ref = malloc((size_t)rows * sizeof(float));
+    float *y1 = malloc((size_t)rows * sizeof(float));
+    float *y2 = malloc((size_t)rows * sizeof(float));
+    float *tmp = malloc((size_t)cols * sizeof(float));
+    assert_true(ref && y1 && y2 && tmp);
+    tg_matvec_ref(&w, x, ref);
+    tg_matvec(&w, x, y1, 1);
+    tg_matvec(&w, x, y2, 2);
+    /* rows are never split between threads, so the thread count cannot change a result */
+    assert_memory_equal(y1, y2, (size_t)rows * sizeof(float));
+    for (int64_t i = 0; i < rows; i++) {
+        double e = abs_dot(&w, i, x, tmp);
+        double tol = 1e-5 * e;
+        if (is_quant(type) && TG_KERNELS_AVX2) {
+            tol += xq_bound(&w, i, x, tmp) * 1.001;
+            double exact_q = dot_with_qx(&w, i, x, tmp);
+            if (fabs(y1[i] - exact_q) > 1e-5 * e)
+                fail_msg("%s %lldx%lld row %lld: fast %.9g vs exact-with-quantised-x %.9g", tg_dtype_name(type),
+                         (long long)rows, (long long)cols, (long long)i, (double)y1[i], exact_q);
+        }
+        if (fabs((double)y1[i] - (double)ref[i]) > tol)
+            fail_msg("%s %lldx%lld row %lld: fast %.9g vs ref %.9g (tol %.3g)", tg_dtype_name(type), (long long)rows,
+                     (long long)cols, (long long)i, (double)y1[i], (double)ref[i], tol);
+    }
+    free(base);
+    free(x);
+    free(ref);
+    free(y1);
+    free(y2);
+    free(tmp);
+}
+
+static void test_matvec_float_types(void **state) {
+    (void)state;
+    rng_t r = {3};
+    const int64_t rows[] = {1, 2, 3, 5, 7, 17, 33};
+    const int64_t cols[] = {1, 3, 7, 8, 9, 31, 67, 259};
+    const tg_dtype types[] = {TG_DT_F32, TG_DT_F16, TG_DT_BF16};
+    for (size_t t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (size_t j = 0; j < sizeof cols / sizeof cols[0]; j++) check_matvec(&r, types[t], rows[i], cols[j]);
+}
+
+static void test_matvec_quant_types(void **state) {
+    (void)state;
+    rng_t r = {4};
+    const int64_t rows[] = {1, 2, 3, 5, 7, 17, 33};
+    const int64_t cols[] = {32, 64, 96, 288};
+    const tg_dtype types[] = {TG_DT_Q8_0, TG_DT_Q4_0};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (size_t j = 0; j < sizeof cols / sizeof cols[0]; j++) check_matvec(&r, types[t], rows[i], cols[j]);
+}
+
+/* Large enough to cross the threading threshold (rows * cols >= 2^17) with a ragged last row block. */
+static void test_matvec_threaded_sizes(void **state) {
+    (void)state;
+    rng_t r = {5};
+    for (int t = 0; t < TG_DT_COUNT; t++) check_matvec(&r, (tg_dtype)t, 1031, 160);
+}
+
+static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, int64_t n, int threads) {
+    void *base;
+    tg_tensor w = {type, rows, cols, make_matrix(r, type, rows, cols, 0, &base)};
+    float *x = make_vec(r, n * cols);
+    float *y = malloc((size_t)(n * rows) * sizeof(float));
+    float *yv = malloc((size_t)rows * sizeof(float));
+    float *tmp = malloc((size_t)cols * sizeof(float));
+    assert_true(y && yv && tmp);
+    tg_matmul(&w, x, n, y, threads);
+    for (int64_t t = 0; t < n; t++) {
+        tg_matvec(&w, x + t * cols, yv, 1);
+        for (int64_t i = 0; i < rows; i++) {
+            double tol = 1e-6 * abs_dot(&w, i, x + t * cols, tmp);
+            if (fabs((double)y[t * rows + i] - (double)yv[i]) > tol)
+                fail_msg("%s matmul n=%lld token %lld row %lld: %.9g vs matvec %.9g", tg_dtype_name(type),
+                         (long long)n, (long long)t, (long long)i, (double)y[t * rows + i], (double)yv[i]);
+        }
+    }
+    free(base);
+    free(x);
+    free(y);
+    free(yv);
+    free(tmp);
+}
+
+static void test_matmul_equals_matvecs(void **state) {
+    (void)state;
+    rng_t r = {6};
+    const int64_t ns[] = {1, 2, 3, 4, 5, 9};
+    for (int t = 0; t < TG_DT_COUNT; t++) {
+        int64_t cols = is_quant((tg_dtype)t) ? 96 : 45;
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            check_matmul(&r, (tg_dtype)t, 7, cols, ns[k], 1);
+            check_matmul(&r, (tg_dtype)t, 13, cols, ns[k], 2);
+        }
+        check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
+    }
+}
+
+static void test_matmul_empty(void **state) {
+    (void)state;
+    float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
+    tg_tensor t = {TG_DT_F32, 2, 2, w};
+    tg_matmul(&t, x, 0, y, 2);
+    assert_true(y[0] == -7.0f && y[1] == -7.0f);
+    tg_matvec(&t, x, y, 0); /* n_threads < 1 means 1 */
+    assert_true(y[0] == 3.0f && y[1] == 7.0f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_q8_0_dequant_exact),
+        cmocka_unit_test(test_q4_0_dequant_exact),
+        cmocka_unit_test(test_float_types_get_row),
+        cmocka_unit_test(test_quantize_rows_roundtrip),
+        cmocka_unit_test(test_quantize_q8x_simd_matches_ref),
+        cmocka_unit_test(test_matvec_float_types),
+        cmocka_unit_test(test_matvec_quant_types),
+        cmocka_unit_test(test_matvec_threaded_sizes),
+        cmocka_unit_test(test_matmul_equals_matvecs),
+        cmocka_unit_test(test_matmul_empty),
+    };
+    return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
+}
