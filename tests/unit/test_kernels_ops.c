@@ -1,0 +1,359 @@
+/* test_kernels_ops.c — RMSNorm, RoPE (both styles, tables, the GGUF/HF permutation), softmax, SwiGLU and the vector
+ * primitives of vec.h, against direct formulas evaluated in double / long double.
+ *
+ * Tolerances: rmsnorm 2e-6 relative per element; rope 2e-6 * |x| per element against a long-double formula (an
+ * fp32 angle would be off by ~6e-3 rad at position 100,000 and fail); rope norm preserved within 1e-6 relative;
+ * HALF vs INTERLEAVED-on-permuted and table vs direct: bit-exact; softmax 1e-6 relative; swiglu 1e-6 relative;
+ * dot/axpy 1e-6 of sum |terms|; fp16/bf16 row conversions bit-exact against util/half.h. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/ops.h"
+#include "kernels/vec.h"
+#include "util/half.h"
+
+typedef struct {
+    uint64_t s;
+} rng_t;
+
+static uint64_t rng_next(rng_t *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+
+/* ---- rmsnorm ------------------------------------------------------------------------------------------------- */
+
+static void test_rmsnorm(void **state) {
+    (void)state;
+    rng_t r = {11};
+    enum { N = 37 };
+    float x[N], w[N], out[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = rng_unit(&r) * 3.0f;
+        w[i] = 1.0f + rng_unit(&r) * 0.5f;
+    }
+    const float eps = 1e-5f;
+    tg_rmsnorm(out, x, w, N, eps);
+    double ss = 0.0;
+    for (int i = 0; i < N; i++) ss += (double)x[i] * x[i];
+    double inv = 1.0 / sqrt(ss / N + eps);
+    for (int i = 0; i < N; i++) {
+        double e = x[i] * inv * w[i];
+        assert_true(fabs(out[i] - e) <= 2e-6 * fabs(e) + 1e-12);
+    }
+    /* in place gives the same bits */
+    float y[N];
+    memcpy(y, x, sizeof y);
+    tg_rmsnorm(y, y, w, N, eps);
+    assert_memory_equal(y, out, sizeof y);
+    /* all zeros: eps keeps it finite */
+    float z[4] = {0, 0, 0, 0}, o4[4];
+    tg_rmsnorm(o4, z, w, 4, eps);
+    for (int i = 0; i < 4; i++) assert_true(o4[i] == 0.0f);
+}
+
+/* ---- rope ---------------------------------------------------------------------------------------------------- */
+
+/* The rotation written from the definition, in long double. */
+static void rope_expected(const float *x, double *out, int n_heads, int d, int64_t pos, float theta,
+                          tg_rope_style style) {
+    for (int h = 0; h < n_heads; h++) {
+        for (int i = 0; i < d / 2; i++) {
+            int ia = style == TG_ROPE_HALF ? i : 2 * i;
+            int ib = style == TG_ROPE_HALF ? i + d / 2 : 2 * i + 1;
+            long double f = powl((long double)theta, -2.0L * i / d);
+            long double ang = (long double)pos * f;
+            long double c = cosl(ang), s = sinl(ang);
+            long double a = x[h * d + ia], b = x[h * d + ib];
+            out[h * d + ia] = (double)(a * c - b * s);
+            out[h * d + ib] = (double)(a * s + b * c);
+        }
+    }
+}
+
+static void test_rope_against_formula(void **state) {
+    (void)state;
+    rng_t r = {12};
+    const int64_t positions[] = {0, 1, 7, 1000, 32767, 100000, 1000003};
+    const int dims[] = {2, 8, 64, 128, 640};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int d = dims[di], nh = 3;
+        float *x = malloc(sizeof(float) * (size_t)(nh * d));
+        float *y = malloc(sizeof(float) * (size_t)(nh * d));
+        double *e = malloc(sizeof(double) * (size_t)(nh * d));
+        assert_true(x && y && e);
+        for (int i = 0; i < nh * d; i++) x[i] = rng_unit(&r);
+        for (int st = 0; st < 2; st++) {
+            for (size_t pi = 0; pi < sizeof positions / sizeof positions[0]; pi++) {
+                memcpy(y, x, sizeof(float) * (size_t)(nh * d));
+                tg_rope(y, nh, d, positions[pi], 10000.0f, (tg_rope_style)st);
+                rope_expected(x, e, nh, d, positions[pi], 10000.0f, (tg_rope_style)st);
+                double n0 = 0.0, n1 = 0.0;
+                for (int i = 0; i < nh * d; i++) {
+                    if (fabs(y[i] - e[i]) > 2e-6)
+                        fail_msg("rope d=%d style=%d pos=%lld i=%d: %.9g vs %.9g", d, st, (long long)positions[pi], i,
+                                 (double)y[i], e[i]);
+                    n0 += (double)x[i] * x[i];
+                    n1 += (double)y[i] * y[i];
+                }
+                assert_true(fabs(sqrt(n1) - sqrt(n0)) <= 1e-6 * sqrt(n0));
+                if (positions[pi] == 0) assert_memory_equal(x, y, sizeof(float) * (size_t)(nh * d));
+            }
+        }
+        free(x);
+        free(y);
+        free(e);
+    }
+}
+
+/* Rotating by p then by q is rotating by p + q (what relative-position attention relies on). */
+static void test_rope_composes(void **state) {
+    (void)state;
+    rng_t r = {13};
+    enum { D = 64, H = 2 };
+    float a[H * D], b[H * D];
+    for (int i = 0; i < H * D; i++) a[i] = b[i] = rng_unit(&r);
+    tg_rope(a, H, D, 1234, 500000.0f, TG_ROPE_HALF);
+    tg_rope(a, H, D, 4321, 500000.0f, TG_ROPE_HALF);
+    tg_rope(b, H, D, 5555, 500000.0f, TG_ROPE_HALF);
+    for (int i = 0; i < H * D; i++) assert_true(fabsf(a[i] - b[i]) <= 1e-5f);
+}
+
+/* llama.cpp's converter permutes each head's Q/K rows so that new row 2j = old row j and new row 2j+1 = old row
+ * j + d/2. Then q_gguf = P q_hf, and INTERLEAVED(P q) must equal P HALF(q): the GGUF model and the HF model compute
+ * the same attention. Exact, because both styles rotate the same (a, b) pairs by the same cos/sin. */
+static void test_rope_half_equals_interleaved_on_permuted(void **state) {
+    (void)state;
+    rng_t r = {14};
+    enum { D = 16, H = 4 };
+    float q[H * D], pq[H * D], half_then_p[H * D];
+    for (int i = 0; i < H * D; i++) q[i] = rng_unit(&r);
+    const int64_t positions[] = {0, 3, 77, 100000};
+    for (size_t k = 0; k < 4; k++) {
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < D / 2; j++) {
+                pq[h * D + 2 * j] = q[h * D + j];
+                pq[h * D + 2 * j + 1] = q[h * D + j + D / 2];
+            }
+        float hq[H * D];
+        memcpy(hq, q, sizeof hq);
+        tg_rope(hq, H, D, positions[k], 10000.0f, TG_ROPE_HALF);
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < D / 2; j++) {
+                half_then_p[h * D + 2 * j] = hq[h * D + j];
+                half_then_p[h * D + 2 * j + 1] = hq[h * D + j + D / 2];
+            }
+        tg_rope(pq, H, D, positions[k], 10000.0f, TG_ROPE_INTERLEAVED);
+        assert_memory_equal(pq, half_then_p, sizeof pq);
+    }
+    /* and the styles really differ on the same unpermuted input */
+    float a[D], b[D];
+    for (int i = 0; i < D; i++) a[i] = b[i] = rng_unit(&r);
+    tg_rope(a, 1, D, 5, 10000.0f, TG_ROPE_HALF);
+    tg_rope(b, 1, D, 5, 10000.0f, TG_ROPE_INTERLEAVED);
+    assert_memory_not_equal(a, b, sizeof a);
+}
+
+static void test_rope_table(void **state) {
+    (void)state;
+    tg_error err = {{0}};
+    assert_null(tg_rope_table_new(7, 10000.0f, 16, &err));
+    assert_true(strlen(err.msg) > 0);
+    assert_null(tg_rope_table_new(8, 0.0f, 16, &err));
+    tg_rope_table_free(NULL);
+    rng_t r = {15};
+    enum { D = 128, H = 3 };
+    tg_rope_table *t = tg_rope_table_new(D, 10000.0f, 64, &err);
+    assert_non_null(t);
+    float x[H * D], a[H * D], b[H * D];
+    for (int i = 0; i < H * D; i++) x[i] = rng_unit(&r);
+    const int64_t positions[] = {0, 1, 63, 64, 100000, -3};
+    for (int st = 0; st < 2; st++)
+        for (size_t k = 0; k < sizeof positions / sizeof positions[0]; k++) {
+            memcpy(a, x, sizeof x);
+            memcpy(b, x, sizeof x);
+            tg_rope(a, H, D, positions[k], 10000.0f, (tg_rope_style)st);
+            tg_rope_table_apply(t, b, H, positions[k], (tg_rope_style)st);
+            assert_memory_equal(a, b, sizeof a);
+        }
+    tg_rope_table_free(t);
+    /* custom frequencies: halving every frequency equals rotating by half the (even) position */
+    double f[D / 2];
+    for (int i = 0; i < D / 2; i++) f[i] = 0.5 * pow(10000.0, -2.0 * i / D);
+    t = tg_rope_table_new_freqs(D, f, 0, &err);
+    assert_non_null(t);
+    memcpy(a, x, sizeof x);
+    memcpy(b, x, sizeof x);
+    tg_rope_table_apply(t, a, H, 200, TG_ROPE_HALF);
+    tg_rope(b, H, D, 100, 10000.0f, TG_ROPE_HALF);
+    for (int i = 0; i < H * D; i++) assert_true(fabsf(a[i] - b[i]) <= 1e-6f);
+    tg_rope_table_free(t);
+}
+
+/* ---- softmax ------------------------------------------------------------------------------------------------- */
+
+static void test_softmax_values(void **state) {
+    (void)state;
+    float x[5] = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f};
+    double e[5], s = 0.0;
+    for (int i = 0; i < 5; i++) s += e[i] = exp(x[i]);
+    tg_softmax(x, 5);
+    for (int i = 0; i < 5; i++) assert_true(fabs(x[i] - e[i] / s) <= 1e-6 * e[i] / s);
+    /* large values: only differences matter, no overflow */
+    float big[3] = {1000.0f, 1001.0f, 1002.0f}, small[3] = {0.0f, 1.0f, 2.0f};
+    tg_softmax(big, 3);
+    tg_softmax(small, 3);
+    for (int i = 0; i < 3; i++) assert_true(isfinite(big[i]) && fabsf(big[i] - small[i]) <= 1e-6f);
+    float one[1] = {-12345.0f};
+    tg_softmax(one, 1);
+    assert_true(one[0] == 1.0f);
+    tg_softmax(one, 0); /* n = 0: nothing */
+    assert_true(one[0] == 1.0f);
+    /* huge spread: tiny probabilities underflow to 0, never NaN */
+    float spread[3] = {FLT_MAX, -FLT_MAX, 0.0f};
+    tg_softmax(spread, 3);
+    assert_true(spread[0] == 1.0f && spread[1] == 0.0f && spread[2] == 0.0f);
+}
+
+static void test_softmax_infinities(void **state) {
+    (void)state;
+    float m[4] = {-INFINITY, 0.0f, -INFINITY, 0.0f}; /* masked entries */
+    tg_softmax(m, 4);
+    assert_true(m[0] == 0.0f && m[2] == 0.0f && m[1] == 0.5f && m[3] == 0.5f);
+    float all[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}; /* defined: uniform */
+    tg_softmax(all, 4);
+    for (int i = 0; i < 4; i++) assert_true(all[i] == 0.25f);
+    float pinf[4] = {INFINITY, 3.0f, INFINITY, -INFINITY}; /* defined: +INF entries share the mass */
+    tg_softmax(pinf, 4);
+    assert_true(pinf[0] == 0.5f && pinf[1] == 0.0f && pinf[2] == 0.5f && pinf[3] == 0.0f);
+    float nan[3] = {1.0f, NAN, 2.0f};
+    tg_softmax(nan, 3);
+    for (int i = 0; i < 3; i++) assert_true(isnan(nan[i]));
+}
+
+/* ---- swiglu -------------------------------------------------------------------------------------------------- */
+
+static void test_swiglu(void **state) {
+    (void)state;
+    float g[9] = {0.0f, 1.0f, -1.0f, 3.5f, -20.0f, 100.0f, -100.0f, -1000.0f, 1000.0f};
+    float u[9] = {1.0f, 2.0f, 0.5f, -1.0f, 3.0f, 0.25f, 7.0f, 2.0f, -1.0f};
+    float o[9];
+    memcpy(o, g, sizeof o);
+    tg_swiglu(o, u, 9);
+    for (int i = 0; i < 9; i++) {
+        double e = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+        assert_true(isfinite(o[i]));
+        assert_true(fabs(o[i] - e) <= 1e-6 * fabs(e) + 1e-30);
+    }
+    assert_true(o[7] == 0.0f);
+    float gi[3] = {-INFINITY, INFINITY, -FLT_MAX}, ui[3] = {2.0f, 2.0f, 2.0f};
+    tg_swiglu(gi, ui, 3);
+    assert_true(gi[0] == 0.0f);
+    assert_true(isinf(gi[1]) && gi[1] > 0);
+    assert_true(gi[2] == 0.0f);
+}
+
+/* ---- vec.h --------------------------------------------------------------------------------------------------- */
+
+static void test_dot_axpy_scale(void **state) {
+    (void)state;
+    rng_t r = {16};
+    const int64_t ns[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 100, 1001};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k];
+        float *a = malloc(sizeof(float) * (size_t)(n + 1)), *b = malloc(sizeof(float) * (size_t)(n + 1));
+        float *y = malloc(sizeof(float) * (size_t)(n + 1));
+        uint16_t *h = malloc(sizeof(uint16_t) * (size_t)(n + 1));
+        assert_true(a && b && y && h);
+        /* +1: unaligned starts */
+        float *a1 = a + 1, *b1 = b + 1;
+        for (int64_t i = 0; i < n; i++) {
+            a1[i] = rng_unit(&r);
+            b1[i] = rng_unit(&r);
+            h[i] = tg_f32_to_f16(a1[i]);
+        }
+        double s = 0.0, sa = 0.0, sh = 0.0, sah = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            s += (double)a1[i] * b1[i];
+            sa += fabs((double)a1[i] * b1[i]);
+            sh += (double)tg_f16_to_f32(h[i]) * b1[i];
+            sah += fabs((double)tg_f16_to_f32(h[i]) * b1[i]);
+        }
+        assert_true(fabs(tg_dot_f32(a1, b1, n) - s) <= 1e-6 * sa);
+        assert_true(fabs(tg_dot_f16(h, b1, n) - sh) <= 1e-6 * sah);
+        for (int64_t i = 0; i < n; i++) y[i] = b1[i];
+        tg_axpy_f32(0.75f, a1, y, n);
+        for (int64_t i = 0; i < n; i++) assert_true(fabsf(y[i] - (b1[i] + 0.75f * a1[i])) <= 1e-6f);
+        for (int64_t i = 0; i < n; i++) y[i] = b1[i];
+        tg_axpy_f16(-1.5f, h, y, n);
+        for (int64_t i = 0; i < n; i++) assert_true(fabsf(y[i] - (b1[i] - 1.5f * tg_f16_to_f32(h[i]))) <= 1e-6f);
+        for (int64_t i = 0; i < n; i++) y[i] = b1[i];
+        tg_scale_f32(y, 0.125f, n);
+        for (int64_t i = 0; i < n; i++) assert_true(y[i] == b1[i] * 0.125f);
+        free(a);
+        free(b);
+        free(y);
+        free(h);
+    }
+}
+
+static void test_half_rows_exact(void **state) {
+    (void)state;
+    /* every fp16 value, widened by the row function and by the scalar helper */
+    uint16_t *h = malloc(65536 * sizeof(uint16_t));
+    float *f = malloc(65536 * sizeof(float));
+    uint16_t *back = malloc(65536 * sizeof(uint16_t));
+    assert_true(h && f && back);
+    for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    tg_f16_to_f32_row(h, f, 65536);
+    for (int i = 0; i < 65536; i++) {
+        float e = tg_f16_to_f32(h[i]);
+        if (isnan(e)) assert_true(isnan(f[i]));
+        else assert_true(tg_f32_to_bits(f[i]) == tg_f32_to_bits(e));
+    }
+    /* narrowing back is the identity on every non-NaN fp16 value */
+    tg_f32_to_f16_row(f, back, 65536);
+    for (int i = 0; i < 65536; i++)
+        if (!isnan(f[i])) assert_true(back[i] == h[i]);
+    /* random fp32 across the fp16 range (rounding, subnormals, overflow) against the scalar rounding */
+    rng_t r = {17};
+    for (int i = 0; i < 65536; i++) f[i] = rng_unit(&r) * ldexpf(1.0f, (int)(rng_next(&r) % 48) - 30);
+    tg_f32_to_f16_row(f, back, 65536);
+    for (int i = 0; i < 65536; i++) assert_true(back[i] == tg_f32_to_f16(f[i]));
+    tg_f32_to_bf16_row(f, back, 65536);
+    for (int i = 0; i < 65536; i++) assert_true(back[i] == tg_f32_to_bf16(f[i]));
+    tg_bf16_to_f32_row(back, f, 65536);
+    for (int i = 0; i < 65536; i++) assert_true(tg_f32_to_bits(f[i]) == (uint32_t)back[i] << 16);
+    free(h);
+    free(f);
+    free(back);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_rope_against_formula),
+        cmocka_unit_test(test_rope_composes),
+        cmocka_unit_test(test_rope_half_equals_interleaved_on_permuted),
+        cmocka_unit_test(test_rope_table),
+        cmocka_unit_test(test_softmax_values),
+        cmocka_unit_test(test_softmax_infinities),
+        cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_dot_axpy_scale),
+        cmocka_unit_test(test_half_rows_exact),
+    };
+    return cmocka_run_group_tests_name("kernels_ops", tests, NULL, NULL);
+}
