@@ -20,7 +20,7 @@ void tg_safetensors_close(tg_safetensors *st);
 
 typedef struct {
     const char *name;
-    const char *dtype;   /* "F32", "F16", "BF16", ... as in the header */
+    const char *dtype;   /* "F32", "F16", "BF16", ... as in the header (a static string) */
     int n_dims;
     int64_t shape[4];
     const void *data;    /* inside the mapping */
@@ -31,7 +31,8 @@ size_t tg_safetensors_count(const tg_safetensors *st);
 const tg_st_tensor *tg_safetensors_at(const tg_safetensors *st, size_t i);
 const tg_st_tensor *tg_safetensors_find(const tg_safetensors *st, const char *name);
 /* View of tensor `name` as [rows, cols] (1-D tensors: rows = 1) in F32/F16/BF16. False with a message naming the
- * tensor and problem (absent, unsupported dtype named, shape mismatch). */
+ * tensor and problem (absent, unsupported dtype named, shape mismatch, more than 2 dimensions, data not aligned
+ * for the dtype). A negative expect_rows / expect_cols is not checked. */
 bool tg_safetensors_view(const tg_safetensors *st, const char *name, int64_t expect_rows, int64_t expect_cols,
                          tg_tensor *out, tg_error *err);
 
