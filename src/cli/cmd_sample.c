@@ -166,8 +166,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     if (o[O_QVALUES].seen) c.value_precision = values;
     c.window = o[O_WINDOW].seen ? window : 0;
     c.budget_bytes = o[O_BUDGET].seen ? budget : 0;
-    if (o[O_SINK].seen) c.sink = sink;
-    else c.sink = (o[O_WINDOW].seen || o[O_BUDGET].seen) ? 4 : 0;
+    if (o[O_SINK].seen) c.sink = sink; /* otherwise the library's default: 4 sinks when the cache is bounded */
     if (o[O_GROUP].seen) c.group_size = (int)group;
     if (o[O_RESIDUAL].seen) c.residual = (int)residual;
     c.reposition = reposition;
