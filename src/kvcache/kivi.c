@@ -1,0 +1,201 @@
+/* kivi.c — KIVI affine quantisation: the q-range table, fp16 (scale, zero) fitting, row / channel quantisers and the
+ * integer-weighted dot / axpy kernels on packed codes (scalar reference and AVX2). */
+#include "kvcache/kivi.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "util/half.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TG_KIVI_AVX2 1
+#else
+#define TG_KIVI_AVX2 0
+#endif
+
+/* A collapsed or inverted range (bug class 3) fails to compile. */
+_Static_assert(TG_KIVI_INT8_QMAX - TG_KIVI_INT8_QMIN + 1 == 1 << 8, "int8 q-range must span 256 codes");
+_Static_assert(TG_KIVI_INT4_QMAX - TG_KIVI_INT4_QMIN + 1 == 1 << 4, "int4 q-range must span 16 codes");
+_Static_assert(TG_KIVI_INT2_QMAX - TG_KIVI_INT2_QMIN + 1 == 1 << 2, "int2 q-range must span 4 codes");
+
+static const tg_kivi_range kivi_ranges[] = {
+    {TG_KV_INT8, 8, TG_KIVI_INT8_QMIN, TG_KIVI_INT8_QMAX},
+    {TG_KV_INT4, 4, TG_KIVI_INT4_QMIN, TG_KIVI_INT4_QMAX},
+    {TG_KV_INT2, 2, TG_KIVI_INT2_QMIN, TG_KIVI_INT2_QMAX},
+};
+
+const tg_kivi_range *tg_kivi_range_of(tg_kv_precision p) {
+    for (size_t i = 0; i < sizeof kivi_ranges / sizeof kivi_ranges[0]; i++)
+        if (kivi_ranges[i].precision == p) return &kivi_ranges[i];
+    return NULL;
+}
+
+bool tg_kivi_is_quantized(tg_kv_precision p) { return tg_kivi_range_of(p) != NULL; }
+
+size_t tg_kivi_row_bytes(const tg_kivi_range *r, int64_t n) {
+    if (n <= 0) return 0;
+    return ((size_t)n * (size_t)r->bits + 7) / 8;
+}
+
+#define F16_MAX 65504.0f
+
+uint16_t tg_kivi_f16_down(float x) {
+    if (isnan(x)) return 0;
+    if (x >= F16_MAX) return 0x7bff;
+    if (x <= -F16_MAX) return 0xfbff;
+    uint16_t h = tg_f32_to_f16(x);
+    if (tg_f16_to_f32(h) <= x) return h;
+    if (h & 0x8000) return (uint16_t)(h + 1); /* negative: one step larger in magnitude */
+    return h == 0 ? (uint16_t)0x8001 : (uint16_t)(h - 1);
+}
+
+uint16_t tg_kivi_f16_up(float x) {
+    if (isnan(x)) return 0;
+    if (x >= F16_MAX) return 0x7bff;
+    if (x <= -F16_MAX) return 0xfbff;
+    uint16_t h = tg_f32_to_f16(x);
+    if (tg_f16_to_f32(h) >= x) return h;
+    if (h & 0x8000) return h == 0x8000 ? (uint16_t)0x0001 : (uint16_t)(h - 1);
+    return (uint16_t)(h + 1);
+}
+
+static float clamp_f16_range(float x) {
+    if (isnan(x)) return 0.0f;
+    return x > F16_MAX ? F16_MAX : (x < -F16_MAX ? -F16_MAX : x);
+}
+
+void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, uint16_t *zero) {
+    const int levels = r->qmax - r->qmin;
+    lo = clamp_f16_range(lo);
+    hi = clamp_f16_range(hi);
+    if (hi < lo) hi = lo;
+    uint16_t z = tg_kivi_f16_down(lo);
+    float zf = tg_f16_to_f32(z);
+    float s = (hi - zf) / (float)levels;
+    if (!(s >= TG_KIVI_SCALE_FLOOR)) s = TG_KIVI_SCALE_FLOOR;
+    uint16_t sh = tg_kivi_f16_up(s);
+    /* the float division may round down: step the scale up until the grid's top reaches hi */
+    while (zf + (float)levels * tg_f16_to_f32(sh) < hi && sh < 0x7bff) sh++;
+    *scale = sh;
+    *zero = z;
+}
+
+/* min / max of n floats at stride, ignoring NaN (all NaN gives [0, 0]). */
+static void range_of(const float *x, int64_t n, size_t stride, float *lo, float *hi) {
+    float mn = INFINITY, mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[(size_t)i * stride];
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+    }
+    if (mn > mx) mn = mx = 0.0f;
+    *lo = mn;
+    *hi = mx;
+}
+
+void tg_kivi_quantize_row(const tg_kivi_range *r, const float *x, int64_t n, uint8_t *row, uint16_t *scale,
+                          uint16_t *zero) {
+    const int levels = r->qmax - r->qmin;
+    float lo, hi;
+    range_of(x, n, 1, &lo, &hi);
+    tg_kivi_fit(r, lo, hi, scale, zero);
+    const float s = tg_f16_to_f32(*scale), z = tg_f16_to_f32(*zero);
+    memset(row, 0, tg_kivi_row_bytes(r, n));
+    for (int64_t i = 0; i < n; i++) tg_kivi_put(row, r->bits, i, tg_kivi_code(x[i], s, z, levels));
+}
+
+void tg_kivi_quantize_channels(const tg_kivi_range *r, const float *x, size_t x_stride, int n_rows, int64_t n,
+                               uint8_t *rows, uint16_t *scale, uint16_t *zero) {
+    const int levels = r->qmax - r->qmin;
+    const size_t rb = tg_kivi_row_bytes(r, n);
+    memset(rows, 0, rb * (size_t)n_rows);
+    for (int64_t c = 0; c < n; c++) {
+        float lo, hi;
+        range_of(x + c, n_rows, x_stride, &lo, &hi);
+        tg_kivi_fit(r, lo, hi, &scale[c], &zero[c]);
+        const float s = tg_f16_to_f32(scale[c]), z = tg_f16_to_f32(zero[c]);
+        for (int t = 0; t < n_rows; t++)
+            tg_kivi_put(rows + (size_t)t * rb, r->bits, c, tg_kivi_code(x[(size_t)t * x_stride + (size_t)c], s, z, levels));
+    }
+}
+
+void tg_kivi_dequantize_row(const tg_kivi_range *r, const uint8_t *row, int64_t n, float scale, float zero,
+                            float *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = (float)tg_kivi_get(row, r->bits, i) * scale + zero;
+}
+
+void tg_kivi_dequantize_row_channels(const tg_kivi_range *r, const uint8_t *row, int64_t n, const uint16_t *scale,
+                                     const uint16_t *zero, float *out) {
+    for (int64_t i = 0; i < n; i++)
+        out[i] = (float)tg_kivi_get(row, r->bits, i) * tg_f16_to_f32(scale[i]) + tg_f16_to_f32(zero[i]);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------------------------ */
+
+static float dot_scalar(int bits, const uint8_t *row, const float *w, int64_t i0, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = i0; i < n; i++) s += w[i] * (float)tg_kivi_get(row, bits, i);
+    return s;
+}
+
+static void axpy_scalar(int bits, float a, const uint8_t *row, float *y, int64_t i0, int64_t n) {
+    for (int64_t i = i0; i < n; i++) y[i] += a * (float)tg_kivi_get(row, bits, i);
+}
+
+#if TG_KIVI_AVX2
+/* The 8 codes starting at element i (i a multiple of 8) as 8 floats. */
+static inline __m256 codes8(int bits, const uint8_t *row, int64_t i) {
+    if (bits == 8) {
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + i));
+        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+    }
+    if (bits == 4) {
+        uint32_t w;
+        memcpy(&w, row + i / 2, 4);
+        __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0xf)));
+    }
+    uint16_t w;
+    memcpy(&w, row + i / 4, 2);
+    __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x3)));
+}
+
+static float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#endif
+
+float tg_kivi_dot(int bits, const uint8_t *row, const float *w, int64_t n, bool simd) {
+#if TG_KIVI_AVX2
+    if (simd) {
+        const int64_t n8 = n & ~(int64_t)7;
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t i = 0; i < n8; i += 8) acc = _mm256_fmadd_ps(codes8(bits, row, i), _mm256_loadu_ps(w + i), acc);
+        return hsum8(acc) + dot_scalar(bits, row, w, n8, n);
+    }
+#else
+    (void)simd;
+#endif
+    return dot_scalar(bits, row, w, 0, n);
+}
+
+void tg_kivi_axpy(int bits, float a, const uint8_t *row, float *y, int64_t n, bool simd) {
+#if TG_KIVI_AVX2
+    if (simd) {
+        const int64_t n8 = n & ~(int64_t)7;
+        const __m256 va = _mm256_set1_ps(a);
+        for (int64_t i = 0; i < n8; i += 8)
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, codes8(bits, row, i), _mm256_loadu_ps(y + i)));
+        axpy_scalar(bits, a, row, y, n8, n);
+        return;
+    }
+#else
+    (void)simd;
+#endif
+    axpy_scalar(bits, a, row, y, 0, n);
+}

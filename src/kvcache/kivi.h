@@ -1,0 +1,105 @@
+/* kivi.h — KIVI's asymmetric affine quantisation (int8 / int4 / int2): the q-range table, fitting an fp16
+ * (scale, zero) pair to a range, quantising and packing rows, per-channel groups, and the integer-weighted dot and
+ * axpy kernels that attention runs directly on packed rows (scalar reference beside AVX2). Knows nothing of caches.
+ *
+ * Conventions. A quantised element is stored as the unsigned code u = q - qmin in [0, qmax - qmin], so that
+ *   q = clamp(round((x - zero) / scale + qmin), qmin, qmax)   and   x' = (q - qmin) * scale + zero = u * scale + zero.
+ * Packing: int8 one code per byte; int4 two per byte (element 2i in the low nibble, 2i+1 in the high one); int2 four
+ * per byte (element 4i + j in bits 2j..2j+1). scale and zero are stored as fp16 bit patterns and widened to fp32
+ * before any arithmetic (the design note's bug class 2). */
+#ifndef TG_KVCACHE_KIVI_H
+#define TG_KVCACHE_KIVI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "tinygpt.h"
+
+/* The q-range of each integer precision, spelled out (never inferred from a bit count: bug class 3). */
+#define TG_KIVI_INT8_QMIN (-128)
+#define TG_KIVI_INT8_QMAX 127
+#define TG_KIVI_INT4_QMIN (-8)
+#define TG_KIVI_INT4_QMAX 7
+#define TG_KIVI_INT2_QMIN (-2)
+#define TG_KIVI_INT2_QMAX 1
+
+/* The smallest scale: an all-equal slice gets this instead of 0 (bug class 1). */
+#define TG_KIVI_SCALE_FLOOR 1e-5f
+
+typedef struct {
+    tg_kv_precision precision;
+    int bits;       /* storage bits per element: 8, 4, 2 */
+    int qmin, qmax; /* inclusive integer range; qmax - qmin + 1 == 1 << bits */
+} tg_kivi_range;
+
+/* The range entry of an integer precision; NULL for fp32/fp16/bf16 or an out-of-range value. */
+const tg_kivi_range *tg_kivi_range_of(tg_kv_precision p);
+/* True for int8/int4/int2. */
+bool tg_kivi_is_quantized(tg_kv_precision p);
+/* Bytes of one packed row of n elements (rounded up to whole bytes). */
+size_t tg_kivi_row_bytes(const tg_kivi_range *r, int64_t n);
+
+/* fp16 rounding towards -inf / +inf of a finite float (saturating at +-65504; NaN gives 0). */
+uint16_t tg_kivi_f16_down(float x);
+uint16_t tg_kivi_f16_up(float x);
+
+/* Fits fp16 (scale, zero) to [lo, hi] so that both ends stay on the grid's span: zero is lo rounded down to fp16,
+ * scale = max(TG_KIVI_SCALE_FLOOR, (hi - zero) / (qmax - qmin)) rounded up, so every x in [lo, hi] lies in
+ * [zero, zero + (qmax - qmin) * scale] and is reproduced within half a step (plus fp32 rounding). lo <= hi, both
+ * finite; values beyond the fp16 range saturate (finite, never NaN). */
+void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, uint16_t *zero);
+
+/* The code u = q - qmin of x for a widened (scale, zero); NaN maps to 0 (qmin). */
+static inline int tg_kivi_code(float x, float scale, float zero, int levels) {
+    float t = (x - zero) / scale;
+    t = t > 0.0f ? t : 0.0f; /* also sends NaN to 0 */
+    t = t < (float)levels ? t : (float)levels;
+    return (int)roundf(t);
+}
+
+/* Reads / writes code i of a packed row. */
+static inline int tg_kivi_get(const uint8_t *row, int bits, int64_t i) {
+    switch (bits) {
+    case 8: return row[i];
+    case 4: return (row[i >> 1] >> ((i & 1) * 4)) & 0xf;
+    default: return (row[i >> 2] >> ((i & 3) * 2)) & 0x3;
+    }
+}
+static inline void tg_kivi_put(uint8_t *row, int bits, int64_t i, int u) {
+    switch (bits) {
+    case 8: row[i] = (uint8_t)u; break;
+    case 4: {
+        int sh = (int)(i & 1) * 4;
+        row[i >> 1] = (uint8_t)((row[i >> 1] & ~(0xf << sh)) | ((u & 0xf) << sh));
+        break;
+    }
+    default: {
+        int sh = (int)(i & 3) * 2;
+        row[i >> 2] = (uint8_t)((row[i >> 2] & ~(0x3 << sh)) | ((u & 0x3) << sh));
+        break;
+    }
+    }
+}
+
+/* Per-token quantisation: one (scale, zero) over the n elements of x, codes into row[tg_kivi_row_bytes(n)]. */
+void tg_kivi_quantize_row(const tg_kivi_range *r, const float *x, int64_t n, uint8_t *row, uint16_t *scale,
+                          uint16_t *zero);
+/* Per-channel quantisation of a group: x holds n_rows rows of n channels, row t at x + t * x_stride (floats); one
+ * (scale, zero) per channel into scale[n] / zero[n]; row t's codes into rows + t * tg_kivi_row_bytes(n). */
+void tg_kivi_quantize_channels(const tg_kivi_range *r, const float *x, size_t x_stride, int n_rows, int64_t n,
+                               uint8_t *rows, uint16_t *scale, uint16_t *zero);
+/* out[i] = u_i * scale + zero (per-token scale). */
+void tg_kivi_dequantize_row(const tg_kivi_range *r, const uint8_t *row, int64_t n, float scale, float zero,
+                            float *out);
+/* out[i] = u_i * scale[i] + zero[i] (per-channel fp16 scales, widened). */
+void tg_kivi_dequantize_row_channels(const tg_kivi_range *r, const uint8_t *row, int64_t n, const uint16_t *scale,
+                                     const uint16_t *zero, float *out);
+
+/* Integer-weighted kernels on a packed row of n codes (n a multiple of 8 takes the SIMD path in full; any n works).
+ * dot returns sum_i w[i] * u_i; axpy does y[i] += a * u_i. `simd` false forces the scalar reference. */
+float tg_kivi_dot(int bits, const uint8_t *row, const float *w, int64_t n, bool simd);
+void tg_kivi_axpy(int bits, float a, const uint8_t *row, float *y, int64_t n, bool simd);
+
+#endif
