@@ -98,12 +98,13 @@ static void run_tiles(const tg_tensor *w, const uint8_t *x, size_t xs, int64_t n
     int64_t block = rb ? (int64_t)(TG_ROW_BLOCK_BYTES / rb) : 0;
     if (block < 16) block = 16;
     if (block > 256) block = 256;
+    block -= block % tile_rows; /* whole tiles inside a block; only the matrix's last block is ragged */
     const int64_t n_blocks = (rows + block - 1) / block;
     int threads = n_threads < 1 ? 1 : n_threads;
     if (threads > n_blocks) threads = (int)n_blocks;
     if (rows * cols * n < TG_PARALLEL_MIN_WORK) threads = 1;
 
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t ib = 0; ib < n_blocks; ib++) {
         const int64_t r0 = ib * block;
         const int64_t r1 = r0 + block < rows ? r0 + block : rows;

@@ -1,0 +1,114 @@
+/* bench/kernels.c — checks each fast matvec against the reference, then times matvec (GB/s of weights) and matmul
+ * (GFLOP/s) per weight type. Not part of the tests.
+ *
+ * Build and run from the repository root (release flags; the kernel sources are every .c file in src/kernels plus
+ * src/util/error.c):
+ *   cc -std=c11 -O3 -march=native -fopenmp -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
+ *      src/util/error.c -o build/bench_kernels -lm && build/bench_kernels [rows cols n_tokens threads]
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "util/half.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float unit(uint64_t *s) { return (float)((double)(next(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+
+/* Random weights of `type`: float types from uniform values, block types by quantising uniform values. */
+static void *make_weights(tg_dtype type, int64_t rows, int64_t cols, uint64_t *s) {
+    size_t rb = tg_row_bytes(type, cols);
+    uint8_t *w = malloc(rb * (size_t)rows);
+    float *tmp = malloc((size_t)cols * sizeof(float));
+    if (!w || !tmp) return NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = w + (size_t)r * rb;
+        for (int64_t j = 0; j < cols; j++) tmp[j] = unit(s) * 0.05f;
+        for (int64_t j = 0; j < cols; j++) {
+            uint16_t h;
+            switch (type) {
+            case TG_DT_F32: memcpy(row + 4 * j, &tmp[j], 4); break;
+            case TG_DT_F16: h = tg_f32_to_f16(tmp[j]); memcpy(row + 2 * j, &h, 2); break;
+            case TG_DT_BF16: h = tg_f32_to_bf16(tmp[j]); memcpy(row + 2 * j, &h, 2); break;
+            default: break;
+            }
+        }
+        if (type == TG_DT_Q8_0) tg_quantize_row_q8_0(tmp, row, cols);
+        if (type == TG_DT_Q4_0) tg_quantize_row_q4_0(tmp, row, cols);
+    }
+    free(tmp);
+    return w;
+}
+
+int main(int argc, char **argv) {
+    int64_t rows = argc > 1 ? atoll(argv[1]) : 4096;
+    int64_t cols = argc > 2 ? atoll(argv[2]) : 4096;
+    int64_t ntok = argc > 3 ? atoll(argv[3]) : 32;
+    int threads = argc > 4 ? atoi(argv[4]) : 2;
+    uint64_t seed = 42;
+    float *x = malloc((size_t)(cols * ntok) * sizeof(float));
+    float *y = malloc((size_t)(rows * ntok) * sizeof(float));
+    float *yr = malloc((size_t)rows * sizeof(float));
+    if (!x || !y || !yr) return 1;
+    for (int64_t i = 0; i < cols * ntok; i++) x[i] = unit(&seed);
+    printf("W [%lld, %lld], matmul over %lld tokens, %d threads\n", (long long)rows, (long long)cols,
+           (long long)ntok, threads);
+    printf("%-5s %10s %9s %10s %12s %10s\n", "type", "max relerr", "mv ms", "mv GB/s", "mm ms/token", "mm GFLOP/s");
+    for (int t = 0; t < TG_DT_COUNT; t++) {
+        tg_dtype type = (tg_dtype)t;
+        void *data = make_weights(type, rows, cols, &seed);
+        if (!data) return 1;
+        tg_tensor w = {type, rows, cols, data};
+        /* check first (relative to the largest |y|, a few hundred rows are enough) */
+        tg_tensor head = w;
+        head.rows = rows < 256 ? rows : 256;
+        tg_matvec_ref(&head, x, yr);
+        tg_matvec(&head, x, y, threads);
+        double maxerr = 0.0, ymax = 0.0;
+        for (int64_t i = 0; i < head.rows; i++) ymax = fmax(ymax, fabs(yr[i]));
+        for (int64_t i = 0; i < head.rows; i++) maxerr = fmax(maxerr, fabs(y[i] - yr[i]) / ymax);
+        /* matvec: repeat for about 0.3 s */
+        int reps = 0;
+        double t0 = now_s(), t1;
+        do {
+            tg_matvec(&w, x, y, threads);
+            reps++;
+            t1 = now_s();
+        } while (t1 - t0 < 0.3);
+        double mv = (t1 - t0) / reps;
+        double bytes = (double)tg_row_bytes(type, cols) * (double)rows;
+        /* matmul */
+        reps = 0;
+        t0 = now_s();
+        do {
+            tg_matmul(&w, x, ntok, y, threads);
+            reps++;
+            t1 = now_s();
+        } while (t1 - t0 < 0.3);
+        double mm = (t1 - t0) / reps;
+        printf("%-5s %10.2e %9.3f %10.2f %12.3f %10.2f\n", tg_dtype_name(type), maxerr, mv * 1e3, bytes / mv / 1e9,
+               mm * 1e3 / (double)ntok, 2.0 * (double)rows * (double)cols * (double)ntok / mm / 1e9);
+        free(data);
+    }
+    free(x);
+    free(y);
+    free(yr);
+    return 0;
+}
