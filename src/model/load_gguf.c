@@ -73,15 +73,17 @@ static bool read_hparams(const tg_gguf *g, const char *arch, bool weights, tg_hp
         return tg_fail(err, "%s: rope scaling type '%.*s' is not supported", path,
                        (int)(scaling.len > 32 ? 32 : scaling.len), scaling.ptr);
 
-    /* vocabulary: the token list, else <arch>.vocab_size */
+    /* vocabulary: <arch>.vocab_size (the embedding's rows, which may exceed the token list when padded), else the
+     * token list's length */
     tg_gguf_array tokens;
-    if (tg_gguf_get_array(g, "tokenizer.ggml.tokens", &tokens)) {
-        if (tokens.count > INT_MAX) return tg_fail(err, "%s: %llu tokens is too many", path,
-                                                   (unsigned long long)tokens.count);
-        hp->vocab_size = (int)tokens.count;
-    } else if (!arch_int(g, arch, "vocab_size", weights, 0, &hp->vocab_size, err)) {
-        return false;
-    }
+    bool have_tokens = tg_gguf_get_array(g, "tokenizer.ggml.tokens", &tokens);
+    if (have_tokens && tokens.count > INT_MAX)
+        return tg_fail(err, "%s: %llu tokens is too many", path, (unsigned long long)tokens.count);
+    int n_tokens = have_tokens ? (int)tokens.count : 0;
+    if (!arch_int(g, arch, "vocab_size", weights && !have_tokens, n_tokens, &hp->vocab_size, err)) return false;
+    if (weights && n_tokens > hp->vocab_size)
+        return tg_fail(err, "%s: the tokenizer has %d tokens but %s.vocab_size is %d", path, n_tokens, arch,
+                       hp->vocab_size);
     hp->rope_style = TG_ROPE_INTERLEAVED; /* llama.cpp's converter permutes the Q/K rows */
     return true;
 }

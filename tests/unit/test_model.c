@@ -167,6 +167,7 @@ typedef struct {
     bool extra_output;        /* write output.weight even for a tied set */
     uint32_t type;            /* matrices' ggml type (F32 default) */
     bool no_tensors;          /* vocab-only */
+    uint32_t vocab_size_key;  /* llama.vocab_size to write (0: none) */
 } gguf_opts;
 
 static void quantize_q8_0(const float *x, int64_t n, uint8_t *out) {
@@ -206,6 +207,7 @@ static void write_gguf(const wset *w, const gguf_opts *o, const char *path) {
     if (!(o->omit_key && strcmp(o->omit_key, "attention.layer_norm_rms_epsilon") == 0))
         gguf_builder_add_f32(b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     if (o->rope_scaling) gguf_builder_add_str(b, "llama.rope.scaling.type", o->rope_scaling);
+    if (o->vocab_size_key) gguf_builder_add_u32(b, "llama.vocab_size", o->vocab_size_key);
     char **tokens = vocab_tokens();
     gguf_builder_add_str(b, "tokenizer.ggml.model", "gpt2");
     gguf_builder_add_str(b, "tokenizer.ggml.pre", "gpt-2");
@@ -519,6 +521,12 @@ static void test_gguf_bad_metadata(void **state) {
     o.omit_key = NULL;
     o.rope_scaling = "yarn";
     expect_gguf_error(&w, &o, "rope scaling type 'yarn' is not supported", NULL);
+    o.rope_scaling = NULL;
+    o.vocab_size_key = 200;
+    expect_gguf_error(&w, &o, "the tokenizer has 258 tokens but llama.vocab_size is 200", NULL);
+    o.vocab_size_key = 300; /* a padded vocabulary: the embedding must then have 300 rows */
+    expect_gguf_error(&w, &o, "token_embd.weight", "expected [300, 32]");
+    o.vocab_size_key = N_VOCAB;
     o.rope_scaling = "none";
     tmpfile_t t = gguf_file(&w, &o);
     tg_model *m = load_ok(t.path);
