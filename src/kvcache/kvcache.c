@@ -379,3 +379,13 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
     r->bytes_if_fp32 = elems * 4;
     tg_cache_geom_policy(g, &c->params, r->policy, sizeof r->policy);
 }
+
+void tg_kvcache_alloc_stats(const tg_kvcache *c, size_t *bytes_store, size_t *bytes_meta, int64_t *n_allocs) {
+    if (bytes_store) *bytes_store = c ? c->bytes_store : 0;
+    if (bytes_meta) *bytes_meta = c ? c->bytes_meta : 0;
+    if (n_allocs) *n_allocs = c ? c->n_allocs : 0;
+}
+
+void tg_kvcache_set_simd(tg_kvcache *c, bool on) {
+    if (c) c->simd = on;
+}

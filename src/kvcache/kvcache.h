@@ -49,4 +49,17 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
 int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, float *k_out, float *v_out,
                              int64_t *pos_out);
 
+/* Bytes (the report's bytes_total) of K/V storage that a cache of this shape and policy allocates to hold a history
+ * of n_tokens, from the same closed form that tg_kvcache_new allocates by: an unbounded policy sized for exactly
+ * n_tokens; a StreamingLLM policy the smaller of that and its bounded allocation (sink + window + group slack), so the
+ * table stops growing at the bound. 0 with err filled when the policy is invalid or n_tokens <= 0. */
+size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *params, int64_t n_tokens,
+                            tg_error *err);
+
+/* Allocation accounting, for tests: bytes of K/V storage, bytes of everything else, allocation calls made. */
+void tg_kvcache_alloc_stats(const tg_kvcache *c, size_t *bytes_store, size_t *bytes_meta, int64_t *n_allocs);
+
+/* Test hook: false switches attention to the scalar reference kernels (default true: AVX2 where built). */
+void tg_kvcache_set_simd(tg_kvcache *c, bool on);
+
 #endif

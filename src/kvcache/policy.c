@@ -257,3 +257,28 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
     }
 #undef APPEND
 }
+
+/* ---- the cache table ------------------------------------------------------------------------------------------ */
+
+size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *params, int64_t n_tokens,
+                            tg_error *err) {
+    if (!shape || n_tokens <= 0) {
+        tg_fail(err, "KV cache table: %" PRId64 " tokens", n_tokens);
+        return 0;
+    }
+    tg_cache_geom g;
+    if (!tg_cache_geom_resolve(shape, params, &g, err)) return 0;
+    /* an unbounded cache sized for exactly n_tokens (all a streaming cache needs before its first eviction) */
+    tg_cache_shape s = *shape;
+    s.context_length = n_tokens;
+    tg_cache_params u = *params;
+    u.window = 0;
+    u.budget_bytes = 0;
+    u.sink = -1;
+    tg_cache_geom gu;
+    if (!tg_cache_geom_resolve(&s, &u, &gu, err)) return 0;
+    size_t unbounded = tg_cache_geom_bytes(&gu);
+    if (!g.bounded) return unbounded;
+    size_t bounded = tg_cache_geom_bytes(&g);
+    return unbounded < bounded ? unbounded : bounded;
+}

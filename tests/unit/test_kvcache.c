@@ -135,9 +135,599 @@ static void test_fp32_unbounded_matches_naive(void **state) {
     tg_kvcache_free(c);
 }
 
+/* ---- every precision / policy: fused == naive over read-back, eviction keeps the right positions ------------ */
+
+typedef struct {
+    tg_kv_precision kp, vp;
+    int group, residual;
+    int64_t sink, window;
+    bool reposition;
+} scenario;
+
+/* Half a quantisation step (x 1.5 for keys, whose RoPE rotation mixes the errors of two channels) of data in
+ * [-1, 1] (values) or rotated into [-sqrt 2, sqrt 2] (keys), plus slack; for plain precisions, half an ulp at 1.5. */
+static float tolerance(tg_kv_precision p, bool keys, bool whole) {
+    const float range = keys ? 2.83f : 2.0f, mix = keys ? 1.5f : 1.0f;
+    switch (p) {
+    case TG_KV_FP32: return 1e-6f;
+    case TG_KV_FP16: return 1e-3f;
+    case TG_KV_BF16: return 8e-3f;
+    case TG_KV_INT8: return mix * 0.5f * range / 255.0f * (whole ? 3.0f : 1.05f);
+    case TG_KV_INT4: return mix * 0.5f * range / 15.0f * (whole ? 3.0f : 1.05f);
+    default: return mix * 0.5f * range / 3.0f * (whole ? 3.0f : 1.05f);
+    }
+}
+
+/* Layers: 0 holds K/V, 1 reads layer 0's (YOCO) with a sliding window of 6, 2 holds its own. */
+#define SC_NL 3
+#define SC_NH 4
+#define SC_H 2
+#define SC_D 16
+
+static void check_positions(const scenario *sc, const tg_cache_geom *g, const int64_t *pos, int64_t stored, int64_t t) {
+    const int64_t S = g->sink, n_s = t + 1 < S ? t + 1 : S;
+    assert_true(stored >= n_s);
+    for (int64_t j = 0; j < n_s; j++) assert_int_equal(pos[j], j);
+    const int64_t nn = stored - n_s, seen = t + 1 - n_s;
+    for (int64_t i = 0; i < nn; i++) assert_int_equal(pos[n_s + i], t - (nn - 1 - i)); /* contiguous, ends at t */
+    if (!g->bounded || seen <= sc->window) {
+        assert_int_equal(nn, seen); /* nothing evicted yet */
+        return;
+    }
+    assert_true(nn >= sc->window);                /* the whole recent window is kept */
+    assert_true(nn <= sc->window + g->block - 1); /* plus at most a group of slack */
+    if (g->grouped) assert_int_equal((pos[n_s] - S) % g->group, 0); /* dropped in whole groups */
+    assert_true(stored <= g->max_stored);
+}
+
+static void run_scenario(const scenario *sc, int T) {
+    const int NH = SC_NH, H = SC_H, D = SC_D, HD = SC_H * SC_D;
+    const int kv_source[SC_NL] = {0, 0, 2};
+    const int window[SC_NL] = {0, 6, 0};
+    tg_cache_shape shape = small_shape(SC_NL, NH, H, D, T + 8);
+    shape.kv_source = kv_source;
+    shape.layer_window = window;
+    tg_cache_params p = tg_cache_default_params();
+    p.key_precision = sc->kp;
+    p.value_precision = sc->vp;
+    p.group_size = sc->group;
+    p.residual = sc->residual;
+    p.sink = sc->sink;
+    p.window = sc->window;
+    p.reposition = sc->reposition;
+    tg_error err = {{0}};
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
+    const tg_cache_geom *g = &c->g;
+    const bool whole = sc->group == 0;
+    const float ktol = tolerance(sc->kp, true, whole), vtol = tolerance(sc->vp, false, whole);
+
+    float *kraw = calloc((size_t)T * HD, sizeof(float)), *vraw = calloc((size_t)T * HD, sizeof(float));
+    float *kb = calloc((size_t)T * HD, sizeof(float)), *vb = calloc((size_t)T * HD, sizeof(float));
+    int64_t *pb = calloc((size_t)T, sizeof(int64_t));
+    bool *vis = calloc((size_t)T, sizeof(bool));
+    float q[SC_NH * SC_D], qr[SC_NH * SC_D], out[SC_NH * SC_D], out_scalar[SC_NH * SC_D], want[SC_NH * SC_D];
+    float k2[SC_H * SC_D], v2[SC_H * SC_D], kref[SC_D];
+    uint64_t seed = 1234567;
+    float worst_k = 0.0f, worst_v = 0.0f, worst_att = 0.0f;
+
+    for (int64_t t = 0; t < T; t++) {
+        for (int i = 0; i < HD; i++) {
+            kraw[t * HD + i] = frand(&seed);
+            vraw[t * HD + i] = frand(&seed);
+            k2[i] = frand(&seed);
+            v2[i] = frand(&seed);
+        }
+        tg_kvcache_append(c, 0, t, kraw + t * HD, vraw + t * HD);
+        tg_kvcache_append(c, 2, t, k2, v2);
+
+        int64_t stored = tg_kvcache_read_back(c, 0, t, kb, vb, pb);
+        assert_int_equal(stored, tg_kvcache_stored(c));
+        check_positions(sc, g, pb, stored, t);
+        /* read-back == the inputs (rotated at position or slot) within the precision's tolerance */
+        for (int64_t s = 0; s < stored; s++)
+            for (int h = 0; h < H; h++) {
+                memcpy(kref, kraw + pb[s] * HD + h * D, sizeof kref);
+                tg_rope(kref, 1, D, g->reposition ? s : pb[s], 10000.0f, TG_ROPE_HALF);
+                for (int i = 0; i < D; i++) {
+                    float dk = fabsf(kb[(s * H + h) * D + i] - kref[i]);
+                    float dv = fabsf(vb[(s * H + h) * D + i] - vraw[pb[s] * HD + h * D + i]);
+                    assert_true(isfinite(kb[(s * H + h) * D + i]) && isfinite(vb[(s * H + h) * D + i]));
+                    if (dk > worst_k) worst_k = dk;
+                    if (dv > worst_v) worst_v = dv;
+                }
+            }
+        /* fused attention == naive attention over the read-back, for the owning and the sharing layer */
+        for (int layer = 0; layer < 2; layer++) {
+            for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
+            tg_kvcache_attend(c, layer, t, q, out, 2);
+            tg_kvcache_set_simd(c, false);
+            tg_kvcache_attend(c, layer, t, q, out_scalar, 1);
+            tg_kvcache_set_simd(c, true);
+            memcpy(qr, q, sizeof q);
+            tg_rope(qr, NH, D, g->reposition ? stored - 1 : t, 10000.0f, TG_ROPE_HALF);
+            for (int64_t s = 0; s < stored; s++) vis[s] = pb[s] <= t && (window[layer] == 0 || t - pb[s] < window[layer]);
+            naive_attend(qr, kb, vb, vis, stored, NH, H, D, want);
+            float d = max_abs_diff(out, want, NH * D);
+            if (d > worst_att) worst_att = d;
+            assert_true(max_abs_diff(out, out_scalar, NH * D) < 1e-5f);
+        }
+    }
+    if (!(worst_k <= ktol && worst_v <= vtol && worst_att < 1e-4f))
+        fail_msg("K %s V %s G %d R %d sink %lld window %lld %s: worst |dK| %g (tol %g), |dV| %g (tol %g), "
+                 "|d attention| %g (tol 1e-4)", tg_kv_precision_name(sc->kp), tg_kv_precision_name(sc->vp), sc->group,
+                 sc->residual, (long long)sc->sink, (long long)sc->window, sc->reposition ? "reposition" : "vanilla",
+                 (double)worst_k, (double)ktol, (double)worst_v, (double)vtol, (double)worst_att);
+    free(kraw);
+    free(vraw);
+    free(kb);
+    free(vb);
+    free(pb);
+    free(vis);
+    tg_kvcache_free(c);
+}
+
+static void run_all_precisions(int group, int residual, int64_t sink, int64_t window, bool repo, int T) {
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++) {
+        scenario sc = {(tg_kv_precision)kp, (tg_kv_precision)kp, group, residual, sink, window, repo};
+        run_scenario(&sc, T);
+    }
+    /* mixed: quantised keys with plain values and the other way round */
+    scenario mixed[] = {
+        {TG_KV_INT4, TG_KV_FP16, group, residual, sink, window, repo},
+        {TG_KV_BF16, TG_KV_INT2, group, residual, sink, window, repo},
+        {TG_KV_INT8, TG_KV_INT4, group, residual, sink, window, repo},
+    };
+    for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) run_scenario(&mixed[i], T);
+}
+
+static void test_unbounded_every_precision(void **state) {
+    (void)state;
+    run_all_precisions(8, 16, -1, 0, false, 70); /* groups of 8, residual 16 */
+    run_all_precisions(8, 0, -1, 0, false, 30);  /* no residual beyond the incomplete group */
+    run_all_precisions(0, 0, -1, 0, false, 30);  /* the design note's whole-history scheme */
+}
+
+static void test_streaming_vanilla_every_precision(void **state) {
+    (void)state;
+    run_all_precisions(8, 16, 3, 20, false, 90);
+    run_all_precisions(8, 0, 2, 5, false, 60); /* window smaller than a group */
+    run_all_precisions(0, 0, 4, 12, false, 50);
+}
+
+static void test_streaming_reposition_every_precision(void **state) {
+    (void)state;
+    run_all_precisions(8, 16, 3, 20, true, 90);
+    run_all_precisions(8, 32, 0, 9, true, 60); /* no sinks; residual larger than the window */
+    run_all_precisions(0, 0, 4, 12, true, 50);
+}
+
+/* ---- causal mask, sliding window, full cache ---------------------------------------------------------------- */
+
+/* A query at an earlier position after later tokens were appended (a whole chunk appended first) must not see
+ * them; a layer's sliding window hides keys pos - key_pos >= window. */
+static void test_future_tokens_and_window_masked(void **state) {
+    (void)state;
+    const int NH = 2, H = 1, D = 8, T = 12;
+    const int window[2] = {0, 3};
+    tg_cache_shape shape = small_shape(2, NH, H, D, T);
+    shape.layer_window = window;
+    tg_cache_params p = tg_cache_default_params();
+    tg_error err = {{0}};
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    float k[T][8], v[T][8], q[16], out[16], want[16], kr[T][8], qr[16];
+    bool vis[T];
+    uint64_t seed = 99;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < D; i++) {
+            k[t][i] = frand(&seed);
+            v[t][i] = frand(&seed);
+        }
+        tg_kvcache_append(c, 0, t, k[t], v[t]);
+        tg_kvcache_append(c, 1, t, k[t], v[t]);
+        memcpy(kr[t], k[t], sizeof kr[t]);
+        tg_rope(kr[t], 1, D, t, 10000.0f, TG_ROPE_HALF);
+    }
+    assert_false(tg_kvcache_has_room(c)); /* context of T tokens is full */
+    tg_kvcache_append(c, 0, T, k[0], v[0]); /* ignored */
+    assert_int_equal(tg_kvcache_stored(c), T);
+    for (int layer = 0; layer < 2; layer++)
+        for (int pos = 0; pos < T; pos++) {
+            for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
+            tg_kvcache_attend(c, layer, pos, q, out, 1);
+            memcpy(qr, q, sizeof q);
+            tg_rope(qr, NH, D, pos, 10000.0f, TG_ROPE_HALF);
+            for (int t = 0; t < T; t++) vis[t] = t <= pos && (window[layer] == 0 || pos - t < window[layer]);
+            naive_attend(qr, &kr[0][0], &v[0][0], vis, T, NH, H, D, want);
+            assert_true(max_abs_diff(out, want, NH * D) < 1e-5f);
+        }
+    tg_kvcache_free(c);
+}
+
+/* ---- the design note's bug classes at the cache level ----------------------------------------------------------- */
+
+/* All-zero and constant K/V in every precision and layout: attention stays finite and equals the (exact) value. */
+static void test_constant_and_zero_kv_finite(void **state) {
+    (void)state;
+    const int NH = 2, H = 1, D = 8;
+    const float consts[] = {0.0f, 1.5f, -3.25f};
+    const int groups[] = {4, 0};
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++)
+        for (size_t gi = 0; gi < 2; gi++)
+            for (int repo = 0; repo < 2; repo++)
+                for (size_t ci = 0; ci < sizeof consts / sizeof consts[0]; ci++) {
+                    tg_cache_shape shape = small_shape(1, NH, H, D, 64);
+                    tg_cache_params p = tg_cache_default_params();
+                    p.key_precision = p.value_precision = (tg_kv_precision)kp;
+                    p.group_size = groups[gi];
+                    p.residual = 0;
+                    p.window = 6;
+                    p.sink = 2;
+                    p.reposition = repo;
+                    tg_error err = {{0}};
+                    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+                    assert_non_null(c);
+                    float k[8], v[8], q[16], out[16];
+                    for (int i = 0; i < D; i++) k[i] = v[i] = consts[ci];
+                    for (int i = 0; i < NH * D; i++) q[i] = 0.25f * (float)(i % 5) - 0.5f;
+                    for (int t = 0; t < 40; t++) {
+                        tg_kvcache_append(c, 0, t, k, v);
+                        tg_kvcache_attend(c, 0, t, q, out, 1);
+                        for (int i = 0; i < NH * D; i++) {
+                            assert_true(isfinite(out[i]));
+                            assert_float_equal(out[i], consts[ci], 1e-6f); /* mean of identical values */
+                        }
+                    }
+                    tg_kvcache_free(c);
+                }
+}
+
+/* Tiny ranges (scales at the 1e-5 floor, fp16 subnormals) and large magnitudes: finite, within a step. */
+static void test_tiny_and_large_ranges_finite(void **state) {
+    (void)state;
+    const int NH = 1, H = 1, D = 8;
+    const float mags[] = {1e-6f, 3e-5f, 1e-3f, 300.0f, 6e4f};
+    for (int kp = TG_KV_INT8; kp <= TG_KV_INT2; kp++)
+        for (size_t m = 0; m < sizeof mags / sizeof mags[0]; m++) {
+            tg_cache_shape shape = small_shape(1, NH, H, D, 64);
+            tg_cache_params p = tg_cache_default_params();
+            p.key_precision = p.value_precision = (tg_kv_precision)kp;
+            p.group_size = 4;
+            p.residual = 0;
+            tg_error err = {{0}};
+            tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+            assert_non_null(c);
+            uint64_t seed = 7;
+            float k[8], v[8], q[8], out[8], kb[32 * 8], vb[32 * 8];
+            for (int t = 0; t < 32; t++) {
+                for (int i = 0; i < D; i++) {
+                    k[i] = mags[m] * frand(&seed);
+                    v[i] = mags[m] * frand(&seed);
+                    q[i] = frand(&seed);
+                }
+                tg_kvcache_append(c, 0, t, k, v);
+                tg_kvcache_attend(c, 0, t, q, out, 1);
+                for (int i = 0; i < D; i++) assert_true(isfinite(out[i]) && fabsf(out[i]) <= 1.01f * mags[m] + 1e-5f);
+            }
+            int64_t n = tg_kvcache_read_back(c, 0, 31, kb, vb, NULL);
+            for (int64_t i = 0; i < n * D; i++) assert_true(isfinite(kb[i]) && isfinite(vb[i]));
+            tg_kvcache_free(c);
+        }
+}
+
+/* ---- eviction and ring-buffer geometry over many policies ------------------------------------------------------ */
+
+/* For many (window, group, residual, sink) the read-back after every append holds exactly the sinks and the
+ * recent window (+ group slack) with the values that were appended (int8 tolerance): a ring sized too small would
+ * overwrite live rows and fail here. */
+static void test_eviction_geometry_sweep(void **state) {
+    (void)state;
+    const int H = 1, D = 8;
+    const int groups[] = {1, 2, 4, 8};
+    float kb[80 * 8], vb[80 * 8], k[8], v[8];
+    int64_t pb[80];
+    for (int64_t W = 1; W <= 20; W += 3)
+        for (size_t gi = 0; gi < 4; gi++)
+            for (int rm = 0; rm <= 3; rm++)
+                for (int64_t S = 0; S <= 2; S += 2) {
+                    const int G = groups[gi];
+                    tg_cache_shape shape = small_shape(1, 1, H, D, 1000);
+                    tg_cache_params p = tg_cache_default_params();
+                    p.key_precision = TG_KV_INT8;
+                    p.value_precision = TG_KV_INT8;
+                    p.group_size = G;
+                    p.residual = rm * G;
+                    p.window = W;
+                    p.sink = S;
+                    tg_error err = {{0}};
+                    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+                    if (!c) fail_msg("%s", err.msg);
+                    assert_true(c->g.max_stored <= 80);
+                    scenario sc = {TG_KV_INT8, TG_KV_INT8, G, rm * G, S, W, false};
+                    for (int64_t t = 0; t < 3 * c->g.max_stored + 10; t++) {
+                        /* value i of token t encodes t, so a wrong row is caught */
+                        for (int i = 0; i < D; i++) v[i] = k[i] = (float)((t * 7 + i) % 11) / 11.0f;
+                        tg_kvcache_append(c, 0, t, k, v);
+                        int64_t n = tg_kvcache_read_back(c, 0, t, kb, vb, pb);
+                        check_positions(&sc, &c->g, pb, n, t);
+                        for (int64_t s = 0; s < n; s++)
+                            for (int i = 0; i < D; i++)
+                                assert_float_equal(vb[s * D + i], (float)((pb[s] * 7 + i) % 11) / 11.0f, 0.0021f);
+                    }
+                    tg_kvcache_free(c);
+                }
+}
+
+/* ---- byte accounting and flat memory ------------------------------------------------------------------------ */
+
+/* Bytes per layer written out independently of policy.c, per precision: plain rows; KIVI packed codes + fp16
+ * scale/zero pairs + the fp32 residual ring + fp32 sinks. */
+static size_t closed_form_layer(tg_kv_precision p, bool keys, int64_t H, int64_t D, int64_t sink, int64_t rows,
+                                int64_t G, int64_t units, int64_t res_cap) {
+    const int bits = p == TG_KV_INT8 ? 8 : p == TG_KV_INT4 ? 4 : p == TG_KV_INT2 ? 2 : 0;
+    if (!bits) {
+        const int64_t e = p == TG_KV_FP32 ? 4 : 2;
+        return (size_t)((rows + sink) * H * D * e);
+    }
+    const int64_t row_bytes = (D * bits + 7) / 8;
+    if (G == 0) /* whole-history: rows of codes, one pair per (head, channel) for keys, per (row, head) for values */
+        return (size_t)(rows * H * row_bytes + (keys ? H * D : rows * H) * 4 + sink * H * D * 4);
+    return (size_t)(units * G * H * row_bytes + units * H * (keys ? D : G) * 4 + res_cap * H * D * 4 +
+                    sink * H * D * 4);
+}
+
+static void test_byte_accounting(void **state) {
+    (void)state;
+    const int kv_source[3] = {0, 0, 2}; /* two K/V layers */
+    const int64_t H = 2, D = 16, ctx = 100;
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++)
+        for (int vp = TG_KV_FP32; vp <= TG_KV_INT2; vp++)
+            for (int mode = 0; mode < 3; mode++) {
+                tg_cache_shape shape = small_shape(3, 4, (int)H, (int)D, ctx);
+                shape.kv_source = kv_source;
+                tg_cache_params p = tg_cache_default_params();
+                p.key_precision = (tg_kv_precision)kp;
+                p.value_precision = (tg_kv_precision)vp;
+                p.group_size = 16;
+                p.residual = 32;
+                if (mode == 1) p.window = 50; /* sink 4 + window 50 */
+                if (mode == 2) p.group_size = 0;
+                tg_error err = {{0}};
+                tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+                assert_non_null(c);
+                const bool kivi = kp >= TG_KV_INT8 || vp >= TG_KV_INT8;
+                const int64_t G = kivi ? p.group_size : 0, sink = mode == 1 ? 4 : 0;
+                int64_t rows, units = 0, res_cap = 0;
+                if (mode == 1) {
+                    rows = G ? 50 + G - 1 : 50;
+                    res_cap = 32;                             /* max(R, G), R below the window */
+                    units = G ? (50 + 2 * G - 2 - 32) / G : 0; /* the most groups ever held */
+                } else {
+                    rows = ctx;
+                    res_cap = 32;
+                    units = G ? (ctx - 1 - 32 + G) / G : 0;
+                }
+                size_t want = 2 * (closed_form_layer(p.key_precision, true, H, D, sink, rows, G, units, res_cap) +
+                                   closed_form_layer(p.value_precision, false, H, D, sink, rows, G, units, res_cap));
+                tg_cache_report r;
+                tg_kvcache_report(c, 0, &r);
+                size_t store, meta;
+                int64_t n_allocs;
+                tg_kvcache_alloc_stats(c, &store, &meta, &n_allocs);
+                if (r.bytes_total != want || store != want)
+                    fail_msg("K %s V %s mode %d: report %zu, allocated %zu, closed form %zu", tg_kv_precision_name(kp),
+                             tg_kv_precision_name(vp), mode, r.bytes_total, store, want);
+                assert_int_equal(r.bytes_total, r.bytes_k_data + r.bytes_v_data + r.bytes_scales + r.bytes_residual);
+                assert_int_equal(r.n_kv_layers, 2);
+                assert_int_equal(r.n_layers, 3);
+                if (!kivi) assert_int_equal(r.bytes_scales + r.bytes_residual, 0);
+                assert_int_equal(tg_kvcache_bytes_for(&shape, &p, mode == 1 ? 1000 : ctx, &err), want);
+                tg_kvcache_free(c);
+            }
+}
+
+/* Allocate, append 10x the capacity, check that nothing was allocated after tg_kvcache_new and that the report's
+ * counts stay put; also bf16 / fp32 comparisons are for the stored history. */
+static void test_memory_never_grows(void **state) {
+    (void)state;
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++) {
+        tg_cache_shape shape = small_shape(2, 2, 1, 8, 4096);
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = (tg_kv_precision)kp;
+        p.group_size = 8;
+        p.residual = 16;
+        p.window = 24;
+        p.reposition = kp % 2;
+        tg_error err = {{0}};
+        tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+        assert_non_null(c);
+        size_t store0, meta0, store1, meta1;
+        int64_t n0, n1;
+        tg_kvcache_alloc_stats(c, &store0, &meta0, &n0);
+        tg_cache_report r0, r1;
+        tg_kvcache_report(c, 0, &r0);
+        uint64_t seed = 5;
+        float k[8], v[8], q[16], out[16];
+        const int64_t T = 10 * r0.capacity;
+        for (int64_t t = 0; t < T; t++) {
+            for (int i = 0; i < 8; i++) {
+                k[i] = frand(&seed);
+                v[i] = frand(&seed);
+            }
+            for (int i = 0; i < 16; i++) q[i] = frand(&seed);
+            for (int l = 0; l < 2; l++) {
+                tg_kvcache_append(c, l, t, k, v);
+                tg_kvcache_attend(c, l, t, q, out, 1);
+            }
+            assert_true(tg_kvcache_stored(c) <= r0.capacity);
+            assert_true(tg_kvcache_has_room(c));
+        }
+        tg_kvcache_alloc_stats(c, &store1, &meta1, &n1);
+        assert_int_equal(store0, store1);
+        assert_int_equal(meta0, meta1);
+        assert_int_equal(n0, n1);
+        tg_kvcache_report(c, T, &r1);
+        assert_int_equal(r1.bytes_total, r0.bytes_total);
+        assert_int_equal(r1.position, T);
+        assert_int_equal(r1.bytes_if_fp32, (size_t)r1.stored * 2 * 8 * 2 * 4);
+        assert_int_equal(r1.bytes_if_bf16, (size_t)r1.stored * 2 * 8 * 2 * 2);
+        tg_kvcache_free(c);
+    }
+}
+
+/* ---- policy: validation, budget, banner ------------------------------------------------------------------------ */
+
+static void expect_invalid(tg_cache_params p, const char *flag) {
+    tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
+    tg_error err = {{0}};
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    if (c) fail_msg("accepted an invalid policy (expected an error naming %s)", flag);
+    if (!strstr(err.msg, flag)) fail_msg("error \"%s\" does not name %s", err.msg, flag);
+}
+
+static void test_invalid_policies_name_the_flag(void **state) {
+    (void)state;
+    tg_cache_params d = tg_cache_default_params(), p;
+    p = d, p.sink = 4; /* explicit sink without a window */
+    expect_invalid(p, "--streaming-llm-sink");
+    p = d, p.residual = 48; /* not a multiple of 32 */
+    expect_invalid(p, "--kv-residual");
+    p = d, p.residual = -32;
+    expect_invalid(p, "--kv-residual");
+    p = d, p.group_size = -1;
+    expect_invalid(p, "--kv-group-size");
+    p = d, p.window = -5;
+    expect_invalid(p, "--streaming-llm-window");
+    p = d, p.sink = -2, p.window = 8;
+    expect_invalid(p, "--streaming-llm-sink");
+    p = d, p.budget_bytes = 100; /* not even the sinks */
+    expect_invalid(p, "--kv-budget");
+    p = d, p.budget_bytes = 1 << 20, p.window = 64;
+    expect_invalid(p, "--kv-budget");
+    p = d, p.key_precision = (tg_kv_precision)17;
+    expect_invalid(p, "--kv-quantize-keys");
+    p = d, p.value_precision = (tg_kv_precision)-1;
+    expect_invalid(p, "--kv-quantize-values");
+    /* valid corners: sink 0 with a window, group 0 with any residual, re-positioning without a window */
+    tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
+    tg_error err = {{0}};
+    tg_cache_params ok[4] = {d, d, d, d};
+    ok[0].sink = 0, ok[0].window = 10;
+    ok[1].group_size = 0, ok[1].residual = 100, ok[1].key_precision = TG_KV_INT4;
+    ok[2].reposition = true;
+    ok[3].sink = 0; /* explicit 0 sinks and no window: nothing to keep, nothing wrong */
+    for (int i = 0; i < 4; i++) {
+        tg_kvcache *c = tg_kvcache_new(&shape, &ok[i], &err);
+        if (!c) fail_msg("valid policy %d rejected: %s", i, err.msg);
+        tg_kvcache_free(c);
+    }
+}
+
+static void test_budget_chooses_largest_window(void **state) {
+    (void)state;
+    tg_cache_shape shape = small_shape(4, 8, 4, 32, 2048);
+    const int64_t budgets[] = {60000, 200000, 1000000, 100000000};
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++)
+        for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
+            tg_cache_params p = tg_cache_default_params();
+            p.key_precision = p.value_precision = (tg_kv_precision)kp;
+            p.budget_bytes = budgets[b];
+            tg_error err = {{0}};
+            tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+            if (!c) {
+                assert_non_null(strstr(err.msg, "--kv-budget")); /* too small for this precision */
+                continue;
+            }
+            tg_cache_report r;
+            tg_kvcache_report(c, 0, &r);
+            const int64_t W = c->g.window;
+            assert_true(W >= 1 && W <= 2048);
+            assert_true(r.bytes_total <= (size_t)budgets[b]);
+            assert_non_null(strstr(r.policy, "--kv-budget"));
+            if (W < 2048) { /* one more token of window would not fit */
+                tg_cache_params q = p;
+                q.budget_bytes = 0;
+                q.window = W + 1;
+                assert_true(tg_kvcache_bytes_for(&shape, &q, 1 << 20, &err) > (size_t)budgets[b]);
+            }
+            tg_kvcache_free(c);
+        }
+}
+
+static void test_policy_string_and_names(void **state) {
+    (void)state;
+    tg_cache_shape shape = small_shape(2, 4, 2, 16, 4096);
+    tg_cache_params p = tg_cache_default_params();
+    p.key_precision = p.value_precision = TG_KV_INT4;
+    p.window = 256;
+    tg_error err = {{0}};
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    tg_cache_report r;
+    tg_kvcache_report(c, 0, &r);
+    assert_string_equal(r.policy, "K int4 / V int4 (KIVI, group 32, residual 128), StreamingLLM sink 4 + window 256 "
+                                  "(vanilla RoPE; stored <= 291 with group slack), sinks fp32");
+    assert_int_equal(r.capacity, 291);
+    tg_kvcache_free(c);
+
+    for (int i = TG_KV_FP32; i <= TG_KV_INT2; i++) {
+        tg_kv_precision back;
+        assert_true(tg_kv_precision_parse(tg_kv_precision_name((tg_kv_precision)i), &back));
+        assert_int_equal(back, i);
+    }
+    tg_kv_precision x = TG_KV_INT8;
+    assert_false(tg_kv_precision_parse("int3", &x));
+    assert_false(tg_kv_precision_parse(NULL, &x));
+    assert_int_equal(x, TG_KV_INT8);
+    assert_string_equal(tg_kv_precision_name((tg_kv_precision)42), "unknown");
+    tg_cache_params d = tg_cache_default_params();
+    assert_int_equal(d.group_size, 32);
+    assert_int_equal(d.residual, 128);
+    assert_int_equal(d.window, 0);
+}
+
+/* The cache table grows with n_tokens when unbounded and stops at the StreamingLLM bound. */
+static void test_bytes_for_table(void **state) {
+    (void)state;
+    tg_cache_shape shape = small_shape(4, 8, 4, 32, 512);
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++) {
+        tg_cache_params u = tg_cache_default_params(), s;
+        u.key_precision = u.value_precision = (tg_kv_precision)kp;
+        s = u;
+        s.window = 256;
+        tg_error err = {{0}};
+        size_t prev = 0, bound = 0;
+        for (int64_t T = 128; T <= 8192; T *= 2) {
+            size_t bu = tg_kvcache_bytes_for(&shape, &u, T, &err), bs = tg_kvcache_bytes_for(&shape, &s, T, &err);
+            assert_true(bu > prev);
+            assert_true(bs <= bu);
+            if (T >= 512) {
+                if (bound) assert_int_equal(bs, bound);
+                bound = bs;
+            }
+            prev = bu;
+        }
+        if (kp == TG_KV_FP32) assert_int_equal(tg_kvcache_bytes_for(&shape, &u, 1000, &err), 4 * 1000 * 4 * 32 * 2 * 4);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp32_unbounded_matches_naive),
+        cmocka_unit_test(test_unbounded_every_precision),
+        cmocka_unit_test(test_streaming_vanilla_every_precision),
+        cmocka_unit_test(test_streaming_reposition_every_precision),
+        cmocka_unit_test(test_future_tokens_and_window_masked),
+        cmocka_unit_test(test_constant_and_zero_kv_finite),
+        cmocka_unit_test(test_tiny_and_large_ranges_finite),
+        cmocka_unit_test(test_eviction_geometry_sweep),
+        cmocka_unit_test(test_byte_accounting),
+        cmocka_unit_test(test_memory_never_grows),
+        cmocka_unit_test(test_invalid_policies_name_the_flag),
+        cmocka_unit_test(test_budget_chooses_largest_window),
+        cmocka_unit_test(test_policy_string_and_names),
+        cmocka_unit_test(test_bytes_for_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
