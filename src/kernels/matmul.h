@@ -19,8 +19,9 @@
 void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads);
 /* Y[n, rows] = X[n, cols] W^T (row t of Y is W times row t of X), cache-blocked: each block of W rows is reused
  * from cache for every token. Equal to n calls of tg_matvec within fp32 rounding (today each output is even summed
- * in the same order, so the bits agree; callers should not rely on that). n <= 0 does nothing. Q8_0/Q4_0 allocate n * cols * 36/32 bytes of scratch; if that allocation fails
- * the result is computed by the (slow, exact) reference instead, so the call never fails. */
+ * in the same order, so the bits agree; callers should not rely on that). n <= 0 does nothing. Q8_0/Q4_0 allocate
+ * n * cols * 40/32 bytes of scratch; if that allocation fails the result is computed by the (slow, exact) reference
+ * instead, so the call never fails. */
 void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads);
 /* Plain scalar references (tests compare the fast paths against these): exact dequantisation of W, accumulation
  * in double, one rounding to fp32 per output. */

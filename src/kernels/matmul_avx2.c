@@ -74,17 +74,20 @@ TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint
     }
 }
 
-/* The 32 signed weights of one Q8_0 / Q4_0 block (Q4_0 nibbles re-centred to -8..7), in element order. */
+/* The 32 weights of one block in element order: signed int8 for Q8_0; for Q4_0 the raw nibbles 0..15 (the -8
+ * offset is applied afterwards as an exact integer correction). */
 TG_INLINE __m256i load_qblock(tg_dtype type, const uint8_t *blk) {
     if (type == TG_DT_Q8_0) return _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
     __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
     __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
     __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0f));
-    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+    return _mm256_set_m128i(hi, lo);
 }
 
-/* Quantised weights: NR rows x NT vectors of tg_q8x_block, one 32-element block per step. maddubs needs an
- * unsigned operand, so it multiplies |w| by x carrying w's sign; pair sums stay within int16 (2 * 128 * 127). */
+/* Quantised weights: NR rows x NT vectors of tg_q8x_block, one 32-element block per step. maddubs multiplies an
+ * unsigned by a signed byte vector. Q8_0: |w| times x carrying w's sign; pair sums stay within int16
+ * (2 * 128 * 127). Q4_0: nibble times x (pair sums <= 2 * 15 * 127), then sum((n - 8) x) = sum(n x) - 8 sum(x),
+ * the correction subtracted in int32 from lane 0, so the block's integer dot product is exact either way. */
 TG_INLINE void tile_quant(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
                           float *y, size_t ldy, const int NR, const int NT) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
@@ -99,16 +102,21 @@ TG_INLINE void tile_quant(tg_dtype type, const uint8_t *w, size_t ws, const uint
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + r * ws + (size_t)b * bw;
             wq[r] = load_qblock(type, blk);
-            wa[r] = _mm256_sign_epi8(wq[r], wq[r]);
+            wa[r] = type == TG_DT_Q8_0 ? _mm256_sign_epi8(wq[r], wq[r]) : wq[r];
             dw[r] = _cvtsh_ss(load_u16(blk));
         }
         for (int t = 0; t < NT; t++) {
             const tg_q8x_block *xb = (const tg_q8x_block *)(const void *)(x + t * xs) + b;
             __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);
+            __m256i corr = _mm256_setr_epi32(8 * xb->sum, 0, 0, 0, 0, 0, 0, 0);
             for (int r = 0; r < NR; r++) {
-                __m256i p16 = _mm256_maddubs_epi16(wa[r], _mm256_sign_epi8(xq, wq[r]));
-                __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-                acc[r][t] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw[r] * xb->d), acc[r][t]);
+                __m256i p32;
+                if (type == TG_DT_Q8_0) {
+                    p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wa[r], _mm256_sign_epi8(xq, wq[r])), ones);
+                } else {
+                    p32 = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wa[r], xq), ones), corr);
+                }
+                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw[r] * xb->d), acc[r][t]);
             }
         }
     }
@@ -186,6 +194,11 @@ void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
         __m256i p = _mm256_packs_epi16(p01, p23);
         p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *)(void *)dst[b].q, p);
+        __m256i s32 = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        dst[b].sum = _mm_cvtsi128_si32(s4);
     }
 }
 

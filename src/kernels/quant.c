@@ -90,7 +90,12 @@ void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n) {
         float d = amax / 127.0f;
         float id = d != 0.0f ? 127.0f / amax : 0.0f;
         dst[b].d = d;
-        for (int j = 0; j < TG_QK; j++) dst[b].q[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
+        int32_t sum = 0;
+        for (int j = 0; j < TG_QK; j++) {
+            dst[b].q[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
+            sum += dst[b].q[j];
+        }
+        dst[b].sum = sum;
     }
 }
 

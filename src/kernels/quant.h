@@ -25,8 +25,9 @@ typedef struct {
  * |x[j] - d * q[j]| <= d / 2 with d = max|x| / 127 over the block. */
 typedef struct {
     float d;
+    int32_t sum;     /* sum of q[j]: lets Q4_0 kernels use the unsigned nibbles and subtract 8 * sum exactly */
     int8_t q[TG_QK];
-} tg_q8x_block; /* 36 bytes */
+} tg_q8x_block; /* 40 bytes */
 
 /* Quantises x[n] (n a multiple of 32) into n/32 Q8_0 blocks at dst (tg_row_bytes(TG_DT_Q8_0, n) bytes, any
  * alignment): d = fp16(max|x| / 127), q = round-half-even(x / d) clamped to [-127, 127]. An all-zero block gets

@@ -229,6 +229,10 @@ static void test_quantize_q8x_simd_matches_ref(void **state) {
     for (int i = 0; i < N / 32; i++) {
         assert_true(a[i].d == b[i].d);
         assert_memory_equal(a[i].q, b[i].q, 32);
+        int32_t sum = 0;
+        for (int j = 0; j < 32; j++) sum += a[i].q[j];
+        assert_int_equal(a[i].sum, sum);
+        assert_int_equal(b[i].sum, sum);
         for (int j = 0; j < 32; j++) {
             float xe = x[32 * i + j], xq = a[i].d * (float)a[i].q[j];
             assert_true(fabsf(xe - xq) <= 0.5f * a[i].d * 1.0001f);
