@@ -1,0 +1,293 @@
+/* test_kivi.c — the KIVI quantiser on its own: the q-range table, fp16 directed rounding, (scale, zero) fitting,
+ * round trips for every integer precision (error <= half a step), constant and all-zero slices, scales at the
+ * 1e-5 floor, NaN inputs, packing, and the AVX2 dot / axpy kernels against the scalar reference. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/kivi.h"
+#include "util/half.h"
+
+static const tg_kv_precision INTS[3] = {TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
+
+static float frand(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (float)((*s >> 40) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+/* The allowed round-trip error for a widened step s at magnitude m: half a step, plus fp32 rounding of the
+ * affine arithmetic (a few ulps of the operands). */
+static float allowed(float s, float m) { return 0.5f * s * (1.0f + 1e-6f) + 8.0f * FLT_EPSILON * m; }
+
+static void test_range_table(void **state) {
+    (void)state;
+    const int bits[3] = {8, 4, 2};
+    for (int i = 0; i < 3; i++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[i]);
+        assert_non_null(r);
+        assert_int_equal(r->precision, INTS[i]);
+        assert_int_equal(r->bits, bits[i]);
+        assert_true(r->qmin < 0 && r->qmax > 0);              /* never collapsed (bug class 3) */
+        assert_int_equal(r->qmax - r->qmin + 1, 1 << bits[i]); /* uses every code */
+        assert_true(tg_kivi_is_quantized(INTS[i]));
+    }
+    assert_int_equal(tg_kivi_range_of(TG_KV_INT8)->qmin, -128);
+    assert_int_equal(tg_kivi_range_of(TG_KV_INT8)->qmax, 127);
+    assert_int_equal(tg_kivi_range_of(TG_KV_INT4)->qmin, -8);
+    assert_int_equal(tg_kivi_range_of(TG_KV_INT4)->qmax, 7);
+    assert_int_equal(tg_kivi_range_of(TG_KV_INT2)->qmin, -2);
+    assert_int_equal(tg_kivi_range_of(TG_KV_INT2)->qmax, 1);
+    assert_null(tg_kivi_range_of(TG_KV_FP32));
+    assert_null(tg_kivi_range_of(TG_KV_FP16));
+    assert_null(tg_kivi_range_of(TG_KV_BF16));
+    assert_int_equal(tg_kivi_row_bytes(tg_kivi_range_of(TG_KV_INT4), 7), 4);
+    assert_int_equal(tg_kivi_row_bytes(tg_kivi_range_of(TG_KV_INT2), 9), 3);
+}
+
+/* Directed fp16 rounding: the result is on the right side of x and its neighbour towards x is not. */
+static void test_f16_directed_rounding(void **state) {
+    (void)state;
+    uint64_t seed = 3;
+    for (int i = 0; i < 20000; i++) {
+        float x = frand(&seed) * powf(2.0f, (float)(i % 40) - 26.0f);
+        uint16_t d = tg_kivi_f16_down(x), u = tg_kivi_f16_up(x);
+        float fd = tg_f16_to_f32(d), fu = tg_f16_to_f32(u);
+        assert_true(fd <= x && fu >= x);
+        assert_true(fu - fd <= fabsf(x) * 2e-3f + 6e-8f); /* adjacent (or equal) fp16 values */
+    }
+    assert_true(tg_f16_to_f32(tg_kivi_f16_down(-1e-9f)) < 0.0f);
+    assert_true(tg_f16_to_f32(tg_kivi_f16_up(1e-9f)) > 0.0f);
+    assert_float_equal(tg_f16_to_f32(tg_kivi_f16_down(1e9f)), 65504.0f, 0.0f);
+    assert_float_equal(tg_f16_to_f32(tg_kivi_f16_up(-1e9f)), -65504.0f, 0.0f);
+}
+
+/* The fitted grid spans [lo, hi] for ranges over many magnitudes, and its scale is at least the floor. */
+static void test_fit_covers_range(void **state) {
+    (void)state;
+    uint64_t seed = 11;
+    for (int p = 0; p < 3; p++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
+        const int L = r->qmax - r->qmin;
+        for (int i = 0; i < 5000; i++) {
+            float m = powf(10.0f, (float)(i % 11) - 7.0f); /* 1e-7 .. 1e3 */
+            float a = m * frand(&seed), b = m * frand(&seed);
+            float lo = fminf(a, b), hi = fmaxf(a, b);
+            uint16_t sh, zh;
+            tg_kivi_fit(r, lo, hi, &sh, &zh);
+            float s = tg_f16_to_f32(sh), z = tg_f16_to_f32(zh);
+            assert_true(isfinite(s) && isfinite(z));
+            assert_true(s >= TG_KIVI_SCALE_FLOOR);
+            assert_true(z <= lo);
+            assert_true(z + (float)L * s >= hi);
+        }
+    }
+}
+
+/* Round trip of per-token rows and per-channel groups: every element within half a step of its own scale; the
+ * codes reach qmax, and qmin whenever fp16 can place the zero within half a step below the minimum (always for data
+ * around 0; an offset of 1 with a span of 0.1 at int8 has a step finer than fp16's spacing at 1, and then the grid
+ * starts a little lower — still within half a step everywhere). */
+static void test_round_trip_every_precision(void **state) {
+    (void)state;
+    enum { N = 64, G = 32 };
+    uint64_t seed = 17;
+    float x[G][N], back[N];
+    uint8_t rows[G][N], row[N];
+    uint16_t sc[N], zr[N];
+    for (int p = 0; p < 3; p++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
+        const int L = r->qmax - r->qmin;
+        for (int trial = 0; trial < 50; trial++) {
+            const float mag = trial % 2 ? 3.0f : 0.05f, off = trial % 3 ? 0.0f : 1.0f;
+            for (int t = 0; t < G; t++)
+                for (int i = 0; i < N; i++) x[t][i] = off + mag * frand(&seed);
+            /* per token */
+            for (int t = 0; t < G; t++) {
+                uint16_t s16, z16;
+                tg_kivi_quantize_row(r, x[t], N, row, &s16, &z16);
+                const float s = tg_f16_to_f32(s16), z = tg_f16_to_f32(z16);
+                tg_kivi_dequantize_row(r, row, N, s, z, back);
+                bool lo = false, hi = false;
+                float xmin = x[t][0];
+                for (int i = 0; i < N; i++) {
+                    int u = tg_kivi_get(row, r->bits, i);
+                    xmin = fminf(xmin, x[t][i]);
+                    lo |= u == 0;
+                    hi |= u == L;
+                    if (!(fabsf(back[i] - x[t][i]) <= allowed(s, fabsf(x[t][i]) + fabsf(z))))
+                        fail_msg("%s row: x %g -> %g, step %g", tg_kv_precision_name(INTS[p]), (double)x[t][i],
+                                 (double)back[i], (double)s);
+                }
+                assert_true(hi); /* q reaches qmax */
+                /* and qmin, unless fp16 cannot put the zero within half a step below the minimum */
+                if (xmin - z < 0.49f * s || off == 0.0f) assert_true(lo);
+            }
+            /* per channel over a group */
+            tg_kivi_quantize_channels(r, &x[0][0], N, G, N, &rows[0][0], sc, zr);
+            for (int i = 0; i < N; i++) {
+                const float s = tg_f16_to_f32(sc[i]), z = tg_f16_to_f32(zr[i]);
+                bool lo = false, hi = false;
+                float xmin = x[0][i];
+                for (int t = 0; t < G; t++) {
+                    const size_t rb = tg_kivi_row_bytes(r, N);
+                    xmin = fminf(xmin, x[t][i]);
+                    int u = tg_kivi_get(&rows[0][0] + t * rb, r->bits, i);
+                    lo |= u == 0;
+                    hi |= u == L;
+                    float b = (float)u * s + z;
+                    if (!(fabsf(b - x[t][i]) <= allowed(s, fabsf(x[t][i]) + fabsf(z))))
+                        fail_msg("%s channel: x %g -> %g, step %g", tg_kv_precision_name(INTS[p]), (double)x[t][i],
+                                 (double)b, (double)s);
+                }
+                assert_true(hi);
+                if (xmin - z < 0.49f * s || off == 0.0f) assert_true(lo);
+            }
+            /* the channel dequantiser agrees with the per-element formula */
+            const size_t rb = tg_kivi_row_bytes(r, N);
+            tg_kivi_dequantize_row_channels(r, &rows[0][0] + 5 * rb, N, sc, zr, back);
+            for (int i = 0; i < N; i++)
+                assert_float_equal(back[i],
+                                   (float)tg_kivi_get(&rows[0][0] + 5 * rb, r->bits, i) * tg_f16_to_f32(sc[i]) +
+                                       tg_f16_to_f32(zr[i]),
+                                   0.0f);
+        }
+    }
+}
+
+/* Bug class 1: min == max (all zeros, fp16-representable constants) reproduces the values exactly, never NaN;
+ * an arbitrary constant comes back within half a step. Bug class 2: ranges near the 1e-5 floor (fp16 subnormal
+ * scales) stay finite and within a step. */
+static void test_constant_and_tiny_slices(void **state) {
+    (void)state;
+    const float exact[] = {0.0f, 1.5f, -3.25f, 1024.0f, -0.0f};
+    float x[16], back[16];
+    uint8_t row[16];
+    for (int p = 0; p < 3; p++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
+        for (size_t e = 0; e < sizeof exact / sizeof exact[0]; e++) {
+            for (int i = 0; i < 16; i++) x[i] = exact[e];
+            uint16_t s, z;
+            tg_kivi_quantize_row(r, x, 16, row, &s, &z);
+            tg_kivi_dequantize_row(r, row, 16, tg_f16_to_f32(s), tg_f16_to_f32(z), back);
+            for (int i = 0; i < 16; i++) assert_float_equal(back[i], exact[e], 0.0f);
+            uint16_t sc[16], zr[16];
+            tg_kivi_quantize_channels(r, x, 1, 16, 1, row, sc, zr); /* one channel, 16 tokens */
+            for (int t = 0; t < 16; t++)
+                assert_float_equal((float)tg_kivi_get(row + t * tg_kivi_row_bytes(r, 1), r->bits, 0) *
+                                           tg_f16_to_f32(sc[0]) + tg_f16_to_f32(zr[0]),
+                                   exact[e], 0.0f);
+        }
+        /* a constant that fp16 cannot hold */
+        for (int i = 0; i < 16; i++) x[i] = 0.1f;
+        uint16_t s, z;
+        tg_kivi_quantize_row(r, x, 16, row, &s, &z);
+        tg_kivi_dequantize_row(r, row, 16, tg_f16_to_f32(s), tg_f16_to_f32(z), back);
+        for (int i = 0; i < 16; i++) assert_true(fabsf(back[i] - 0.1f) <= allowed(tg_f16_to_f32(s), 0.2f));
+        /* ranges around the scale floor: 1e-5 * levels and below */
+        const float spans[] = {1e-7f, 1e-6f, 1e-5f, 3e-5f, 1e-4f};
+        uint64_t seed = 23;
+        for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
+            for (int i = 0; i < 16; i++) x[i] = 2e-5f + spans[k] * frand(&seed);
+            tg_kivi_quantize_row(r, x, 16, row, &s, &z);
+            const float sf = tg_f16_to_f32(s), zf = tg_f16_to_f32(z);
+            assert_true(sf >= TG_KIVI_SCALE_FLOOR && isfinite(sf) && isfinite(zf));
+            tg_kivi_dequantize_row(r, row, 16, sf, zf, back);
+            for (int i = 0; i < 16; i++) {
+                assert_true(isfinite(back[i]));
+                assert_true(fabsf(back[i] - x[i]) <= allowed(sf, 1e-4f));
+            }
+        }
+    }
+}
+
+/* NaN and infinite inputs never reach an integer conversion: codes stay in range, scale and zero finite. */
+static void test_non_finite_inputs(void **state) {
+    (void)state;
+    float x[8] = {NAN, 1.0f, -1.0f, INFINITY, -INFINITY, 0.5f, NAN, 0.0f};
+    uint8_t row[8];
+    for (int p = 0; p < 3; p++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
+        uint16_t s, z;
+        tg_kivi_quantize_row(r, x, 8, row, &s, &z);
+        assert_true(isfinite(tg_f16_to_f32(s)) && isfinite(tg_f16_to_f32(z)));
+        for (int i = 0; i < 8; i++) {
+            int u = tg_kivi_get(row, r->bits, i);
+            assert_true(u >= 0 && u <= r->qmax - r->qmin);
+        }
+    }
+    float nan_row[4] = {NAN, NAN, NAN, NAN};
+    uint16_t s, z;
+    tg_kivi_quantize_row(tg_kivi_range_of(TG_KV_INT4), nan_row, 4, row, &s, &z);
+    assert_true(isfinite(tg_f16_to_f32(s)) && isfinite(tg_f16_to_f32(z)));
+}
+
+/* Packing: every code of every position survives, neighbours untouched. */
+static void test_packing(void **state) {
+    (void)state;
+    uint8_t row[16];
+    for (int p = 0; p < 3; p++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
+        const int L = r->qmax - r->qmin, n = 128 / r->bits;
+        memset(row, 0, sizeof row);
+        for (int i = 0; i < n; i++) tg_kivi_put(row, r->bits, i, (i * 5 + 3) % (L + 1));
+        for (int i = 0; i < n; i++) assert_int_equal(tg_kivi_get(row, r->bits, i), (i * 5 + 3) % (L + 1));
+        tg_kivi_put(row, r->bits, 3, L);
+        tg_kivi_put(row, r->bits, 3, 0);
+        for (int i = 0; i < n; i++) assert_int_equal(tg_kivi_get(row, r->bits, i), i == 3 ? 0 : (i * 5 + 3) % (L + 1));
+    }
+}
+
+/* The SIMD kernels equal the scalar reference (relative 1e-5) for lengths with and without tails. */
+static void test_kernels_simd_vs_scalar(void **state) {
+    (void)state;
+    const int64_t lens[] = {1, 7, 8, 9, 33, 64, 128, 250};
+    uint64_t seed = 31;
+    uint8_t row[256];
+    float w[256], y1[256], y2[256];
+    for (int p = 0; p < 3; p++) {
+        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t n = lens[li];
+            memset(row, 0, sizeof row);
+            for (int64_t i = 0; i < n; i++) {
+                tg_kivi_put(row, r->bits, i, (int)((frand(&seed) + 1.0f) * 0.5f * (float)(r->qmax - r->qmin) + 0.5f));
+                w[i] = frand(&seed);
+                y1[i] = y2[i] = frand(&seed);
+            }
+            float ref = 0.0f, mag = 0.0f;
+            for (int64_t i = 0; i < n; i++) {
+                ref += w[i] * (float)tg_kivi_get(row, r->bits, i);
+                mag += fabsf(w[i]) * (float)tg_kivi_get(row, r->bits, i);
+            }
+            float ds = tg_kivi_dot(r->bits, row, w, n, false), dv = tg_kivi_dot(r->bits, row, w, n, true);
+            assert_true(fabsf(ds - ref) <= 1e-5f * (mag + 1.0f));
+            assert_true(fabsf(dv - ref) <= 1e-5f * (mag + 1.0f));
+            tg_kivi_axpy(r->bits, 0.37f, row, y1, n, false);
+            tg_kivi_axpy(r->bits, 0.37f, row, y2, n, true);
+            for (int64_t i = 0; i < n; i++) assert_float_equal(y1[i], y2[i], 1e-5f * (fabsf(y1[i]) + 1.0f));
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_range_table),
+        cmocka_unit_test(test_f16_directed_rounding),
+        cmocka_unit_test(test_fit_covers_range),
+        cmocka_unit_test(test_round_trip_every_precision),
+        cmocka_unit_test(test_constant_and_tiny_slices),
+        cmocka_unit_test(test_non_finite_inputs),
+        cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_kernels_simd_vs_scalar),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
