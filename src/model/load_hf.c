@@ -112,7 +112,7 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
         return tg_fail(err, "%s: hidden_act '%.32s' is not supported (only silu)", c->path,
                        json_is_string(act) ? json_string_value(act) : "?");
-    bool bias;
+    bool bias = false;
     if (!cfg_bool(c, "attention_bias", false, &bias, err)) return false;
     if (bias) return tg_fail(err, "%s: attention_bias is not supported", c->path);
     if (!cfg_bool(c, "mlp_bias", false, &bias, err)) return false;
