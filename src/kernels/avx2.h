@@ -31,8 +31,11 @@
 void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                   int64_t cols, float *y, size_t ldy);
 
+/* Bit-for-bit tg_quantize_q8x_ref (quant.h), eight lanes at a time. */
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
 
+/* The vec.h primitives of the same names without the tg_ prefix's dispatch; identical contracts (any n, unaligned
+ * pointers, scalar tails for n % 8). */
 float tg_avx2_dot_f32(const float *a, const float *b, int64_t n);
 void tg_avx2_axpy_f32(float a, const float *x, float *y, int64_t n);
 void tg_avx2_scale_f32(float *x, float a, int64_t n);

@@ -14,7 +14,9 @@ static inline float hsum_ps(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static inline __m256 load8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+static inline __m256 load8_f16(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
 
 float tg_avx2_dot_f32(const float *a, const float *b, int64_t n) {
     /* two accumulators hide the FMA latency on long vectors */
@@ -33,7 +35,8 @@ float tg_avx2_dot_f32(const float *a, const float *b, int64_t n) {
 void tg_avx2_axpy_f32(float a, const float *x, float *y, int64_t n) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; i++) y[i] += a * x[i];
 }
 
@@ -60,7 +63,8 @@ float tg_avx2_dot_f16(const uint16_t *a, const float *b, int64_t n) {
 void tg_avx2_axpy_f16(float a, const uint16_t *x, float *y, int64_t n) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8_f16(x + i), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8_f16(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; i++) y[i] += a * tg_f16_to_f32(x[i]);
 }
 
@@ -73,7 +77,8 @@ void tg_avx2_f16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
 void tg_avx2_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+        _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
     for (; i < n; i++) dst[i] = tg_f32_to_f16(src[i]);
 }
 
