@@ -212,6 +212,10 @@ tg_model *tg_model_load(const char *path, tg_error *err) {
         return NULL;
     }
     bool is_dir = S_ISDIR(st.st_mode), is_gguf = false;
+    if (!is_dir && !S_ISREG(st.st_mode)) {
+        tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder)", path);
+        return NULL;
+    }
     if (!is_dir) {
         FILE *f = fopen(path, "rb");
         if (!f) {

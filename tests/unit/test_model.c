@@ -583,6 +583,7 @@ static void test_not_a_model(void **state) {
     assert_true(gguf_builder_write_bytes(p, "hello, world", 12));
     expect_load_error(p, "not a model (expected a GGUF file or a Hugging Face folder)", (const char *)NULL);
     expect_load_error(dir, "config.json", (const char *)NULL); /* a folder without config.json */
+    expect_load_error("/dev/null", "not a model", (const char *)NULL);
     free(p);
     p = gguf_builder_path(dir, "missing.gguf");
     expect_load_error(p, "missing.gguf", "cannot open", (const char *)NULL);
