@@ -67,7 +67,7 @@ static size_t drain(tg_detok *d, bool at_end) {
         }
         i += len;
     }
-    memmove(d->pending, d->pending + i, d->n_pending - i);
+    if (i < d->n_pending) memmove(d->pending, d->pending + i, d->n_pending - i);
     d->n_pending -= i;
     return w;
 }

@@ -37,7 +37,8 @@ tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *
     }
     int code;
     PCRE2_SIZE at;
-    const uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0);
+    /* PCRE2_LITERAL admits no UCP (a literal has no classes to widen) */
+    const uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     re->code = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &at, NULL);
     if (!re->code) {
         PCRE2_UCHAR msg[160];
