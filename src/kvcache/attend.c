@@ -25,95 +25,163 @@ static bool sink_visible(const view *vw, int64_t j) {
 
 static int64_t slot_of(const view *vw, int64_t n) { return vw->L->n_sink + (n - vw->L->first); }
 
-/* Scores of kv-head h: qh = its gq rotated, scaled queries; sc = the scores of its first query head. */
-static void scores_for_head(const view *vw, int h, const float *qh, float *sc, float *tile, float *w) {
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TG_ATTEND_AVX2 1
+#else
+#define TG_ATTEND_AVX2 0
+#endif
+
+#if TG_ATTEND_AVX2
+static inline __m256 bf16x8(const uint16_t *x) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)x));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+#endif
+
+/* sum_i bf16(a[i]) * b[i], widening in registers. */
+static float dot_bf16(const uint16_t *a, const float *b, int64_t n, bool simd) {
+    int64_t i = 0;
+    float s = 0.0f;
+#if TG_ATTEND_AVX2
+    if (simd) {
+        __m256 acc = _mm256_setzero_ps();
+        for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(bf16x8(a + i), _mm256_loadu_ps(b + i), acc);
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        s = _mm_cvtss_f32(h);
+    }
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) s += tg_bf16_to_f32(a[i]) * b[i];
+    return s;
+}
+
+/* y[i] += a * bf16(x[i]). */
+static void axpy_bf16(float a, const uint16_t *x, float *y, int64_t n, bool simd) {
+    int64_t i = 0;
+#if TG_ATTEND_AVX2
+    if (simd) {
+        const __m256 va = _mm256_set1_ps(a);
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, bf16x8(x + i), _mm256_loadu_ps(y + i)));
+    }
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) y[i] += a * tg_bf16_to_f32(x[i]);
+}
+
+/* Per-kv-head work space. */
+typedef struct {
+    const float *qh; /* [gq][head_dim] rotated, scaled queries of this kv-head */
+    float *sc;       /* scores of its first query head; query head i at sc + i * max_stored */
+    float *tile;     /* [head_dim] one widened key or value row */
+    float *w;        /* [head_dim] q_c * scale_c */
+    float *sz;       /* [2 * head_dim] widened scales, then zeros, of one grid */
+} head_work;
+
+/* Scores of one full-precision key row (already rotated). */
+static void score_row(const view *vw, const head_work *hw, const float *row, int64_t slot) {
+    const int64_t D = vw->c->g.head_dim, ms = vw->c->g.max_stored;
+    for (int i = 0; i < vw->gq; i++) hw->sc[i * ms + slot] = tg_dot_f32(row, hw->qh + i * D, D);
+}
+
+/* Scores of `count` packed key rows sharing one per-channel grid (hw->sz), row r at row0 + r * stride and slot
+ * slot0 + r. Vanilla: the grid is folded into the query once, then each row is an integer-weighted sum. Re-positioned
+ * (keys stored pre-RoPE): each row is widened into the tile and rotated to its slot. */
+static void score_packed_rows(const view *vw, const head_work *hw, const uint8_t *row0, size_t stride, int64_t count,
+                              int64_t slot0) {
+    const tg_kvcache *c = vw->c;
+    const int bits = c->g.k.range->bits;
+    const int64_t D = c->g.head_dim, ms = c->g.max_stored;
+    if (c->g.reposition) {
+        for (int64_t r = 0; r < count; r++) {
+            tg_kivi_dequantize_row_f32(bits, row0 + (size_t)r * stride, D, hw->sz, hw->sz + D, hw->tile, c->simd);
+            tg_kvcache_rotate_slot(c, hw->tile, slot0 + r);
+            score_row(vw, hw, hw->tile, slot0 + r);
+        }
+        return;
+    }
+    for (int i = 0; i < vw->gq; i++) {
+        const float *q = hw->qh + i * D;
+        for (int64_t ch = 0; ch < D; ch++) hw->w[ch] = q[ch] * hw->sz[ch];
+        const float bias = tg_dot_f32(q, hw->sz + D, D);
+        for (int64_t r = 0; r < count; r++)
+            hw->sc[i * ms + slot0 + r] = tg_kivi_dot(bits, row0 + (size_t)r * stride, hw->w, D, c->simd) + bias;
+    }
+}
+
+static void widen_grid(const view *vw, const head_work *hw, const uint16_t *scale, const uint16_t *zero) {
+    const int64_t D = vw->c->g.head_dim;
+    tg_f16_to_f32_row(scale, hw->sz, D);
+    tg_f16_to_f32_row(zero, hw->sz + D, D);
+}
+
+/* Scores of every visible token for kv-head h. */
+static void scores_for_head(const view *vw, int h, const head_work *hw) {
     const tg_kvcache *c = vw->c;
     const tg_layer_cache *L = vw->L;
     const tg_store_geom *sg = &c->g.k;
     const tg_store *s = &L->k;
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, ms = c->g.max_stored, G = c->g.group;
+    const int64_t cap = c->g.row_cap;
     const bool repo = c->g.reposition;
-#define SCORE(slot_, row_)                                                                                            \
-    do {                                                                                                              \
-        for (int i_ = 0; i_ < vw->gq; i_++) sc[(int64_t)i_ * ms + (slot_)] = tg_dot_f32((row_), qh + i_ * D, D);      \
-    } while (0)
 
     for (int64_t j = 0; j < L->n_sink; j++) {
         if (!sink_visible(vw, j)) continue;
-        tg_kvcache_load_row(c, L, true, true, j, h, tile);
-        if (repo) tg_kvcache_rotate_slot(c, tile, j);
-        SCORE(j, tile);
+        tg_kvcache_load_row(c, L, true, true, j, h, hw->tile);
+        if (repo) tg_kvcache_rotate_slot(c, hw->tile, j);
+        score_row(vw, hw, hw->tile, j);
     }
-    int64_t n = vw->lo;
-    while (n <= vw->hi) {
+    if (sg->kind == TG_STORE_WHOLE && vw->lo <= vw->hi) {
+        /* one grid per (kv-head, channel) for all rows; the ring may wrap once inside [lo, hi] */
+        widen_grid(vw, hw, s->scale + h * D, s->zero + h * D);
+        const size_t stride = (size_t)H * sg->row_bytes;
+        for (int64_t n = vw->lo; n <= vw->hi;) {
+            const int64_t row = n % cap, count = vw->hi - n + 1 < cap - row ? vw->hi - n + 1 : cap - row;
+            score_packed_rows(vw, hw, s->data + (size_t)(row * H + h) * sg->row_bytes, stride, count, slot_of(vw, n));
+            n += count;
+        }
+        return;
+    }
+    for (int64_t n = vw->lo; n <= vw->hi;) {
         const int64_t slot = slot_of(vw, n);
         if (sg->kind == TG_STORE_GROUPED && n < L->qend) {
-            /* a quantised group: the rows [n, end] of unit n / G */
-            const int64_t unit = (n / G) % c->g.n_units, uh = unit * H + h;
+            /* the visible rows [n, end] of quantised group n / G */
+            const int64_t uh = ((n / G) % c->g.n_units) * H + h;
             int64_t end = (n / G) * G + G - 1;
             if (end > vw->hi) end = vw->hi;
-            const uint8_t *rows = s->data + (size_t)(uh * G) * sg->row_bytes;
-            const uint16_t *scl = s->scale + uh * D, *zr = s->zero + uh * D;
-            if (repo) {
-                for (int64_t m = n; m <= end; m++) {
-                    tg_kivi_dequantize_row_channels(sg->range, rows + (size_t)(m % G) * sg->row_bytes, D, scl, zr, tile);
-                    tg_kvcache_rotate_slot(c, tile, slot + (m - n));
-                    SCORE(slot + (m - n), tile);
-                }
-            } else {
-                for (int i = 0; i < vw->gq; i++) {
-                    const float *q = qh + i * D;
-                    float bias = 0.0f;
-                    for (int64_t ch = 0; ch < D; ch++) {
-                        w[ch] = q[ch] * tg_f16_to_f32(scl[ch]);
-                        bias += q[ch] * tg_f16_to_f32(zr[ch]);
-                    }
-                    for (int64_t m = n; m <= end; m++)
-                        sc[(int64_t)i * ms + slot + (m - n)] =
-                            tg_kivi_dot(sg->range->bits, rows + (size_t)(m % G) * sg->row_bytes, w, D, c->simd) + bias;
-                }
-            }
+            widen_grid(vw, hw, s->scale + uh * D, s->zero + uh * D);
+            score_packed_rows(vw, hw, s->data + (size_t)(uh * G + n % G) * sg->row_bytes, sg->row_bytes, end - n + 1,
+                              slot);
             n = end + 1;
             continue;
         }
-        if (sg->kind == TG_STORE_WHOLE && !repo) {
-            /* one grid per (kv-head, channel) for every row: fold it into the queries once */
-            const uint16_t *scl = s->scale + h * D, *zr = s->zero + h * D;
-            for (int i = 0; i < vw->gq; i++) {
-                const float *q = qh + i * D;
-                float bias = 0.0f;
-                for (int64_t ch = 0; ch < D; ch++) {
-                    w[ch] = q[ch] * tg_f16_to_f32(scl[ch]);
-                    bias += q[ch] * tg_f16_to_f32(zr[ch]);
-                }
-                for (int64_t m = n; m <= vw->hi; m++) {
-                    const uint8_t *row = s->data + (size_t)((m % c->g.row_cap) * H + h) * sg->row_bytes;
-                    sc[(int64_t)i * ms + slot + (m - n)] = tg_kivi_dot(sg->range->bits, row, w, D, c->simd) + bias;
-                }
+        if (sg->kind == TG_STORE_GROUPED) {
+            const float *row = s->resid + ((n % c->g.res_cap) * H + h) * D;
+            if (repo) {
+                memcpy(hw->tile, row, (size_t)D * sizeof(float));
+                tg_kvcache_rotate_slot(c, hw->tile, slot);
+                row = hw->tile;
             }
-            break;
+            score_row(vw, hw, row, slot);
+        } else if (!repo && sg->precision == TG_KV_FP32) {
+            score_row(vw, hw, (const float *)(const void *)(s->data + (size_t)((n % cap) * H + h) * sg->row_bytes), slot);
+        } else if (repo) {
+            tg_kvcache_load_row(c, L, true, false, n, h, hw->tile);
+            tg_kvcache_rotate_slot(c, hw->tile, slot);
+            score_row(vw, hw, hw->tile, slot);
+        } else {
+            /* fp16 / bf16 rows: widened inside the dot product */
+            const uint16_t *r16 = (const uint16_t *)(const void *)(s->data + (size_t)((n % cap) * H + h) * sg->row_bytes);
+            for (int i = 0; i < vw->gq; i++)
+                hw->sc[i * ms + slot] = sg->precision == TG_KV_FP16 ? tg_dot_f16(r16, hw->qh + i * D, D)
+                                                                    : dot_bf16(r16, hw->qh + i * D, D, c->simd);
         }
-        /* one full-precision row: residual, plain fp32 in place, anything else widened into the tile */
-        const float *row = NULL;
-        if (!repo && sg->kind == TG_STORE_GROUPED) row = s->resid + ((n % c->g.res_cap) * H + h) * D;
-        else if (!repo && sg->kind == TG_STORE_PLAIN && sg->precision == TG_KV_FP32)
-            row = (const float *)(const void *)(s->data + (size_t)((n % c->g.row_cap) * H + h) * sg->row_bytes);
-        else if (!repo && sg->kind == TG_STORE_PLAIN && sg->precision == TG_KV_FP16) {
-            const uint16_t *r16 = (const uint16_t *)(const void *)(s->data + (size_t)((n % c->g.row_cap) * H + h) *
-                                                                                 sg->row_bytes);
-            for (int i = 0; i < vw->gq; i++) sc[(int64_t)i * ms + slot] = tg_dot_f16(r16, qh + i * D, D);
-            n++;
-            continue;
-        }
-        if (!row) {
-            tg_kvcache_load_row(c, L, true, false, n, h, tile);
-            if (repo) tg_kvcache_rotate_slot(c, tile, slot);
-            row = tile;
-        }
-        SCORE(slot, row);
         n++;
     }
-#undef SCORE
 }
 
 /* Softmax of one query head's visible scores in place; returns false when nothing is visible. */
@@ -176,20 +244,18 @@ static void values_for_head(const view *vw, int h, const float *sc, float *out, 
             }
             continue;
         }
-        if (sg->kind == TG_STORE_PLAIN && sg->precision == TG_KV_FP16) {
+        if (sg->kind == TG_STORE_PLAIN && sg->precision != TG_KV_FP32) {
             const uint16_t *r16 = (const uint16_t *)(const void *)(s->data + (size_t)((n % c->g.row_cap) * H + h) *
                                                                                  sg->row_bytes);
-            for (int i = 0; i < vw->gq; i++) tg_axpy_f16(sc[(int64_t)i * ms + slot], r16, out + i * D, D);
+            for (int i = 0; i < vw->gq; i++) {
+                if (sg->precision == TG_KV_FP16) tg_axpy_f16(sc[(int64_t)i * ms + slot], r16, out + i * D, D);
+                else axpy_bf16(sc[(int64_t)i * ms + slot], r16, out + i * D, D, c->simd);
+            }
             continue;
         }
         const float *row;
         if (sg->kind == TG_STORE_GROUPED) row = s->resid + ((n % c->g.res_cap) * H + h) * D;
-        else if (sg->precision == TG_KV_FP32)
-            row = (const float *)(const void *)(s->data + (size_t)((n % c->g.row_cap) * H + h) * sg->row_bytes);
-        else {
-            tg_kvcache_load_row(c, L, false, false, n, h, tile);
-            row = tile;
-        }
+        else row = (const float *)(const void *)(s->data + (size_t)((n % c->g.row_cap) * H + h) * sg->row_bytes);
         for (int i = 0; i < vw->gq; i++) tg_axpy_f32(sc[(int64_t)i * ms + slot], row, out + i * D, D);
     }
     for (int i = 0; i < vw->gq; i++)
@@ -230,7 +296,14 @@ void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, fl
         const int64_t q0 = (int64_t)h * vw.gq;
         float *sc = c->scores + q0 * g->max_stored;
         float *tile = c->scratch_tile + h * D;
-        scores_for_head(&vw, h, qr + q0 * D, sc, tile, c->scratch_w + q0 * D);
+        const head_work hw = {
+            .qh = qr + q0 * D,
+            .sc = sc,
+            .tile = tile,
+            .w = c->scratch_w + q0 * D,
+            .sz = c->scratch_sz + 2 * h * D,
+        };
+        scores_for_head(&vw, h, &hw);
         bool any = true;
         for (int i = 0; i < vw.gq; i++) any = softmax_visible(&vw, sc + (int64_t)i * g->max_stored) && any;
         if (!any) {

@@ -105,6 +105,7 @@ struct tg_kvcache {
     float *scratch_w;        /* [n_heads * head_dim] per-channel weights q_c * scale_c */
     float *scratch_tile;     /* [n_kv_heads * head_dim] one dequantised / rotated key per kv-head */
     float *scratch_zacc;     /* [n_heads] sum of p * zero per query head */
+    float *scratch_sz;       /* [n_kv_heads][2 * head_dim] one group's widened scales, then zeros */
     float *scores;           /* [n_heads * max_stored] */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers) */

@@ -199,3 +199,17 @@ void tg_kivi_axpy(int bits, float a, const uint8_t *row, float *y, int64_t n, bo
 #endif
     axpy_scalar(bits, a, row, y, 0, n);
 }
+
+void tg_kivi_dequantize_row_f32(int bits, const uint8_t *row, int64_t n, const float *scale, const float *zero,
+                                float *out, bool simd) {
+    int64_t i = 0;
+#if TG_KIVI_AVX2
+    if (simd)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(out + i, _mm256_fmadd_ps(codes8(bits, row, i), _mm256_loadu_ps(scale + i),
+                                                      _mm256_loadu_ps(zero + i)));
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) out[i] = (float)tg_kivi_get(row, bits, i) * scale[i] + zero[i];
+}

@@ -82,6 +82,7 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
         c->scratch_w = cache_alloc(c, NH * D * sizeof(float), false, &ok);
         c->scratch_tile = cache_alloc(c, H * D * sizeof(float), false, &ok);
         c->scratch_zacc = cache_alloc(c, NH * sizeof(float), false, &ok);
+        c->scratch_sz = cache_alloc(c, 2 * H * D * sizeof(float), false, &ok);
         c->scores = cache_alloc(c, scores_n, false, &ok);
     }
     if (ok && g.reposition) {
@@ -118,6 +119,7 @@ void tg_kvcache_free(tg_kvcache *c) {
     free(c->scratch_w);
     free(c->scratch_tile);
     free(c->scratch_zacc);
+    free(c->scratch_sz);
     free(c->scores);
     free(c);
 }
