@@ -86,7 +86,7 @@ typedef enum {
 typedef struct {
     tg_kv_precision key_precision;
     tg_kv_precision value_precision;
-    int64_t sink;         /* StreamingLLM: first tokens always kept */
+    int64_t sink;         /* StreamingLLM: first tokens always kept; -1 (default) = 4 when bounded */
     int64_t window;       /* StreamingLLM: last tokens kept beyond the sinks; 0 = unbounded (up to the context) */
     int group_size;       /* KIVI key group along time (default 32); 0 = whole-history per-channel scales */
     int residual;         /* KIVI full-precision residual tokens (default 128), a multiple of group_size */
