@@ -1,6 +1,15 @@
 /* kvcache.h — the KV cache: storage precision (fp32/fp16/bf16, KIVI int8/int4/int2 with groups and a
  * full-precision residual), StreamingLLM eviction (sinks + window, vanilla or re-positioned RoPE), per-layer
- * sharing, byte accounting, and attention over its own storage. Knows nothing of weights or tokens. */
+ * sharing, byte accounting, and attention over its own storage. Knows nothing of weights or tokens.
+ *
+ * Policy in brief (docs/kvcache.md has the details and the bounds):
+ *  - KIVI keys per channel in groups of G tokens, values per token; both stay fp32 in the residual ring (the newest
+ *    tokens: up to max(R, G)) and are quantised together, G at a time, when the residual is full. Group size 0 is the
+ *    design note's scheme: one key grid per channel over the whole history, re-fitted every step; values per token
+ *    at once, no residual.
+ *  - StreamingLLM: the first `sink` tokens (fp32 under KIVI) and the recent window; the middle is dropped in whole
+ *    blocks (G tokens when a KIVI group exists, else 1), so stored <= sink + window + G - 1. Ring buffers, O(1).
+ *  - Every buffer is allocated once by tg_kvcache_new; nothing grows afterwards. */
 #ifndef TG_KVCACHE_H
 #define TG_KVCACHE_H
 
@@ -36,7 +45,9 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
 
 /* Attention of the query of the token at position pos (already appended) over what `layer` may see:
  * out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v per head, GQA heads sharing KV heads. q is pre-RoPE
- * [n_heads * head_dim]; the cache rotates it. Reads quantised storage directly; never dequantises the whole cache. */
+ * [n_heads * head_dim]; the cache rotates it. Reads quantised storage directly; never dequantises the whole cache.
+ * Keys after pos are masked (so a chunk may be appended first, as long as nothing it needs was evicted), and so are
+ * keys outside the layer's sliding window (pos - key_pos >= layer_window). n_threads > 1 splits the kv-heads. */
 void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads);
 
 /* True when one more token fits (always true for a bounded streaming cache). */
@@ -44,8 +55,9 @@ bool tg_kvcache_has_room(const tg_kvcache *c);
 int64_t tg_kvcache_stored(const tg_kvcache *c);
 void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r);
 
-/* Test read-back: dequantised keys (post-RoPE as attention sees them) and values of `layer` into
- * k_out/v_out [stored, n_kv_heads, head_dim] and the absolute positions into pos_out[stored]; returns stored. */
+/* Test read-back: dequantised keys (post-RoPE as attention sees them: at their position, or at their slot when
+ * re-positioning; query_pos does not change them) and values of `layer` into k_out/v_out [stored, n_kv_heads,
+ * head_dim] and the absolute positions into pos_out[stored], in slot order; any output may be NULL. Returns stored. */
 int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, float *k_out, float *v_out,
                              int64_t *pos_out);
 
