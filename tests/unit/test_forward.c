@@ -372,6 +372,36 @@ static void test_session_context_full(void **state) {
     synth_free(s);
 }
 
+/* A StreamingLLM window bounds the cache: the session keeps going past the model's context. */
+static void test_session_streaming_past_context(void **state) {
+    (void)state;
+    synth_cfg c = base_cfg;
+    c.ctx = 20;
+    synth *s = synth_new(&c, 10);
+    tg_error err = {{0}};
+    tg_cache_params p = tg_cache_default_params();
+    p.sink = 4;
+    p.window = 8;
+    tg_session *sess = tg_session_new(&s->m, &p, 1, &err);
+    if (!sess) fail_msg("tg_session_new: %s", err.msg);
+    assert_int_equal(tg_session_remaining(sess), INT64_MAX);
+    int n = 50;
+    int32_t *ids = random_ids(n, c.vocab, 4);
+    float *last = malloc((size_t)c.vocab * sizeof(float));
+    if (!tg_session_eval(sess, ids, 30, NULL, last, &err)) fail_msg("eval: %s", err.msg);
+    for (int t = 30; t < n; t++)
+        if (!tg_session_eval(sess, ids + t, 1, NULL, last, &err)) fail_msg("eval at %d: %s", t, err.msg);
+    assert_int_equal(tg_session_position(sess), n);
+    tg_cache_report r;
+    tg_session_cache_report(sess, &r);
+    assert_int_equal(r.position, n);
+    assert_true(r.stored <= 12);
+    free(ids);
+    free(last);
+    tg_session_free(sess);
+    synth_free(s);
+}
+
 static void test_session_bad_ids(void **state) {
     (void)state;
     synth *s = synth_new(&base_cfg, 7);
@@ -428,6 +458,7 @@ int main(void) {
         cmocka_unit_test(test_forward_matches_naive_sliding_window),
         cmocka_unit_test(test_forward_chunk_equals_single_tokens),
         cmocka_unit_test(test_session_context_full),
+        cmocka_unit_test(test_session_streaming_past_context),
         cmocka_unit_test(test_session_bad_ids),
         cmocka_unit_test(test_session_non_finite_logits),
         cmocka_unit_test(test_session_needs_weights),
