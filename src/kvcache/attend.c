@@ -290,7 +290,7 @@ void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, fl
     tg_scale_f32(qr, 1.0f / sqrtf((float)D), NH * D);
 
     const int nt = n_threads > 1 ? n_threads : 1;
-    (void)nt;
+    (void)nt; /* read only by the OpenMP pragma */
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && H > 1)
     for (int h = 0; h < (int)H; h++) {
         const int64_t q0 = (int64_t)h * vw.gq;
