@@ -47,11 +47,12 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
     s->model = model;
     s->context = hp->context_length;
     s->bounded = p.window > 0 || p.budget_bytes > 0;
-    /* A layer reading another layer's K/V would see the whole chunk already appended there; decoding one token at
-     * a time keeps every policy (eviction included) exact for such models. */
+    /* A layer reading another layer's K/V finds the whole chunk already appended there. The cache masks keys after
+     * the query's position, but a bounded cache may also have evicted keys the query should still see: such
+     * models decode one token at a time under a streaming policy. */
     s->chunk = TG_PREFILL_CHUNK;
     for (int l = 0; l < hp->n_layers; l++)
-        if (hp->kv_source[l] != l) s->chunk = 1;
+        if (hp->kv_source[l] != l && s->bounded) s->chunk = 1;
     if (hp->sliding_window > 0) {
         s->layer_window = malloc((size_t)hp->n_layers * sizeof *s->layer_window);
         if (!s->layer_window) {

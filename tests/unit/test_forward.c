@@ -58,6 +58,7 @@ typedef struct {
     int n_layers, d, n_heads, n_kv_heads, head_dim, ffn, vocab, ctx, window;
     tg_rope_style rope;
     bool tied;
+    const int *kv_source; /* [n_layers] or NULL (every layer its own K/V) */
 } synth_cfg;
 
 static synth *synth_new(const synth_cfg *c, uint64_t seed) {
@@ -85,7 +86,7 @@ static synth *synth_new(const synth_cfg *c, uint64_t seed) {
     hp->rope_style = c->rope;
     hp->tied_embeddings = c->tied;
     hp->kv_source = malloc((size_t)c->n_layers * sizeof(int));
-    for (int l = 0; l < c->n_layers; l++) hp->kv_source[l] = l;
+    for (int l = 0; l < c->n_layers; l++) hp->kv_source[l] = c->kv_source ? c->kv_source[l] : l;
     s->m.has_weights = true;
     s->m.tok_embd = rand_matrix(s, c->vocab, c->d, 1.0f);
     s->m.out_norm = rand_norm(s, c->d);
@@ -313,6 +314,16 @@ static void test_forward_matches_naive_sliding_window(void **state) {
     check_session_against_naive(&c, 12, 6, 4);
 }
 
+/* Cross-layer K/V sharing: layer 1 reads layer 0's keys and values (its own K/V projections are never used). */
+static void test_forward_matches_naive_shared_kv(void **state) {
+    (void)state;
+    static const int src[3] = {0, 0, 2};
+    synth_cfg c = base_cfg;
+    c.n_layers = 3;
+    c.kv_source = src;
+    check_session_against_naive(&c, 10, 4, 12);
+}
+
 /* Prefill in one 64-token chunk equals token-by-token decoding (the forward pass directly, no session). */
 static void test_forward_chunk_equals_single_tokens(void **state) {
     (void)state;
@@ -456,6 +467,7 @@ int main(void) {
         cmocka_unit_test(test_forward_matches_naive_interleaved),
         cmocka_unit_test(test_forward_matches_naive_mha),
         cmocka_unit_test(test_forward_matches_naive_sliding_window),
+        cmocka_unit_test(test_forward_matches_naive_shared_kv),
         cmocka_unit_test(test_forward_chunk_equals_single_tokens),
         cmocka_unit_test(test_session_context_full),
         cmocka_unit_test(test_session_streaming_past_context),
