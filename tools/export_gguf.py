@@ -12,8 +12,9 @@ What it writes (llama.cpp's conventions, so llama.cpp can load the file):
     ffn_down}, output_norm, output (left out when the embeddings are tied). Q and K rows are permuted from HF's
     half-split RoPE layout to the interleaved-pair layout llama.cpp's RoPE expects. Norms are always F32; 2-D weights
     are F32, F16 or Q8_0 (rows whose length is not a multiple of 32 fall back to F16 in a Q8_0 file);
-  * tokenizer.ggml.model "gpt2" (byte-level BPE: tokens, token_type, merges, pre = "gpt-2", llama.cpp's name for GPT-2's regex) or "llama"
-    (SentencePiece-style BPE with byte fallback: tokens, scores = -merge rank, token_type), special ids, add_bos/eos.
+  * tokenizer.ggml.model "gpt2" (byte-level BPE: tokens, token_type, merges, pre = "gpt-2", llama.cpp's name for
+    GPT-2's regex) or "llama" (SentencePiece-style BPE with byte fallback: tokens, scores = -merge rank,
+    token_type, add_space_prefix), special ids, add_bos/eos.
 
 Pure Python + numpy. Usage: tools/export_gguf.py HF_DIR OUT.gguf [--outtype f32|f16|q8_0] [--name NAME]
 """

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: trains the bundled model and builds the fixtures side by side, then packs the results
+# into $OUT (at most 8 files of 16 MiB). Expects .device/corpus.tar.xz (tools/.corpus/train packed as corpus/train)
+# and .device/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} next to the checkout.
+# Usage, from the repository root: bash tools/gpu_job.sh smoke|full
+set -u
+mode=${1:?smoke or full}
+out=${OUT:?OUT must be set}
+work=/tmp/tg
+rm -rf "$work" && mkdir -p "$work"
+tar -xJf .device/corpus.tar.xz -C "$work" || exit 2
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=true
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 -c 'import torch, transformers, tokenizers, numpy; print("torch", torch.__version__, "transformers",
+transformers.__version__, "tokenizers", tokenizers.__version__, "numpy", numpy.__version__)'; } > "$work/env.txt" 2>&1
+cat "$work/env.txt"
+
+common=(--corpus "$work/corpus" --valid models/data/valid.txt --long models/data/long-heldout.txt
+        --out "$work/flagship")
+if [ "$mode" = smoke ]; then
+    python3 tools/train.py "${common[@]}" --time-budget 30 --corpus-chars 400000 --eval-every 100 \
+        --warmup 50 --eval-windows 64 > "$work/train.log" 2>&1 &
+    fix_args=(--seconds 6 --corpus-chars 150000)
+else
+    python3 tools/train.py "${common[@]}" > "$work/train.log" 2>&1 &
+    fix_args=(--seconds 30)
+fi
+train_pid=$!
+python3 tools/make_fixtures.py --corpus "$work/corpus" --out "$work/fixtures" --converter .device/llama.cpp \
+    "${fix_args[@]}" > "$work/fixtures.log" 2>&1
+fix_rc=$?
+wait "$train_pid"
+train_rc=$?
+echo "fixtures rc=$fix_rc train rc=$train_rc" | tee -a "$work/env.txt"
+
+tar -czf "$out/fixtures.tar.gz" -C "$work" fixtures
+f=$work/flagship
+(cd "$f" && tar -czf "$out/flagship-misc.tar.gz" loss.csv metrics.json flagship-greedy.json \
+    flagship-tokenization.json samples.json hf/config.json hf/generation_config.json hf/tokenizer.json hf/tokenizer_config.json)
+if [ -f "$f/tinygpt-flagship.gguf" ]; then
+    split -b 15m -d "$f/tinygpt-flagship.gguf" "$out/tinygpt-flagship.gguf.part"
+    sha256sum "$f/tinygpt-flagship.gguf" | tee -a "$work/env.txt"
+fi
+cat "$work/env.txt" "$work/train.log" "$work/fixtures.log" > "$out/logs.txt"
+tail -n 40 "$work/train.log"
+tail -n 30 "$work/fixtures.log"
+ls -la "$out"
