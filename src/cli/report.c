@@ -63,21 +63,27 @@ void tg_report_cache(FILE *f, const tg_cache_report *r) {
     } else {
         fprintf(f, "cache: %" PRId64 " tokens · %d layers, %d hold K/V\n", r->stored, r->n_layers, r->n_kv_layers);
     }
-    /* The parts in the unit of the total, so that they visibly add up. */
+    /* The parts in the unit of the total, so that they visibly add up. The buffers are allocated for `capacity`
+     * tokens up front, so the per-token figure and the bf16/fp32 comparison are for that many tokens too. */
     double div;
     int u = unit_of((double)r->bytes_total, &div);
     int dec = u == 0 ? 0 : 2;
-    fprintf(f, "cache: %.*f %s held = K %.*f + V %.*f", dec, (double)r->bytes_total / div, UNITS[u], dec,
-            (double)r->bytes_k_data / div, dec, (double)r->bytes_v_data / div);
+    fprintf(f, "cache: %.*f %s held for %" PRId64 " tokens = K %.*f + V %.*f", dec, (double)r->bytes_total / div,
+            UNITS[u], r->capacity, dec, (double)r->bytes_k_data / div, dec, (double)r->bytes_v_data / div);
     if (r->bytes_scales > 0) fprintf(f, " + scales %.*f", dec, (double)r->bytes_scales / div);
     if (r->bytes_residual > 0) fprintf(f, " + full-precision residual/sinks %.*f", dec, (double)r->bytes_residual / div);
-    if (r->stored > 0) {
+    if (r->capacity > 0) {
         char per[32];
-        tg_fmt_bytes((double)r->bytes_total / (double)r->stored, 1, per, sizeof per);
+        tg_fmt_bytes((double)r->bytes_total / (double)r->capacity, 1, per, sizeof per);
         fprintf(f, " · %s/token", per);
     }
-    char bf16[32], fp32[32];
-    tg_fmt_bytes((double)r->bytes_if_bf16, 1, bf16, sizeof bf16);
-    tg_fmt_bytes((double)r->bytes_if_fp32, 1, fp32, sizeof fp32);
-    fprintf(f, " · bf16 would be %s, fp32 %s\n", bf16, fp32);
+    if (r->stored > 0 && r->capacity > 0) {
+        /* bytes_if_* describe the stored tokens; scale them to the same capacity */
+        double scale = (double)r->capacity / (double)r->stored;
+        char bf16[32], fp32[32];
+        tg_fmt_bytes((double)r->bytes_if_bf16 * scale, 1, bf16, sizeof bf16);
+        tg_fmt_bytes((double)r->bytes_if_fp32 * scale, 1, fp32, sizeof fp32);
+        fprintf(f, " · bf16 would be %s, fp32 %s", bf16, fp32);
+    }
+    fputc('\n', f);
 }

@@ -19,8 +19,8 @@ void tg_report_banner(FILE *f, const char *model_path, const tg_model_info *info
                       const tg_sampler_params *sp, int threads);
 /* "<what>: N tokens in S s (R tokens/s)". */
 void tg_report_speed(FILE *f, const char *what, int64_t n_tokens, double seconds);
-/* The two cache lines: tokens stored (and of how many seen, when they differ) and layers; bytes held by part, per
- * token and what bf16 / fp32 would need. */
+/* The two cache lines: tokens stored (and of how many seen, when they differ) and layers; the bytes allocated (for
+ * r->capacity tokens) by part, per token, and what bf16 / fp32 storage of as many tokens would need. */
 void tg_report_cache(FILE *f, const tg_cache_report *r);
 
 #endif
