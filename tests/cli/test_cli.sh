@@ -237,6 +237,11 @@ else
             bad "reaching the context -> exit $rc without a note naming --streaming-llm-window: $(cat "$tmp/err")"
         fi
     fi
+    if [ -f "$model" ]; then
+        size=$(stat -c %s "$model")
+        head -c $((size / 2)) "$model" >"$tmp/half.gguf"
+        expect_fail 1 "half.gguf" sample "$tmp/half.gguf" --prompt hi --tokens 2
+    fi
     expect_ok "KV cache/token" info "$model"
     expect_ok "StreamingLLM 4+256" info "$model" --cache-table
 fi
