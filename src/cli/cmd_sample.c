@@ -94,10 +94,13 @@ static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looke
     return false;
 }
 
-/* Writes to stdout and flushes. 0: written; 1: the reader has gone (EPIPE), stop quietly; -1: another error. */
-static int emit(const char *text, size_t len) {
-    if (len > 0 && fwrite(text, 1, len, stdout) != len) return errno == EPIPE ? 1 : -1;
-    if (fflush(stdout) != 0) return errno == EPIPE ? 1 : -1;
+/* Writes to stdout and flushes. 0: written; 1: the reader has gone (EPIPE), stop quietly; -1: another error, whose
+ * errno is left in *write_errno. */
+static int emit(const char *text, size_t len, int *write_errno) {
+    if ((len > 0 && fwrite(text, 1, len, stdout) != len) || fflush(stdout) != 0) {
+        *write_errno = errno;
+        return errno == EPIPE ? 1 : -1;
+    }
     return 0;
 }
 
@@ -180,8 +183,9 @@ typedef struct {
     tg_session *session;
     tg_sampler *sampler;
     tg_detok *detok;
-    int32_t *ids;
-    float *logits;
+    int32_t *ids;    /* [n_prompt] the prompt's token ids */
+    float *logits;   /* [vocab] the distribution after the last evaluated token */
+    int write_errno; /* errno of a failed write to stdout */
 } sample_run;
 
 static void run_free(sample_run *r) {
@@ -217,7 +221,7 @@ static int emit_token(sample_run *r, int32_t id, bool print) {
     const char *text = NULL;
     size_t len = 0;
     tg_detok_push(r->detok, id, &text, &len);
-    return print ? emit(text, len) : 0;
+    return print ? emit(text, len, &r->write_errno) : 0;
 }
 
 static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const char *model_path) {
@@ -243,7 +247,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
 
     double t0 = now_s();
     size_t done = 0;
-    while (done < n_prompt && !interrupted) {
+    while (done < n_prompt && write_state == 0 && !interrupted) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
         if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
             return tg_runtime_error("%s", err.msg);
@@ -281,10 +285,10 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         const char *text = NULL;
         size_t len = 0;
         tg_detok_flush(r->detok, &text, &len);
-        write_state = emit(text, len);
-        if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1);
+        write_state = emit(text, len, &r->write_errno);
+        if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1, &r->write_errno);
     }
-    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(errno));
+    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
 
     tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
     tg_report_speed(stderr, "generated", generated, t_gen);
