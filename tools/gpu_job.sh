@@ -2,9 +2,11 @@
 # Runs on the GPU machine: trains the bundled model and builds the fixtures side by side, then packs the results
 # into $OUT (at most 8 files of 16 MiB). Expects .device/corpus.tar.xz (tools/.corpus/train packed as corpus/train)
 # and .device/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} next to the checkout.
-# Usage, from the repository root: bash tools/gpu_job.sh smoke|full
+# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship
+# (flagship: only the bundled model, trained twice side by side for --max-epochs 6 and 10; the run with the lower
+# final validation loss is packed, the other's metrics.json and loss.csv come back too).
 set -u
-mode=${1:?smoke or full}
+mode=${1:?smoke, full or flagship}
 out=${OUT:?OUT must be set}
 work=/tmp/tg
 rm -rf "$work" && mkdir -p "$work"
@@ -15,25 +17,43 @@ export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=true
 transformers.__version__, "tokenizers", tokenizers.__version__, "numpy", numpy.__version__)'; } > "$work/env.txt" 2>&1
 cat "$work/env.txt"
 
-common=(--corpus "$work/corpus" --valid models/data/valid.txt --long models/data/long-heldout.txt
-        --out "$work/flagship")
-if [ "$mode" = smoke ]; then
-    python3 tools/train.py "${common[@]}" --time-budget 30 --corpus-chars 400000 --eval-every 100 \
-        --warmup 50 --eval-windows 64 > "$work/train.log" 2>&1 &
-    fix_args=(--seconds 6 --corpus-chars 150000)
+common=(--corpus "$work/corpus" --valid models/data/valid.txt --long models/data/long-heldout.txt)
+if [ "$mode" = flagship ]; then
+    for e in 6 10; do
+        python3 tools/train.py "${common[@]}" --out "$work/flagship-e$e" --max-epochs $e --time-budget 420 \
+            > "$work/train-e$e.log" 2>&1 &
+    done
+    wait
+    best=$(python3 -c 'import json, sys
+runs = {e: json.load(open(f"/tmp/tg/flagship-e{e}/metrics.json"))["final_fp32"]["val_loss"] for e in (6, 10)}
+print(min(runs, key=runs.get))')
+    echo "val losses: $(grep -h '"val_loss"' $work/flagship-e*/metrics.json | tr -d '\n'); kept e$best" \
+        | tee -a "$work/env.txt"
+    mv "$work/flagship-e$best" "$work/flagship"
+    cp "$work/train-e$best.log" "$work/train.log"
+    other=$((16 - best))
+    (cd "$work/flagship-e$other" && tar -czf "$out/flagship-e$other-metrics.tar.gz" metrics.json loss.csv)
+    cat "$work/train-e$other.log" >> "$work/train.log"
+    : > "$work/fixtures.log"
 else
-    python3 tools/train.py "${common[@]}" > "$work/train.log" 2>&1 &
-    fix_args=(--seconds 30)
+    if [ "$mode" = smoke ]; then
+        python3 tools/train.py "${common[@]}" --out "$work/flagship" --time-budget 30 --corpus-chars 400000 \
+            --eval-every 100 --warmup 50 --eval-windows 64 > "$work/train.log" 2>&1 &
+        fix_args=(--seconds 6 --corpus-chars 150000)
+    else
+        python3 tools/train.py "${common[@]}" --out "$work/flagship" > "$work/train.log" 2>&1 &
+        fix_args=(--seconds 30)
+    fi
+    train_pid=$!
+    python3 tools/make_fixtures.py --corpus "$work/corpus" --out "$work/fixtures" --converter .device/llama.cpp \
+        "${fix_args[@]}" > "$work/fixtures.log" 2>&1
+    fix_rc=$?
+    wait "$train_pid"
+    train_rc=$?
+    echo "fixtures rc=$fix_rc train rc=$train_rc" | tee -a "$work/env.txt"
 fi
-train_pid=$!
-python3 tools/make_fixtures.py --corpus "$work/corpus" --out "$work/fixtures" --converter .device/llama.cpp \
-    "${fix_args[@]}" > "$work/fixtures.log" 2>&1
-fix_rc=$?
-wait "$train_pid"
-train_rc=$?
-echo "fixtures rc=$fix_rc train rc=$train_rc" | tee -a "$work/env.txt"
 
-tar -czf "$out/fixtures.tar.gz" -C "$work" fixtures
+[ -d "$work/fixtures" ] && tar -czf "$out/fixtures.tar.gz" -C "$work" fixtures
 f=$work/flagship
 (cd "$f" && tar -czf "$out/flagship-misc.tar.gz" loss.csv metrics.json flagship-greedy.json \
     flagship-tokenization.json samples.json hf/config.json hf/generation_config.json hf/tokenizer.json hf/tokenizer_config.json)

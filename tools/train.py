@@ -153,7 +153,7 @@ def train(args, model, train_stream, val_stream, out):
                    "seconds": round(clock(), 1)}
             run_loss, run_n = 0.0, 0
             if step % args.eval_every == 0 or last:
-                v, _ = evaluate(model, val_t, args.ctx, args.eval_windows)
+                v, _ = evaluate(model, val_t, args.ctx, args.eval_windows or None)
                 row["val_loss"] = f"{v:.4f}"
                 if v < best[0]:
                     best = (v, step)
@@ -247,7 +247,7 @@ def main():
     ap.add_argument("--time-budget", type=float, default=300.0, help="seconds of training")
     ap.add_argument("--max-epochs", type=float, default=20.0)
     ap.add_argument("--eval-every", type=int, default=250)
-    ap.add_argument("--eval-windows", type=int, default=256)
+    ap.add_argument("--eval-windows", type=int, default=0, help="validation windows per evaluation (0: all)")
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--corpus-chars", type=int, default=None, help="cut each source (smoke tests)")
     ap.add_argument("--gguf-type", default="f16", choices=["f32", "f16", "q8_0"])
