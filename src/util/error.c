@@ -10,5 +10,9 @@ bool tg_fail(tg_error *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    /* Messages quote bytes from files (keys, names, JSON text): a control character there would break the
+     * one-line contract (or the terminal), so each becomes '?'. */
+    for (char *c = err->msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return false;
 }

@@ -4,7 +4,8 @@
 
 #include "tinygpt.h"
 
-/* printf-style; err may be NULL. Always returns false so callers can `return tg_fail(err, ...)`. */
+/* printf-style; err may be NULL. Control characters in the result (from quoted file bytes) become '?', so the
+ * message stays one line. Always returns false so callers can `return tg_fail(err, ...)`. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
