@@ -85,6 +85,7 @@ void tg_detok_push(tg_detok *d, int32_t id, const char **out, size_t *out_len) {
     const int32_t prev = d->prev;
     d->prev = id;
     const size_t n = tg_tokenizer_decode_piece(d->t, prev, id, NULL, 0);
+    if (n == 0) return; /* nothing to add (pending may still be NULL: no pointer arithmetic on it) */
     size_t need;
     if (!tg_add_size(d->n_pending, n, &need) || !reserve(&d->pending, &d->cap_pending, need)) return;
     tg_tokenizer_decode_piece(d->t, prev, id, d->pending + d->n_pending, n);
