@@ -173,6 +173,10 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
     if (!m->st) return false;
     m->tokenizer = tg_tokenizer_load_hf(dir, err);
     if (!m->tokenizer) return false;
+    /* Every id the tokenizer can produce must have an embedding row (vocab_size may be larger: padding). */
+    if (tg_tokenizer_vocab_size(m->tokenizer) > m->hp.vocab_size)
+        return tg_fail(err, "%s: the tokenizer has %d tokens but \"vocab_size\" is %d", path,
+                       (int)tg_tokenizer_vocab_size(m->tokenizer), m->hp.vocab_size);
 
     static const tg_weight_names names = {
         .tok_embd = "model.embed_tokens.weight",
