@@ -11,12 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Prints "<prefix><message>\n" on stderr as one line: control characters in the message (a newline inside a flag's
+ * value or a file name) become '?'; a message longer than 1 KiB is cut. */
+static void print_line(const char *prefix, const char *fmt, va_list ap) {
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    fprintf(stderr, "%s%s\n", prefix, buf);
+}
+
 int tg_usage_error(const char *cmd, const char *fmt, ...) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "tinygpt %s: ", cmd);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tinygpt %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_line(prefix, fmt, ap);
     va_end(ap);
     return TG_EXIT_USAGE;
 }
@@ -24,9 +34,7 @@ int tg_usage_error(const char *cmd, const char *fmt, ...) {
 int tg_runtime_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("tinygpt: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_line("tinygpt: ", fmt, ap);
     va_end(ap);
     return TG_EXIT_ERROR;
 }
