@@ -92,6 +92,12 @@ typedef struct {
     int residual;         /* KIVI full-precision residual tokens (default 128), a multiple of group_size */
     bool reposition;      /* StreamingLLM: keys stored pre-RoPE and rotated at their cache slot when read */
     int64_t budget_bytes; /* > 0: choose the largest window that fits (requires window == 0) */
+    int64_t context;      /* > 0: capacity of an unbounded cache instead of the model's training context; the session
+                           * then takes that many tokens, at RoPE positions the model was never trained on (for
+                           * long-context experiments); 0 (default) = the model's context */
+    bool quantize_sinks;  /* KIVI: quantise the StreamingLLM sinks like the rest (keys per channel over the sinks,
+                           * values per token, once all sinks are in) instead of keeping them fp32; they keep their
+                           * fp32 slots, so the bytes do not change (default false) */
 } tg_cache_params;
 
 tg_cache_params tg_cache_default_params(void);
@@ -115,6 +121,8 @@ typedef struct {
     size_t bytes_k_data, bytes_v_data, bytes_scales, bytes_residual; /* residual = full-precision residual + sinks */
     size_t bytes_if_bf16, bytes_if_fp32; /* the same stored history at bf16 / fp32, for comparison */
     char policy[256];          /* one-line description of the policy, for the banner */
+    int64_t sink, window;      /* the StreamingLLM policy as resolved (a budget turned into its window); 0 and 0
+                                * when unbounded */
 } tg_cache_report;
 
 /* ---- session: a model, a KV cache and the forward pass --------------------------------------------------------- */

@@ -45,7 +45,12 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         return NULL;
     }
     s->model = model;
-    s->context = hp->context_length;
+    if (p.context < 0) {
+        tg_fail(err, "KV cache: context %lld must be >= 0 (0 = the model's)", (long long)p.context);
+        tg_session_free(s);
+        return NULL;
+    }
+    s->context = p.context > 0 ? p.context : hp->context_length;
     s->bounded = p.window > 0 || p.budget_bytes > 0;
     /* A layer reading another layer's K/V finds the whole chunk already appended there. The cache masks keys after
      * the query's position, but a bounded cache may also have evicted keys the query should still see: such
@@ -69,7 +74,7 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         .head_dim = hp->head_dim,
         .rope_theta = hp->rope_theta,
         .rope_style = hp->rope_style,
-        .context_length = hp->context_length,
+        .context_length = s->context,
         .kv_source = hp->kv_source,
         .layer_window = s->layer_window,
     };

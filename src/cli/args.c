@@ -238,3 +238,57 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
     }
     return TG_ARGS_OK;
 }
+
+/* ---- the KV cache flags --------------------------------------------------------------------------------------- */
+
+const char TG_CACHE_FLAGS_HELP[] =
+    "KV cache:\n"
+    "  --streaming-llm-window M       StreamingLLM: keep the sinks and the last M tokens (bounded memory, no\n"
+    "                                 context limit)\n"
+    "  --streaming-llm-sink N         StreamingLLM: first tokens always kept (default 4 with a window or budget)\n"
+    "  --streaming-llm-reposition     store keys before RoPE and rotate them at their cache slot\n"
+    "  --kv-budget BYTES              choose the largest window whose cache fits BYTES (e.g. 64M, 1G)\n"
+    "  --kv-quantize P                storage of keys and values: fp32 fp16 bf16 int8 int4 int2 (default fp32)\n"
+    "  --kv-quantize-keys P           storage of keys only (overrides --kv-quantize)\n"
+    "  --kv-quantize-values P         storage of values only (overrides --kv-quantize)\n"
+    "  --kv-group-size G              KIVI key group along time (default 32; 0 = one group for the whole history)\n"
+    "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default 128)\n"
+    "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept in fp32)\n";
+
+enum { C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_QSINKS, C_END };
+_Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
+
+void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
+    memset(f, 0, sizeof *f);
+    memset(opts, 0, TG_CACHE_OPT_COUNT * sizeof *opts);
+    opts[C_SINK] = (tg_opt){.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &f->sink, .lo = 0,
+                            .hi = INT32_MAX};
+    opts[C_WINDOW] = (tg_opt){.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &f->window, .lo = 1,
+                              .hi = INT32_MAX};
+    opts[C_REPOS] = (tg_opt){.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &f->reposition};
+    opts[C_BUDGET] = (tg_opt){.name = "--kv-budget", .kind = TG_OPT_SIZE, .dest = &f->budget, .lo = 1,
+                              .hi = INT64_MAX};
+    opts[C_QUANT] = (tg_opt){.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &f->both};
+    opts[C_QKEYS] = (tg_opt){.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &f->keys};
+    opts[C_QVALUES] = (tg_opt){.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &f->values};
+    opts[C_GROUP] = (tg_opt){.name = "--kv-group-size", .kind = TG_OPT_INT, .dest = &f->group, .lo = 0,
+                             .hi = 1 << 20};
+    opts[C_RESIDUAL] = (tg_opt){.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &f->residual, .lo = 0,
+                                .hi = 1 << 20};
+    opts[C_QSINKS] = (tg_opt){.name = "--kv-quantize-sinks", .kind = TG_OPT_FLAG, .dest = &f->quantize_sinks};
+}
+
+tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opts) {
+    tg_cache_params c = tg_cache_default_params();
+    if (opts[C_QUANT].seen) c.key_precision = c.value_precision = f->both;
+    if (opts[C_QKEYS].seen) c.key_precision = f->keys;
+    if (opts[C_QVALUES].seen) c.value_precision = f->values;
+    if (opts[C_WINDOW].seen) c.window = f->window;
+    if (opts[C_BUDGET].seen) c.budget_bytes = f->budget;
+    if (opts[C_SINK].seen) c.sink = f->sink; /* otherwise the library's default: 4 sinks when the cache is bounded */
+    if (opts[C_GROUP].seen) c.group_size = (int)f->group;
+    if (opts[C_RESIDUAL].seen) c.residual = (int)f->residual;
+    c.reposition = f->reposition;
+    c.quantize_sinks = f->quantize_sinks;
+    return c;
+}

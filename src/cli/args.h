@@ -46,6 +46,28 @@ typedef enum {
 tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
                              size_t max_pos, size_t *n_pos);
 
+/* ---- the KV cache flags, shared by the commands that run a session ---------------------------------------------- */
+
+/* Where the cache flags are parsed to. */
+typedef struct {
+    int64_t sink, window, group, residual, budget;
+    bool reposition, quantize_sinks;
+    tg_kv_precision both, keys, values;
+} tg_cache_flags;
+
+enum { TG_CACHE_OPT_COUNT = 10 };
+
+/* The --help text of the cache flags (one paragraph, ends with a newline). */
+extern const char TG_CACHE_FLAGS_HELP[];
+
+/* Fills opts[0 .. TG_CACHE_OPT_COUNT) with the cache options, writing into f (zeroed first). The caller puts them
+ * in its own table (after its own options) and parses as usual. */
+void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts);
+
+/* The cache policy the parsed options ask for: the library's defaults for every option not given (opts is the
+ * table filled by tg_cache_flags_options, after tg_args_parse). */
+tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opts);
+
 /* Parses a byte size as TG_OPT_SIZE does ("64M" -> 67108864); false on anything else or overflow. */
 bool tg_parse_size(const char *s, int64_t *out);
 

@@ -10,4 +10,9 @@ int tg_cmd_tokenize(int argc, char **argv);
 /* tinygpt info MODEL [--cache-table]: hyper-parameters and KV cache sizes. */
 int tg_cmd_info(int argc, char **argv);
 
+/* tinygpt perplexity MODEL FILE ...: teacher-forced perplexity through the KV cache. */
+int tg_cmd_perplexity(int argc, char **argv);
+/* tinygpt compare MODEL --prompts FILE ...: greedy prefix match of each cache precision against fp32. */
+int tg_cmd_compare(int argc, char **argv);
+
 #endif

@@ -17,6 +17,8 @@ static const char USAGE[] =
     "  sample [MODEL] --prompt TEXT   generate a continuation of TEXT (MODEL defaults to the bundled model)\n"
     "  tokenize MODEL TEXT [--bos]    print the token ids of TEXT\n"
     "  info MODEL [--cache-table]     print the model's hyper-parameters and KV cache sizes\n"
+    "  perplexity MODEL FILE          perplexity of FILE through the KV cache (teacher-forced)\n"
+    "  compare MODEL --prompts FILE   greedy prefix match of each cache precision against an fp32 cache\n"
     "  help                           print this message\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json).\n"
@@ -47,6 +49,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "sample") == 0) return tg_cmd_sample(sub_argc, sub_argv);
     if (strcmp(cmd, "tokenize") == 0) return tg_cmd_tokenize(sub_argc, sub_argv);
     if (strcmp(cmd, "info") == 0) return tg_cmd_info(sub_argc, sub_argv);
+    if (strcmp(cmd, "perplexity") == 0) return tg_cmd_perplexity(sub_argc, sub_argv);
+    if (strcmp(cmd, "compare") == 0) return tg_cmd_compare(sub_argc, sub_argv);
     fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", cmd);
     return TG_EXIT_USAGE;
 }

@@ -107,6 +107,8 @@ struct tg_kvcache {
     float *scratch_zacc;     /* [n_heads] sum of p * zero per query head */
     float *scratch_sz;       /* [n_kv_heads][2 * head_dim] one group's widened scales, then zeros */
     float *scores;           /* [n_heads * max_stored] */
+    uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
+    uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers) */
     size_t bytes_meta;       /* allocated for everything else */

@@ -85,6 +85,10 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
         c->scratch_sz = cache_alloc(c, 2 * H * D * sizeof(float), false, &ok);
         c->scores = cache_alloc(c, scores_n, false, &ok);
     }
+    if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
+        c->sink_codes = cache_alloc(c, (size_t)g.sink * D, false, &ok);
+        c->sink_grid = cache_alloc(c, 2 * D * sizeof(uint16_t), false, &ok);
+    }
     if (ok && g.reposition) {
         /* cos / sin of every slot, bit-for-bit tg_rope's rotation without trigonometry per read */
         c->rope_tab = tg_rope_table_new(g.head_dim, shape->rope_theta, g.max_stored, err);
@@ -121,6 +125,8 @@ void tg_kvcache_free(tg_kvcache *c) {
     free(c->scratch_zacc);
     free(c->scratch_sz);
     free(c->scores);
+    free(c->sink_codes);
+    free(c->sink_grid);
     free(c);
 }
 
@@ -277,6 +283,31 @@ static void store_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
     }
 }
 
+/* quantize_sinks: replaces a KIVI store's fp32 sink rows [sink][n_kv_heads][head_dim] by their round trip through
+ * the store's quantiser (keys per channel over all the sinks of a kv-head, values per token), so attention sees
+ * int-precision sinks while the fp32 slots (and the byte count) stay as they are. */
+static void quantize_sink_rows(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s) {
+    if (!sg->range || !c->sink_codes) return;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, S = c->g.sink;
+    float *rows = (float *)(void *)s->sink;
+    uint16_t *scale = c->sink_grid, *zero = c->sink_grid + D;
+    for (int64_t h = 0; h < H; h++) {
+        float *x = rows + h * D; /* sink t of kv-head h at x + t * H * D */
+        if (sg->per_channel) {
+            tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)S, D, c->sink_codes, scale, zero);
+            for (int64_t t = 0; t < S; t++)
+                tg_kivi_dequantize_row_channels(sg->range, c->sink_codes + (size_t)t * sg->row_bytes, D, scale, zero,
+                                                x + t * H * D);
+        } else {
+            for (int64_t t = 0; t < S; t++) {
+                tg_kivi_quantize_row(sg->range, x + t * H * D, D, c->sink_codes, scale, zero);
+                tg_kivi_dequantize_row(sg->range, c->sink_codes, D, tg_f16_to_f32(scale[0]), tg_f16_to_f32(zero[0]),
+                                       x + t * H * D);
+            }
+        }
+    }
+}
+
 void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v) {
     if (!c || !k || !v || layer < 0 || layer >= c->g.n_layers || c->kv_source[layer] != layer) return;
     const tg_cache_geom *g = &c->g;
@@ -291,6 +322,10 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
         store_sink(c, &g->k, &L->k, L->n_sink, kr);
         store_sink(c, &g->v, &L->v, L->n_sink, v);
         L->n_sink++;
+        if (L->n_sink == g->sink) { /* the sinks are complete: quantise them as one group (quantize_sinks) */
+            quantize_sink_rows(c, &g->k, &L->k);
+            quantize_sink_rows(c, &g->v, &L->v);
+        }
         return;
     }
     const int64_t n = L->n_appended;
@@ -380,6 +415,8 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
     r->bytes_if_bf16 = elems * 2;
     r->bytes_if_fp32 = elems * 4;
     tg_cache_geom_policy(g, &c->params, r->policy, sizeof r->policy);
+    r->sink = g->sink;
+    r->window = g->window;
 }
 
 void tg_kvcache_alloc_stats(const tg_kvcache *c, size_t *bytes_store, size_t *bytes_meta, int64_t *n_allocs) {

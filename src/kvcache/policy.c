@@ -23,6 +23,8 @@ tg_cache_params tg_cache_default_params(void) {
         .residual = 128,
         .reposition = false,
         .budget_bytes = 0,
+        .context = 0,
+        .quantize_sinks = false,
     };
     return p;
 }
@@ -253,7 +255,7 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
         APPEND(" (%s RoPE; stored <= %" PRId64, g->reposition ? "re-positioned" : "vanilla", g->max_stored);
         if (g->grouped) APPEND(" with group slack");
         APPEND(")");
-        if (kq || vq) APPEND(", sinks fp32");
+        if ((kq || vq) && g->sink > 0) APPEND(p->quantize_sinks ? ", sinks quantised" : ", sinks fp32");
     }
 #undef APPEND
 }

@@ -1,0 +1,372 @@
+/* cmd_compare.c — `tinygpt compare MODEL --prompts FILE`: the design note's greedy-prefix-match table. For each
+ * prompt, the greedy continuation with an fp32 cache is the reference trajectory; for each cache precision, the
+ * table gives how many of its tokens the same greedy decode reproduces before the first divergence, and the mean. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+
+static const char USAGE[] =
+    "usage: tinygpt compare MODEL --prompts FILE [options]\n"
+    "\n"
+    "For each prompt (one per line of FILE; empty lines are skipped) the greedy continuation of --tokens tokens\n"
+    "with an fp32 cache is the reference. For each precision of --kv-quantize the table gives how many of those\n"
+    "tokens the same greedy decode reproduces before the first divergence, and the mean over the prompts. The\n"
+    "other cache flags (window, sinks, re-positioning, group, residual) apply to every run, the reference included.\n"
+    "The end-of-sequence token does not stop a run.\n"
+    "\n"
+    "  --prompts FILE          the prompts, one per line\n"
+    "  --tokens N              tokens generated per prompt (default 60)\n"
+    "  --kv-quantize LIST      comma-separated precisions (default fp16,bf16,int8,int4,int2); an item KEYS/VALUES\n"
+    "                          such as int8/int4 sets keys and values apart\n"
+    "  --markdown              print the table as Markdown\n"
+    "  --threads N             worker threads, 0 = all cores (default 0)\n"
+    "\n";
+
+#define MAX_COLUMNS 32
+#define PROMPT_CHUNK 64
+
+typedef struct {
+    tg_kv_precision k, v;
+    char name[24];
+} column;
+
+typedef struct {
+    const char *model_path, *prompts_path;
+    int64_t n_tokens;
+    int threads;
+    bool markdown;
+    column cols[MAX_COLUMNS];
+    int n_cols;
+    tg_cache_params cache; /* the length policy; precisions are set per column */
+} compare_args;
+
+/* Parses "fp16,int8/int4,..." into columns; false (message printed) on a bad item. */
+static bool parse_columns(const char *list, compare_args *a) {
+    a->n_cols = 0;
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char item[32];
+        if (n == 0 || n >= sizeof item) {
+            tg_usage_error("compare", "--kv-quantize: bad item '%.*s' in '%s'", (int)n, p, list);
+            return false;
+        }
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (a->n_cols == MAX_COLUMNS) {
+            tg_usage_error("compare", "--kv-quantize: at most %d items", MAX_COLUMNS);
+            return false;
+        }
+        column *c = &a->cols[a->n_cols];
+        char *slash = strchr(item, '/');
+        if (slash) *slash = '\0';
+        if (!tg_kv_precision_parse(item, &c->k) || !tg_kv_precision_parse(slash ? slash + 1 : item, &c->v)) {
+            tg_usage_error("compare", "--kv-quantize: expected fp32 fp16 bf16 int8 int4 int2 or KEYS/VALUES, got "
+                                      "'%.*s'", (int)n, p);
+            return false;
+        }
+        if (c->k == c->v) snprintf(c->name, sizeof c->name, "%s", tg_kv_precision_name(c->k));
+        else snprintf(c->name, sizeof c->name, "K %s/V %s", tg_kv_precision_name(c->k), tg_kv_precision_name(c->v));
+        a->n_cols++;
+        p += n;
+        if (*p == ',') p++;
+    }
+    if (a->n_cols == 0) {
+        tg_usage_error("compare", "--kv-quantize: empty list");
+        return false;
+    }
+    return true;
+}
+
+static int parse_compare_args(int argc, char **argv, compare_args *a) {
+    int64_t tokens = 60, threads = 0;
+    const char *prompts = NULL, *list = "fp16,bf16,int8,int4,int2";
+    bool markdown = false;
+    enum { O_PROMPTS, O_TOKENS, O_LIST, O_MD, O_THREADS, O_OWN };
+    /* own options first: this --kv-quantize (a list) shadows the shared single-precision one */
+    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
+        [O_PROMPTS] = {.name = "--prompts", .kind = TG_OPT_STRING, .dest = &prompts},
+        [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = 1 << 20},
+        [O_LIST] = {.name = "--kv-quantize", .kind = TG_OPT_STRING, .dest = &list},
+        [O_MD] = {.name = "--markdown", .kind = TG_OPT_FLAG, .dest = &markdown},
+        [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
+    };
+    tg_cache_flags cf;
+    tg_cache_flags_options(&cf, o + O_OWN);
+    const char *pos[1];
+    size_t n_pos = 0;
+    switch (tg_args_parse("compare", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
+    case TG_ARGS_HELP: return -1;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    if (n_pos < 1) return tg_usage_error("compare", "expected MODEL (see tinygpt compare --help)");
+    if (!prompts) return tg_usage_error("compare", "--prompts FILE is required");
+    for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
+        if (o[i].seen && (strcmp(o[i].name, "--kv-quantize-keys") == 0 || strcmp(o[i].name, "--kv-quantize-values") == 0))
+            return tg_usage_error("compare", "%s: give keys and values as an item KEYS/VALUES of --kv-quantize",
+                                  o[i].name);
+    a->model_path = pos[0];
+    a->prompts_path = prompts;
+    a->n_tokens = tokens;
+    a->threads = (int)threads;
+    a->markdown = markdown;
+    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    return parse_columns(list, a) ? TG_EXIT_OK : TG_EXIT_USAGE;
+}
+
+/* The prompts: the non-empty lines of the file (a trailing '\r' dropped), in *lines (malloc'ed array of malloc'ed
+ * strings). False (message printed) on error. */
+static bool read_prompts(const char *path, char ***lines, size_t *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        tg_runtime_error("%s: %s", path, strerror(errno));
+        return false;
+    }
+    char **out = NULL;
+    size_t count = 0, cap = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t got;
+    bool ok = true;
+    while (ok && (got = getline(&line, &line_cap, f)) >= 0) {
+        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
+        if (got == 0) continue;
+        if (count == cap) {
+            size_t nc = cap ? 2 * cap : 8;
+            char **bigger = realloc(out, nc * sizeof *bigger);
+            if (!bigger) {
+                ok = false;
+                break;
+            }
+            out = bigger;
+            cap = nc;
+        }
+        out[count] = strdup(line);
+        if (!out[count]) ok = false;
+        else count++;
+    }
+    if (ok && ferror(f)) {
+        tg_runtime_error("%s: %s", path, strerror(errno));
+        ok = false;
+    } else if (!ok) {
+        tg_runtime_error("out of memory");
+    }
+    free(line);
+    fclose(f);
+    if (ok && count == 0) {
+        tg_runtime_error("%s: no prompts (one per line)", path);
+        ok = false;
+    }
+    if (!ok) {
+        for (size_t i = 0; i < count; i++) free(out[i]);
+        free(out);
+        return false;
+    }
+    *lines = out;
+    *n = count;
+    return true;
+}
+
+/* Greedy decode of n_gen tokens after ids[n_ids] with cache params p into out[n_gen]. When ref is non-NULL it stops
+ * at the first token that differs from ref and returns how many matched; otherwise returns n_gen. -1 on error
+ * (message printed). */
+static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threads, const int32_t *ids, size_t n_ids,
+                      int64_t n_gen, const int32_t *ref, int32_t *out, float *logits, tg_sampler *sampler) {
+    tg_error err = {{0}};
+    tg_session *s = tg_session_new(model, p, threads, &err);
+    if (!s) {
+        tg_runtime_error("%s", err.msg);
+        return -1;
+    }
+    for (size_t done = 0; done < n_ids;) {
+        size_t c = n_ids - done < PROMPT_CHUNK ? n_ids - done : PROMPT_CHUNK;
+        if (!tg_session_eval(s, ids + done, c, NULL, logits, &err)) goto fail;
+        done += c;
+    }
+    int64_t made = 0;
+    while (made < n_gen) {
+        int32_t id = tg_sampler_sample(sampler, logits);
+        if (id < 0) {
+            snprintf(err.msg, sizeof err.msg, "the model produced no finite logits");
+            goto fail;
+        }
+        if (ref && id != ref[made]) break;
+        out[made++] = id;
+        if (made == n_gen) break;
+        if (tg_session_remaining(s) < 1) {
+            snprintf(err.msg, sizeof err.msg,
+                     "the context is full after %" PRId64 " tokens; use fewer --tokens or a bounded cache",
+                     (int64_t)n_ids + made);
+            goto fail;
+        }
+        if (!tg_session_eval(s, &id, 1, NULL, logits, &err)) goto fail;
+    }
+    tg_session_free(s);
+    return made;
+fail:
+    tg_runtime_error("%s", err.msg);
+    tg_session_free(s);
+    return -1;
+}
+
+/* Up to max_chars characters of a prompt for the table (cut on a UTF-8 boundary, '|' escaped in Markdown), with
+ * an ellipsis when cut. */
+static void short_prompt(const char *p, size_t max_chars, bool markdown, char *buf, size_t cap) {
+    size_t used = 0, chars = 0;
+    for (const char *s = p; *s && used + 8 < cap; chars++) {
+        if (chars == max_chars) {
+            memcpy(buf + used, "\xe2\x80\xa6", 3); /* U+2026 */
+            used += 3;
+            break;
+        }
+        size_t len = 1;
+        while ((s[len] & 0xC0) == 0x80) len++;
+        if (markdown && *s == '|') buf[used++] = '\\';
+        memcpy(buf + used, s, len);
+        used += len;
+        s += len;
+    }
+    buf[used] = '\0';
+}
+
+/* Prints the text left-aligned in `width` characters (UTF-8 aware). */
+static void print_padded(const char *s, size_t width) {
+    size_t chars = 0;
+    for (const char *c = s; *c; c++) chars += ((unsigned char)*c & 0xC0) != 0x80;
+    fputs(s, stdout);
+    for (; chars < width; chars++) putchar(' ');
+}
+
+static int run_compare(const compare_args *a, const tg_model *model, char **prompts, size_t n_prompts) {
+    const int32_t vocab = tg_vocab_size(model);
+    int64_t *match = calloc(n_prompts * (size_t)a->n_cols, sizeof *match);
+    int32_t *ref = malloc((size_t)a->n_tokens * sizeof *ref), *out = malloc((size_t)a->n_tokens * sizeof *out);
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    tg_sampler_params sp = tg_sampler_default_params();
+    sp.temperature = 0.0f;
+    tg_sampler *sampler = tg_sampler_new(&sp, vocab);
+    int status = TG_EXIT_OK;
+    char ref_policy[256] = "";
+    if (!match || !ref || !out || !logits || !sampler) status = tg_runtime_error("out of memory");
+    for (size_t i = 0; i < n_prompts && status == TG_EXIT_OK; i++) {
+        int32_t *ids = NULL;
+        size_t n_ids = 0;
+        tg_error err = {{0}};
+        if (!tg_tokenize(model, prompts[i], strlen(prompts[i]), tg_model_adds_bos(model), &ids, &n_ids, &err)) {
+            status = tg_runtime_error("prompt %zu: %s", i + 1, err.msg);
+            break;
+        }
+        tg_cache_params p = a->cache;
+        p.key_precision = p.value_precision = TG_KV_FP32;
+        if (!ref_policy[0]) {
+            tg_session *s = tg_session_new(model, &p, 1, &err);
+            if (s) {
+                tg_cache_report r;
+                tg_session_cache_report(s, &r);
+                snprintf(ref_policy, sizeof ref_policy, "%s", r.policy);
+            }
+            tg_session_free(s);
+        }
+        if (greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, NULL, ref, logits, sampler) < 0) {
+            status = TG_EXIT_ERROR;
+        }
+        for (int c = 0; c < a->n_cols && status == TG_EXIT_OK; c++) {
+            p.key_precision = a->cols[c].k;
+            p.value_precision = a->cols[c].v;
+            int64_t m = greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, ref, out, logits, sampler);
+            if (m < 0) status = TG_EXIT_ERROR;
+            else match[i * (size_t)a->n_cols + (size_t)c] = m;
+        }
+        free(ids);
+    }
+    if (status == TG_EXIT_OK) {
+        const size_t width = 44;
+        printf("%sreference: greedy continuation of %" PRId64 " tokens with %s\n", a->markdown ? "" : "# ",
+               a->n_tokens, ref_policy);
+        printf("%scells: tokens reproduced before the first divergence (of %" PRId64 ")\n\n",
+               a->markdown ? "" : "# ", a->n_tokens);
+        if (a->markdown) {
+            printf("| prompt |");
+            for (int c = 0; c < a->n_cols; c++) printf(" %s |", a->cols[c].name);
+            printf("\n|---|");
+            for (int c = 0; c < a->n_cols; c++) printf("---:|");
+            putchar('\n');
+        } else {
+            print_padded("prompt", width);
+            for (int c = 0; c < a->n_cols; c++) printf(" %12s", a->cols[c].name);
+            putchar('\n');
+        }
+        for (size_t i = 0; i < n_prompts; i++) {
+            char sp_buf[256];
+            short_prompt(prompts[i], 40, a->markdown, sp_buf, sizeof sp_buf);
+            if (a->markdown) printf("| %s |", sp_buf);
+            else print_padded(sp_buf, width);
+            for (int c = 0; c < a->n_cols; c++) {
+                int64_t m = match[i * (size_t)a->n_cols + (size_t)c];
+                if (a->markdown) printf(" %" PRId64 " |", m);
+                else printf(" %12" PRId64, m);
+            }
+            putchar('\n');
+        }
+        if (a->markdown) printf("| **mean match** |");
+        else print_padded("mean match", width);
+        for (int c = 0; c < a->n_cols; c++) {
+            double sum = 0.0;
+            for (size_t i = 0; i < n_prompts; i++) sum += (double)match[i * (size_t)a->n_cols + (size_t)c];
+            double pct = 100.0 * sum / ((double)n_prompts * (double)a->n_tokens);
+            if (a->markdown) printf(" %.1f %% |", pct);
+            else printf(" %10.1f %%", pct);
+        }
+        putchar('\n');
+    }
+    tg_sampler_free(sampler);
+    free(logits);
+    free(out);
+    free(ref);
+    free(match);
+    return status;
+}
+
+int tg_cmd_compare(int argc, char **argv) {
+    compare_args a = {0};
+    int status = parse_compare_args(argc, argv, &a);
+    if (status < 0) {
+        fputs(USAGE, stdout);
+        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        return TG_EXIT_OK;
+    }
+    if (status != TG_EXIT_OK) return status;
+    char **prompts = NULL;
+    size_t n_prompts = 0;
+    if (!read_prompts(a.prompts_path, &prompts, &n_prompts)) return TG_EXIT_ERROR;
+    tg_error err = {{0}};
+    tg_model *model = tg_model_load(a.model_path, &err);
+    if (!model) {
+        status = tg_runtime_error("%s", err.msg);
+    } else {
+        tg_model_info info;
+        tg_model_get_info(model, &info);
+        if (!info.has_weights)
+            status = tg_runtime_error("%s has no weights (a vocab-only file): it can tokenize but not run",
+                                      a.model_path);
+        else
+            status = run_compare(&a, model, prompts, n_prompts);
+    }
+    tg_model_free(model);
+    for (size_t i = 0; i < n_prompts; i++) free(prompts[i]);
+    free(prompts);
+    if (status == TG_EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
+        if (errno == EPIPE) return TG_EXIT_OK;
+        return tg_runtime_error("writing to stdout: %s", strerror(errno));
+    }
+    return status;
+}

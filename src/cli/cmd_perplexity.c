@@ -1,0 +1,497 @@
+/* cmd_perplexity.c — `tinygpt perplexity MODEL FILE`: teacher-forced evaluation through the same cached decode path
+ * that `sample` uses. Token t's distribution is the logits row the session returns for the token before it, against
+ * the cache as it stands after tokens < t were appended (quantised, evicted and re-positioned exactly as in
+ * generation: the forward pass appends and attends token by token inside a chunk, so chunking changes nothing).
+ * Prints perplexity, mean NLL, tokens/s; optionally per-position NLL as CSV, and the KL divergence and top-1
+ * agreement against a base cache (fp32 by default) with the same length policy, run in lockstep. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+
+static const char USAGE[] =
+    "usage: tinygpt perplexity MODEL FILE [options]\n"
+    "\n"
+    "Teacher-forced evaluation of FILE through the KV cache, exactly as `sample` would decode it: the logits for\n"
+    "token t are computed against the cache as it stands after tokens < t were appended. Every token after the first\n"
+    "is scored. Without a bounded cache a text longer than the context is cut into independent segments of the\n"
+    "context length (a fresh cache each; the last logits of a segment score the first token of the next one);\n"
+    "with --streaming-llm-window (or --kv-budget) it streams through one cache.\n"
+    "\n"
+    "  --max-tokens N          use the first N tokens of FILE (default: all)\n"
+    "  --ids                   FILE holds token ids separated by white space, not text\n"
+    "  --csv PATH              per-position lines: index,context,token,nll[,kl,top1] (index = the scored token's\n"
+    "                          place in the text, context = tokens before it in the same cache)\n"
+    "  --kl-base P             also the mean KL(base || this) and top-1 agreement against a cache of precision P\n"
+    "                          (normally fp32) with the same length policy (sinks, window, re-positioning,\n"
+    "                          context), run in lockstep over the same tokens\n"
+    "  --every K               score only the tokens whose index is a multiple of K (default 1)\n"
+    "  --recompute-window W    the slow oracle: each scored token is predicted by re-running its last W tokens\n"
+    "                          from an empty cache (sliding window with recomputation); use with --every\n"
+    "  --no-context-limit      an unbounded cache holds the whole text, at RoPE positions beyond the training\n"
+    "                          context (for the long-context experiment)\n"
+    "  --chunk N               tokens per session call (default 64; 1 = token by token, same numbers)\n"
+    "  --threads N             worker threads, 0 = all cores (default 0)\n"
+    "  --quiet                 no progress line on stderr\n"
+    "\n";
+
+typedef struct {
+    const char *model_path, *text_path, *csv_path;
+    int64_t max_tokens; /* 0 = all */
+    int64_t every;
+    int64_t recompute;  /* window of the recomputation oracle, 0 = off */
+    int64_t chunk;
+    int threads;
+    bool ids_file, no_context_limit, quiet;
+    bool kl;
+    tg_kv_precision base_precision;
+    tg_cache_params cache;
+} ppl_args;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Parses the flags into a; returns TG_EXIT_OK to go on, -1 for --help, or the status to exit with. */
+static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
+    int64_t max_tokens = 0, every = 1, recompute = 0, chunk = 64, threads = 0;
+    const char *csv = NULL;
+    bool ids = false, no_limit = false, quiet = false;
+    tg_kv_precision base = TG_KV_FP32;
+    enum { O_MAX, O_IDS, O_CSV, O_KL, O_EVERY, O_RECOMP, O_NOLIMIT, O_CHUNK, O_THREADS, O_QUIET, O_OWN };
+    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
+        [O_MAX] = {.name = "--max-tokens", .kind = TG_OPT_INT, .dest = &max_tokens, .lo = 2, .hi = INT64_MAX},
+        [O_IDS] = {.name = "--ids", .kind = TG_OPT_FLAG, .dest = &ids},
+        [O_CSV] = {.name = "--csv", .kind = TG_OPT_STRING, .dest = &csv},
+        [O_KL] = {.name = "--kl-base", .kind = TG_OPT_PRECISION, .dest = &base},
+        [O_EVERY] = {.name = "--every", .kind = TG_OPT_INT, .dest = &every, .lo = 1, .hi = INT64_MAX},
+        [O_RECOMP] = {.name = "--recompute-window", .kind = TG_OPT_INT, .dest = &recompute, .lo = 1,
+                      .hi = INT32_MAX},
+        [O_NOLIMIT] = {.name = "--no-context-limit", .kind = TG_OPT_FLAG, .dest = &no_limit},
+        [O_CHUNK] = {.name = "--chunk", .kind = TG_OPT_INT, .dest = &chunk, .lo = 1, .hi = 4096},
+        [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
+        [O_QUIET] = {.name = "--quiet", .kind = TG_OPT_FLAG, .dest = &quiet},
+    };
+    tg_cache_flags cf;
+    tg_cache_flags_options(&cf, o + O_OWN);
+    const char *pos[2];
+    size_t n_pos = 0;
+    switch (tg_args_parse("perplexity", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 2, &n_pos)) {
+    case TG_ARGS_HELP: return -1;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    if (n_pos < 2) return tg_usage_error("perplexity", "expected MODEL and FILE (see tinygpt perplexity --help)");
+    a->model_path = pos[0];
+    a->text_path = pos[1];
+    a->csv_path = csv;
+    a->max_tokens = max_tokens;
+    a->every = every;
+    a->recompute = recompute;
+    a->chunk = chunk;
+    a->threads = (int)threads;
+    a->ids_file = ids;
+    a->no_context_limit = no_limit;
+    a->quiet = quiet;
+    a->kl = o[O_KL].seen;
+    a->base_precision = base;
+    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (recompute > 0 && (a->cache.window > 0 || a->cache.budget_bytes > 0))
+        return tg_usage_error("perplexity", "--recompute-window re-runs each window from an empty cache: it does not "
+                                            "combine with --streaming-llm-window or --kv-budget");
+    if (recompute > 0 && no_limit)
+        return tg_usage_error("perplexity", "--recompute-window and --no-context-limit do not combine: the window "
+                                            "must fit the context");
+    return TG_EXIT_OK;
+}
+
+/* ---- the tokens ------------------------------------------------------------------------------------------------ */
+
+/* Reads the whole file into a malloc'ed buffer (NUL-terminated; *len excludes it). NULL on error (errno kept). */
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n + 1 < cap) {
+            if (ferror(f)) break;
+            buf[n] = '\0';
+            fclose(f);
+            *len = n;
+            return buf;
+        }
+        if (cap > SIZE_MAX / 2) break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) break;
+        buf = bigger;
+        cap *= 2;
+    }
+    int e = ferror(f) ? errno : ENOMEM;
+    free(buf);
+    fclose(f);
+    errno = e;
+    return NULL;
+}
+
+/* Parses white-space separated token ids in [0, vocab); false (message printed) on anything else. */
+static bool parse_ids(const char *path, const char *text, int32_t vocab, int32_t **ids, size_t *n) {
+    size_t cap = 256, count = 0;
+    int32_t *out = malloc(cap * sizeof *out);
+    const char *p = text;
+    while (out) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',') p++;
+        if (*p == '\0') {
+            *ids = out;
+            *n = count;
+            return true;
+        }
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno != 0 || v < 0 || v >= vocab) {
+            tg_runtime_error("%s: token id %zu ('%.20s') is not an integer in [0, %" PRId32 ")", path, count + 1, p,
+                             vocab);
+            free(out);
+            return false;
+        }
+        if (count == cap) {
+            int32_t *bigger = realloc(out, 2 * cap * sizeof *out);
+            if (!bigger) break;
+            out = bigger;
+            cap *= 2;
+        }
+        out[count++] = (int32_t)v;
+        p = end;
+    }
+    free(out);
+    tg_runtime_error("out of memory");
+    return false;
+}
+
+/* ---- scoring --------------------------------------------------------------------------------------------------- */
+
+/* Log-sum-exp of logits[n] in double, and the index of the first maximum. */
+static double log_sum_exp(const float *logits, int64_t n, int64_t *argmax) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (logits[i] > logits[best]) best = i;
+    const double m = logits[best];
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) s += exp((double)logits[i] - m);
+    if (argmax) *argmax = best;
+    return m + log(s);
+}
+
+/* KL(P || Q) = sum_i p_i (log p_i - log q_i) of the softmaxes of base (P) and test (Q), given their log-sum-exps. */
+static double kl_div(const float *base, double lse_b, const float *test, double lse_t, int64_t n) {
+    double kl = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double lp = (double)base[i] - lse_b, lq = (double)test[i] - lse_t;
+        kl += exp(lp) * (lp - lq);
+    }
+    return kl > 0.0 ? kl : 0.0; /* rounding can make a zero divergence slightly negative */
+}
+
+/* One evaluation: the tokens, the sessions' settings, the running totals and the outputs. */
+typedef struct {
+    const ppl_args *a;
+    const tg_model *model;
+    const int32_t *ids;       /* [n_ids] the text */
+    int64_t n_ids;
+    int64_t vocab;
+    int64_t context;          /* tokens an unbounded cache holds */
+    tg_cache_params params;   /* the cache under test */
+    float *lt, *lb;           /* [chunk, vocab] logits of the test / base session */
+    FILE *csv;
+    double sum_nll, sum_nll_base, sum_kl;
+    int64_t n_scored, n_agree, to_score;
+    int64_t fed;              /* tokens fed to the test session */
+    double t_test, t_base;    /* seconds spent in tg_session_eval of the test / base session */
+    double t_start, t_progress;
+    bool tty;
+    tg_cache_report rep, rep_base; /* of the first sessions, for the summary */
+    bool have_rep;
+} ppl_eval;
+
+/* Scores the token at `index` (given `context` tokens before it in its cache) from its logits rows. */
+static bool score(ppl_eval *e, const float *lt, const float *lb, int64_t index, int64_t context) {
+    const int32_t target = e->ids[index];
+    int64_t top_t = 0, top_b = 0;
+    const double lse_t = log_sum_exp(lt, e->vocab, &top_t);
+    const double nll = lse_t - (double)lt[target];
+    e->sum_nll += nll;
+    e->n_scored++;
+    double kl = 0.0;
+    if (lb) {
+        const double lse_b = log_sum_exp(lb, e->vocab, &top_b);
+        e->sum_nll_base += lse_b - (double)lb[target];
+        kl = kl_div(lb, lse_b, lt, lse_t, e->vocab);
+        e->sum_kl += kl;
+        e->n_agree += top_t == top_b;
+    }
+    if (!e->csv) return true;
+    int w = lb ? fprintf(e->csv, "%" PRId64 ",%" PRId64 ",%" PRId32 ",%.9g,%.9g,%d\n", index, context, target, nll, kl,
+                         top_t == top_b)
+               : fprintf(e->csv, "%" PRId64 ",%" PRId64 ",%" PRId32 ",%.9g\n", index, context, target, nll);
+    if (w < 0) {
+        tg_runtime_error("writing %s: %s", e->a->csv_path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static void progress(ppl_eval *e, bool final) {
+    if (e->a->quiet) return;
+    const double t = now_s();
+    if (!final && t - e->t_progress < (e->tty ? 1.0 : 30.0)) return;
+    e->t_progress = t;
+    const double ppl = e->n_scored ? exp(e->sum_nll / (double)e->n_scored) : 0.0;
+    const double el = t - e->t_start;
+    fprintf(stderr, "%sperplexity: %" PRId64 "/%" PRId64 " scored, ppl %.4f, %.0f tokens/s, %.0f s%s",
+            e->tty ? "\r" : "", e->n_scored, e->to_score, ppl, el > 0 ? (double)e->fed / el : 0.0, el,
+            e->tty && !final ? "" : "\n");
+    fflush(stderr);
+}
+
+/* A session for the test policy, and (with --kl-base) one for the base policy with the test's resolved length
+ * policy. NULL on failure (message printed). */
+static tg_session *new_session(ppl_eval *e, bool base, const tg_cache_report *test_rep) {
+    tg_cache_params p = e->params;
+    if (base) {
+        p.key_precision = p.value_precision = e->a->base_precision;
+        p.quantize_sinks = false;
+        p.budget_bytes = 0; /* the test's budget resolved into its window: the same window at the base precision */
+        p.window = test_rep->window;
+        p.sink = test_rep->window > 0 ? test_rep->sink : -1;
+    }
+    tg_error err = {{0}};
+    tg_session *s = tg_session_new(e->model, &p, e->a->threads, &err);
+    if (!s) tg_runtime_error("%s", err.msg);
+    return s;
+}
+
+/* Feeds ids[start .. start + n) through fresh sessions, chunk by chunk, scoring each row's next token. With
+ * only_last, one call for the whole span and only its last row is scored (the recomputation oracle). */
+static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
+    tg_session *st = new_session(e, false, NULL), *sb = NULL;
+    if (!st) return false;
+    tg_cache_report rep;
+    tg_session_cache_report(st, &rep);
+    if (e->a->kl) {
+        sb = new_session(e, true, &rep);
+        if (!sb) {
+            tg_session_free(st);
+            return false;
+        }
+    }
+    if (!e->have_rep) {
+        e->rep = rep;
+        if (sb) tg_session_cache_report(sb, &e->rep_base);
+        e->have_rep = true;
+    }
+    bool ok = true;
+    tg_error err = {{0}};
+    const int64_t chunk = only_last ? n : e->a->chunk;
+    for (int64_t done = 0; done < n && ok;) {
+        const int64_t c = n - done < chunk ? n - done : chunk;
+        const int32_t *in = e->ids + start + done;
+        double t0 = now_s();
+        ok = tg_session_eval(st, in, (size_t)c, only_last ? NULL : e->lt, only_last ? e->lt : NULL, &err);
+        double t1 = now_s();
+        e->t_test += t1 - t0;
+        e->fed += c;
+        if (ok && sb) {
+            ok = tg_session_eval(sb, in, (size_t)c, only_last ? NULL : e->lb, only_last ? e->lb : NULL, &err);
+            e->t_base += now_s() - t1;
+        }
+        if (!ok) {
+            tg_runtime_error("%s", err.msg);
+            break;
+        }
+        for (int64_t r = only_last ? c - 1 : 0; r < c && ok; r++) {
+            const int64_t index = start + done + r + 1; /* the token this row predicts */
+            if (index % e->a->every != 0) continue;
+            const int64_t row = only_last ? 0 : r;
+            ok = score(e, e->lt + row * e->vocab, sb ? e->lb + row * e->vocab : NULL, index, index - start);
+        }
+        done += c;
+        progress(e, false);
+    }
+    tg_session_free(sb);
+    tg_session_free(st);
+    return ok;
+}
+
+/* Runs the evaluation the flags ask for over e->ids. */
+static bool evaluate(ppl_eval *e) {
+    const ppl_args *a = e->a;
+    const int64_t n_inputs = e->n_ids - 1; /* the last token is only a target */
+    e->to_score = (e->n_ids - 1) / a->every; /* indices 1 .. n_ids - 1 that are multiples of every */
+    if (a->recompute > 0) {
+        if (a->recompute > e->context) {
+            tg_runtime_error("--recompute-window %" PRId64 " is longer than the context (%" PRId64 " tokens)",
+                             a->recompute, e->context);
+            return false;
+        }
+        for (int64_t index = a->every; index < e->n_ids; index += a->every) {
+            const int64_t from = index > a->recompute ? index - a->recompute : 0;
+            if (!eval_span(e, from, index - from, true)) return false;
+        }
+        return true;
+    }
+    const bool bounded = e->params.window > 0 || e->params.budget_bytes > 0;
+    const int64_t span = bounded ? n_inputs : e->context;
+    for (int64_t start = 0; start < n_inputs; start += span) {
+        const int64_t n = n_inputs - start < span ? n_inputs - start : span;
+        if (!eval_span(e, start, n, false)) return false;
+    }
+    return true;
+}
+
+static void print_summary(const ppl_eval *e, size_t n_tokens, double seconds) {
+    const ppl_args *a = e->a;
+    const bool bounded = e->params.window > 0 || e->params.budget_bytes > 0;
+    const double mean = e->n_scored ? e->sum_nll / (double)e->n_scored : NAN;
+    printf("model           %s\n", a->model_path);
+    printf("text            %s (%zu tokens, %" PRId64 " used)\n", a->text_path, n_tokens, e->n_ids);
+    printf("cache           %s\n", e->rep.policy);
+    if (a->recompute > 0)
+        printf("protocol        sliding window with recomputation: each scored token re-runs its last %" PRId64
+               " tokens from an empty cache\n", a->recompute);
+    else if (bounded)
+        printf("protocol        one stream through the bounded cache\n");
+    else if (e->n_ids - 1 > e->context)
+        printf("protocol        independent segments of %" PRId64 " tokens, a fresh cache each\n", e->context);
+    else
+        printf("protocol        one stream (the text fits the cache)\n");
+    if (a->every > 1) printf("subsample       every %" PRId64 "th token scored\n", a->every);
+    printf("scored          %" PRId64 "\n", e->n_scored);
+    printf("mean_nll        %.6f\n", mean);
+    printf("perplexity      %.4f\n", exp(mean));
+    if (a->kl && e->n_scored) {
+        const double mb = e->sum_nll_base / (double)e->n_scored;
+        printf("base            %s\n", e->rep_base.policy);
+        printf("base_mean_nll   %.6f\n", mb);
+        printf("base_perplexity %.4f\n", exp(mb));
+        printf("ppl_increase    %.4f %%\n", 100.0 * (exp(mean - mb) - 1.0));
+        printf("kl_mean         %.6g\n", e->sum_kl / (double)e->n_scored);
+        printf("top1_agree      %.4f %%\n", 100.0 * (double)e->n_agree / (double)e->n_scored);
+    }
+    printf("tokens_per_s    %.1f (%" PRId64 " tokens in %.2f s%s)\n", e->t_test > 0 ? (double)e->fed / e->t_test : 0.0,
+           e->fed, e->t_test, a->kl ? ", base session not counted" : "");
+    printf("seconds         %.2f\n", seconds);
+}
+
+int tg_cmd_perplexity(int argc, char **argv) {
+    ppl_args a = {0};
+    int status = parse_ppl_args(argc, argv, &a);
+    if (status < 0) {
+        fputs(USAGE, stdout);
+        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        return TG_EXIT_OK;
+    }
+    if (status != TG_EXIT_OK) return status;
+
+    const double t_start = now_s();
+    tg_error err = {{0}};
+    tg_model *model = tg_model_load(a.model_path, &err);
+    if (!model) return tg_runtime_error("%s", err.msg);
+    tg_model_info info;
+    tg_model_get_info(model, &info);
+    if (!info.has_weights) {
+        tg_model_free(model);
+        return tg_runtime_error("%s has no weights (a vocab-only file): it can tokenize but not run", a.model_path);
+    }
+    size_t len = 0;
+    char *text = read_file(a.text_path, &len);
+    if (!text) {
+        int e = errno;
+        tg_model_free(model);
+        return tg_runtime_error("%s: %s", a.text_path, strerror(e));
+    }
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    bool ok;
+    if (a.ids_file) {
+        ok = parse_ids(a.text_path, text, tg_vocab_size(model), &ids, &n_ids);
+    } else {
+        ok = tg_tokenize(model, text, len, tg_model_adds_bos(model), &ids, &n_ids, &err);
+        if (!ok) tg_runtime_error("%s", err.msg);
+    }
+    free(text);
+    if (!ok) {
+        tg_model_free(model);
+        return TG_EXIT_ERROR;
+    }
+    const size_t n_all = n_ids;
+    if (a.max_tokens > 0 && (size_t)a.max_tokens < n_ids) n_ids = (size_t)a.max_tokens;
+    if (n_ids < 2) {
+        free(ids);
+        tg_model_free(model);
+        return tg_runtime_error("%s has %zu token%s: at least 2 are needed to score one", a.text_path, n_ids,
+                                n_ids == 1 ? "" : "s");
+    }
+
+    ppl_eval e = {
+        .a = &a,
+        .model = model,
+        .ids = ids,
+        .n_ids = (int64_t)n_ids,
+        .vocab = tg_vocab_size(model),
+        .context = info.context_length,
+        .params = a.cache,
+        .tty = isatty(STDERR_FILENO),
+    };
+    if (a.no_context_limit && (int64_t)n_ids - 1 > e.context) e.params.context = e.context = (int64_t)n_ids - 1;
+    const int64_t rows = a.recompute > 0 ? 1 : a.chunk;
+    e.lt = malloc((size_t)rows * (size_t)e.vocab * sizeof(float));
+    e.lb = a.kl ? malloc((size_t)rows * (size_t)e.vocab * sizeof(float)) : NULL;
+    if (!e.lt || (a.kl && !e.lb)) {
+        ok = false;
+        tg_runtime_error("out of memory");
+    }
+    if (ok && a.csv_path) {
+        e.csv = fopen(a.csv_path, "w");
+        if (!e.csv) {
+            ok = false;
+            tg_runtime_error("%s: %s", a.csv_path, strerror(errno));
+        } else {
+            fputs(a.kl ? "index,context,token,nll,kl,top1\n" : "index,context,token,nll\n", e.csv);
+        }
+    }
+    if (ok) {
+        e.t_start = e.t_progress = now_s();
+        ok = evaluate(&e);
+        if (ok) progress(&e, true);
+        else if (e.tty && !a.quiet) fputc('\n', stderr);
+    }
+    if (e.csv && fclose(e.csv) != 0 && ok) {
+        ok = false;
+        tg_runtime_error("writing %s: %s", a.csv_path, strerror(errno));
+    }
+    if (ok) print_summary(&e, n_all, now_s() - t_start);
+    free(e.lt);
+    free(e.lb);
+    free(ids);
+    tg_model_free(model);
+    if (!ok) return TG_EXIT_ERROR;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno == EPIPE) return TG_EXIT_OK;
+        return tg_runtime_error("writing to stdout: %s", strerror(errno));
+    }
+    return TG_EXIT_OK;
+}

@@ -1,0 +1,383 @@
+/* test_perplexity.c — what `tinygpt perplexity` relies on: feeding a text through tg_session_eval in chunks of 64
+ * gives the same per-position logits (hence the same NLLs) as feeding it token by token, under every kind of cache
+ * policy (plain and KIVI precisions, groups and the whole-history scheme, StreamingLLM vanilla and re-positioned,
+ * quantised sinks), on random tiny models with F32 and Q8_0 weights; the `context` override that lifts the context
+ * limit; and the quantised sinks (read back within the precision's error, and different from fp32 sinks). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/quant.h"
+#include "kvcache/kvcache.h"
+#include "model/model.h"
+#include "tinygpt.h"
+
+/* ---- a random in-memory model (weights F32 or Q8_0) ---- */
+
+typedef struct {
+    struct tg_model m;
+    void **bufs; /* every allocation, freed together */
+    size_t n_bufs, cap_bufs;
+    uint64_t rng;
+} pp_model;
+
+static float pp_rnd(pp_model *s) { /* uniform in [-1, 1) */
+    s->rng ^= s->rng << 13;
+    s->rng ^= s->rng >> 7;
+    s->rng ^= s->rng << 17;
+    return (float)((s->rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static void *pp_keep(pp_model *s, size_t bytes) {
+    if (s->n_bufs == s->cap_bufs) {
+        s->cap_bufs = s->cap_bufs ? 2 * s->cap_bufs : 64;
+        s->bufs = realloc(s->bufs, s->cap_bufs * sizeof *s->bufs);
+        assert_non_null(s->bufs);
+    }
+    void *p = calloc(1, bytes);
+    assert_non_null(p);
+    s->bufs[s->n_bufs++] = p;
+    return p;
+}
+
+static tg_tensor pp_matrix(pp_model *s, int64_t rows, int64_t cols, float scale, tg_dtype type) {
+    float *f = malloc((size_t)(rows * cols) * sizeof *f);
+    assert_non_null(f);
+    for (int64_t i = 0; i < rows * cols; i++) f[i] = pp_rnd(s) * scale;
+    tg_tensor t = {type, rows, cols, NULL};
+    if (type == TG_DT_F32) {
+        float *d = pp_keep(s, (size_t)(rows * cols) * sizeof *d);
+        memcpy(d, f, (size_t)(rows * cols) * sizeof *d);
+        t.data = d;
+    } else {
+        const size_t rb = tg_row_bytes(type, cols);
+        assert_true(rb > 0);
+        uint8_t *d = pp_keep(s, rb * (size_t)rows);
+        for (int64_t r = 0; r < rows; r++) tg_quantize_row_q8_0(f + r * cols, d + (size_t)r * rb, cols);
+        t.data = d;
+    }
+    free(f);
+    return t;
+}
+
+static float *pp_norm(pp_model *s, int64_t n) {
+    float *p = pp_keep(s, (size_t)n * sizeof *p);
+    for (int64_t i = 0; i < n; i++) p[i] = 1.0f + 0.2f * pp_rnd(s);
+    return p;
+}
+
+/* 2 layers, d 64, 4 heads / 2 kv-heads of 16, ffn 96, vocab 96, context ctx. */
+static pp_model *pp_model_new(int ctx, tg_dtype type, uint64_t seed) {
+    pp_model *s = calloc(1, sizeof *s);
+    assert_non_null(s);
+    s->rng = seed * 2654435761u + 1;
+    tg_hparams *hp = &s->m.hp;
+    snprintf(hp->architecture, sizeof hp->architecture, "llama");
+    hp->n_layers = 2;
+    hp->d_model = 64;
+    hp->n_heads = 4;
+    hp->n_kv_heads = 2;
+    hp->head_dim = 16;
+    hp->ffn_dim = 96;
+    hp->vocab_size = 96;
+    hp->context_length = ctx;
+    hp->rope_theta = 10000.0f;
+    hp->norm_eps = 1e-5f;
+    hp->rope_style = TG_ROPE_HALF;
+    hp->kv_source = pp_keep(s, (size_t)hp->n_layers * sizeof(int));
+    for (int l = 0; l < hp->n_layers; l++) hp->kv_source[l] = l;
+    const int64_t d = hp->d_model, qd = hp->n_heads * hp->head_dim, kvd = hp->n_kv_heads * hp->head_dim;
+    const float sd = 1.0f / sqrtf((float)d);
+    s->m.has_weights = true;
+    s->m.tok_embd = pp_matrix(s, hp->vocab_size, d, 1.0f, TG_DT_F32);
+    s->m.out_norm = pp_norm(s, d);
+    s->m.lm_head = pp_matrix(s, hp->vocab_size, d, sd, type);
+    s->m.layers = pp_keep(s, (size_t)hp->n_layers * sizeof *s->m.layers);
+    for (int l = 0; l < hp->n_layers; l++) {
+        tg_layer_weights *w = &s->m.layers[l];
+        w->attn_norm = pp_norm(s, d);
+        w->wq = pp_matrix(s, qd, d, 2.0f * sd, type);
+        w->wk = pp_matrix(s, kvd, d, 2.0f * sd, type);
+        w->wv = pp_matrix(s, kvd, d, sd, type);
+        w->wo = pp_matrix(s, d, qd, 1.0f / sqrtf((float)qd), type);
+        w->ffn_norm = pp_norm(s, d);
+        w->w_gate = pp_matrix(s, hp->ffn_dim, d, sd, type);
+        w->w_up = pp_matrix(s, hp->ffn_dim, d, sd, type);
+        w->w_down = pp_matrix(s, d, hp->ffn_dim, 1.0f / sqrtf((float)hp->ffn_dim), type);
+    }
+    return s;
+}
+
+static void pp_model_free(pp_model *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n_bufs; i++) free(s->bufs[i]);
+    free(s->bufs);
+    free(s);
+}
+
+/* A token sequence that repeats itself with variations, so attention has something to find. */
+static int32_t *pp_text(int n, int vocab, uint64_t seed) {
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    assert_non_null(ids);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ids[i] = (i >= 24 && x % 3 != 0) ? ids[i - 24] : (int32_t)(x % (uint64_t)vocab);
+    }
+    return ids;
+}
+
+/* NLL of every next token (rows 0 .. n-2), in double through log-sum-exp. */
+static void pp_nlls(const float *logits, const int32_t *ids, int n, int vocab, double *out) {
+    for (int t = 0; t + 1 < n; t++) {
+        const float *row = logits + (size_t)t * (size_t)vocab;
+        double m = row[0];
+        for (int i = 1; i < vocab; i++) m = row[i] > m ? row[i] : m;
+        double sum = 0.0;
+        for (int i = 0; i < vocab; i++) sum += exp((double)row[i] - m);
+        out[t] = m + log(sum) - (double)row[ids[t + 1]];
+    }
+}
+
+/* All n logits rows of ids through one session, `chunk` tokens per tg_session_eval call. */
+static float *pp_run(const pp_model *s, const tg_cache_params *p, const int32_t *ids, int n, int chunk) {
+    const int vocab = s->m.hp.vocab_size;
+    tg_error err = {{0}};
+    tg_session *sess = tg_session_new(&s->m, p, 1, &err);
+    if (!sess) fail_msg("tg_session_new: %s", err.msg);
+    float *logits = malloc((size_t)n * (size_t)vocab * sizeof *logits);
+    assert_non_null(logits);
+    for (int done = 0; done < n; done += chunk) {
+        const int c = n - done < chunk ? n - done : chunk;
+        if (!tg_session_eval(sess, ids + done, (size_t)c, logits + (size_t)done * (size_t)vocab, NULL, &err))
+            fail_msg("eval at %d: %s", done, err.msg);
+    }
+    tg_session_free(sess);
+    return logits;
+}
+
+typedef struct {
+    const char *name;
+    tg_kv_precision k, v;
+    int64_t sink, window;
+    int group, residual;
+    bool reposition, quantize_sinks;
+} pp_policy;
+
+/* Chunks of 64 (and an odd 23) against token by token: the NLL of every position within 1e-6 (the forward pass
+ * appends and attends token by token inside a chunk; only the projections are batched). Returns the largest
+ * difference seen, for the message. */
+static void check_chunk_identity(tg_dtype type, const pp_policy *pol, size_t n_pol) {
+    const int n = 300, ctx = 320;
+    pp_model *s = pp_model_new(ctx, type, 3);
+    const int vocab = s->m.hp.vocab_size;
+    int32_t *ids = pp_text(n, vocab, 5);
+    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t i = 0; i < n_pol; i++) {
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = pol[i].k;
+        p.value_precision = pol[i].v;
+        p.sink = pol[i].sink;
+        p.window = pol[i].window;
+        p.group_size = pol[i].group;
+        p.residual = pol[i].residual;
+        p.reposition = pol[i].reposition;
+        p.quantize_sinks = pol[i].quantize_sinks;
+        float *one = pp_run(s, &p, ids, n, 1);
+        pp_nlls(one, ids, n, vocab, a);
+        const int chunks[] = {64, 23};
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+            float *many = pp_run(s, &p, ids, n, chunks[c]);
+            pp_nlls(many, ids, n, vocab, b);
+            double worst = 0.0, mean_a = 0.0;
+            for (int t = 0; t + 1 < n; t++) {
+                double d = fabs(a[t] - b[t]);
+                worst = d > worst ? d : worst;
+                mean_a += a[t];
+                if (!isfinite(a[t])) fail_msg("%s: NLL at %d is not finite", pol[i].name, t);
+            }
+            if (!(worst <= 1e-6))
+                fail_msg("%s (%s weights): chunk %d vs token by token: NLL differs by %g", pol[i].name,
+                         tg_dtype_name(type), chunks[c], worst);
+            /* the policy did something: a NLL mean that is a real number */
+            assert_true(mean_a > 0.0);
+            free(many);
+        }
+        free(one);
+    }
+    free(a);
+    free(b);
+    free(ids);
+    pp_model_free(s);
+}
+
+static const pp_policy POLICIES[] = {
+    {"fp32 unbounded", TG_KV_FP32, TG_KV_FP32, -1, 0, 32, 128, false, false},
+    {"bf16 unbounded", TG_KV_BF16, TG_KV_BF16, -1, 0, 32, 128, false, false},
+    {"int8 unbounded", TG_KV_INT8, TG_KV_INT8, -1, 0, 32, 128, false, false},
+    {"int4 group 16 residual 32", TG_KV_INT4, TG_KV_INT4, -1, 0, 16, 32, false, false},
+    {"int2 whole-history", TG_KV_INT2, TG_KV_INT2, -1, 0, 0, 0, false, false},
+    {"K int8 / V int4", TG_KV_INT8, TG_KV_INT4, -1, 0, 32, 64, false, false},
+    {"fp32 sink 4 + window 40", TG_KV_FP32, TG_KV_FP32, 4, 40, 32, 128, false, false},
+    {"fp16 sink 0 + window 48 re-positioned", TG_KV_FP16, TG_KV_FP16, 0, 48, 32, 128, true, false},
+    {"int4 sink 4 + window 60 vanilla", TG_KV_INT4, TG_KV_INT4, 4, 60, 16, 32, false, false},
+    {"int4 sink 4 + window 60 re-positioned", TG_KV_INT4, TG_KV_INT4, 4, 60, 16, 32, true, false},
+    {"int2 sink 4 + window 60 quantised sinks", TG_KV_INT2, TG_KV_INT2, 4, 60, 16, 16, true, true},
+    {"int8 whole-history sink 2 + window 50", TG_KV_INT8, TG_KV_INT8, 2, 50, 0, 0, false, true},
+};
+
+static void test_chunked_equals_token_by_token_f32(void **state) {
+    (void)state;
+    check_chunk_identity(TG_DT_F32, POLICIES, sizeof POLICIES / sizeof POLICIES[0]);
+}
+
+static void test_chunked_equals_token_by_token_q8_0(void **state) {
+    (void)state;
+    check_chunk_identity(TG_DT_Q8_0, POLICIES, sizeof POLICIES / sizeof POLICIES[0]);
+}
+
+/* params.context lifts the context limit of an unbounded cache; a negative one is refused. */
+static void test_context_override(void **state) {
+    (void)state;
+    pp_model *s = pp_model_new(32, TG_DT_F32, 9);
+    tg_error err = {{0}};
+    tg_cache_params p = tg_cache_default_params();
+    tg_session *plain = tg_session_new(&s->m, &p, 1, &err);
+    assert_non_null(plain);
+    assert_int_equal(tg_session_remaining(plain), 32);
+    p.context = 100;
+    tg_session *big = tg_session_new(&s->m, &p, 1, &err);
+    if (!big) fail_msg("tg_session_new: %s", err.msg);
+    assert_int_equal(tg_session_remaining(big), 100);
+    int32_t *ids = pp_text(100, s->m.hp.vocab_size, 2);
+    float *a = malloc(100 * (size_t)s->m.hp.vocab_size * sizeof *a);
+    assert_non_null(a);
+    assert_false(tg_session_eval(plain, ids, 33, NULL, NULL, &err));
+    assert_true(tg_session_eval(big, ids, 100, a, NULL, &err));
+    assert_int_equal(tg_session_remaining(big), 0);
+    assert_false(tg_session_eval(big, ids, 1, NULL, NULL, &err));
+    /* the first 32 positions are those of the model's own context: the same logits */
+    float *b = malloc(32 * (size_t)s->m.hp.vocab_size * sizeof *b);
+    assert_non_null(b);
+    tg_session_free(plain);
+    p.context = 0;
+    plain = tg_session_new(&s->m, &p, 1, &err);
+    assert_true(tg_session_eval(plain, ids, 32, b, NULL, &err));
+    assert_memory_equal(a, b, 32 * (size_t)s->m.hp.vocab_size * sizeof *a);
+    p.context = -1;
+    assert_null(tg_session_new(&s->m, &p, 1, &err));
+    assert_non_null(strstr(err.msg, "context"));
+    free(a);
+    free(b);
+    free(ids);
+    tg_session_free(plain);
+    tg_session_free(big);
+    pp_model_free(s);
+}
+
+/* quantize_sinks: the sinks read back as their round trip through the precision (within half a step of the
+ * per-channel / per-token grid, not equal to the fp32 input), until all sinks are in they are exact, and without
+ * the flag they stay bit-exact. */
+static void test_quantized_sinks(void **state) {
+    (void)state;
+    const int H = 2, D = 16, S = 4;
+    tg_cache_shape shape = {.n_layers = 1, .n_heads = 2, .n_kv_heads = H, .head_dim = D, .rope_theta = 10000.0f,
+                            .rope_style = TG_ROPE_HALF, .context_length = 64};
+    uint64_t x = 77;
+    float k[8][32], v[8][32];
+    for (int t = 0; t < 8; t++)
+        for (int i = 0; i < H * D; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            k[t][i] = (float)((double)(x >> 11) / 9007199254740992.0) * 4.0f - 2.0f;
+            v[t][i] = (float)((double)((x >> 3) & 0xFFFFF) / 1048576.0) * 2.0f - 1.0f;
+        }
+    const tg_kv_precision precs[] = {TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
+    const double steps[] = {255.0, 15.0, 3.0};
+    for (int qi = 0; qi < 3; qi++) {
+        for (int quant = 0; quant <= 1; quant++) {
+            tg_cache_params p = tg_cache_default_params();
+            p.key_precision = p.value_precision = precs[qi];
+            p.sink = S;
+            p.window = 8;
+            p.group_size = 4;
+            p.residual = 4;
+            p.reposition = true; /* keys stored pre-RoPE: read back at their slot == their position here */
+            p.quantize_sinks = quant;
+            tg_error err = {{0}};
+            tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+            if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
+            float kb[16 * 32], vb[16 * 32], ref[32];
+            int64_t pos[16];
+            for (int t = 0; t < S; t++) {
+                tg_kvcache_append(c, 0, t, k[t], v[t]);
+                int64_t n = tg_kvcache_read_back(c, 0, t, NULL, vb, pos);
+                assert_int_equal(n, t + 1);
+                if (t < S - 1) assert_memory_equal(vb, v, (size_t)(t + 1) * H * D * sizeof(float));
+            }
+            int64_t n = tg_kvcache_read_back(c, 0, S, kb, vb, pos);
+            assert_int_equal(n, S);
+            double worst_v = 0.0, worst_k = 0.0;
+            for (int t = 0; t < S; t++) {
+                for (int h = 0; h < H; h++) {
+                    /* value tolerance: half a step of this token's own range */
+                    float lo = v[t][h * D], hi = lo;
+                    for (int i = 0; i < D; i++) {
+                        lo = fminf(lo, v[t][h * D + i]);
+                        hi = fmaxf(hi, v[t][h * D + i]);
+                    }
+                    const double tol = 0.5 * (hi - lo) / steps[qi] * 1.01 + 1e-5;
+                    for (int i = 0; i < D; i++) {
+                        double d = fabs((double)vb[(t * H + h) * D + i] - v[t][h * D + i]);
+                        if (d > tol) fail_msg("%s sink %d value %d off by %g > %g", tg_kv_precision_name(precs[qi]),
+                                              t, i, d, tol);
+                        worst_v = d > worst_v ? d : worst_v;
+                    }
+                }
+                memcpy(ref, k[t], sizeof ref);
+                tg_rope(ref, H, D, t, 10000.0f, TG_ROPE_HALF);
+                for (int i = 0; i < H * D; i++) {
+                    double d = fabs((double)kb[t * H * D + i] - ref[i]);
+                    worst_k = d > worst_k ? d : worst_k;
+                }
+            }
+            if (!quant) {
+                assert_true(worst_v == 0.0);
+                assert_true(worst_k < 1e-5); /* RoPE by the table vs tg_rope */
+            } else {
+                if (!(worst_v > 0.0)) fail_msg("%s: quantised sink values are exact", tg_kv_precision_name(precs[qi]));
+                /* keys per channel over the 4 sinks: rotated, the error is at most sqrt(2) half-steps of the widest
+                 * channel range (4 / levels), loosely */
+                const double ktol = 2.0 * 4.0 / steps[qi];
+                if (!(worst_k > 1e-5 && worst_k <= ktol))
+                    fail_msg("%s: key error %g not in (1e-5, %g]", tg_kv_precision_name(precs[qi]), worst_k, ktol);
+            }
+            tg_cache_report r;
+            tg_kvcache_report(c, S, &r);
+            assert_non_null(strstr(r.policy, quant ? "sinks quantised" : "sinks fp32"));
+            assert_int_equal(r.sink, S);
+            assert_int_equal(r.window, 8);
+            tg_kvcache_free(c);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chunked_equals_token_by_token_f32),
+        cmocka_unit_test(test_chunked_equals_token_by_token_q8_0),
+        cmocka_unit_test(test_context_override),
+        cmocka_unit_test(test_quantized_sinks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
