@@ -61,6 +61,9 @@ test: unit-tests tinygpt
 	@tests/run.sh $(ASN)
 
 clean:
-	rm -rf build tinygpt
+	rm -rf build tinygpt fuzz/build
+
+# libFuzzer harnesses: `make fuzz` (fuzz/README.md)
+include fuzz/fuzz.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

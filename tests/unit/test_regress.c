@@ -1,0 +1,108 @@
+/* test_regress.c — replays the inputs that once crashed a fuzz harness (tests/regress/<harness>/, kept after the
+ * fix) and the seed corpora (fuzz/seeds/<harness>/) through the harnesses' own checks, in the sanitizer build:
+ * any broken contract aborts, any memory or undefined-behaviour error is reported by ASan/UBSan. The harness
+ * sources are compiled in here with their libFuzzer entry points renamed; src/cli/args.c (not in the library) too.
+ * Run from the repository root (tests/run.sh does). */
+#define LLVMFuzzerTestOneInput regress_gguf_one
+#include "../../fuzz/fuzz_gguf.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput regress_hf_one
+#include "../../fuzz/fuzz_hf.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput regress_tokenizer_json_one
+#include "../../fuzz/fuzz_tokenizer_json.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput regress_tokenize_one
+#define LLVMFuzzerInitialize regress_tokenize_init
+#include "../../fuzz/fuzz_tokenize.c"
+#undef LLVMFuzzerTestOneInput
+#undef LLVMFuzzerInitialize
+#define LLVMFuzzerTestOneInput regress_args_one
+#define LLVMFuzzerInitialize regress_args_init
+#include "../../fuzz/fuzz_args.c"
+#undef LLVMFuzzerTestOneInput
+#undef LLVMFuzzerInitialize
+#include "../../src/cli/args.c"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+typedef int (*one_input_fn)(const uint8_t *data, size_t size);
+
+/* Feeds every regular file of dir to one(); returns how many (0 when dir is absent). */
+static size_t replay_dir(one_input_fn one, const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t count = 0;
+    struct dirent *e;
+    char path[1024];
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        uint8_t *buf = malloc((size_t)st.st_size + 1);
+        assert_non_null(buf);
+        size_t n = fread(buf, 1, (size_t)st.st_size, f);
+        fclose(f);
+        assert_int_equal(n, (size_t)st.st_size);
+        assert_int_equal(one(buf, n), 0);
+        free(buf);
+        count++;
+    }
+    closedir(d);
+    return count;
+}
+
+/* The regression inputs of `harness` (at least min_regress of them must exist) and its seeds (at least one). */
+static void replay(one_input_fn one, const char *harness, size_t min_regress) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "tests/regress/%s", harness);
+    size_t n_regress = replay_dir(one, dir);
+    snprintf(dir, sizeof dir, "fuzz/seeds/%s", harness);
+    size_t n_seeds = replay_dir(one, dir);
+    print_message("%s: %zu regression inputs, %zu seeds\n", harness, n_regress, n_seeds);
+    assert_true(n_regress >= min_regress);
+    assert_true(n_seeds >= 1);
+}
+
+static void test_gguf(void **state) {
+    (void)state;
+    replay(regress_gguf_one, "gguf", 1);
+}
+
+static void test_hf(void **state) {
+    (void)state;
+    replay(regress_hf_one, "hf", 1);
+}
+
+static void test_tokenizer_json(void **state) {
+    (void)state;
+    replay(regress_tokenizer_json_one, "tokenizer_json", 0);
+}
+
+static void test_tokenize(void **state) {
+    (void)state;
+    regress_tokenize_init(NULL, NULL);
+    replay(regress_tokenize_one, "tokenize", 1);
+}
+
+static void test_args(void **state) {
+    (void)state;
+    regress_args_init(NULL, NULL);
+    replay(regress_args_one, "args", 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gguf),          cmocka_unit_test(test_hf),   cmocka_unit_test(test_tokenizer_json),
+        cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
