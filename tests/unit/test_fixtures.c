@@ -19,11 +19,13 @@
 
 #include "tinygpt.h"
 
-/* Largest |logit - golden| accepted per weight type. F32 weights: only summation order differs from PyTorch.
- * F16 and Q8_0 files round every weight (2^-11 relative, about 1/254 of each 32-block's maximum), which moves
- * the logits of these tiny trained models (|logit| up to about 20) by a few hundredths up to a few tenths. */
+/* Largest |logit - golden| accepted per weight type; the golden logits reach |20|. F32 weights: only summation
+ * order differs from PyTorch (measured about 1.5e-5). F16 files round every weight to 2^-11 relative (measured
+ * 0.012 on llama-spm); Q8_0 files round each weight to 1/254 of its 32-block's maximum and our kernel also rounds
+ * the activations to 8 bits, as llama.cpp does (measured 0.31). The greedy continuation is required to match only
+ * for F32 weights. */
 #define TOL_F32 1e-3
-#define TOL_F16 0.1
+#define TOL_F16 0.05
 #define TOL_Q8_0 0.5
 
 #define MAX_FIXTURES 16
