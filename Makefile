@@ -24,7 +24,7 @@ ASN_CLI_OBJ := $(CLI_SRC:%.c=$(ASN)/%.o)
 ASN_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(ASN)/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(ASN)/tests/%)
 
-.PHONY: all test clean unit-tests
+.PHONY: all test clean unit-tests tools
 all: tinygpt
 
 tinygpt: $(REL_CLI_OBJ) $(REL)/libtinygpt.a
@@ -54,6 +54,14 @@ $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(SAN) $(OMP) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
 	    $(DEPS_LIBS) -lcmocka
+
+# --- tools/*.c: stand-alone programs on the release library (bench/compare-llamacpp builds them) ---
+TOOL_BIN := $(patsubst tools/%.c,$(REL)/tools/%,$(wildcard tools/*.c))
+tools: $(TOOL_BIN)
+
+$(REL)/tools/%: tools/%.c $(REL)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(OPT) $(OMP) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
 
 unit-tests: $(TEST_BIN) $(ASN)/tinygpt
 

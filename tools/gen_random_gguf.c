@@ -1,0 +1,387 @@
+/* gen_random_gguf.c — writes GGUF v3 files of random weights with the exact tensor shapes of real Llama-family
+ * models, so that speed can be measured at real sizes without downloading anything (speed does not depend on the
+ * weights' values). Not part of the library: a tool built by `make tools`.
+ *
+ *   build/release/tools/gen_random_gguf --shape smollm2-135m|tinyllama-1.1b --type f16|q8_0|q4_0 --out FILE
+ *                                       [--seed S] [--ctx N]
+ *
+ * Weights are N(0, 0.02)-like (a sum of four uniforms, scaled), so activations stay finite through every layer;
+ * norm weights are 1. Q8_0 / Q4_0 tensors are quantised with the library's own row quantisers (the embedding too,
+ * as llama.cpp's pure quantisation does). The vocabulary is synthetic and self-contained: a SentencePiece-style
+ * ("llama") token list with <unk>, <s>, </s>, the 256 byte tokens, the printable ASCII characters and filler words,
+ * as many tokens as the shape's vocabulary, which llama.cpp and tinygpt both load.
+ *
+ * The file is streamed tensor by tensor (a 1.1B-parameter F16 file is 2.2 GB); the only buffers are one row. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/quant.h"
+#include "kernels/tensor.h"
+#include "util/half.h"
+
+#define ALIGNMENT 32
+
+/* ggml type numbers and llama file types. */
+enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8 };
+enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7 };
+/* GGUF metadata value types. */
+enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };
+/* llama.cpp token types. */
+enum { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_BYTE = 6 };
+
+typedef struct {
+    const char *name;
+    int n_layers, d_model, n_heads, n_kv_heads, head_dim, ffn_dim, vocab;
+    bool tied;
+    float rope_theta, norm_eps;
+    int context; /* written as llama.context_length (see --ctx) */
+} shape;
+
+static const shape SHAPES[] = {
+    {"smollm2-135m", 30, 576, 9, 3, 64, 1536, 49152, true, 100000.0f, 1e-5f, 8192},
+    {"tinyllama-1.1b", 22, 2048, 32, 4, 64, 5632, 32000, false, 10000.0f, 1e-5f, 8192},
+};
+
+/* ---- random numbers ---------------------------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Approximately N(0, std^2): the sum of four uniforms on (-1, 1) has variance 4/3. One 64-bit draw gives the four
+ * 16-bit uniforms. */
+static float rng_normal(uint64_t *s, float std) {
+    uint64_t r = rng_next(s);
+    float sum = 0.0f;
+    for (int i = 0; i < 4; i++, r >>= 16) sum += (float)(r & 0xffff) * (2.0f / 65536.0f) - 1.0f;
+    return sum * std * 0.8660254f; /* sqrt(3/4) */
+}
+
+/* ---- a streaming GGUF writer ------------------------------------------------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    bool ok;
+    int err_no;
+} writer;
+
+static void put(writer *w, const void *p, size_t n) {
+    if (w->ok && n && fwrite(p, 1, n, w->f) != n) {
+        w->ok = false;
+        w->err_no = errno;
+    }
+}
+static void put_u32(writer *w, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    put(w, b, 4);
+}
+static void put_u64(writer *w, uint64_t v) {
+    put_u32(w, (uint32_t)v);
+    put_u32(w, (uint32_t)(v >> 32));
+}
+static void put_f32(writer *w, float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    put_u32(w, u);
+}
+static void put_str(writer *w, const char *s) {
+    put_u64(w, strlen(s));
+    put(w, s, strlen(s));
+}
+static void put_zeros(writer *w, size_t n) {
+    static const uint8_t z[ALIGNMENT];
+    while (n) {
+        size_t k = n < sizeof z ? n : sizeof z;
+        put(w, z, k);
+        n -= k;
+    }
+}
+
+static void kv_u32(writer *w, const char *key, uint32_t v) {
+    put_str(w, key);
+    put_u32(w, GV_U32);
+    put_u32(w, v);
+}
+static void kv_f32(writer *w, const char *key, float v) {
+    put_str(w, key);
+    put_u32(w, GV_F32);
+    put_f32(w, v);
+}
+static void kv_bool(writer *w, const char *key, bool v) {
+    put_str(w, key);
+    put_u32(w, GV_BOOL);
+    uint8_t b = v ? 1 : 0;
+    put(w, &b, 1);
+}
+static void kv_str(writer *w, const char *key, const char *v) {
+    put_str(w, key);
+    put_u32(w, GV_STRING);
+    put_str(w, v);
+}
+static void kv_array_header(writer *w, const char *key, uint32_t elem_type, uint64_t count) {
+    put_str(w, key);
+    put_u32(w, GV_ARRAY);
+    put_u32(w, elem_type);
+    put_u64(w, count);
+}
+
+/* ---- the vocabulary ------------------------------------------------------------------------------------------ */
+
+/* Text of token i of the synthetic SentencePiece vocabulary into buf; its type in *type. */
+static void token_text(int i, char *buf, size_t cap, int *type) {
+    if (i == 0) {
+        snprintf(buf, cap, "<unk>");
+        *type = TOK_UNKNOWN;
+    } else if (i == 1 || i == 2) {
+        snprintf(buf, cap, i == 1 ? "<s>" : "</s>");
+        *type = TOK_CONTROL;
+    } else if (i < 3 + 256) {
+        snprintf(buf, cap, "<0x%02X>", i - 3);
+        *type = TOK_BYTE;
+    } else if (i < 3 + 256 + 95) {
+        int ch = 32 + (i - 3 - 256);
+        if (ch == ' ') snprintf(buf, cap, "\xe2\x96\x81"); /* U+2581, SentencePiece's space */
+        else snprintf(buf, cap, "%c", ch);
+        *type = TOK_NORMAL;
+    } else {
+        snprintf(buf, cap, "\xe2\x96\x81w%d", i);
+        *type = TOK_NORMAL;
+    }
+}
+
+static const int N_VOCAB_KV = 9;
+
+static void write_vocab(writer *w, int vocab) {
+    char buf[32];
+    int type;
+    kv_str(w, "tokenizer.ggml.model", "llama");
+    kv_str(w, "tokenizer.ggml.pre", "default");
+    kv_array_header(w, "tokenizer.ggml.tokens", GV_STRING, (uint64_t)vocab);
+    for (int i = 0; i < vocab; i++) {
+        token_text(i, buf, sizeof buf, &type);
+        put_str(w, buf);
+    }
+    kv_array_header(w, "tokenizer.ggml.scores", GV_F32, (uint64_t)vocab);
+    for (int i = 0; i < vocab; i++) put_f32(w, i < 3 + 256 ? 0.0f : -(float)i);
+    kv_array_header(w, "tokenizer.ggml.token_type", GV_I32, (uint64_t)vocab);
+    for (int i = 0; i < vocab; i++) {
+        token_text(i, buf, sizeof buf, &type);
+        put_u32(w, (uint32_t)type);
+    }
+    kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    kv_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    kv_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    kv_bool(w, "tokenizer.ggml.add_bos_token", true);
+}
+
+/* ---- tensors ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char name[64];
+    int64_t rows, cols; /* ne1, ne0 */
+    bool norm;          /* 1-D F32 norm weight (all ones) */
+    uint32_t ggml_type;
+    size_t nbytes;
+    uint64_t offset;
+} tensor;
+
+static size_t row_bytes_of(uint32_t ggml_type, int64_t cols) {
+    switch (ggml_type) {
+    case GGML_F32: return (size_t)cols * 4;
+    case GGML_F16: return (size_t)cols * 2;
+    case GGML_Q8_0: return tg_row_bytes(TG_DT_Q8_0, cols);
+    default: return tg_row_bytes(TG_DT_Q4_0, cols);
+    }
+}
+
+static size_t align_up(size_t x) { return (x + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT; }
+
+static void add_tensor(tensor *t, size_t *n, const char *name, int64_t rows, int64_t cols, bool norm,
+                       uint32_t wtype) {
+    tensor *x = &t[(*n)++];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->rows = rows;
+    x->cols = cols;
+    x->norm = norm;
+    x->ggml_type = norm ? GGML_F32 : wtype;
+    x->nbytes = row_bytes_of(x->ggml_type, cols) * (size_t)rows;
+}
+
+/* Streams one tensor's data: rows of random values converted to its type. */
+static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *row, uint8_t *out) {
+    const size_t rb = row_bytes_of(t->ggml_type, t->cols);
+    for (int64_t r = 0; r < t->rows && w->ok; r++) {
+        for (int64_t j = 0; j < t->cols; j++) row[j] = t->norm ? 1.0f : rng_normal(rng, 0.02f);
+        switch (t->ggml_type) {
+        case GGML_F32: memcpy(out, row, rb); break;
+        case GGML_F16:
+            for (int64_t j = 0; j < t->cols; j++) {
+                uint16_t h = tg_f32_to_f16(row[j]);
+                memcpy(out + 2 * j, &h, 2);
+            }
+            break;
+        case GGML_Q8_0: tg_quantize_row_q8_0(row, out, t->cols); break;
+        default: tg_quantize_row_q4_0(row, out, t->cols); break;
+        }
+        put(w, out, rb);
+    }
+}
+
+static int usage(void) {
+    fputs("usage: gen_random_gguf --shape smollm2-135m|tinyllama-1.1b --type f16|q8_0|q4_0 --out FILE "
+          "[--seed S] [--ctx N]\n",
+          stderr);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *shape_name = NULL, *type_name = NULL, *out_path = NULL;
+    uint64_t seed = 1;
+    long ctx = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc) return usage();
+        const char *v = argv[++i];
+        char *end = NULL;
+        if (strcmp(a, "--shape") == 0) shape_name = v;
+        else if (strcmp(a, "--type") == 0) type_name = v;
+        else if (strcmp(a, "--out") == 0) out_path = v;
+        else if (strcmp(a, "--seed") == 0) {
+            seed = strtoull(v, &end, 10);
+            if (!end || *end) return usage();
+        } else if (strcmp(a, "--ctx") == 0) {
+            ctx = strtol(v, &end, 10);
+            if (!end || *end || ctx < 1 || ctx > (1L << 24)) return usage();
+        } else return usage();
+    }
+    if (!shape_name || !type_name || !out_path) return usage();
+    const shape *sh = NULL;
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+        if (strcmp(SHAPES[i].name, shape_name) == 0) sh = &SHAPES[i];
+    if (!sh) {
+        fprintf(stderr, "gen_random_gguf: unknown shape '%s'\n", shape_name);
+        return usage();
+    }
+    uint32_t wtype, ftype;
+    if (strcmp(type_name, "f16") == 0) wtype = GGML_F16, ftype = FTYPE_F16;
+    else if (strcmp(type_name, "q8_0") == 0) wtype = GGML_Q8_0, ftype = FTYPE_Q8_0;
+    else if (strcmp(type_name, "q4_0") == 0) wtype = GGML_Q4_0, ftype = FTYPE_Q4_0;
+    else {
+        fprintf(stderr, "gen_random_gguf: unknown type '%s'\n", type_name);
+        return usage();
+    }
+    const int context = ctx > 0 ? (int)ctx : sh->context;
+
+    /* tensor list in llama.cpp's order */
+    const size_t max_tensors = 3 + 9 * (size_t)sh->n_layers;
+    tensor *ts = calloc(max_tensors, sizeof *ts);
+    if (!ts) return 1;
+    size_t nt = 0;
+    const int64_t d = sh->d_model, qd = (int64_t)sh->n_heads * sh->head_dim, kvd = (int64_t)sh->n_kv_heads * sh->head_dim;
+    add_tensor(ts, &nt, "token_embd.weight", sh->vocab, d, false, wtype);
+    add_tensor(ts, &nt, "output_norm.weight", 1, d, true, wtype);
+    if (!sh->tied) add_tensor(ts, &nt, "output.weight", sh->vocab, d, false, wtype);
+    for (int l = 0; l < sh->n_layers; l++) {
+        char name[64];
+#define T(suffix, rows, cols, norm)                                                                                 \
+    snprintf(name, sizeof name, "blk.%d." suffix, l);                                                              \
+    add_tensor(ts, &nt, name, rows, cols, norm, wtype)
+        T("attn_norm.weight", 1, d, true);
+        T("attn_q.weight", qd, d, false);
+        T("attn_k.weight", kvd, d, false);
+        T("attn_v.weight", kvd, d, false);
+        T("attn_output.weight", d, qd, false);
+        T("ffn_norm.weight", 1, d, true);
+        T("ffn_gate.weight", sh->ffn_dim, d, false);
+        T("ffn_up.weight", sh->ffn_dim, d, false);
+        T("ffn_down.weight", d, sh->ffn_dim, false);
+#undef T
+    }
+    uint64_t off = 0;
+    for (size_t i = 0; i < nt; i++) {
+        ts[i].offset = off;
+        off += align_up(ts[i].nbytes);
+    }
+
+    writer w = {.f = fopen(out_path, "wb"), .path = out_path, .ok = true};
+    if (!w.f) {
+        fprintf(stderr, "gen_random_gguf: cannot create %s: %s\n", out_path, strerror(errno));
+        free(ts);
+        return 1;
+    }
+    static char iobuf[1 << 20];
+    setvbuf(w.f, iobuf, _IOFBF, sizeof iobuf);
+
+    /* header: the metadata is counted first */
+    const int n_kv = 14 + N_VOCAB_KV + 1;
+    put(&w, "GGUF", 4);
+    put_u32(&w, 3);
+    put_u64(&w, nt);
+    put_u64(&w, (uint64_t)n_kv);
+    kv_str(&w, "general.architecture", "llama");
+    kv_str(&w, "general.name", sh->name);
+    kv_u32(&w, "general.alignment", ALIGNMENT);
+    kv_u32(&w, "general.file_type", ftype);
+    kv_u32(&w, "llama.block_count", (uint32_t)sh->n_layers);
+    kv_u32(&w, "llama.context_length", (uint32_t)context);
+    kv_u32(&w, "llama.embedding_length", (uint32_t)sh->d_model);
+    kv_u32(&w, "llama.feed_forward_length", (uint32_t)sh->ffn_dim);
+    kv_u32(&w, "llama.attention.head_count", (uint32_t)sh->n_heads);
+    kv_u32(&w, "llama.attention.head_count_kv", (uint32_t)sh->n_kv_heads);
+    kv_f32(&w, "llama.attention.layer_norm_rms_epsilon", sh->norm_eps);
+    kv_u32(&w, "llama.rope.dimension_count", (uint32_t)sh->head_dim);
+    kv_f32(&w, "llama.rope.freq_base", sh->rope_theta);
+    kv_u32(&w, "llama.vocab_size", (uint32_t)sh->vocab);
+    write_vocab(&w, sh->vocab);
+    kv_str(&w, "general.source", "tinygpt tools/gen_random_gguf: random weights, real shapes");
+
+    for (size_t i = 0; i < nt; i++) {
+        put_str(&w, ts[i].name);
+        bool one_d = ts[i].norm;
+        put_u32(&w, one_d ? 1 : 2);
+        put_u64(&w, (uint64_t)ts[i].cols);
+        if (!one_d) put_u64(&w, (uint64_t)ts[i].rows);
+        put_u32(&w, ts[i].ggml_type);
+        put_u64(&w, ts[i].offset);
+    }
+    long here = ftell(w.f);
+    if (here < 0) w.ok = false;
+    else put_zeros(&w, align_up((size_t)here) - (size_t)here);
+
+    float *row = malloc((size_t)sh->ffn_dim * 4 > (size_t)d * 4 ? (size_t)sh->ffn_dim * 4 : (size_t)d * 4);
+    uint8_t *out = malloc((size_t)(sh->ffn_dim > d ? sh->ffn_dim : d) * 4);
+    uint64_t rng = seed;
+    int64_t n_params = 0;
+    if (!row || !out) w.ok = false;
+    for (size_t i = 0; i < nt && w.ok; i++) {
+        write_tensor_data(&w, &ts[i], &rng, row, out);
+        put_zeros(&w, align_up(ts[i].nbytes) - ts[i].nbytes);
+        n_params += ts[i].rows * ts[i].cols;
+    }
+    free(row);
+    free(out);
+    free(ts);
+    if (fclose(w.f) != 0 && w.ok) {
+        w.ok = false;
+        w.err_no = errno;
+    }
+    if (!w.ok) {
+        fprintf(stderr, "gen_random_gguf: writing %s failed: %s\n", out_path, strerror(w.err_no));
+        remove(out_path);
+        return 1;
+    }
+    printf("%s: %s, %s, %" PRId64 " parameters, context %d\n", out_path, sh->name, type_name, n_params, context);
+    return 0;
+}
