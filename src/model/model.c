@@ -199,6 +199,82 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
     return true;
 }
 
+/* ---- finiteness of the weights ---- */
+
+/* Index (row-major) of the first element of t that is NaN or infinite, or -1: a bit test per F32/F16/BF16 element,
+ * and per fp16 block scale of Q8_0/Q4_0 (the integer quants are always finite; a bad scale spoils its block). */
+static int64_t first_non_finite_weight(const tg_tensor *t) {
+    const int64_t n = t->rows * t->cols; /* from a shape checked against the file */
+    const uint8_t *p = t->data;
+    switch (t->type) {
+    case TG_DT_F32:
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            if ((u & 0x7f800000u) == 0x7f800000u) return i;
+        }
+        return -1;
+    case TG_DT_F16:
+    case TG_DT_BF16: {
+        const uint16_t exp = t->type == TG_DT_F16 ? 0x7c00u : 0x7f80u;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            if ((h & exp) == exp) return i;
+        }
+        return -1;
+    }
+    case TG_DT_Q8_0:
+    case TG_DT_Q4_0: {
+        const int64_t block_bytes = t->type == TG_DT_Q8_0 ? 34 : 18;
+        for (int64_t b = 0; b < n / TG_QK; b++) {
+            uint16_t d;
+            memcpy(&d, p + b * block_bytes, 2);
+            if ((d & 0x7c00u) == 0x7c00u) return b * TG_QK;
+        }
+        return -1;
+    }
+    default: return -1;
+    }
+}
+
+static bool check_finite(const tg_tensor *t, const char *path, const char *what, int layer, tg_error *err) {
+    if (!t->data) return true;
+    const int64_t i = first_non_finite_weight(t);
+    if (i < 0) return true;
+    char where[32] = "";
+    if (layer >= 0) snprintf(where, sizeof where, " of layer %d", layer);
+    return tg_fail(err, "%s: the %s weights%s hold a NaN or infinite value (row %lld, column %lld)", path, what, where,
+                   (long long)(i / t->cols), (long long)(i % t->cols));
+}
+
+static bool check_finite_norm(const float *w, int64_t d, const char *path, const char *what, int layer,
+                              tg_error *err) {
+    const tg_tensor t = {.type = TG_DT_F32, .rows = 1, .cols = d, .data = w};
+    return check_finite(&t, path, what, layer, err);
+}
+
+/* Rejects a model whose weights hold NaN or Inf (which would only show as non-finite logits later): one pass over
+ * every weight, memory-bound. */
+static bool check_weights_finite(const tg_model *m, const char *path, tg_error *err) {
+    const int64_t d = m->hp.d_model;
+    if (!check_finite(&m->tok_embd, path, "token embedding", -1, err) ||
+        !check_finite_norm(m->out_norm, d, path, "output norm", -1, err) ||
+        (!m->hp.tied_embeddings && !check_finite(&m->lm_head, path, "output", -1, err)))
+        return false;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const tg_layer_weights *w = &m->layers[l];
+        if (!check_finite_norm(w->attn_norm, d, path, "attention norm", l, err) ||
+            !check_finite(&w->wq, path, "query", l, err) || !check_finite(&w->wk, path, "key", l, err) ||
+            !check_finite(&w->wv, path, "value", l, err) || !check_finite(&w->wo, path, "attention output", l, err) ||
+            !check_finite_norm(w->ffn_norm, d, path, "feed-forward norm", l, err) ||
+            !check_finite(&w->w_gate, path, "gate", l, err) || !check_finite(&w->w_up, path, "up", l, err) ||
+            !check_finite(&w->w_down, path, "down", l, err))
+            return false;
+    }
+    return true;
+}
+
 /* ---- loading and freeing ---- */
 
 tg_model *tg_model_load(const char *path, tg_error *err) {
@@ -236,6 +312,7 @@ tg_model *tg_model_load(const char *path, tg_error *err) {
         return NULL;
     }
     bool ok = is_dir ? tg_model_load_hf(m, path, err) : tg_model_load_gguf(m, path, err);
+    if (ok && m->has_weights) ok = check_weights_finite(m, path, err);
     if (!ok) {
         tg_model_free(m);
         return NULL;
