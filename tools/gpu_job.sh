@@ -19,6 +19,8 @@ cat "$work/env.txt"
 
 common=(--corpus "$work/corpus" --valid models/data/valid.txt --long models/data/long-heldout.txt)
 if [ "$mode" = flagship ]; then
+    # two processes share the 16 cores: without a thread limit their CPU-side golden generation crawls
+    export OMP_NUM_THREADS=8
     for e in 6 10; do
         python3 tools/train.py "${common[@]}" --out "$work/flagship-e$e" --max-epochs $e --time-budget 420 \
             > "$work/train-e$e.log" 2>&1 &

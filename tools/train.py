@@ -16,7 +16,8 @@ metrics.json, flagship-greedy.json ([{prompt, prompt_ids, continuation_ids, text
 ([{text, ids}]), samples.json.
 
 Usage: tools/train.py --corpus tools/.corpus --valid models/data/valid.txt --long models/data/long-heldout.txt
-                      --out OUT [--time-budget 300] [--tokenizer tokenizer.json] [shape and optimiser flags]
+                      --out OUT [--max-epochs 6] [--time-budget 300] [--tokenizer tokenizer.json] [shape flags]
+The defaults are the shipped model's settings (models/README.md); it runs on one GPU in about 3 minutes.
 """
 import argparse
 import csv
@@ -245,7 +246,9 @@ def main():
     ap.add_argument("--wd", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0)
     ap.add_argument("--time-budget", type=float, default=300.0, help="seconds of training")
-    ap.add_argument("--max-epochs", type=float, default=20.0)
+    ap.add_argument("--max-epochs", type=float, default=6.0,
+                    help="stop after this many passes over the training stream (the corpus is the limit: see "
+                         "models/README.md)")
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--eval-windows", type=int, default=0, help="validation windows per evaluation (0: all)")
     ap.add_argument("--log-every", type=int, default=50)
@@ -328,7 +331,8 @@ def main():
     lm_common.save_model(model, hf)
     GenerationConfig(bos_token_id=EOS_ID, eos_token_id=EOS_ID, do_sample=False).save_pretrained(hf)
     export_gguf.export(hf, out / f"{args.name}.gguf", args.gguf_type, name=args.name)
-    log(f"saved HF folder and {args.name}.gguf ({clock():.0f}s)")
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    log(f"saved HF folder, {args.name}.gguf and metrics.json ({clock():.0f}s)")
 
     cpu_model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32, attn_implementation="eager").eval()
     golden = greedy_goldens(cpu_model, tok)
