@@ -40,6 +40,8 @@ typedef struct {
     char architecture[32];   /* "llama", "mistral" */
     char weight_types[64];   /* e.g. "F16 (+F32 norms)" */
     int64_t n_params;        /* parameters in the weight tensors */
+    int64_t weight_bytes;    /* weight bytes one decoded token reads, as stored: every layer matrix, the norms and the
+                              * output head (the embedding table is only looked up, one row) */
     int n_layers, n_heads, n_kv_heads, head_dim, d_model, ffn_dim, vocab_size;
     int context_length;      /* training context */
     int sliding_window;      /* 0 = attends to everything */

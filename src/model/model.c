@@ -94,18 +94,21 @@ typedef struct {
     int64_t params_by_type[TG_DT_COUNT]; /* matrix parameters per weight type */
     int norm_type;                       /* type of the norms in the file, -1 before the first */
     int64_t n_params;
+    int64_t bytes_per_token;             /* bytes of every tensor a decoded token reads in full */
 } bind_stats;
 
-static void count_matrix(bind_stats *s, const tg_tensor *t) {
-    int64_t n = t->rows * t->cols; /* both come from a shape already checked against the file size */
-    if ((unsigned)t->type < TG_DT_COUNT) s->params_by_type[t->type] += n;
+/* Elements and stored bytes of t (its shape was already checked against the file size, so neither overflows). */
+static void count_tensor(bind_stats *s, const tg_tensor *t, bool read_per_token) {
+    int64_t n = t->rows * t->cols;
     s->n_params += n;
+    if (read_per_token) s->bytes_per_token += t->rows * (int64_t)tg_row_bytes(t->type, t->cols);
 }
 
 static bool bind_matrix(const tg_view_fn view, const void *ctx, const char *name, int64_t rows, int64_t cols,
-                        tg_tensor *out, bind_stats *s, tg_error *err) {
+                        tg_tensor *out, bind_stats *s, bool read_per_token, tg_error *err) {
     if (!view(ctx, name, rows, cols, out, err)) return false;
-    count_matrix(s, out);
+    if ((unsigned)out->type < TG_DT_COUNT) s->params_by_type[out->type] += rows * cols;
+    count_tensor(s, out, read_per_token);
     return true;
 }
 
@@ -118,7 +121,7 @@ static bool bind_norm(struct tg_model *m, const tg_view_fn view, const void *ctx
     if (!buf) return tg_fail(err, "out of memory converting %s", name);
     tg_tensor_get_row(&t, 0, buf); /* out: [d_model] f32 */
     if (s->norm_type < 0) s->norm_type = (int)t.type;
-    s->n_params += d;
+    count_tensor(s, &t, true);
     *out = buf;
     return true;
 }
@@ -161,11 +164,11 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
 
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
     if (!m->layers) return tg_fail(err, "out of memory");
-    if (!bind_matrix(view, ctx, names->tok_embd, vocab, d, &m->tok_embd, &s, err)) return false;
+    if (!bind_matrix(view, ctx, names->tok_embd, vocab, d, &m->tok_embd, &s, hp->tied_embeddings, err)) return false;
     if (!bind_norm(m, view, ctx, names->out_norm, &m->out_norm, &s, err)) return false;
     if (hp->tied_embeddings) {
         m->lm_head = m->tok_embd;
-    } else if (!bind_matrix(view, ctx, names->lm_head, vocab, d, &m->lm_head, &s, err)) {
+    } else if (!bind_matrix(view, ctx, names->lm_head, vocab, d, &m->lm_head, &s, true, err)) {
         return false;
     }
     char name[256];
@@ -175,25 +178,26 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
         layer_name(name, sizeof name, p, l, names->attn_norm);
         if (!bind_norm(m, view, ctx, name, &w->attn_norm, &s, err)) return false;
         layer_name(name, sizeof name, p, l, names->wq);
-        if (!bind_matrix(view, ctx, name, qd, d, &w->wq, &s, err)) return false;
+        if (!bind_matrix(view, ctx, name, qd, d, &w->wq, &s, true, err)) return false;
         if (hp->kv_source[l] == l) {
             layer_name(name, sizeof name, p, l, names->wk);
-            if (!bind_matrix(view, ctx, name, kvd, d, &w->wk, &s, err)) return false;
+            if (!bind_matrix(view, ctx, name, kvd, d, &w->wk, &s, true, err)) return false;
             layer_name(name, sizeof name, p, l, names->wv);
-            if (!bind_matrix(view, ctx, name, kvd, d, &w->wv, &s, err)) return false;
+            if (!bind_matrix(view, ctx, name, kvd, d, &w->wv, &s, true, err)) return false;
         }
         layer_name(name, sizeof name, p, l, names->wo);
-        if (!bind_matrix(view, ctx, name, d, qd, &w->wo, &s, err)) return false;
+        if (!bind_matrix(view, ctx, name, d, qd, &w->wo, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->ffn_norm);
         if (!bind_norm(m, view, ctx, name, &w->ffn_norm, &s, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_gate);
-        if (!bind_matrix(view, ctx, name, ff, d, &w->w_gate, &s, err)) return false;
+        if (!bind_matrix(view, ctx, name, ff, d, &w->w_gate, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_up);
-        if (!bind_matrix(view, ctx, name, ff, d, &w->w_up, &s, err)) return false;
+        if (!bind_matrix(view, ctx, name, ff, d, &w->w_up, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_down);
-        if (!bind_matrix(view, ctx, name, d, ff, &w->w_down, &s, err)) return false;
+        if (!bind_matrix(view, ctx, name, d, ff, &w->w_down, &s, true, err)) return false;
     }
     m->n_params = s.n_params;
+    m->weight_bytes = s.bytes_per_token;
     summarise_types(&s, m->weight_types, sizeof m->weight_types);
     m->has_weights = true;
     return true;
@@ -338,6 +342,7 @@ void tg_model_get_info(const tg_model *m, tg_model_info *info) {
     snprintf(info->architecture, sizeof info->architecture, "%s", hp->architecture);
     snprintf(info->weight_types, sizeof info->weight_types, "%s", m->has_weights ? m->weight_types : "none");
     info->n_params = m->n_params;
+    info->weight_bytes = m->weight_bytes;
     info->n_layers = hp->n_layers;
     info->n_heads = hp->n_heads;
     info->n_kv_heads = hp->n_kv_heads;

@@ -50,6 +50,7 @@ struct tg_model {
     tg_layer_weights *layers;    /* [n_layers] */
     tg_tokenizer *tokenizer;
     int64_t n_params;
+    int64_t weight_bytes;        /* bytes read per decoded token (tg_model_info.weight_bytes) */
     char weight_types[64];
     /* format handles that own the mappings */
     tg_gguf *gguf;
@@ -89,8 +90,8 @@ typedef struct {
 } tg_weight_names;
 
 /* Binds every weight of the model (hp must be filled and validated, kv_source set) through `view`: views for the
- * matrices, owned f32 copies for the norms, lm_head = tok_embd when hp.tied_embeddings. Fills n_params and
- * weight_types and sets has_weights. */
+ * matrices, owned f32 copies for the norms, lm_head = tok_embd when hp.tied_embeddings. Fills n_params,
+ * weight_bytes and weight_types and sets has_weights. */
 bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_view_fn view, const void *ctx,
                            tg_error *err);
 

@@ -453,6 +453,7 @@ static void test_gguf_loads_hparams_and_info(void **state) {
     tg_model_get_info(m, &info);
     assert_string_equal(info.weight_types, "F32");
     assert_int_equal(info.n_params, wset_params(&w));
+    assert_int_equal(info.weight_bytes, 4 * (wset_params(&w) - N_VOCAB * 32)); /* the embedding is looked up */
     assert_int_equal(info.n_kv_layers, 2);
     assert_int_equal(info.vocab_size, N_VOCAB);
     assert_int_equal(tg_vocab_size(m), N_VOCAB);
@@ -478,6 +479,8 @@ static void test_gguf_tied_output(void **state) {
     assert_true(info.tied_embeddings);
     assert_string_equal(info.weight_types, "F16 (+F32 norms)");
     assert_int_equal(info.n_params, wset_params(&w));
+    int64_t norm_params = 3 * 32; /* attn + ffn norm of the one layer, the output norm */
+    assert_int_equal(info.weight_bytes, 2 * (wset_params(&w) - norm_params) + 4 * norm_params); /* tied: all read */
     tg_model_free(m);
     tmp_remove(&t);
     wset_free(&w);
