@@ -149,7 +149,25 @@ def f32s(xs):
     return struct.pack("<%df" % len(xs), *xs)
 
 
-def gguf_model(hp, drop_keys=(), extra_kvs=(), replace_kvs=None, tensor_edit=None, drop_tensors=(), **kw):
+def f16s(xs):
+    return struct.pack("<%de" % len(xs), *xs)
+
+
+def q8_0(xs, bad_scale=None):
+    """Q8_0 blocks: fp16 scale d = max|x| / 127, then 32 int8 q = round(x / d); bad_scale replaces the first d."""
+    out = b""
+    for b in range(0, len(xs), 32):
+        blk = xs[b:b + 32]
+        d = max(abs(x) for x in blk) / 127.0
+        q = [0 if d == 0 else max(-127, min(127, int(round(x / d)))) for x in blk]
+        out += struct.pack("<e", bad_scale if (b == 0 and bad_scale is not None) else d)
+        out += struct.pack("<32b", *q)
+    return out
+
+
+def gguf_model(hp, drop_keys=(), extra_kvs=(), replace_kvs=None, tensor_edit=None, drop_tensors=(), encode=None,
+               **kw):
+    """encode: {tensor name: (ggml type, function floats -> bytes)} for tensors not stored as F32."""
     toks = vocab_tokens()
     replace_kvs = replace_kvs or {}
     kvs = [
@@ -181,7 +199,8 @@ def gguf_model(hp, drop_keys=(), extra_kvs=(), replace_kvs=None, tensor_edit=Non
         if tensor_edit and gname in tensor_edit:
             xs = tensor_edit[gname](list(xs))
         ne = [cols] if rows == 0 else [cols, rows]
-        tensors.append((gname, 0, ne, f32s(xs)))
+        ty, enc = (encode or {}).get(gname, (0, f32s))
+        tensors.append((gname, ty, ne, enc(xs)))
     return gguf_bytes(kvs, tensors, **kw)
 
 
@@ -343,13 +362,19 @@ def variants(hp):
         replace_kvs={"llama.embedding_length": (T_U32, hp["d_model"] * 2)})
     yield "missing-tensor", "no blk.0.ffn_up.weight", g(drop_tensors=("blk.0.ffn_up.weight",))
     yield "arch", "architecture gpt2", g(replace_kvs={"general.architecture": (T_STRING, "gpt2")})
-    yield "qtype", "a tensor of type Q4_K", g(fix={"output_norm.weight": {"type": 12}})
+    yield "qtype", "a tensor of type Q4_1 (known to GGUF, not supported)", g(fix={"output_norm.weight": {"type": 3}})
+    yield "qblock", "a Q4_K tensor whose rows are not whole blocks", g(fix={"output_norm.weight": {"type": 12}})
     yield "ggmltype", "a tensor of unknown type 99", g(fix={"output_norm.weight": {"type": 99}})
     yield "nomerges", "a BPE tokenizer without merges", g(drop_keys=("tokenizer.ggml.merges",))
     yield "novocab", "no tokenizer.ggml.tokens", g(drop_keys=("tokenizer.ggml.tokens", "tokenizer.ggml.token_type"))
     yield "tokmodel", "unsupported tokenizer model", g(replace_kvs={"tokenizer.ggml.model": (T_STRING, "wordpiece")})
     yield "nan", "a NaN weight in output_norm", g(tensor_edit={"output_norm.weight": put_nan})
     yield "inf", "an Inf weight in token_embd", g(tensor_edit={"token_embd.weight": put_inf})
+    yield "nan-f16", "a NaN in an F16 matrix", g(tensor_edit={"output.weight": put_nan}, encode={"output.weight": (1, f16s)})
+    yield "inf-q8", "an infinite Q8_0 block scale", g(
+        encode={"blk.0.ffn_down.weight": (8, lambda xs: q8_0(xs, float("inf")))})
+    yield "good-q8", "Q8_0 and F16 matrices that load and run", g(
+        encode={"blk.0.ffn_down.weight": (8, q8_0), "output.weight": (1, f16s)})
     yield "hf-noconfig", "a folder without config.json", {"notes.txt": b"hello\n"}
     yield "hf-badjson", "config.json is not JSON", dict(hf(), **{"config.json": b"{\"hidden_size\": 32,"})
     yield "hf-arch", "unsupported architecture", hf(config_edit=lambda c: c.update(architectures=["GPT2LMHeadModel"]))
