@@ -481,8 +481,12 @@ static bool parse_tensors(parser *ps, tg_gguf *g, uint64_t n_tensors) {
             goto done;
         }
         size_t abs;
-        if (offsets[i] > SIZE_MAX || !tg_add_size(g->data_offset, (size_t)offsets[i], &abs) ||
-            !tg_range_ok(abs, t->nbytes, ps->size)) {
+        if (offsets[i] > SIZE_MAX || !tg_add_size(g->data_offset, (size_t)offsets[i], &abs)) {
+            tg_fail(ps->err, "%s: corrupt: tensor '%.*s' data offset %llu extends past the end of the file (%zu bytes)",
+                    ps->path, nl, t->name.ptr, (unsigned long long)offsets[i], ps->size);
+            goto done;
+        }
+        if (!tg_range_ok(abs, t->nbytes, ps->size)) {
             tg_fail(ps->err, "%s: truncated: tensor '%.*s' data [offset %llu, %zu bytes) extends past the end of the file (%zu bytes)",
                     ps->path, nl, t->name.ptr, (unsigned long long)offsets[i] + g->data_offset, t->nbytes, ps->size);
             goto done;
