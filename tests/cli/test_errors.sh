@@ -106,7 +106,7 @@ model_fails nkv-huge "9223372036854775808 metadata entries cannot fit"
 model_fails ntensors-huge "9223372036854775808 tensor infos cannot fit"
 model_fails strlen-huge "string length 18446744073709551615"
 model_fails offset-past "extends past the end of the file"
-model_fails offset-overflow "extends past the end of the file"
+model_fails offset-overflow "data offset 18446744073709551584 extends past the end of the file"
 model_fails ne-overflow "element count overflows"
 
 # ---- model structure: shapes, architecture, types, tokenizer ----------------------------------------------------
@@ -162,6 +162,21 @@ expect_fail 1 "--kv-budget and --streaming-llm-window are exclusive" sample "$go
 run sample "$good" --tokens $'1\n2'
 if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "got '1?2'" "$tmp/err"; then ok; else
     bad "a flag value with a newline -> exit $rc, stderr: $(cat "$tmp/err")"
+fi
+
+# A full disk: the write error is reported (after the banner, for sample: it shows only when writing).
+if [ -w /dev/full ]; then
+    for cmd in "info $good" "tokenize $good hello" "sample $good --prompt hi --tokens 4 --seed 1 --threads 1"; do
+        # shellcheck disable=SC2086
+        "$T" $cmd >/dev/full 2>"$tmp/err"
+        frc=$?
+        if [ "$frc" -eq 1 ] && [ "$(tail -1 "$tmp/err")" == "tinygpt: writing to stdout: No space left on device" ] &&
+            [ "$(grep -c 'No space' "$tmp/err")" -eq 1 ]; then
+            ok
+        else
+            bad "tinygpt ${cmd%% *} >/dev/full -> exit $frc, stderr: $(tail -c 300 "$tmp/err")"
+        fi
+    done
 fi
 
 # ---- Unix behaviour -----------------------------------------------------------------------------------------------
