@@ -246,5 +246,44 @@ else
     expect_ok "StreamingLLM 4+256" info "$model" --cache-table
 fi
 
+# ---- sample: greedy text against the fixtures' transformers goldens ------------------------------------------------
+# golden.json's greedy_prompt_text / greedy_text: 48 greedy tokens from transformers in fp32. Checked on the files
+# that carry the same model exactly: the Hugging Face folder and the fp32 GGUFs written by tools/export_gguf.py
+# (golden.json's gguf_files says who made each; llama.cpp's converter changes the tokenizer scores and drops the
+# sliding window). Leading spaces are not compared (transformers decodes the continuation alone, the tool as a
+# continuation of the prompt).
+json_string() { # json_string KEY FILE: a string value without escapes (empty when absent or escaped)
+    local v
+    v=$(grep -o "\"$1\": *\"[^\"\\]*\"" "$2" | head -n 1)
+    v=${v#*: }
+    v=${v#\"}
+    printf '%s' "${v%\"}"
+}
+n_golden=0
+for golden in "$FIXTURE_DIR"/*/golden.json; do
+    [ -f "$golden" ] || continue
+    dir=$(dirname "$golden")
+    prompt=$(json_string greedy_prompt_text "$golden")
+    want=$(json_string greedy_text "$golden")
+    if [ -z "$prompt" ] || [ -z "$want" ]; then
+        echo "skip: $golden has no plain greedy_prompt_text / greedy_text"
+        continue
+    fi
+    for m in "$dir" "$dir"/*.gguf; do
+        [ -e "$m" ] || continue
+        [ -d "$m" ] && [ ! -f "$m/config.json" ] && continue
+        [ -f "$m" ] && ! grep -qF "\"$(basename "$m")\": \"tools/export_gguf.py f32" "$golden" && continue
+        n_golden=$((n_golden + 1))
+        run sample "$m" --prompt "$prompt" --tokens 48 --temperature 0 --ignore-eos --no-echo --threads 1
+        got=$(cat "$tmp/out")
+        if [ "$rc" -eq 0 ] && [ "${got# }" == "${want# }" ]; then
+            ok
+        else
+            bad "greedy text of $m (exit $rc): got '$got', want '$want'; $(tail -c 200 "$tmp/err")"
+        fi
+    done
+done
+[ "$n_golden" -gt 0 ] && echo "greedy goldens: $n_golden models checked" || echo "skip: no fixture goldens in $FIXTURE_DIR"
+
 echo "test_cli: $passed checks passed, $failed failed"
 [ "$failed" -eq 0 ]
