@@ -38,18 +38,7 @@ static const char USAGE[] =
     "  --threads N                    worker threads, 0 = all cores (default 0)\n"
     "  --no-echo                      do not print the prompt\n"
     "  --ignore-eos                   keep generating after the end-of-sequence token\n"
-    "\n"
-    "KV cache:\n"
-    "  --streaming-llm-window M       StreamingLLM: keep the sinks and the last M tokens (bounded memory, no\n"
-    "                                 context limit)\n"
-    "  --streaming-llm-sink N         StreamingLLM: first tokens always kept (default 4 with a window or budget)\n"
-    "  --streaming-llm-reposition     store keys before RoPE and rotate them at their cache slot\n"
-    "  --kv-budget BYTES              choose the largest window whose cache fits BYTES (e.g. 64M, 1G)\n"
-    "  --kv-quantize P                storage of keys and values: fp32 fp16 bf16 int8 int4 int2 (default fp32)\n"
-    "  --kv-quantize-keys P           storage of keys only (overrides --kv-quantize)\n"
-    "  --kv-quantize-values P         storage of values only (overrides --kv-quantize)\n"
-    "  --kv-group-size G              KIVI key group along time (default 32; 0 = one group for the whole history)\n"
-    "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default 128)\n";
+    "\n";
 
 /* The signal flag: the one piece of static mutable state, as a handler may only set a volatile sig_atomic_t. */
 static volatile sig_atomic_t interrupted = 0;
@@ -116,15 +105,13 @@ typedef struct {
 
 /* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
-    int64_t tokens = 128, top_k = 40, threads = 0, sink = 0, window = 0, group = 0, residual = 0, budget = 0;
+    int64_t tokens = 128, top_k = 40, threads = 0;
     double temperature = 0.8, top_p = 0.95;
     uint64_t seed = 0;
     const char *prompt = "";
-    bool no_echo = false, ignore_eos = false, reposition = false;
-    tg_kv_precision both = TG_KV_FP32, keys = TG_KV_FP32, values = TG_KV_FP32;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_SINK, O_WINDOW,
-           O_QUANT, O_QKEYS, O_QVALUES, O_GROUP, O_RESIDUAL, O_REPOS, O_BUDGET, O_COUNT };
-    tg_opt o[O_COUNT] = {
+    bool no_echo = false, ignore_eos = false;
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_OWN };
+    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt", .kind = TG_OPT_STRING, .dest = &prompt},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
         [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
@@ -134,20 +121,12 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
         [O_IGNEOS] = {.name = "--ignore-eos", .kind = TG_OPT_FLAG, .dest = &ignore_eos},
-        [O_SINK] = {.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &sink, .lo = 0, .hi = INT32_MAX},
-        [O_WINDOW] = {.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &window, .lo = 1,
-                      .hi = INT32_MAX},
-        [O_QUANT] = {.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &both},
-        [O_QKEYS] = {.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &keys},
-        [O_QVALUES] = {.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &values},
-        [O_GROUP] = {.name = "--kv-group-size", .kind = TG_OPT_INT, .dest = &group, .lo = 0, .hi = 1 << 20},
-        [O_RESIDUAL] = {.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &residual, .lo = 0, .hi = 1 << 20},
-        [O_REPOS] = {.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &reposition},
-        [O_BUDGET] = {.name = "--kv-budget", .kind = TG_OPT_SIZE, .dest = &budget, .lo = 1, .hi = INT64_MAX},
     };
+    tg_cache_flags cf;
+    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("sample", argc, argv, o, O_COUNT, pos, 1, &n_pos)) {
+    switch (tg_args_parse("sample", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
     case TG_ARGS_HELP: return -1;
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
@@ -162,18 +141,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->threads = (int)threads;
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
-
-    tg_cache_params c = tg_cache_default_params();
-    if (o[O_QUANT].seen) c.key_precision = c.value_precision = both;
-    if (o[O_QKEYS].seen) c.key_precision = keys;
-    if (o[O_QVALUES].seen) c.value_precision = values;
-    c.window = o[O_WINDOW].seen ? window : 0;
-    c.budget_bytes = o[O_BUDGET].seen ? budget : 0;
-    if (o[O_SINK].seen) c.sink = sink; /* otherwise the library's default: 4 sinks when the cache is bounded */
-    if (o[O_GROUP].seen) c.group_size = (int)group;
-    if (o[O_RESIDUAL].seen) c.residual = (int)residual;
-    c.reposition = reposition;
-    a->cache = c;
+    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
     return TG_EXIT_OK;
 }
 
@@ -303,6 +271,7 @@ int tg_cmd_sample(int argc, char **argv) {
     int status = parse_sample_args(argc, argv, &a);
     if (status < 0) {
         fputs(USAGE, stdout);
+        fputs(TG_CACHE_FLAGS_HELP, stdout);
         return TG_EXIT_OK;
     }
     if (status != TG_EXIT_OK) return status;
