@@ -68,6 +68,36 @@ unit-tests: $(TEST_BIN) $(ASN)/tinygpt
 test: unit-tests tinygpt
 	@tests/run.sh $(ASN)
 
+# --- memcheck of the reader tests: a plain build (no sanitizers, no AVX-512, which valgrind cannot run) ---
+VG := build/valgrind
+VG_FLAGS := -O1 -g -mavx2 -mfma -mf16c
+VG_TESTS := $(filter $(TEST_BIN:$(ASN)/tests/%=%),test_gguf test_safetensors test_model test_tokenizer \
+            test_tokenizer_vocab test_tokenizer_golden test_regress)
+VG_LIB_OBJ := $(LIB_SRC:%.c=$(VG)/%.o)
+VG_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(VG)/%.o)
+.SECONDARY: $(VG_SUPPORT_OBJ)
+
+.PHONY: test-valgrind
+test-valgrind: $(VG_TESTS:%=$(VG)/tests/%)
+	@fail=0; for t in $(VG_TESTS); do \
+	    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	        --suppressions=tests/valgrind.supp $(VG)/tests/$$t >$(VG)/$$t.log 2>&1; then echo "valgrind $$t: ok"; \
+	    else echo "valgrind $$t: FAILED"; tail -40 $(VG)/$$t.log; fail=1; fi; \
+	done; exit $$fail
+
+$(VG)/libtinygpt.a: $(VG_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(VG)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(VG_FLAGS) $(OMP) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(VG)/tests/%: tests/unit/%.c $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(VG_FLAGS) $(OMP) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a \
+	    $(DEPS_LIBS) -lcmocka
+
 clean:
 	rm -rf build tinygpt fuzz/build
 
