@@ -38,6 +38,8 @@ static const char USAGE[] =
     "  --threads N                    worker threads, 0 = all cores (default 0)\n"
     "  --no-echo                      do not print the prompt\n"
     "  --ignore-eos                   keep generating after the end-of-sequence token\n"
+    "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
+    "                                 the last N, resident memory, tokens held by the cache (for soak runs)\n"
     "\n";
 
 /* The signal flag: the one piece of static mutable state, as a handler may only set a volatile sig_atomic_t. */
@@ -100,17 +102,18 @@ typedef struct {
     tg_sampler_params sp;
     int threads;
     bool echo, ignore_eos;
+    int64_t progress; /* a progress line every this many generated tokens; 0 = none */
     tg_cache_params cache;
 } sample_args;
 
 /* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
-    int64_t tokens = 128, top_k = 40, threads = 0;
+    int64_t tokens = 128, top_k = 40, threads = 0, progress = 0;
     double temperature = 0.8, top_p = 0.95;
     uint64_t seed = 0;
     const char *prompt = "";
     bool no_echo = false, ignore_eos = false;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_OWN };
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt", .kind = TG_OPT_STRING, .dest = &prompt},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
@@ -121,6 +124,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
         [O_IGNEOS] = {.name = "--ignore-eos", .kind = TG_OPT_FLAG, .dest = &ignore_eos},
+        [O_PROGRESS] = {.name = "--progress", .kind = TG_OPT_INT, .dest = &progress, .lo = 1, .hi = INT64_MAX},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -141,6 +145,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->threads = (int)threads;
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
+    a->progress = o[O_PROGRESS].seen ? progress : 0;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
     return TG_EXIT_OK;
 }
@@ -192,6 +197,25 @@ static int emit_token(sample_run *r, int32_t id, bool print) {
     return print ? emit(text, len, &r->write_errno) : 0;
 }
 
+/* Resident memory of this process in KiB (from /proc/self/statm), or -1 where that is not available. */
+static long long resident_kib(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    long long size = 0, resident = -1;
+    if (fscanf(f, "%lld %lld", &size, &resident) != 2) resident = -1;
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return resident < 0 || page <= 0 ? -1 : resident * (page / 1024);
+}
+
+/* The --progress line: "progress: 10000 tokens, 812.3 tokens/s, rss 23456 KiB, cache 260 tokens". */
+static void report_progress(const sample_run *r, int64_t generated, int64_t since, double seconds) {
+    tg_cache_report rep;
+    tg_session_cache_report(r->session, &rep);
+    fprintf(stderr, "progress: %" PRId64 " tokens, %.1f tokens/s, rss %lld KiB, cache %" PRId64 " tokens\n", generated,
+            seconds > 0 ? (double)since / seconds : 0.0, resident_kib(), rep.stored);
+}
+
 static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const char *model_path) {
     tg_error err = {{0}};
     tg_model_info info;
@@ -227,6 +251,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     const char *stop = NULL;
     int64_t generated = 0;
     t0 = now_s();
+    double t_mark = t0; /* the last progress line */
     while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !interrupted) {
         int32_t id = tg_sampler_sample(r->sampler, r->logits);
         if (id < 0) return tg_runtime_error("the model produced no finite logits");
@@ -236,6 +261,11 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         }
         generated++;
         write_state = emit_token(r, id, true);
+        if (a->progress > 0 && generated % a->progress == 0) {
+            double t = now_s();
+            report_progress(r, generated, a->progress, t - t_mark);
+            t_mark = t;
+        }
         if (write_state != 0 || generated == a->n_tokens || interrupted) break;
         if (tg_session_remaining(r->session) < 1) {
             fprintf(stderr,
