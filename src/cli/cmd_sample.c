@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@ static const char USAGE[] =
     "  --no-echo                      do not print the prompt\n"
     "  --ignore-eos                   keep generating after the end-of-sequence token\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
-    "                                 the last N, resident memory, tokens held by the cache (for soak runs)\n"
+    "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
 
 /* The signal flag: the one piece of static mutable state, as a handler may only set a volatile sig_atomic_t. */
@@ -208,12 +209,21 @@ static long long resident_kib(void) {
     return resident < 0 || page <= 0 ? -1 : resident * (page / 1024);
 }
 
-/* The --progress line: "progress: 10000 tokens, 812.3 tokens/s, rss 23456 KiB, cache 260 tokens". */
+/* CPU time (user + system) of this process in seconds: unlike wall time, it does not grow when other processes
+ * share the cores. */
+static double cpu_seconds(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+/* The --progress line: "progress: 10000 tokens, 812.3 tokens/s, rss 23456 KiB, cache 260 tokens, cpu 12.3 s". */
 static void report_progress(const sample_run *r, int64_t generated, int64_t since, double seconds) {
     tg_cache_report rep;
     tg_session_cache_report(r->session, &rep);
-    fprintf(stderr, "progress: %" PRId64 " tokens, %.1f tokens/s, rss %lld KiB, cache %" PRId64 " tokens\n", generated,
-            seconds > 0 ? (double)since / seconds : 0.0, resident_kib(), rep.stored);
+    fprintf(stderr, "progress: %" PRId64 " tokens, %.1f tokens/s, rss %lld KiB, cache %" PRId64 " tokens, cpu %.2f s\n",
+            generated, seconds > 0 ? (double)since / seconds : 0.0, resident_kib(), rep.stored, cpu_seconds());
 }
 
 static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const char *model_path) {
