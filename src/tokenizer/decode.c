@@ -1,4 +1,4 @@
-/* decode.c — one token back to the bytes it stands for (tg_tokenizer_decode_piece). */
+/* decode.c — tokens back to the bytes they stand for (tg_tokenizer_decode_piece, tg_tokenizer_decode). */
 #include <string.h>
 
 #include "tokenizer/byte_level.h"
@@ -32,8 +32,7 @@ static const char METASPACE[] = "\xE2\x96\x81"; /* U+2581 */
 
 size_t tg_tokenizer_decode_piece(const tg_tokenizer *t, int32_t prev, int32_t id, char *buf, size_t cap) {
     if (!t || id < 0 || id >= t->n_vocab) return 0;
-    const bool at_start = prev < 0 || (t->bos >= 0 && prev == t->bos);
-    emitter e = {buf, buf ? cap : 0, 0, at_start ? t->dec_strip_start : 0};
+    emitter e = {buf, buf ? cap : 0, 0, prev < 0 ? t->dec_strip_start : 0};
     size_t len;
     const char *s = tg_tok_text(t, id, &len);
     switch (t->type[id]) {
@@ -88,4 +87,16 @@ size_t tg_tokenizer_decode_piece(const tg_tokenizer *t, int32_t prev, int32_t id
         }
     }
     return e.n;
+}
+
+size_t tg_tokenizer_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, char *buf, size_t cap) {
+    size_t total = 0;
+    int32_t prev = -1;
+    for (size_t i = 0; i < n; i++) {
+        const size_t room = total < cap ? cap - total : 0;
+        total += tg_tokenizer_decode_piece(t, prev, ids[i], room ? buf + total : NULL, room);
+        /* the start of the text lasts while tokens decode to nothing even unstripped (a leading BOS) */
+        if (prev >= 0 || tg_tokenizer_decode_piece(t, ids[i], ids[i], NULL, 0) > 0) prev = ids[i];
+    }
+    return total;
 }

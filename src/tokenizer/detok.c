@@ -10,7 +10,8 @@
 
 struct tg_detok {
     const tg_tokenizer *t;
-    int32_t prev;         /* the previous id, -1 at the start */
+    int32_t prev;         /* the previous id; -1 while nothing has been produced (the start of the text, where
+                           * decoders drop the SentencePiece prefix space: also after a leading BOS) */
     char *pending;        /* bytes not yet handed out: at most an incomplete character between calls */
     size_t n_pending, cap_pending;
     char *out;            /* what the last call handed out */
@@ -83,8 +84,9 @@ void tg_detok_push(tg_detok *d, int32_t id, const char **out, size_t *out_len) {
     *out_len = 0;
     if (!d) return;
     const int32_t prev = d->prev;
-    d->prev = id;
     const size_t n = tg_tokenizer_decode_piece(d->t, prev, id, NULL, 0);
+    /* the start of the text lasts while tokens decode to nothing even unstripped (a leading BOS) */
+    if (prev >= 0 || tg_tokenizer_decode_piece(d->t, id, id, NULL, 0) > 0) d->prev = id;
     if (n == 0) return; /* nothing to add (pending may still be NULL: no pointer arithmetic on it) */
     size_t need;
     if (!tg_add_size(d->n_pending, n, &need) || !reserve(&d->pending, &d->cap_pending, need)) return;

@@ -156,7 +156,7 @@ static bool parse_pre(hf_ctx *c, const json_t *p) {
         return tg_tok_add_pre(c->t, &st, c->err);
     }
     if (strcmp(type, "Split") == 0) {
-        tg_split_behavior beh;
+        tg_split_behavior beh = TG_SPLIT_ISOLATED;
         if (!parse_behavior(c, str_field(p, "behavior"), &beh)) return false;
         return add_split(c, pattern_regex(c, json_object_get(p, "pattern"), "Split"), beh,
                          bool_field(p, "invert", false));
@@ -292,6 +292,12 @@ static bool vocab_size(hf_ctx *c, const json_t *vocab, const json_t *added, int3
         if (json_integer_value(id) > max) max = json_integer_value(id);
     }
     if (max < 0) return tg_fail(c->err, "%s: empty vocabulary", c->path);
+    /* Ids are dense in practice (added tokens may repeat vocab ids). A largest id far beyond the number of tokens
+     * listed would make a small file allocate gigabytes of empty slots. */
+    const size_t listed = json_object_size(vocab) + json_array_size(added);
+    if ((size_t)max >= 2 * listed + 256)
+        return tg_fail(c->err, "%s: token id %lld is far beyond the %zu tokens listed (ids must be dense)", c->path,
+                       (long long)max, listed);
     *n = (int32_t)(max + 1);
     return true;
 }

@@ -29,6 +29,65 @@ struct tg_pretok_ctx {
     size_t n_seg, cap_seg;
 };
 
+/* Unicode's White_Space property, which Oniguruma (Hugging Face) and llama.cpp use for \s. PCRE2 10.42's \s with
+ * UCP also takes U+180E (whitespace only before Unicode 6.3), so \s and \S are spelled out with this set. */
+#define WHITE_SPACE                                                                                            \
+    "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+
+/* Copies pattern with \s -> the White_Space set (inside or outside a class) and \S -> its complement (outside a
+ * class; inside one it is left to PCRE2). Returns a malloc'd NUL-terminated pattern and its length, or NULL. */
+static char *spell_out_spaces(const char *p, size_t len, size_t *out_len) {
+    const size_t ws = sizeof WHITE_SPACE - 1;
+    size_t cap;
+    if (!tg_mul_size(len, ws + 4, &cap) || !tg_add_size(cap, 1, &cap)) return NULL;
+    char *o = malloc(cap);
+    if (!o) return NULL;
+    size_t w = 0;
+    bool in_class = false, quoted = false;
+    for (size_t i = 0; i < len; i++) {
+        const char c = p[i];
+        if (quoted) { /* \Q ... \E: literal text */
+            if (c == '\\' && i + 1 < len && p[i + 1] == 'E') quoted = false;
+            o[w++] = c;
+            continue;
+        }
+        if (c == '\\' && i + 1 < len) {
+            const char e = p[++i];
+            if (e == 's' && in_class) {
+                memcpy(o + w, WHITE_SPACE, ws);
+                w += ws;
+            } else if (e == 's' || (e == 'S' && !in_class)) {
+                o[w++] = '[';
+                if (e == 'S') o[w++] = '^';
+                memcpy(o + w, WHITE_SPACE, ws);
+                w += ws;
+                o[w++] = ']';
+            } else {
+                if (e == 'Q') quoted = true;
+                o[w++] = c;
+                o[w++] = e;
+            }
+            continue;
+        }
+        o[w++] = c;
+        if (!in_class && c == '[') {
+            in_class = true;
+            if (i + 1 < len && p[i + 1] == '^') o[w++] = p[++i];
+            if (i + 1 < len && p[i + 1] == ']') o[w++] = p[++i]; /* a leading ']' is literal */
+        } else if (in_class && c == '[' && i + 1 < len && p[i + 1] == ':') { /* [:name:] */
+            for (i++; i < len; i++) {
+                o[w++] = p[i];
+                if (p[i] == ']' && p[i - 1] == ':') break;
+            }
+        } else if (in_class && c == ']') {
+            in_class = false;
+        }
+    }
+    o[w] = '\0';
+    *out_len = w;
+    return o;
+}
+
 tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *err) {
     tg_regex *re = calloc(1, sizeof *re);
     if (!re) {
@@ -39,12 +98,20 @@ tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *
     PCRE2_SIZE at;
     /* PCRE2_LITERAL admits no UCP (a literal has no classes to widen) */
     const uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
-    re->code = pcre2_compile((PCRE2_SPTR)pattern, len, opts, &code, &at, NULL);
+    size_t n = len;
+    char *spelled = literal ? NULL : spell_out_spaces(pattern, len, &n);
+    if (!literal && !spelled) {
+        free(re);
+        tg_fail(err, "out of memory compiling a tokenizer pattern");
+        return NULL;
+    }
+    re->code = pcre2_compile((PCRE2_SPTR)(literal ? pattern : spelled), n, opts, &code, &at, NULL);
+    free(spelled);
     if (!re->code) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);
-        tg_fail(err, "tokenizer pattern '%.*s': %s at offset %zu", (int)(len > 200 ? 200 : len), pattern,
-                (const char *)msg, (size_t)at);
+        (void)at; /* an offset into the rewritten pattern would mislead */
+        tg_fail(err, "tokenizer pattern '%.*s': %s", (int)(len > 200 ? 200 : len), pattern, (const char *)msg);
         free(re);
         return NULL;
     }

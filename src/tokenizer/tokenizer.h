@@ -32,10 +32,14 @@ bool tg_tokenizer_adds_bos(const tg_tokenizer *t);
 bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n,
                          tg_error *err);
 
-/* The bytes token `id` stands for when it follows `prev` (prev = -1 at the start of the text): byte-level tokens
+/* The bytes token `id` stands for when it follows `prev` (prev = -1 at the start of the text, which lasts while the
+ * tokens before decode to nothing, e.g. after a leading BOS; the detokeniser tracks this): byte-level tokens
  * map back to raw bytes, metaspace becomes a space (dropped at the very start where the tokenizer's decoder does),
  * <0xNN> byte tokens become their byte, BOS/EOS and other control tokens become nothing. Writes at most cap bytes
  * into buf and returns the number of bytes the piece has. */
 size_t tg_tokenizer_decode_piece(const tg_tokenizer *t, int32_t prev, int32_t id, char *buf, size_t cap);
+/* The bytes of ids[0..n) decoded as one text (the pieces above, joined). Writes at most cap bytes into buf and
+ * returns the number of bytes the text has. */
+size_t tg_tokenizer_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, char *buf, size_t cap);
 
 #endif

@@ -1,7 +1,8 @@
 /* test_tokenizer_vocab.c — acceptance: llama.cpp's vocab test cases (ggml-vocab-*.gguf with .inp/.out) must
  * tokenize to exactly the expected ids, and decode back to the input text. The files come from
- * $TG_SHARED_DIR/testdata/vocab (default ../shared); when absent the tests skip with a message. Extra directories
- * of vocab files can be listed in $TG_VOCAB_EXTRA_DIRS (':'-separated) for local runs. */
+ * $TG_SHARED_DIR/testdata/vocab (default ../shared); when absent the tests skip with a message. Also on the same
+ * files: every byte's decoding, random (invalid UTF-8) bytes round-tripping, and the speed of encoding 100 KB. More
+ * vocab files can be named for local runs ($TG_VOCAB_EXTRA_DIR, $TG_VOCAB_EXTRA_NAMES). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -91,12 +93,8 @@ static int run_vocab(const char *gguf_path, int *total, int *matched) {
             (*matched)++;
             /* decode round trip: the ids give back the text (minus the space prefix the tokenizer adds) */
             char buf[4096];
-            size_t w = 0;
-            for (size_t i = 0; i < n; i++) {
-                const size_t k = tg_tokenizer_decode_piece(t, i ? ids[i - 1] : -1, ids[i], buf + w, sizeof buf - w);
-                assert_true(k <= sizeof buf - w);
-                w += k;
-            }
+            const size_t w = tg_tokenizer_decode(t, ids, n, buf, sizeof buf);
+            assert_true(w <= sizeof buf);
             if (w != text_len || memcmp(buf, in_pos, w) != 0) {
                 print_error("%s: case %d decodes to '%.*s', want '%.*s'\n", gguf_path, *total, (int)w, buf,
                             (int)text_len, in_pos);
@@ -146,44 +144,175 @@ static void test_gpt2(void **state) {
     check_vocab_file("ggml-vocab-gpt-2.gguf");
 }
 
-/* Optional local confidence: every ggml-vocab-NAME.gguf with .inp/.out in $TG_VOCAB_EXTRA_DIRS. */
-static void test_extra_dirs(void **state) {
+/* Optional local confidence: every NAME (':'-separated $TG_VOCAB_EXTRA_NAMES) in the folder $TG_VOCAB_EXTRA_DIR
+ * that has .inp/.out files, e.g. llama.cpp's models/ folder. */
+static void test_extra_vocabs(void **state) {
     (void)state;
-    const char *dirs = getenv("TG_VOCAB_EXTRA_DIRS");
-    if (!dirs || !*dirs) {
-        print_message("skipping: TG_VOCAB_EXTRA_DIRS not set\n");
+    const char *dir = getenv("TG_VOCAB_EXTRA_DIR"), *names = getenv("TG_VOCAB_EXTRA_NAMES");
+    if (!dir || !*dir || !names || !*names) {
+        print_message("skipping: TG_VOCAB_EXTRA_DIR / TG_VOCAB_EXTRA_NAMES not set\n");
         skip();
     }
-    const char *names = getenv("TG_VOCAB_EXTRA_NAMES");
-    assert_non_null(names); /* ':'-separated file names to try in each dir */
     int bad = 0, files = 0;
-    char dcopy[2048];
-    snprintf(dcopy, sizeof dcopy, "%s", dirs);
-    for (char *d = strtok(dcopy, ":"); d; d = strtok(NULL, ":")) {
-        char ncopy[2048];
-        snprintf(ncopy, sizeof ncopy, "%s", names);
-        char *save = NULL;
-        for (char *nm = strtok_r(ncopy, ":", &save); nm; nm = strtok_r(NULL, ":", &save)) {
-            char path[1024], inp[1100];
-            snprintf(path, sizeof path, "%s/%s", d, nm);
-            snprintf(inp, sizeof inp, "%s.inp", path);
-            if (!exists(path) || !exists(inp)) continue;
+    for (const char *p = names; *p;) {
+        const char *colon = strchr(p, ':');
+        const size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        char path[1024], inp[1100];
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)len, p);
+        snprintf(inp, sizeof inp, "%s.inp", path);
+        if (len && exists(path) && exists(inp)) {
             int total = 0, matched = 0;
-            const int b = run_vocab(path, &total, &matched);
+            bad += run_vocab(path, &total, &matched);
             print_message("%s: %d of %d cases match\n", path, matched, total);
-            bad += b;
             files++;
         }
+        p += len + (colon ? 1 : 0);
     }
     assert_true(files > 0);
     assert_int_equal(bad, 0);
+}
+
+/* Loads a shared vocab file, or skips. */
+static tg_tokenizer *load_shared(const char *file, tg_gguf **g) {
+    const char *dir = getenv("TG_SHARED_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/testdata/vocab/%s", dir && *dir ? dir : "../shared", file);
+    if (!exists(path)) {
+        print_message("skipping: %s not found (set TG_SHARED_DIR)\n", path);
+        return NULL;
+    }
+    tg_error err = {{0}};
+    *g = tg_gguf_open(path, &err);
+    assert_non_null(*g);
+    tg_tokenizer *t = tg_tokenizer_load_gguf(*g, &err);
+    assert_non_null(t);
+    return t;
+}
+
+/* GPT-2: every byte has a one-character token that decodes to exactly that byte. */
+static void test_gpt2_every_byte(void **state) {
+    (void)state;
+    tg_gguf *g;
+    tg_tokenizer *t = load_shared("ggml-vocab-gpt-2.gguf", &g);
+    if (!t) skip();
+    for (int b = 0; b < 256; b++) {
+        const char c = (char)b;
+        int32_t *ids = NULL;
+        size_t n = 0;
+        tg_error err = {{0}};
+        assert_true(tg_tokenizer_encode(t, &c, 1, false, &ids, &n, &err));
+        assert_int_equal(n, 1);
+        char buf[8];
+        assert_int_equal(tg_tokenizer_decode_piece(t, -1, ids[0], buf, sizeof buf), 1);
+        assert_int_equal((uint8_t)buf[0], b);
+        free(ids);
+    }
+    tg_tokenizer_free(t);
+    tg_gguf_close(g);
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint8_t rnd_byte(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint8_t)(rng >> 32);
+}
+
+/* Random bytes (invalid UTF-8 almost everywhere) encode and decode back to themselves: through the byte-level map
+ * (GPT-2) and through <0xNN> byte fallback (Llama SentencePiece). */
+static void test_invalid_utf8_real_vocabs(void **state) {
+    (void)state;
+    const char *files[] = {"ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-spm.gguf"};
+    int done = 0;
+    for (int f = 0; f < 2; f++) {
+        tg_gguf *g;
+        tg_tokenizer *t = load_shared(files[f], &g);
+        if (!t) continue;
+        for (int rep = 0; rep < 8; rep++) {
+            const size_t len = 1 + (size_t)rep * 701;
+            char *text = malloc(len);
+            for (size_t i = 0; i < len; i++) {
+                text[i] = (char)rnd_byte();
+                if (text[i] == '<') text[i] = '['; /* keep clear of <s>, <|endoftext|> */
+                if ((uint8_t)text[i] == 0xE2) text[i] = 'E'; /* and of U+2581 */
+            }
+            text[0] = 'x'; /* the SentencePiece decoder drops a leading space */
+            int32_t *ids = NULL;
+            size_t n = 0;
+            tg_error err = {{0}};
+            assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
+            const size_t total = tg_tokenizer_decode(t, ids, n, NULL, 0);
+            char *back = malloc(total + 1);
+            assert_int_equal(tg_tokenizer_decode(t, ids, n, back, total), total);
+            assert_int_equal(total, len);
+            assert_memory_equal(back, text, len);
+            free(back);
+            free(ids);
+            free(text);
+        }
+        tg_tokenizer_free(t);
+        tg_gguf_close(g);
+        done++;
+    }
+    if (!done) skip();
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* 100 KB of mixed text encodes well under a second (the limit asserted is generous for sanitizer builds). */
+static void test_speed_100k(void **state) {
+    (void)state;
+    static const char *const parts[] = {
+        "The quick brown fox jumps over the lazy dog. ", "It is a truth universally acknowledged, ",
+        "Ünïcödé wörds, naïve café; ", "数字 12345 and 3.14159\n", "    indented code(x, y) { return x + y; }\n",
+        "emoji 🦙🚀 ", "don't won't I'm ", "\t\ttabs\n\n",
+    };
+    const size_t len = 100 * 1024;
+    char *text = malloc(len);
+    size_t w = 0;
+    for (size_t k = 0; w < len; k = (k * 7 + 3) % 8) {
+        const size_t n = strlen(parts[k]);
+        const size_t take = n < len - w ? n : len - w;
+        memcpy(text + w, parts[k], take);
+        w += take;
+    }
+    const char *files[] = {"ggml-vocab-gpt-2.gguf", "ggml-vocab-llama-spm.gguf"};
+    int done = 0;
+    for (int f = 0; f < 2; f++) {
+        tg_gguf *g;
+        tg_tokenizer *t = load_shared(files[f], &g);
+        if (!t) continue;
+        int32_t *ids = NULL;
+        size_t n = 0;
+        tg_error err = {{0}};
+        const double t0 = now_s();
+        assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
+        const double dt = now_s() - t0;
+        print_message("%s: 100 KB -> %zu tokens in %.3f s\n", files[f], n, dt);
+        assert_true(n > 10000);
+        assert_true(dt < 1.0);
+        free(ids);
+        tg_tokenizer_free(t);
+        tg_gguf_close(g);
+        done++;
+    }
+    free(text);
+    if (!done) skip();
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_spm),
         cmocka_unit_test(test_gpt2),
-        cmocka_unit_test(test_extra_dirs),
+        cmocka_unit_test(test_gpt2_every_byte),
+        cmocka_unit_test(test_invalid_utf8_real_vocabs),
+        cmocka_unit_test(test_speed_100k),
+        cmocka_unit_test(test_extra_vocabs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
