@@ -8,6 +8,9 @@ tokenizers whose pre-tokenizer hash it does not know) or drops information (slid
 What it writes (llama.cpp's conventions, so llama.cpp can load the file):
   * general.architecture = "llama", general.alignment = 32, general.file_type, general.quantization_version;
   * llama.* hyper-parameters; llama.attention.sliding_window when config.json has one;
+  * for a YOCO model (config.json "architectures": ["TinyGPTYocoForCausalLM"] with "kv_source"; docs/yoco.md):
+    tinygpt.kv_source (INT32 array, one entry per layer: the layer whose K/V it reads), and no attn_k / attn_v
+    tensors for the layers that read another layer's K/V;
   * tensors token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up,
     ffn_down}, output_norm, output (left out when the embeddings are tied). Q and K rows are permuted from HF's
     half-split RoPE layout to the interleaved-pair layout llama.cpp's RoPE expects. Norms are always F32; 2-D weights
@@ -40,6 +43,10 @@ NUMPY_OF = {GGUF_UINT8: "<u1", GGUF_INT8: "<i1", GGUF_UINT16: "<u2", GGUF_INT16:
 GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
 QK8_0 = 32
 OUTTYPES = {"f32": (GGML_F32, 0), "f16": (GGML_F16, 1), "q8_0": (GGML_Q8_0, 7)}
+
+# YOCO (docs/yoco.md): the Hugging Face architecture name and the GGUF key of the layer map
+YOCO_ARCH = "TinyGPTYocoForCausalLM"
+KV_SOURCE_KEY = "tinygpt.kv_source"
 
 # llama.cpp token types
 TOK_NORMAL, TOK_UNKNOWN, TOK_CONTROL, TOK_USER_DEFINED, TOK_UNUSED, TOK_BYTE = 1, 2, 3, 4, 5, 6
@@ -227,9 +234,28 @@ LAYER_MAP = {
 }
 
 
-def map_tensors(weights, config):
-    """Yields (gguf name, float32 array) in llama.cpp's order, with Q/K permuted; raises on unknown tensors."""
+def kv_source_of(config):
+    """The YOCO layer map of config.json ("kv_source"), validated: one entry per layer, kv_source[l] in [0, l], and a
+    layer another reads holds its own K/V. The identity when absent."""
     n_layer = config["num_hidden_layers"]
+    kv = config.get("kv_source")
+    if kv is None:
+        return list(range(n_layer))
+    if not isinstance(kv, list) or len(kv) != n_layer:
+        raise ExportError(f"kv_source must be a list of {n_layer} layer numbers")
+    for l, s in enumerate(kv):
+        if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= l:
+            raise ExportError(f"kv_source[{l}] = {s!r} must be a layer number in [0, {l}]")
+        if kv[s] != s:
+            raise ExportError(f"kv_source[{l}] = {s}, but layer {s} itself reads layer {kv[s]}")
+    return kv
+
+
+def map_tensors(weights, config):
+    """Yields (gguf name, float32 array) in llama.cpp's order, with Q/K permuted; raises on unknown tensors and on
+    k/v projections of a layer that reads another layer's K/V."""
+    n_layer = config["num_hidden_layers"]
+    kv_source = kv_source_of(config)
     n_head = config["num_attention_heads"]
     n_head_kv = config.get("num_key_value_heads", n_head)
     tied = bool(config.get("tie_word_embeddings", False))
@@ -247,6 +273,10 @@ def map_tensors(weights, config):
     yield "token_embd.weight", take("model.embed_tokens.weight")
     for i in range(n_layer):
         for hf, gg in LAYER_MAP.items():
+            if kv_source[i] != i and hf.startswith(("self_attn.k_proj", "self_attn.v_proj")):
+                if f"model.layers.{i}.{hf}" in left:
+                    raise ExportError(f"layer {i} reads layer {kv_source[i]}'s K/V but has model.layers.{i}.{hf}")
+                continue
             w = take(f"model.layers.{i}.{hf}")
             if hf.startswith("self_attn.q_proj"):
                 w = permute_rope(w, n_head)
@@ -348,8 +378,11 @@ def export(hf_dir, out_path, outtype="f32", name=None, pre_override=None):
     hf_dir = Path(hf_dir)
     config = json.loads((hf_dir / "config.json").read_text())
     arch = (config.get("architectures") or ["?"])[0]
-    if arch not in ("LlamaForCausalLM", "MistralForCausalLM"):
+    if arch not in ("LlamaForCausalLM", "MistralForCausalLM", YOCO_ARCH):
         raise ExportError(f"architecture {arch} is not supported")
+    if (arch == YOCO_ARCH) != ("kv_source" in config):
+        raise ExportError(f"\"kv_source\" belongs with architecture {YOCO_ARCH} and only there")
+    kv_source = kv_source_of(config)
     if outtype not in OUTTYPES:
         raise ExportError(f"unknown outtype {outtype}")
     wtype, ftype = OUTTYPES[outtype]
@@ -377,6 +410,8 @@ def export(hf_dir, out_path, outtype="f32", name=None, pre_override=None):
         w.add("llama.attention.value_length", GGUF_UINT32, head_dim)
     if config.get("sliding_window") is not None:
         w.add("llama.attention.sliding_window", GGUF_UINT32, int(config["sliding_window"]))
+    if arch == YOCO_ARCH:
+        w.add_array(KV_SOURCE_KEY, GGUF_INT32, kv_source)
     tokenizer_metadata(w, hf_dir, config, pre_override)
     for tname, data in map_tensors(read_weights(hf_dir), config):
         if data.ndim == 1:

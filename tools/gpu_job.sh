@@ -2,11 +2,14 @@
 # Runs on the GPU machine: trains the bundled model and builds the fixtures side by side, then packs the results
 # into $OUT (at most 8 files of 16 MiB). Expects .device/corpus.tar.xz (tools/.corpus/train packed as corpus/train)
 # and .device/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} next to the checkout.
-# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship
+# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship|yoco
 # (flagship: only the bundled model, trained twice side by side for --max-epochs 6 and 10; the run with the lower
-# final validation loss is packed, the other's metrics.json and loss.csv come back too).
+# final validation loss is packed, the other's metrics.json and loss.csv come back too.
+# yoco: only the YOCO variant (issue #7, docs/yoco.md) with the flagship's tokenizer and settings, 6 epochs capped at
+# 150 s of training, the whole run capped at $YOCO_LIMIT seconds (default 290); packs yoco-misc.tar.gz, the GGUF in
+# 15 MB parts, logs.txt — or, when no GGUF was written, the fp32 safetensors in parts so it can be exported here.)
 set -u
-mode=${1:?smoke, full or flagship}
+mode=${1:?smoke, full, flagship or yoco}
 out=${OUT:?OUT must be set}
 work=/tmp/tg
 rm -rf "$work" && mkdir -p "$work"
@@ -18,6 +21,26 @@ transformers.__version__, "tokenizers", tokenizers.__version__, "numpy", numpy._
 cat "$work/env.txt"
 
 common=(--corpus "$work/corpus" --valid models/data/valid.txt --long models/data/long-heldout.txt)
+if [ "$mode" = yoco ]; then
+    y=$work/yoco
+    timeout "${YOCO_LIMIT:-290}" python3 tools/train.py "${common[@]}" --arch yoco --name tinygpt-yoco \
+        --tokenizer models/flagship-hf/tokenizer.json --out "$y" --max-epochs 6 --time-budget 150 \
+        > "$work/train.log" 2>&1
+    echo "train rc=$?" | tee -a "$work/env.txt"
+    (cd "$y" && tar -czf "$out/yoco-misc.tar.gz" --ignore-failed-read loss.csv metrics.json samples.json \
+        tinygpt-yoco-golden.json tinygpt-yoco-greedy.json tinygpt-yoco-logits-fp32.f32 tinygpt-yoco-logits-f16w.f32 \
+        hf/config.json hf/generation_config.json hf/tokenizer.json hf/tokenizer_config.json)
+    if [ -f "$y/tinygpt-yoco.gguf" ]; then
+        split -b 15m -d "$y/tinygpt-yoco.gguf" "$out/tinygpt-yoco.gguf.part"
+        sha256sum "$y/tinygpt-yoco.gguf" | tee -a "$work/env.txt"
+    elif [ -f "$y/hf/model.safetensors" ]; then
+        split -b 15m -d "$y/hf/model.safetensors" "$out/model.safetensors.part"
+    fi
+    cat "$work/env.txt" "$work/train.log" > "$out/logs.txt"
+    tail -n 60 "$work/train.log"
+    ls -la "$out"
+    exit 0
+fi
 if [ "$mode" = flagship ]; then
     # two processes share the 16 cores: without a thread limit their CPU-side golden generation crawls
     export OMP_NUM_THREADS=8

@@ -6,9 +6,13 @@ Responsibility: tokenizer (byte-level BPE, GPT-2 regex, so llama.cpp's "gpt-2" p
 Hugging Face folder (fp32 save_pretrained + tokenizer files) -> GGUF via tools/export_gguf.py -> golden greedy
 continuations (fp32, CPU, eager attention) and sample generations.
 
-The architecture is chosen by --arch through build_model(); only "llama" exists today. A YOCO variant (issue #7)
-adds its own builder there and reuses the rest: pass --tokenizer models/flagship-hf/tokenizer.json so it shares the
-flagship's vocabulary and its perplexities are comparable.
+The architecture is chosen by --arch through build_model(): "llama" (the bundled flagship) or "yoco" (issue #7,
+docs/yoco.md: the upper half of the layers read the K/V of layer L/2-1; tools/yoco_ref.py). A YOCO run reuses the
+whole pipeline (data, optimiser, schedule, evaluation) and differs only in the model and in what it writes at the
+end (finish_yoco): pass --tokenizer models/flagship-hf/tokenizer.json so it shares the flagship's vocabulary and its
+perplexities are comparable. Its goldens (<name>-golden.json, <name>-logits-*.f32, <name>-greedy.json) are computed
+in fp32 on the GPU (TF32 off) from the weights as saved, both as trained and rounded to fp16 as the F16 GGUF holds
+them.
 
 Outputs in --out: hf/ (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
 generation_config.json), <name>.gguf, loss.csv (step, tokens, epoch, lr, train_loss, val_loss, seconds),
@@ -21,6 +25,7 @@ The defaults are the shipped model's settings (models/README.md); it runs on one
 """
 import argparse
 import csv
+import traceback
 import inspect
 import json
 import math
@@ -36,8 +41,10 @@ from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig, Ll
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_gguf  # noqa: E402
 import lm_common  # noqa: E402
+import yoco_ref  # noqa: E402
 
 EOS_ID = 0  # <|endoftext|>
+DEVICE = "cuda"  # of the YOCO self-check and goldens (a dry run of those parts on a CPU sets it to "cpu")
 GREEDY_PROMPTS = [
     "It is a truth universally acknowledged, that",
     "Blessed is the man that",
@@ -45,26 +52,95 @@ GREEDY_PROMPTS = [
     "\"My dear Emma,\" said Mr. Knightley,",
 ]
 SAMPLE_PROMPTS = ["Mr. Darcy", "The heavens declare", "A computer"]
+# the YOCO golden prompt: its first GOLDEN_TOKENS ids
+GOLDEN_TEXT = ("It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in "
+               "want of a wife. However little known the feelings or views of such a man may be on his first entering "
+               "a neighbourhood, this truth is so well fixed in the minds of the surrounding families")
+GOLDEN_TOKENS = 40
+GOLDEN_CONTINUATION = 64
 
 
 def log(*a):
     print("[train]", *a, flush=True)
 
 
-def build_model(args, vocab_size):
-    """The model named by --arch, freshly initialised."""
-    if args.arch != "llama":
-        raise ValueError(f"unknown --arch {args.arch}")
+def llama_config(args, vocab_size):
+    """transformers' LlamaConfig of the shape flags."""
     rope = {"rope_parameters": {"rope_type": "default", "rope_theta": args.theta}} \
         if "rope_parameters" in inspect.signature(LlamaConfig.__init__).parameters else {"rope_theta": args.theta}
-    config = LlamaConfig(vocab_size=vocab_size, hidden_size=args.hidden, intermediate_size=args.inter,
-                         num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                         num_key_value_heads=args.kv_heads, head_dim=args.hidden // args.heads,
-                         max_position_embeddings=args.ctx, rms_norm_eps=args.eps, tie_word_embeddings=True,
-                         hidden_act="silu", attention_bias=False, mlp_bias=False, initializer_range=0.02,
-                         bos_token_id=EOS_ID, eos_token_id=EOS_ID, pad_token_id=None, **rope)
+    return LlamaConfig(vocab_size=vocab_size, hidden_size=args.hidden, intermediate_size=args.inter,
+                       num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                       num_key_value_heads=args.kv_heads, head_dim=args.hidden // args.heads,
+                       max_position_embeddings=args.ctx, rms_norm_eps=args.eps, tie_word_embeddings=True,
+                       hidden_act="silu", attention_bias=False, mlp_bias=False, initializer_range=0.02,
+                       bos_token_id=EOS_ID, eos_token_id=EOS_ID, pad_token_id=None, **rope)
+
+
+def yoco_config(args, vocab_size):
+    """The YOCO model's config.json (dict) for the shape flags."""
+    shape = {k: getattr(args, k) for k in ("layers", "hidden", "heads", "kv_heads", "inter", "ctx", "theta", "eps")}
+    return yoco_ref.hf_config(shape, vocab_size, yoco_ref.kv_source_for(args.layers), EOS_ID, EOS_ID)
+
+
+def build_model(args, vocab_size):
+    """The model named by --arch, freshly initialised (--seed): transformers' LlamaForCausalLM, or for "yoco" the
+    same with the sharing layers' attention replaced (yoco_ref.build_hf_yoco)."""
+    config = llama_config(args, vocab_size)
     torch.manual_seed(args.seed)
-    return LlamaForCausalLM(config)
+    if args.arch == "llama":
+        return LlamaForCausalLM(config)
+    if args.arch == "yoco":
+        return yoco_ref.build_hf_yoco(config, yoco_ref.kv_source_for(args.layers))
+    raise ValueError(f"unknown --arch {args.arch}")
+
+
+def fresh_yoco(impl, args, vocab_size):
+    """An untrained YOCO model of implementation impl ("transformers" or "naive"), for loading saved weights."""
+    if impl == "transformers":
+        return yoco_ref.build_hf_yoco(llama_config(args, vocab_size), yoco_ref.kv_source_for(args.layers))
+    return yoco_ref.NaiveYoco(yoco_config(args, vocab_size))
+
+
+def probe_state(state, seed=5):
+    """Weights for a self-check: the matrices scaled up (so attention is far from uniform and a wiring mistake
+    shows), the norms spread around 1."""
+    rng = np.random.default_rng(seed)
+    return {k: (v * 5.0 if v.ndim >= 2 else 1.0 + 0.3 * rng.uniform(-1, 1, v.shape)).astype(np.float32)
+            for k, v in state.items()}
+
+
+def build_yoco_checked(args, vocab_size):
+    """(model, impl, check): the transformers-based YOCO model, after a self-check against the independent NaiveYoco
+    (same probe weights, fp32 on the GPU, TF32 off: max |logit difference| must stay below 1e-3 of the logits'
+    range). If it cannot be built, fails to run, or disagrees, NaiveYoco (seeded the same way) is trained instead, and
+    the log says so."""
+    kv = yoco_ref.kv_source_for(args.layers)
+    model = None
+    try:
+        model = build_model(args, vocab_size)
+        state = probe_state(yoco_ref.export_state(model, kv))
+        probe = yoco_ref.load_weights(fresh_yoco("transformers", args, vocab_size), state).to(DEVICE).eval()
+        naive = yoco_ref.load_weights(fresh_yoco("naive", args, vocab_size), state).to(DEVICE).eval()
+        gen = torch.Generator(device="cpu").manual_seed(3)
+        ids = torch.randint(0, vocab_size, (2, 128), generator=gen).to(DEVICE)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        with torch.no_grad():
+            span = float(naive(input_ids=ids).logits.float().abs().max())
+        diff = yoco_ref.cross_check(probe, naive, ids)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        del probe, naive
+        check = {"probe_max_abs_logit": round(span, 4), "max_abs_diff": diff}
+        log(f"self-check: transformers-based YOCO vs NaiveYoco: max |logit diff| {diff:.3g} (logits up to "
+            f"{span:.3g})")
+        if not diff <= 1e-3 * max(1.0, span):
+            raise RuntimeError(f"the two YOCO implementations disagree by {diff:.3g}")
+        return model, "transformers", check
+    except Exception as e:  # the one GPU run must still produce a model: fall back to the plain implementation
+        traceback.print_exc()
+        log(f"FALLBACK: training NaiveYoco instead of the transformers-based model ({type(e).__name__}: {e})")
+        torch.backends.cuda.matmul.allow_tf32 = True
+        return (yoco_ref.NaiveYoco(yoco_config(args, vocab_size), seed=args.seed), "naive",
+                {"error": f"{type(e).__name__}: {e}"})
 
 
 def windows(stream, ctx):
@@ -221,6 +297,137 @@ def tokenization_golden(tok, valid_text, long_text):
     return [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in texts]
 
 
+@torch.no_grad()
+def argmax_continuation(model, prompt_ids, n):
+    """n greedy tokens after prompt_ids, recomputing the whole sequence each step (no cache); returns (ids, the
+    smallest gap between the top two logits on the way)."""
+    dev = next(model.parameters()).device
+    seq, gap = list(prompt_ids), float("inf")
+    for _ in range(n):
+        logits = model(input_ids=torch.tensor([seq], device=dev)).logits[0, -1].float()
+        top = torch.topk(logits, 2)
+        gap = min(gap, float(top.values[0] - top.values[1]))
+        seq.append(int(top.indices[0]))
+    return seq[len(prompt_ids):], gap
+
+
+@torch.no_grad()
+def sample_continuation(model, prompt_ids, n, temperature, top_k, seed):
+    """n tokens drawn from softmax(logits / temperature) cut to the top_k, full recompute each step."""
+    dev = next(model.parameters()).device
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    seq = list(prompt_ids)
+    for _ in range(n):
+        logits = model(input_ids=torch.tensor([seq], device=dev)).logits[0, -1].float() / temperature
+        top = torch.topk(logits, top_k)
+        pick = torch.multinomial(torch.softmax(top.values, dim=-1), 1, generator=gen)
+        seq.append(int(top.indices[pick]))
+    return seq[len(prompt_ids):]
+
+
+def step(what, fn, failures):
+    """Runs fn(); on an exception logs it, records it in failures and returns None (the remaining steps still run:
+    the one GPU run should bring back whatever it can)."""
+    try:
+        return fn()
+    except Exception as e:
+        traceback.print_exc()
+        log(f"FAILED: {what}: {type(e).__name__}: {e}")
+        failures.append(f"{what}: {type(e).__name__}: {e}")
+        return None
+
+
+def finish_yoco(args, model, impl, tok, out, metrics, clock):
+    """After training a YOCO model: the Hugging Face folder (config.json with kv_source, fp32 safetensors without k/v
+    for the sharing layers), goldens from the saved weights in fp32 on the GPU, the GGUF, samples, metrics.json."""
+    hf = out / "hf"
+    name = args.name
+    vocab = tok.get_vocab_size()
+    cfg = yoco_config(args, vocab)
+    failures = []
+    model.to("cpu").float()
+    metrics["hf_tensors"] = yoco_ref.save_hf_folder(model, cfg, hf)
+    GenerationConfig(bos_token_id=EOS_ID, eos_token_id=EOS_ID, do_sample=False).save_pretrained(hf)
+    metrics["failures"] = failures
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    log(f"saved the HF folder ({len(metrics['hf_tensors'])} tensors, {clock():.0f}s)")
+    del model
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device(DEVICE)
+    state = yoco_ref.read_safetensors_f32(hf / "model.safetensors")
+    ref = yoco_ref.load_weights(fresh_yoco(impl, args, vocab), state).to(dev).eval()
+    ref16 = yoco_ref.load_weights(fresh_yoco(impl, args, vocab), yoco_ref.round_to_f16(state)).to(dev).eval()
+    ids = tok.encode(GOLDEN_TEXT, add_special_tokens=False).ids[:GOLDEN_TOKENS]
+    golden = {"model": f"{name}.gguf", "implementation": impl, "prompt_text": tok.decode(ids), "prompt_ids": ids,
+              "logits_shape": [len(ids), vocab],
+              "logits_dtype": "float32 little-endian, row t = the logits after prompt token t",
+              "greedy_prompt_ids": ids}
+
+    def logits_of(m, label):
+        with torch.no_grad():
+            x = m(input_ids=torch.tensor([ids], device=dev)).logits[0].float().cpu().numpy()
+        fname = f"{name}-logits-{label}.f32"
+        x.astype("<f4").tofile(out / fname)
+        return fname, x
+
+    def goldens():
+        f32_file, l32 = logits_of(ref, "fp32")
+        f16_file, l16 = logits_of(ref16, "f16w")
+        cont32, gap32 = argmax_continuation(ref, ids, GOLDEN_CONTINUATION)
+        cont16, gap16 = argmax_continuation(ref16, ids, GOLDEN_CONTINUATION)
+        golden.update({
+            "logits_file": f16_file, "greedy_continuation": cont16, "greedy_min_top2_gap": round(gap16, 6),
+            "logits_fp32_file": f32_file, "greedy_continuation_fp32": cont32,
+            "greedy_min_top2_gap_fp32": round(gap32, 6),
+            "fp32_vs_f16w_max_abs_diff": float(np.abs(l32 - l16).max()),
+            "greedy_text_f16w": tok.decode(cont16), "greedy_text_fp32": tok.decode(cont32)})
+        log(f"goldens: greedy min gap fp32 {gap32:.4f}, f16w {gap16:.4f}; fp32 vs f16 weights max |logit diff| "
+            f"{golden['fp32_vs_f16w_max_abs_diff']:.4f}; same continuation: {cont16 == cont32}")
+
+    def cross():
+        other = "naive" if impl == "transformers" else "transformers"
+        alt = yoco_ref.load_weights(fresh_yoco(other, args, vocab), state).to(dev).eval()
+        x = torch.tensor([ids], device=dev)
+        golden["cross_check"] = {"other_implementation": other, "max_abs_diff": yoco_ref.cross_check(ref, alt, x)}
+        log(f"trained weights, {impl} vs {other}: max |logit diff| {golden['cross_check']['max_abs_diff']:.3g}")
+
+    def greedy4():
+        res = []
+        for prompt in GREEDY_PROMPTS:
+            p_ids = tok.encode(prompt, add_special_tokens=False).ids
+            cont, gap = argmax_continuation(ref, p_ids, 64)
+            res.append({"prompt": prompt, "prompt_ids": p_ids, "continuation_ids": cont,
+                        "text": tok.decode(cont, skip_special_tokens=False), "min_top2_gap": round(gap, 6)})
+        (out / f"{name}-greedy.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+        return res
+
+    step("goldens", goldens, failures)
+    step("cross-check", cross, failures)
+    (out / f"{name}-golden.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
+    greedy = step("greedy prompts", greedy4, failures) or []
+    step("GGUF export", lambda: export_gguf.export(hf, out / f"{name}.gguf", args.gguf_type, name=name), failures)
+    log(f"exported {name}.gguf ({clock():.0f}s)")
+
+    def sampled():
+        res = []
+        for i, prompt in enumerate(SAMPLE_PROMPTS):
+            p_ids = tok.encode(prompt, add_special_tokens=False).ids
+            cont = sample_continuation(ref, p_ids, 96, 0.8, 40, 42 + i)
+            res.append({"prompt": prompt, "settings": "temperature 0.8, top-k 40, seed %d, 96 tokens (torch "
+                        "multinomial on the GPU)" % (42 + i), "text": prompt + tok.decode(cont, skip_special_tokens=True)})
+        (out / "samples.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+        return res
+
+    smp = step("samples", sampled, failures) or []
+    for g in greedy + smp:
+        log(repr(g.get("prompt")), "->", repr(g["text"][:300]))
+    metrics["total_seconds"] = round(clock(), 1)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    log(f"done in {clock():.0f}s; failures: {failures or 'none'}")
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description="Train tinygpt's bundled Llama model.")
     ap.add_argument("--corpus", required=True)
@@ -229,7 +436,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--name", default="tinygpt-flagship")
     ap.add_argument("--tokenizer", default=None, help="reuse this tokenizer.json instead of training one")
-    ap.add_argument("--arch", default="llama", choices=["llama"])
+    ap.add_argument("--arch", default="llama", choices=["llama", "yoco"])
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--hidden", type=int, default=256)
@@ -279,9 +486,13 @@ def main():
     log(f"tokens: train {train_stream.size} ({train_bytes / train_stream.size:.2f} bytes/token), "
         f"valid {val_stream.size}, long {long_stream.size} ({clock():.0f}s)")
 
-    model = build_model(args, tok.get_vocab_size())
+    impl, self_check = "transformers", None
+    if args.arch == "yoco":
+        model, impl, self_check = build_yoco_checked(args, tok.get_vocab_size())
+    else:
+        model = build_model(args, tok.get_vocab_size())
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"model: {n_params / 1e6:.2f} M parameters")
+    log(f"model: {args.arch} ({impl}), {n_params / 1e6:.2f} M parameters ({n_params})")
     result = train(args, model, train_stream, val_stream, out)
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -326,6 +537,10 @@ def main():
         "command": " ".join(sys.argv),
     }
     log("final:", json.dumps(metrics["final_fp32"]))
+    if args.arch == "yoco":
+        metrics["yoco"] = {"kv_source": yoco_ref.kv_source_for(args.layers), "implementation": impl,
+                           "self_check": self_check}
+        return finish_yoco(args, model, impl, tok, out, metrics, clock)
 
     model.to("cpu").float()
     lm_common.save_model(model, hf)

@@ -1,5 +1,6 @@
 /* load_gguf.c — a Llama model from a GGUF file (llama.cpp's converter layout): `llama.*` hyper-parameters,
- * blk.N.* tensors with their shapes checked, Q/K rows in llama.cpp's interleaved RoPE order. */
+ * blk.N.* tensors with their shapes checked, Q/K rows in llama.cpp's interleaved RoPE order; the YOCO layer map
+ * `tinygpt.kv_source` (docs/yoco.md) when present. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,44 @@ static bool arch_f32(const tg_gguf *g, const char *arch, const char *suffix, boo
         return required ? tg_fail(err, "%s: missing metadata key %s", tg_gguf_path(g), key) : true;
     }
     if (!tg_gguf_get_f32(g, key, out)) return tg_fail(err, "%s: metadata key %s is not a number", tg_gguf_path(g), key);
+    return true;
+}
+
+/* The YOCO layer map: tinygpt.kv_source, an integer array with one entry per layer (the layer whose K/V it reads).
+ * Absent: every layer holds its own (hp->kv_source stays the identity). A layer that reads another's must have no
+ * attn_k / attn_v tensors (a holding layer without them fails later, when its weights are bound). */
+static bool read_kv_source(const tg_gguf *g, tg_hparams *hp, tg_error *err) {
+    static const char KEY[] = "tinygpt.kv_source";
+    const char *path = tg_gguf_path(g);
+    if (!tg_gguf_has(g, KEY)) return true;
+    tg_gguf_array a;
+    if (!tg_gguf_get_array(g, KEY, &a) || a.elem_type == TG_GGUF_ARRAY || a.elem_type == TG_GGUF_STRING ||
+        a.elem_type == TG_GGUF_F32 || a.elem_type == TG_GGUF_F64 || a.elem_type == TG_GGUF_BOOL)
+        return tg_fail(err, "%s: metadata key %s is not an array of integers", path, KEY);
+    if (a.count != (uint64_t)hp->n_layers)
+        return tg_fail(err, "%s: %s has %llu entries for %d layers", path, KEY, (unsigned long long)a.count,
+                       hp->n_layers);
+    for (int l = 0; l < hp->n_layers; l++) {
+        int64_t v = tg_gguf_array_i64(&a, (uint64_t)l);
+        if (v < 0 || v > l)
+            return tg_fail(err, "%s: %s[%d] = %lld must be a layer in [0, %d] (a layer reads its own K/V or an "
+                                "earlier layer's)", path, KEY, l, (long long)v, l);
+        hp->kv_source[l] = (int)v;
+    }
+    char where[sizeof(tg_error){{0}}.msg];
+    snprintf(where, sizeof where, "%.400s: %s", path, KEY);
+    if (!tg_kv_source_check(hp->kv_source, hp->n_layers, where, err)) return false;
+    for (int l = 0; l < hp->n_layers; l++) {
+        if (hp->kv_source[l] == l) continue;
+        static const char *const kv_names[] = {"attn_k", "attn_v"};
+        for (int i = 0; i < 2; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, kv_names[i]);
+            if (tg_gguf_find_tensor(g, name))
+                return tg_fail(err, "%s: layer %d reads layer %d's K/V (%s) but the file has tensor %s", path, l,
+                               hp->kv_source[l], KEY, name);
+        }
+    }
     return true;
 }
 
@@ -120,6 +159,7 @@ bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
                        path);
     hp->tied_embeddings = tg_gguf_find_tensor(g, "output.weight") == NULL;
     if (!tg_model_init_kv_source(m, err)) return false;
+    if (!read_kv_source(g, hp, err)) return false;
 
     static const tg_weight_names names = {
         .tok_embd = "token_embd.weight",

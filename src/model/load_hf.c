@@ -1,5 +1,6 @@
 /* load_hf.c — a Llama or Mistral model from a Hugging Face folder: config.json (via jansson), the safetensors
- * weights under their transformers names, tokenizer.json. Q/K rows are in transformers' rotate-half RoPE order. */
+ * weights under their transformers names, tokenizer.json. Q/K rows are in transformers' rotate-half RoPE order.
+ * The YOCO variant (docs/yoco.md) is architecture TinyGPTYocoForCausalLM with a "kv_source" layer map. */
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -76,7 +77,11 @@ static bool check_rope_object(const config *c, const json_t *obj, const char *wh
     return true;
 }
 
-/* Architecture from "architectures" (or "model_type" when that list is absent): "llama" or "mistral". */
+/* The Hugging Face architecture name of the YOCO variant: Llama tensors and shapes plus "kv_source". */
+static const char YOCO_ARCH[] = "TinyGPTYocoForCausalLM";
+
+/* Architecture from "architectures" (or "model_type" when that list is absent): "llama" (also for the YOCO variant,
+ * whose layers are Llama's) or "mistral". */
 static bool read_architecture(const config *c, tg_hparams *hp, tg_error *err) {
     const json_t *archs = cfg_get(c, "architectures");
     const char *name = NULL;
@@ -84,13 +89,13 @@ static bool read_architecture(const config *c, tg_hparams *hp, tg_error *err) {
         if (!json_is_array(archs) || json_array_size(archs) < 1 || !json_is_string(json_array_get(archs, 0)))
             return tg_fail(err, "%s: \"architectures\" is not a list of names", c->path);
         name = json_string_value(json_array_get(archs, 0));
-        if (strcmp(name, "LlamaForCausalLM") == 0) {
+        if (strcmp(name, "LlamaForCausalLM") == 0 || strcmp(name, YOCO_ARCH) == 0) {
             snprintf(hp->architecture, sizeof hp->architecture, "llama");
         } else if (strcmp(name, "MistralForCausalLM") == 0) {
             snprintf(hp->architecture, sizeof hp->architecture, "mistral");
         } else {
             return tg_fail(err, "%s: unsupported architecture '%.64s' (supported: LlamaForCausalLM, "
-                                "MistralForCausalLM)", c->path, name);
+                                "MistralForCausalLM, %s)", c->path, name, YOCO_ARCH);
         }
         return true;
     }
@@ -145,6 +150,53 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     return true;
 }
 
+/* True when config.json names the YOCO architecture. */
+static bool is_yoco(const config *c) {
+    const json_t *archs = cfg_get(c, "architectures");
+    const json_t *first = json_is_array(archs) ? json_array_get(archs, 0) : NULL;
+    return first && json_is_string(first) && strcmp(json_string_value(first), YOCO_ARCH) == 0;
+}
+
+/* "kv_source" (the YOCO layer map: one layer number per layer) into hp->kv_source, which holds the identity:
+ * required with architecture TinyGPTYocoForCausalLM and refused with any other (transformers would ignore it). */
+static bool read_kv_source(const config *c, tg_hparams *hp, tg_error *err) {
+    const json_t *kv = cfg_get(c, "kv_source");
+    bool yoco = is_yoco(c);
+    if (!kv && !yoco) return true;
+    if (!kv) return tg_fail(err, "%s: architecture %s needs \"kv_source\"", c->path, YOCO_ARCH);
+    if (!yoco)
+        return tg_fail(err, "%s: \"kv_source\" is only valid with architecture %s", c->path, YOCO_ARCH);
+    if (!json_is_array(kv) || json_array_size(kv) != (size_t)hp->n_layers)
+        return tg_fail(err, "%s: \"kv_source\" must be a list of %d layer numbers", c->path, hp->n_layers);
+    for (int l = 0; l < hp->n_layers; l++) {
+        const json_t *v = json_array_get(kv, (size_t)l);
+        json_int_t s = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (s < 0 || s > l)
+            return tg_fail(err, "%s: \"kv_source\"[%d] must be a layer number in [0, %d] (a layer reads its own K/V "
+                                "or an earlier layer's)", c->path, l, l);
+        hp->kv_source[l] = (int)s;
+    }
+    char where[sizeof(tg_error){{0}}.msg];
+    snprintf(where, sizeof where, "%.400s: \"kv_source\"", c->path);
+    return tg_kv_source_check(hp->kv_source, hp->n_layers, where, err);
+}
+
+/* A layer that reads another layer's K/V must not come with k/v projections of its own. */
+static bool check_shared_layers(const struct tg_model *m, const char *path, tg_error *err) {
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        if (m->hp.kv_source[l] == l) continue;
+        static const char *const proj[] = {"k_proj", "v_proj"};
+        for (int i = 0; i < 2; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "model.layers.%d.self_attn.%s.weight", l, proj[i]);
+            if (tg_safetensors_find(m->st, name))
+                return tg_fail(err, "%s: layer %d reads layer %d's K/V (\"kv_source\") but the weights have %s", path,
+                               l, m->hp.kv_source[l], name);
+        }
+    }
+    return true;
+}
+
 static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
     return tg_safetensors_view(ctx, name, rows, cols, out, err);
 }
@@ -163,14 +215,14 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
         return tg_fail(err, "%s: line %d: %s", path, jerr.line, jerr.text);
     }
     config c = {root, path};
-    bool ok = read_config(&c, &m->hp, err);
+    bool ok = read_config(&c, &m->hp, err) && tg_hparams_validate(&m->hp, path, err) &&
+              tg_model_init_kv_source(m, err) && read_kv_source(&c, &m->hp, err);
     json_decref(root);
     if (!ok) return false;
-    if (!tg_hparams_validate(&m->hp, path, err)) return false;
-    if (!tg_model_init_kv_source(m, err)) return false;
 
     m->st = tg_safetensors_open_dir(dir, err);
     if (!m->st) return false;
+    if (!check_shared_layers(m, path, err)) return false;
     m->tokenizer = tg_tokenizer_load_hf(dir, err);
     if (!m->tokenizer) return false;
     /* Every id the tokenizer can produce must have an embedding row (vocab_size may be larger: padding). */

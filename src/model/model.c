@@ -62,6 +62,20 @@ bool tg_model_init_kv_source(struct tg_model *m, tg_error *err) {
     return true;
 }
 
+bool tg_kv_source_check(const int *kv_source, int n_layers, const char *where, tg_error *err) {
+    for (int l = 0; l < n_layers; l++) {
+        const int s = kv_source[l];
+        if (s < 0 || s > l)
+            return tg_fail(err, "%s: kv_source[%d] = %d must be a layer in [0, %d] (a layer reads its own K/V or an "
+                                "earlier layer's)", where, l, s, l);
+        /* s < l was checked at its own index, so kv_source[s] is in range */
+        if (kv_source[s] != s)
+            return tg_fail(err, "%s: kv_source[%d] = %d, but layer %d does not hold K/V (it reads layer %d's)", where,
+                           l, s, s, kv_source[s]);
+    }
+    return true;
+}
+
 bool tg_hparams_validate(const tg_hparams *hp, const char *where, tg_error *err) {
     if (hp->n_layers < 1 || hp->n_layers > TG_MAX_LAYERS)
         return tg_fail(err, "%s: layer count %d out of range [1, %d]", where, hp->n_layers, TG_MAX_LAYERS);

@@ -73,6 +73,11 @@ float *tg_model_alloc_f32(struct tg_model *m, size_t n);
 /* Sets kv_source to the identity (every layer holds its own K/V). hp->n_layers must be set. */
 bool tg_model_init_kv_source(struct tg_model *m, tg_error *err);
 
+/* Checks a cross-layer K/V map (YOCO, docs/yoco.md) of n_layers entries: every kv_source[l] in [0, l] (a layer reads
+ * its own K/V or an earlier layer's) and every layer that is read holds its own (kv_source[kv_source[l]] ==
+ * kv_source[l]). `where` names the file and the key for the message. */
+bool tg_kv_source_check(const int *kv_source, int n_layers, const char *where, tg_error *err);
+
 /* Checks the hyper-parameters of a model with weights: positive sizes, heads divisible by kv heads, even head_dim,
  * every derived product within int range. `where` names the file for the message. */
 bool tg_hparams_validate(const tg_hparams *hp, const char *where, tg_error *err);
