@@ -31,6 +31,11 @@
 
 #include <cmocka.h>
 
+/* Under ASan an allocation above 1 GiB is an error: a small hostile file must never make a reader ask for that much
+ * (the fuzzers run with -malloc_limit_mb=1024 for the same reason). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "max_allocation_size_mb=1024"; }
+
 typedef int (*one_input_fn)(const uint8_t *data, size_t size);
 
 /* Feeds every regular file of dir to one(); returns how many (0 when dir is absent). */
