@@ -1,7 +1,7 @@
 /* fuzz_args.c — libFuzzer harness for the command-line parser (src/cli/args.c) and the cache-flag validation
  * behind it. The input is argv, words separated by NUL bytes, parsed against the option table of `tinygpt sample`
- * (every option kind); the parsed cache flags become tg_cache_params as the CLI builds them, and are checked
- * against a tiny model with tg_cache_bytes and, when small enough, a real session that evaluates a few tokens.
+ * (every option kind, with the shared cache flags of tg_cache_flags_options); the cache flags become tg_cache_params
+ * through tg_cache_flags_params as in the CLI, and are checked against a tiny model with tg_cache_bytes and, when small enough, a real session that evaluates a few tokens.
  * Checked: the parser never reads past argv, a usage error prints exactly one line, values land only in range. */
 #include "fuzz_common.h"
 
@@ -68,15 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     words[argc] = NULL;
 
-    int64_t tokens = 128, top_k = 40, threads = 0, sink = 0, window = 0, group = 0, residual = 0, budget = 0;
+    int64_t tokens = 128, top_k = 40, threads = 0;
     double temperature = 0.8, top_p = 0.95;
     uint64_t seed = 0;
     const char *prompt = "";
-    bool no_echo = false, reposition = false;
-    tg_kv_precision both = TG_KV_FP32, keys = TG_KV_FP32, values = TG_KV_FP32;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_SINK, O_WINDOW, O_QUANT,
-           O_QKEYS, O_QVALUES, O_GROUP, O_RESIDUAL, O_REPOS, O_BUDGET, O_COUNT };
-    tg_opt o[O_COUNT] = {
+    bool no_echo = false;
+    /* the options of `tinygpt sample`, then the shared cache flags exactly as the CLI adds them */
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_OWN };
+    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt", .kind = TG_OPT_STRING, .dest = &prompt},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
         [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
@@ -85,17 +84,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         [O_SEED] = {.name = "--seed", .kind = TG_OPT_U64, .dest = &seed},
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
-        [O_SINK] = {.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &sink, .lo = 0, .hi = INT32_MAX},
-        [O_WINDOW] = {.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &window, .lo = 1,
-                      .hi = INT32_MAX},
-        [O_QUANT] = {.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &both},
-        [O_QKEYS] = {.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &keys},
-        [O_QVALUES] = {.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &values},
-        [O_GROUP] = {.name = "--kv-group-size", .kind = TG_OPT_INT, .dest = &group, .lo = 0, .hi = 1 << 20},
-        [O_RESIDUAL] = {.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &residual, .lo = 0, .hi = 1 << 20},
-        [O_REPOS] = {.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &reposition},
-        [O_BUDGET] = {.name = "--kv-budget", .kind = TG_OPT_SIZE, .dest = &budget, .lo = 1, .hi = INT64_MAX},
     };
+    tg_cache_flags cf;
+    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[2];
     size_t n_pos = 0;
 
@@ -110,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (saved < 0 || ftruncate(args_capture_fd, 0) != 0 || lseek(args_capture_fd, 0, SEEK_SET) != 0 ||
         dup2(args_capture_fd, STDERR_FILENO) < 0)
         fuzz_die("redirecting stderr", "");
-    tg_args_status st = tg_args_parse("sample", argc, words, o, O_COUNT, pos, 2, &n_pos);
+    tg_args_status st = tg_args_parse("sample", argc, words, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 2, &n_pos);
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
@@ -118,19 +109,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     if (st == TG_ARGS_OK) {
         if (n_pos > 2) fuzz_die("tg_args_parse", "too many positionals");
-        if (tokens < 1 || top_k < 0 || threads < 0 || threads > 4096 || sink < 0 || window < 0 || group < 0 ||
-            residual < 0 || budget < 0 || !(temperature >= 0 && temperature <= 1e4) || !(top_p >= 0 && top_p <= 1))
+        if (tokens < 1 || top_k < 0 || threads < 0 || threads > 4096 || cf.sink < 0 || cf.window < 0 ||
+            cf.group < 0 || cf.residual < 0 || cf.budget < 0 || !(temperature >= 0 && temperature <= 1e4) ||
+            !(top_p >= 0 && top_p <= 1))
             fuzz_die("tg_args_parse", "a value outside its range");
-        tg_cache_params c = tg_cache_default_params();
-        if (o[O_QUANT].seen) c.key_precision = c.value_precision = both;
-        if (o[O_QKEYS].seen) c.key_precision = keys;
-        if (o[O_QVALUES].seen) c.value_precision = values;
-        c.window = o[O_WINDOW].seen ? window : 0;
-        c.budget_bytes = o[O_BUDGET].seen ? budget : 0;
-        if (o[O_SINK].seen) c.sink = sink;
-        if (o[O_GROUP].seen) c.group_size = (int)group;
-        if (o[O_RESIDUAL].seen) c.residual = (int)residual;
-        c.reposition = reposition;
+        tg_cache_params c = tg_cache_flags_params(&cf, o + O_OWN);
         tg_error err = {{0}};
         size_t bytes = tg_cache_bytes(args_model, &c, 1000, &err);
         if (bytes == 0) {
