@@ -1,7 +1,8 @@
 /* fuzz_args.c — libFuzzer harness for the command-line parser (src/cli/args.c) and the cache-flag validation
  * behind it. The input is argv, words separated by NUL bytes, parsed against the option table of `tinygpt sample`
  * (every option kind, with the shared cache flags of tg_cache_flags_options); the cache flags become tg_cache_params
- * through tg_cache_flags_params as in the CLI, and are checked against a tiny model with tg_cache_bytes and, when small enough, a real session that evaluates a few tokens.
+ * through tg_cache_flags_params as in the CLI, and are checked against a tiny model with tg_cache_bytes and, when
+ * small enough, a real session that evaluates a few tokens.
  * Checked: the parser never reads past argv, a usage error prints exactly one line, values land only in range. */
 #include "fuzz_common.h"
 
