@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/utf8.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -96,7 +97,27 @@ static bool encode_section(const tg_tokenizer *t, enc_ctx *c, const char *s, siz
     return true;
 }
 
-static bool is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f'; }
+/* Unicode's White_Space property (what tokenizers' lstrip / rstrip strip: Rust's char::is_whitespace). */
+static bool is_white_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* Bytes of the white-space character starting at s[0..n), or 0. */
+static size_t space_after(const char *s, size_t n) {
+    uint32_t cp;
+    const size_t k = n ? tg_utf8_decode((const uint8_t *)s, n, &cp) : 0;
+    return k && is_white_space(cp) ? k : 0;
+}
+
+/* Bytes of the white-space character ending just before s + n (looking back at most n bytes), or 0. */
+static size_t space_before(const char *s, size_t n) {
+    for (size_t k = 1; k <= 4 && k <= n; k++) {
+        uint32_t cp;
+        if (tg_utf8_decode((const uint8_t *)s + n - k, k, &cp) == k) return is_white_space(cp) ? k : 0;
+    }
+    return 0;
+}
 
 /* The longest added token at text[pos..len), or NULL. */
 static const tg_added_token *added_at(const tg_tokenizer *t, const char *text, size_t pos, size_t len) {
@@ -130,13 +151,13 @@ bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bo
         }
         size_t end = pos;
         if (a->lstrip) {
-            while (end > sec && is_space(text[end - 1])) end--;
+            for (size_t k; (k = space_before(text + sec, end - sec)) > 0;) end -= k;
         }
         ok = encode_section(t, &c, text + sec, end - sec, sec == 0, err);
         if (ok && !tg_idvec_push(&c.out, a->id)) ok = tg_fail(err, "out of memory");
         pos += a->len;
         if (a->rstrip) {
-            while (pos < len && is_space(text[pos])) pos++;
+            for (size_t k; (k = space_after(text + pos, len - pos)) > 0;) pos += k;
         }
         sec = pos;
     }

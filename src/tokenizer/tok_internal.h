@@ -46,7 +46,7 @@ typedef struct {
     int32_t id;
     size_t len;          /* bytes of its text */
     uint8_t first;       /* first byte of its text */
-    bool lstrip, rstrip; /* swallow ASCII whitespace on that side */
+    bool lstrip, rstrip; /* swallow white space (Unicode White_Space) on that side */
 } tg_added_token;
 
 struct tg_tokenizer {

@@ -1,7 +1,9 @@
 /* test_tokenizer_golden.c — the tokenizer against golden ids from Hugging Face `tokenizers` / transformers: every
- * tests/data/fixtures/NAME/ holding tokenizer.json and golden.json (tools/make_fixtures.py) is checked:
- *   - each tokenization entry {text, ids, decoded}: our ids without BOS equal ids; where ids hold no special token,
- *     decoding them gives `decoded`;
+ * tests/data/fixtures/NAME/ (model fixtures, tools/make_fixtures.py) and tests/data/tokenizer/NAME/ (tokenizer
+ * variants, tests/data/tokenizer/make_golden.py) holding tokenizer.json and golden.json is checked:
+ *   - each tokenization entry {text, ids, ids_special?, decoded}: our ids without BOS equal ids, with the
+ *     tokenizer's BOS setting equal ids_special; decoding ids gives `decoded` (where that skips special tokens, or
+ *     where ids hold none);
  *   - prompt_ids and greedy_prompt_ids (encoded with the tokenizer's own BOS setting) and greedy_text;
  *   - the byte-level GGUF files of the fixture tokenize the same strings to the same ids (llama.cpp's BPE equals
  *     tokenizers' there). SentencePiece-style GGUFs tokenize by piece score as llama.cpp does, which need not equal
@@ -92,14 +94,24 @@ static int check_fixture(const char *dir, const json_t *golden) {
     json_t *e;
     const json_t *cases = json_object_get(golden, "tokenization");
     assert_true(json_array_size(cases) > 0);
+    /* "decoded" is tokenizers' decode(skip_special_tokens=True) where the file says so, else special tokens are in
+     * it as text and only cases without them are compared */
+    const bool skips_special = json_is_true(json_object_get(golden, "decoded_skips_special"));
     json_array_foreach(cases, i, e) {
         const char *text = json_string_value(json_object_get(e, "text"));
         assert_non_null(text);
         size_t n_want;
         int32_t *want = json_ids(json_object_get(e, "ids"), &n_want);
         bool ok = check_encode(t, dir, text, false, want, n_want, false);
+        const json_t *with_special = json_object_get(e, "ids_special");
+        if (ok && with_special) { /* the post-processor's BOS, if any */
+            size_t n_ws;
+            int32_t *ws = json_ids(with_special, &n_ws);
+            ok = check_encode(t, "ids_special", text, tg_tokenizer_adds_bos(t), ws, n_ws, false);
+            free(ws);
+        }
         const char *decoded = json_string_value(json_object_get(e, "decoded"));
-        if (ok && decoded && !has_special(t, want, n_want)) {
+        if (ok && decoded && (skips_special || !has_special(t, want, n_want))) {
             size_t len;
             char *s = decode_all(t, want, n_want, &len);
             if (len != strlen(decoded) || memcmp(s, decoded, len) != 0) {
@@ -189,13 +201,11 @@ static int check_gguf_files(const char *dir, const json_t *golden) {
     return bad;
 }
 
-static void test_golden_fixtures(void **state) {
-    (void)state;
-    const char *root = getenv("TG_FIXTURES_DIR");
-    if (!root || !*root) root = "tests/data/fixtures";
+/* Checks every ROOT/NAME/ with tokenizer.json and golden.json; skips when there is none. */
+static void check_root(const char *root) {
     DIR *d = opendir(root);
     if (!d) {
-        print_message("skipping: no fixtures in %s\n", root);
+        print_message("skipping: no folder %s\n", root);
         skip();
     }
     int n_fixtures = 0, bad = 0;
@@ -219,15 +229,29 @@ static void test_golden_fixtures(void **state) {
     }
     closedir(d);
     if (n_fixtures == 0) {
-        print_message("skipping: no fixture in %s has tokenizer.json and golden.json\n", root);
+        print_message("skipping: nothing in %s has tokenizer.json and golden.json\n", root);
         skip();
     }
     assert_int_equal(bad, 0);
 }
 
+/* The model fixtures of tools/make_fixtures.py ($TG_FIXTURES_DIR overrides the folder). */
+static void test_golden_fixtures(void **state) {
+    (void)state;
+    const char *root = getenv("TG_FIXTURES_DIR");
+    check_root(root && *root ? root : "tests/data/fixtures");
+}
+
+/* The tokenizer variants of tests/data/tokenizer/make_golden.py. */
+static void test_golden_tokenizer_variants(void **state) {
+    (void)state;
+    check_root("tests/data/tokenizer");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_fixtures),
+        cmocka_unit_test(test_golden_tokenizer_variants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
