@@ -57,8 +57,9 @@ fail=0
 } >"$out/soak-summary.txt"
 for p in $precisions; do
     log=$out/soak-$p.log
-    sed -nE 's/^progress: ([0-9]+) tokens, ([0-9.]+) tokens\/s, rss ([0-9]+) KiB, cache ([0-9]+) tokens, cpu ([0-9.]+) s$/\1\t\2\t\3\t\4\t\5/p' \
-        "$log" >"$out/soak-$p.tsv"
+    num='([0-9.]+)'
+    pat="^progress: $num tokens, $num tokens\/s, rss $num KiB, cache $num tokens, cpu $num s\$"
+    sed -nE "s/$pat/\1\t\2\t\3\t\4\t\5/p" "$log" >"$out/soak-$p.tsv"
     status=$(cat "$out/soak-$p.status")
     generated=$(sed -nE 's/^generated: ([0-9]+) tokens.*/\1/p' "$log")
     # awk: rss spread after the first sample; wall and CPU speed of the first 5 samples after the first vs the last 5

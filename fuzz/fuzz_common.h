@@ -123,8 +123,8 @@ static inline bool fuzz_utf8_valid(const uint8_t *s, size_t n) {
             if ((s[i + k] & 0xC0) != 0x80) return false;
             cp = cp << 6 | (s[i + k] & 0x3F);
         }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return false;
+        const bool overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+        if (overlong || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
         i += len;
     }
     return true;

@@ -184,13 +184,15 @@ streaming=(--streaming-llm-window 32 --ignore-eos --seed 5 --threads 1)
 # A reader that goes away: exit 0, no error message.
 "$T" sample "$good" --prompt "hello" --tokens 100000 "${streaming[@]}" 2>"$tmp/err" | head -c 100 >"$tmp/out"
 prc=${PIPESTATUS[0]}
-if [ "$prc" -eq 0 ] && [ "$(wc -c <"$tmp/out")" -eq 100 ] && ! grep -qiE "error|broken pipe|^tinygpt: (write|stdout)" "$tmp/err"; then
+if [ "$prc" -eq 0 ] && [ "$(wc -c <"$tmp/out")" -eq 100 ] &&
+    ! grep -qiE "error|broken pipe|^tinygpt: (write|stdout)" "$tmp/err"; then
     ok
 else
     bad "sample | head -c 100 -> exit $prc, $(wc -c <"$tmp/out") bytes, stderr: $(tail -c 300 "$tmp/err")"
 fi
 # Ctrl-C: generation stops, the speed and cache report are still printed, exit 0.
-timeout --preserve-status -s INT 3 "$T" sample "$good" --prompt "hello" --tokens 100000000 "${streaming[@]}" >"$tmp/out" 2>"$tmp/err"
+timeout --preserve-status -s INT 3 "$T" sample "$good" --prompt "hello" --tokens 100000000 "${streaming[@]}" \
+    >"$tmp/out" 2>"$tmp/err"
 irc=$?
 if [ "$irc" -eq 0 ] && grep -qF "stopped: interrupted" "$tmp/err" && grep -qE "^cache: " "$tmp/err" &&
     grep -qE "^generated: [0-9]+ tokens" "$tmp/err"; then
@@ -235,6 +237,13 @@ reader=$!
 wait "$reader"
 src=$?
 [ "$src" -eq 0 ] && ok || bad "streamed UTF-8: $(tail -3 "$tmp/reads")"
+
+# --progress N (for bench/soak.sh): one line every N generated tokens with the resident memory.
+run sample "$good" --prompt "hello" --tokens 20 --progress 5 "${streaming[@]}"
+line='^progress: [0-9]+ tokens, [0-9.]+ tokens/s, rss [0-9]+ KiB, cache [0-9]+ tokens, cpu [0-9.]+ s$'
+n_progress=$(grep -cE "$line" "$tmp/err")
+[ "$rc" -eq 0 ] && [ "$n_progress" -eq 4 ] && ok || bad "--progress 5 over 20 tokens -> exit $rc, $n_progress lines"
+expect_fail 2 "--progress: expected a positive integer" sample "$good" --progress 0
 
 echo "test_errors: $passed checks passed, $failed failed"
 [ "$failed" -eq 0 ]
