@@ -60,8 +60,10 @@ for p in $precisions; do
     num='([0-9.]+)'
     pat="^progress: $num tokens, $num tokens\/s, rss $num KiB, cache $num tokens, cpu $num s\$"
     sed -nE "s/$pat/\1\t\2\t\3\t\4\t\5/p" "$log" >"$out/soak-$p.tsv"
-    status=$(cat "$out/soak-$p.status")
+    # a run still going (SUMMARY_ONLY=1 while it runs) has no status yet: report what its progress lines show
+    status=$(cat "$out/soak-$p.status" 2>/dev/null || echo running)
     generated=$(sed -nE 's/^generated: ([0-9]+) tokens.*/\1/p' "$log")
+    [ -n "$generated" ] || generated=$(tail -1 "$out/soak-$p.tsv" | cut -f1)
     # awk: rss spread after the first sample; wall and CPU speed of the first 5 samples after the first vs the last 5
     read -r rmin rmax spread w0 w1 c0 c1 cmax < <(awk -F'\t' -v every="$every" '
         { n++; tok[n] = $1; tps[n] = $2; rss[n] = $3; cache[n] = $4; cpu[n] = $5 }
@@ -81,7 +83,11 @@ for p in $precisions; do
             printf "%d %d %d %.1f %.1f %.1f %.1f %d\n", rmin, rmax, rmax - rmin, w0, w1, c0, c1, cmax
         }' "$out/soak-$p.tsv")
     problems=
-    [ "$status" = 0 ] && [ "${generated:-0}" = "$tokens" ] || problems="$problems run failed (exit $status);"
+    if [ "$status" = running ]; then
+        problems="$problems still running;"
+    elif [ "$status" != 0 ] || [ "${generated:-0}" != "$tokens" ]; then
+        problems="$problems run failed (exit $status);"
+    fi
     [ "$spread" -le 1024 ] || problems="$problems rss spread > 1 MiB;"
     wall_ok=$(awk -v a="$w0" -v b="$w1" 'BEGIN { print (a > 0 && b >= 0.95 * a && b <= 1.05 * a) ? 1 : 0 }')
     cpu_ok=$(awk -v a="$c0" -v b="$c1" 'BEGIN { print (a > 0 && b >= 0.95 * a && b <= 1.05 * a) ? 1 : 0 }')
