@@ -264,7 +264,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* 100 KB of mixed text encodes well under a second (the limit asserted is generous for sanitizer builds). */
+/* Under valgrind (make test-valgrind) everything runs some 20-50 times slower. */
+static bool under_valgrind(void) {
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload") != NULL;
+}
+
+/* 100 KB of mixed text encodes in well under a second (sanitizer builds included; a quadratic merge loop would take
+ * minutes). */
 static void test_speed_100k(void **state) {
     (void)state;
     static const char *const parts[] = {
@@ -295,7 +302,7 @@ static void test_speed_100k(void **state) {
         const double dt = now_s() - t0;
         print_message("%s: 100 KB -> %zu tokens in %.3f s\n", files[f], n, dt);
         assert_true(n > 10000);
-        assert_true(dt < 1.0);
+        assert_true(dt < (under_valgrind() ? 30.0 : 1.0));
         free(ids);
         tg_tokenizer_free(t);
         tg_gguf_close(g);
