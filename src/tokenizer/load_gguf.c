@@ -51,7 +51,8 @@ static const pre_family PRE_FAMILIES[] = {
     {"falcon",
      {"[\\p{P}\\$\\+<=>\\^~\\|`]+", GPT2_NO_WS_TAIL, "[0-9][0-9][0-9]", NULL}, false, false},
     {"deepseek-coder",
-     {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+", "\\p{N}"},
+     {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+",
+      "\\p{N}"},
      false, true},
 };
 

@@ -166,7 +166,8 @@ static bool parse_pre(hf_ctx *c, const json_t *p) {
         return add_split(c, tg_regex_new(re, strlen(re), false, c->err), TG_SPLIT_ISOLATED, false);
     }
     if (strcmp(type, "Metaspace") == 0) {
-        tg_pre_step st = {.kind = TG_PRE_METASPACE, .prepend = prepend_scheme(p), .split = bool_field(p, "split", true)};
+        tg_pre_step st = {
+            .kind = TG_PRE_METASPACE, .prepend = prepend_scheme(p), .split = bool_field(p, "split", true)};
         if (!replacement_char(c, p, st.replacement, &st.replacement_len)) return false;
         return tg_tok_add_pre(c->t, &st, c->err);
     }
@@ -223,7 +224,8 @@ static bool parse_decoder(hf_ctx *c, const json_t *d) {
         char rep[5];
         size_t rep_len;
         if (!replacement_char(c, d, rep, &rep_len)) return false;
-        if (strcmp(rep, METASPACE) != 0) return tg_fail(c->err, "%s: Metaspace decoder with replacement other than U+2581", c->path);
+        if (strcmp(rep, METASPACE) != 0)
+            return tg_fail(c->err, "%s: Metaspace decoder with a replacement other than U+2581", c->path);
         t->dec_metaspace = true;
         t->dec_strip_start = prepend_scheme(d) == TG_PREPEND_NEVER ? 0 : 1;
         return true;
@@ -384,7 +386,8 @@ static bool load_model(hf_ctx *c, const json_t *root) {
     const char *type = str_field(model, "type");
     if (type && strcmp(type, "BPE") != 0)
         return tg_fail(c->err, "%s: unsupported model type '%s' (supported: BPE)", c->path, type);
-    const char *prefix = str_field(model, "continuing_subword_prefix"), *suffix = str_field(model, "end_of_word_suffix");
+    const char *prefix = str_field(model, "continuing_subword_prefix");
+    const char *suffix = str_field(model, "end_of_word_suffix");
     if ((prefix && *prefix) || (suffix && *suffix))
         return tg_fail(c->err, "%s: BPE continuing_subword_prefix / end_of_word_suffix are not supported", c->path);
     t->model = TG_TOKMODEL_BPE;

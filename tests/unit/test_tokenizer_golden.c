@@ -126,7 +126,8 @@ static int check_fixture(const char *dir, const json_t *golden) {
     }
     print_message("%s: %d of %zu tokenization cases match\n", dir, n_ok, json_array_size(cases));
     /* the prompts, encoded as transformers does (BOS per the tokenizer's configuration) */
-    static const char *const prompts[][2] = {{"prompt_text", "prompt_ids"}, {"greedy_prompt_text", "greedy_prompt_ids"}};
+    static const char *const prompts[][2] = {{"prompt_text", "prompt_ids"},
+                                             {"greedy_prompt_text", "greedy_prompt_ids"}};
     for (int k = 0; k < 2; k++) {
         const char *text = json_string_value(json_object_get(golden, prompts[k][0]));
         const json_t *list = json_object_get(golden, prompts[k][1]);

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import tokenizers
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 
 MS = "\u2581"
 SPM_SPECIALS = ["<unk>", "<s>", "</s>"]
@@ -28,8 +29,8 @@ SENTENCES = [
     "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want "
     "of a wife.", "The LORD is my shepherd; I shall not want.", "Call me Ishmael. Some years ago, never mind how long",
     "In 2024-01-31 we sold 1,000,000 units at $3.14 each (or 314 cents).", "def f(x):\n    return x * 2\n",
-    "Caf\u00e9, na\u00efve r\u00e9sum\u00e9 \u00fcber \u00c5ngstr\u00f6m", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 "
-    "\u4e2d\u6587 \ud55c\uad6d\uc5b4", "don't won't I'm you're they'll we've she'd IT'S", "Hello world! Hello, World?",
+    "Caf\u00e9, na\u00efve r\u00e9sum\u00e9 \u00fcber \u00c5ngstr\u00f6m",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 \u4e2d\u6587 \ud55c\uad6d\uc5b4", "don't won't I'm you're they'll we've she'd IT'S", "Hello world! Hello, World?",
     "    indented\n\tand tabbed\r\n", "emoji \U0001f999\U0001f680 \U0001f44d\U0001f3fd \u2764\ufe0f",
 ]
 
@@ -68,9 +69,11 @@ def corpus():
 
 def add_common_tokens(tok, spm):
     """Specials, then tokens exercising lstrip/rstrip and longest-match (ids after the trained vocab)."""
-    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in (SPM_SPECIALS if spm else BL_SPECIALS)])
+    specials = SPM_SPECIALS if spm else BL_SPECIALS
+    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
     tok.add_special_tokens([AddedToken("<|tool|>", special=True, normalized=False, lstrip=True, rstrip=True)])
-    tok.add_tokens([AddedToken("<x>", special=False, normalized=False), AddedToken("<x>y", special=False, normalized=False)])
+    tok.add_tokens([AddedToken("<x>", special=False, normalized=False),
+                    AddedToken("<x>y", special=False, normalized=False)])
 
 
 def byte_level(pre, ignore_merges=False):
