@@ -30,7 +30,8 @@ SENTENCES = [
     "of a wife.", "The LORD is my shepherd; I shall not want.", "Call me Ishmael. Some years ago, never mind how long",
     "In 2024-01-31 we sold 1,000,000 units at $3.14 each (or 314 cents).", "def f(x):\n    return x * 2\n",
     "Caf\u00e9, na\u00efve r\u00e9sum\u00e9 \u00fcber \u00c5ngstr\u00f6m",
-    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 \u4e2d\u6587 \ud55c\uad6d\uc5b4", "don't won't I'm you're they'll we've she'd IT'S", "Hello world! Hello, World?",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 \u4e2d\u6587 \ud55c\uad6d\uc5b4",
+    "don't won't I'm you're they'll we've she'd IT'S", "Hello world! Hello, World?",
     "    indented\n\tand tabbed\r\n", "emoji \U0001f999\U0001f680 \U0001f44d\U0001f3fd \u2764\ufe0f",
 ]
 
