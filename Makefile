@@ -98,6 +98,12 @@ $(VG)/tests/%: tests/unit/%.c $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a
 	$(CC) $(WARN) $(VG_FLAGS) $(OMP) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a \
 	    $(DEPS_LIBS) -lcmocka
 
+# docs/RESULTS.md and docs/results/*.svg: the cache's cost in quality on the bundled model (tools/results.sh;
+# about 30 minutes on 2 cores; `tools/results.sh --quick` is a smoke run of the pipeline)
+.PHONY: results
+results: tinygpt
+	tools/results.sh
+
 clean:
 	rm -rf build tinygpt fuzz/build
 

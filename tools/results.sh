@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# results.sh — regenerates docs/RESULTS.md and its plots (docs/results/*.svg): what the KV cache costs in quality on
+# the bundled model (issue #5). Every number in RESULTS.md comes from a command this script runs:
+#   tinygpt info --cache-table                the cache-bytes table
+#   tinygpt perplexity --kl-base fp32          perplexity, KL and top-1 agreement of each cache policy against an fp32
+#                                              unbounded cache, within the 512-token context (valid.txt)
+#   tinygpt perplexity (streaming)            sinks in full precision or quantised
+#   tinygpt compare                           the greedy-prefix-match table
+#   bench/long_context.sh                     perplexity vs position past the context, table and plots
+# A "## Soak" section already in RESULTS.md (another tool's) is kept as it is, at the end.
+#
+# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN]
+#   --quick     small token counts (a smoke run of the pipeline; the numbers are not the published ones)
+#   --jobs N    perplexity runs in parallel, one thread each (default 2: the two cores of the reference machine)
+# Intermediate files go to build/results/ and build/long_context/; runs whose output is newer than the model and the
+# binary are re-used (delete those folders to start afresh).
+set -u
+cd "$(dirname "$0")/.." || exit 2
+
+model=models/tinygpt-flagship.gguf
+bin=./tinygpt
+jobs=2
+quick=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) quick=1; shift ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --tinygpt) bin=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
+    *) echo "results.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+valid=models/data/valid.txt
+long=models/data/long-heldout.txt
+prompts=tools/results_prompts.txt
+# tokens per run: 16 context windows of valid.txt for the within-context table, 8192 streamed tokens for the sink
+# table, 50,000 for the long-context experiment (unbounded cache: 4096; recomputation oracle: every 500th token)
+valid_tokens=8193
+sink_tokens=8192
+lc_tokens=50000
+lc_unbounded=4096
+lc_every=500
+greedy_tokens=60
+if [ "$quick" = 1 ]; then
+    valid_tokens=1025
+    sink_tokens=1024
+    lc_tokens=3000
+    lc_unbounded=1024
+    lc_every=500
+    greedy_tokens=12
+fi
+work=build/results
+lcdir=build/long_context
+[ "$quick" = 1 ] && work=build/results-quick && lcdir=build/long_context-quick
+out_md=docs/RESULTS.md
+plots=docs/results
+[ "$quick" = 1 ] && out_md=$work/RESULTS.md && plots=$work/plots
+
+for f in "$model" "$valid" "$long" "$prompts"; do
+    [ -e "$f" ] || { echo "results.sh: $f not found" >&2; exit 1; }
+done
+if [ "$bin" = ./tinygpt ]; then
+    make -s -j2 tinygpt >&2 || { echo "results.sh: make tinygpt failed" >&2; exit 1; }
+fi
+[ -x "$bin" ] || { echo "results.sh: $bin not found" >&2; exit 1; }
+mkdir -p "$work" "$plots"
+t_start=$SECONDS
+
+# ---- running perplexity jobs, N at a time ----------------------------------------------------------------------------
+# job NAME TEXT MAX_TOKENS FLAGS...: runs `tinygpt perplexity` in the background into $work/NAME.txt (skipped when
+# up to date). Call `wait_all` before reading the results.
+job() {
+    local name=$1 text=$2 max=$3
+    shift 3
+    local txt=$work/$name.txt
+    if [ -s "$txt" ] && [ "$txt" -nt "$model" ] && [ "$txt" -nt "$bin" ]; then return 0; fi
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    (
+        t0=$SECONDS
+        if "$bin" perplexity "$model" "$text" --max-tokens "$max" --threads 1 --quiet "$@" >"$txt.tmp" 2>"$txt.err"; then
+            mv "$txt.tmp" "$txt"
+            echo "  $name: ppl $(awk '$1 == "perplexity" {print $2}' "$txt") ($((SECONDS - t0)) s)" >&2
+        else
+            echo "results.sh: tinygpt perplexity failed for $name: $(tail -n 1 "$txt.err")" >&2
+            rm -f "$txt.tmp"
+        fi
+    ) &
+}
+wait_all() { wait; }
+
+# get NAME KEY: a value from a summary.
+get() { awk -v k="$2" '$1 == k {print $2; exit}' "$work/$1.txt" 2>/dev/null; }
+
+# ---- the within-context table: each policy against fp32 unbounded, valid.txt in 512-token windows -----------------
+# rows: "name|label|flags"
+rows=(
+    "fp32|fp32 (the base itself)|--kv-quantize fp32"
+    "fp16|fp16|--kv-quantize fp16"
+    "bf16|bf16|--kv-quantize bf16"
+    "int8|int8 (KIVI, G 32, R 128)|--kv-quantize int8"
+    "int4|int4 (KIVI, G 32, R 128)|--kv-quantize int4"
+    "int2|int2 (KIVI, G 32, R 128)|--kv-quantize int2"
+    "int8-r32|int8, R 32|--kv-quantize int8 --kv-residual 32"
+    "int4-r32|int4, R 32|--kv-quantize int4 --kv-residual 32"
+    "int2-r32|int2, R 32|--kv-quantize int2 --kv-residual 32"
+    "int4-g16|int4, G 16, R 32|--kv-quantize int4 --kv-group-size 16 --kv-residual 32"
+    "int2-g16|int2, G 16, R 32|--kv-quantize int2 --kv-group-size 16 --kv-residual 32"
+    "int8-whole|int8, whole-history key scales (design note, G 0)|--kv-quantize int8 --kv-group-size 0"
+    "int4-whole|int4, whole-history key scales (design note, G 0)|--kv-quantize int4 --kv-group-size 0"
+    "int2-whole|int2, whole-history key scales (design note, G 0)|--kv-quantize int2 --kv-group-size 0"
+    "k8v4|K int8 / V int4|--kv-quantize-keys int8 --kv-quantize-values int4"
+    "k4v8|K int4 / V int8|--kv-quantize-keys int4 --kv-quantize-values int8"
+    "k8v2|K int8 / V int2|--kv-quantize-keys int8 --kv-quantize-values int2"
+    "k2v8|K int2 / V int8|--kv-quantize-keys int2 --kv-quantize-values int8"
+    "k4v2|K int4 / V int2|--kv-quantize-keys int4 --kv-quantize-values int2"
+)
+echo "results.sh: within-context runs ($valid_tokens tokens of $valid each, against fp32)" >&2
+for r in "${rows[@]}"; do
+    IFS='|' read -r name label flags <<<"$r"
+    # shellcheck disable=SC2086
+    job "ctx-$name" "$valid" "$valid_tokens" --kl-base fp32 $flags
+done
+
+# ---- sinks: StreamingLLM sink 4 + window 476, re-positioned, over the long text; sinks fp32 or quantised ----------
+echo "results.sh: sink runs ($sink_tokens tokens of $long each)" >&2
+stream=(--streaming-llm-sink 4 --streaming-llm-window 476 --streaming-llm-reposition)
+for p in int8 int4 int2; do
+    job "sink-$p-fp32sinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p"
+    job "sink-$p-qsinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p" --kv-quantize-sinks
+    # vanilla RoPE: keys quantised after RoPE (re-positioning stores and quantises them before it)
+    job "sink-$p-vanilla" "$long" "$sink_tokens" --kl-base fp32 --streaming-llm-sink 4 --streaming-llm-window 476 \
+        --kv-quantize "$p"
+done
+wait_all
+
+# ---- the greedy-match table ---------------------------------------------------------------------------------------
+echo "results.sh: greedy-match tables" >&2
+greedy_md=$work/greedy.md
+greedy_whole_md=$work/greedy-whole.md
+greedy_r0_md=$work/greedy-r0.md
+if ! [ -s "$greedy_md" ] || ! [ "$greedy_md" -nt "$bin" ] || ! [ "$greedy_md" -nt "$model" ]; then
+    "$bin" compare "$model" --prompts "$prompts" --tokens "$greedy_tokens" --threads 1 --markdown \
+        --kv-quantize fp16,bf16,int8,int4,int2,int8/int4,int4/int8 >"$greedy_md.tmp" && mv "$greedy_md.tmp" "$greedy_md" &
+    "$bin" compare "$model" --prompts "$prompts" --tokens "$greedy_tokens" --threads 1 --markdown \
+        --kv-quantize int8,int4,int2 --kv-group-size 0 >"$greedy_whole_md.tmp" &&
+        mv "$greedy_whole_md.tmp" "$greedy_whole_md" &
+    wait
+    "$bin" compare "$model" --prompts "$prompts" --tokens "$greedy_tokens" --threads 1 --markdown \
+        --kv-quantize int8,int4,int2,int8/int4,int4/int8 --kv-residual 0 >"$greedy_r0_md.tmp" &&
+        mv "$greedy_r0_md.tmp" "$greedy_r0_md"
+fi
+
+# ---- the long-context experiment ------------------------------------------------------------------------------------
+echo "results.sh: long-context experiment" >&2
+bash bench/long_context.sh --model "$model" --text "$long" --tokens "$lc_tokens" --unbounded-tokens "$lc_unbounded" \
+    --every "$lc_every" --out "$lcdir" --tinygpt "$bin" --jobs "$jobs" >&2 ||
+    { echo "results.sh: bench/long_context.sh failed" >&2; exit 1; }
+cp "$lcdir"/perplexity-vs-position-*.svg "$plots"/
+
+# ---- RESULTS.md ------------------------------------------------------------------------------------------------------
+# pct A B: 100 * (A / B - 1)
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%+.3f %%", 100 * (a / b - 1) }'; }
+mib() { awk -v b="$1" 'BEGIN { if (b == "") print "–"; else printf "%.2f MiB", b / 1048576 }'; }
+# verdict VALUE LIMIT: "yes" when VALUE <= LIMIT
+verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v == "" || v == "–") print "no data"; else print (v + 0 <= l ? "**met**" : "**missed**") }'; }
+
+ctx_table() {
+    echo "| cache (K/V storage) | KV bytes at 512 tokens | perplexity | vs fp32 | mean KL (nats) | top-1 agreement |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    local r name label flags
+    for r in "${rows[@]}"; do
+        IFS='|' read -r name label flags <<<"$r"
+        [ -s "$work/ctx-$name.txt" ] || { echo "| $label | – | – | – | – | – |"; continue; }
+        printf '| %s | %s | %s | %s | %s | %s %% |\n' "$label" "$(mib "$(get "ctx-$name" cache_bytes)")" \
+            "$(get "ctx-$name" perplexity)" "$(get "ctx-$name" ppl_increase) %" "$(get "ctx-$name" kl_mean)" \
+            "$(get "ctx-$name" top1_agree)"
+    done
+}
+
+sink_table() {
+    echo "| KV storage | RoPE (keys quantised) | sinks | perplexity | fp32 same policy | vs fp32 | mean KL (nats) | top-1 agreement |"
+    echo "|---|---|---|---:|---:|---:|---:|---:|"
+    local p s
+    for p in int8 int4 int2; do
+        for s in fp32sinks qsinks vanilla; do
+            local n=sink-$p-$s
+            [ -s "$work/$n.txt" ] || continue
+            printf '| %s | %s | %s | %s | %s | %s %% | %s | %s %% |\n' "$p" \
+                "$([ $s = vanilla ] && echo "vanilla (after RoPE)" || echo "re-positioned (before RoPE)")" \
+                "$([ $s = qsinks ] && echo "quantised ($p)" || echo fp32)" \
+                "$(get "$n" perplexity)" "$(get "$n" base_perplexity)" "$(get "$n" ppl_increase)" "$(get "$n" kl_mean)" \
+                "$(get "$n" top1_agree)"
+        done
+    done
+}
+
+int8_inc=$(get ctx-int8 ppl_increase)
+int4_inc=$(get ctx-int4 ppl_increase)
+int2_inc=$(get ctx-int2 ppl_increase)
+int8_inc32=$(get ctx-int8-r32 ppl_increase)
+int4_inc32=$(get ctx-int4-r32 ppl_increase)
+int2_inc32=$(get ctx-int2-r32 ppl_increase)
+greedy_int8=$(awk -F'|' '/mean match/ {gsub(/[ %*]/, "", $5); print $5}' "$greedy_md" 2>/dev/null)
+greedy_int8_r0=$(awk -F'|' '/mean match/ {gsub(/[ %*]/, "", $3); print $3}' "$greedy_r0_md" 2>/dev/null)
+lc_verdict=$(grep -E "^- (window|sink4|sink4-repos) fp32:" "$lcdir/summary.md" 2>/dev/null)
+n_long=$(awk '$1 == "text" {sub(/^\(/, "", $3); print $3}' "$lcdir/in-context-fp32.txt")
+ref_line=$(cat "$lcdir/reference.txt" 2>/dev/null)
+gpu_ppl=$(jq -r '.final_fp32.long_heldout_ppl // empty' models/training/metrics.json 2>/dev/null)
+gpu_tokens=$(jq -r '.long_tokens // empty' models/training/metrics.json 2>/dev/null)
+elapsed=$((SECONDS - t_start))
+
+soak=""
+if [ -f "$out_md" ]; then
+    soak=$(awk '/^## Soak/ {on = 1} on && /^## / && !/^## Soak/ {on = 0} on' "$out_md")
+fi
+
+{
+cat <<EOF
+# Results: what the KV cache costs in quality
+
+Generated by \`make results\` (\`tools/results.sh\`) — do not edit by hand: every number below comes from a command
+that script runs, and rerunning it regenerates this file and \`docs/results/*.svg\`.$( [ "$quick" = 1 ] && echo " **QUICK RUN: small token counts, not the published numbers.**")
+
+- model: \`$model\` — $("$bin" info "$model" | awk '$1 == "parameters" {print $2}') parameters, $("$bin" info "$model" | awk '$1 == "layers" {print $2}') layers, $("$bin" info "$model" | awk '$1 == "heads" {print $2 " query / " $4 " KV heads of " $8}'), context $("$bin" info "$model" | awk '$1 == "context" {print $3}'), weights $("$bin" info "$model" | awk '$1 == "weight" {print $3}')
+- texts: \`$valid\` (held out from training; within-context numbers), \`$long\` ($n_long tokens; long-context and sink numbers)
+- protocol: teacher-forced through the cached decode path (\`tinygpt perplexity\`): token t is scored by the logits
+  computed against the cache as it stands after tokens < t were appended — quantised, evicted and re-positioned
+  exactly as in generation. "vs fp32" and KL compare against an fp32 cache with the same length policy run in
+  lockstep over the same tokens (\`--kl-base fp32\`): KL(fp32 ‖ policy) averaged over the scored tokens, top-1 = how
+  often both put the same token first.
+- subsampling (to keep the run under ~30 minutes on 2 cores): within-context table on the first $valid_tokens tokens
+  of \`$valid\` (independent 512-token windows, a fresh cache each, as in training's evaluation); sink table on the
+  first $sink_tokens tokens of \`$long\`; long-context experiment on the first $lc_tokens tokens (unbounded cache: the first
+  $lc_unbounded; recomputation oracle: every ${lc_every}th token); greedy match: $(grep -c . "$prompts") prompts x $greedy_tokens tokens.
+- this run: $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null), $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $((elapsed / 60)) min $((elapsed % 60)) s (re-used runs not counted).
+
+## Targets
+
+| target (issue #5) | defaults (G 32, R 128) | | R 32 (quantised beyond 32–63 newest tokens) | |
+|---|---:|---|---:|---|
+| int8 perplexity increase ≤ 0.1 % (within context, vs fp32 unbounded) | ${int8_inc:-–} % | $(verdict "$(echo "$int8_inc" | tr -d '+')" 0.1) | ${int8_inc32:-–} % | $(verdict "$(echo "$int8_inc32" | tr -d '+')" 0.1) |
+| int4 perplexity increase ≤ 1 % | ${int4_inc:-–} % | $(verdict "$(echo "$int4_inc" | tr -d '+')" 1) | ${int4_inc32:-–} % | $(verdict "$(echo "$int4_inc32" | tr -d '+')" 1) |
+| int2 perplexity increase ≤ 5 % | ${int2_inc:-–} % | $(verdict "$(echo "$int2_inc" | tr -d '+')" 5) | ${int2_inc32:-–} % | $(verdict "$(echo "$int2_inc32" | tr -d '+')" 5) |
+| greedy match 100 % at int8 ($greedy_tokens tokens; R 0 in the right-hand column) | ${greedy_int8:-–} % | $(verdict "$(awk -v g="${greedy_int8:-0}" 'BEGIN { print 100 - g }')" 0) | ${greedy_int8_r0:-–} % | $(verdict "$(awk -v g="${greedy_int8_r0:-0}" 'BEGIN { print 100 - g }')" 0) |
+
+StreamingLLM (sink 4) within 10 % of the in-context perplexity out to $lc_tokens tokens (bucket by bucket, fp32 cache; all
+precisions in the long-context section):
+
+$(echo "$lc_verdict")
+
+## Cache bytes
+
+\`tinygpt info $model --cache-table\` (bytes allocated, all K/V layers; T beyond the context is extrapolated):
+
+\`\`\`
+$("$bin" info "$model" --cache-table | sed -n '/^KV cache bytes/,$p')
+\`\`\`
+
+## Within the context: perplexity and KL against fp32
+
+$valid_tokens tokens of \`$valid\` in 512-token windows; KIVI keys per channel in groups of G tokens, values per token,
+the newest R tokens in fp32 (defaults G 32, R 128). With R 128 a quarter of a 512-token window is always full
+precision: the R 32 and R 0 rows show what the quantised part alone costs. "KV bytes" is the cache allocated for the
+whole 512-token context.
+
+$(ctx_table)
+
+## Sinks in full precision or quantised
+
+StreamingLLM sink 4 + window 476, re-positioned, over the first $sink_tokens tokens of \`$long\`, against an fp32 cache with the
+same policy. By default the cache keeps the 4 sink tokens in fp32; \`--kv-quantize-sinks\` quantises them like the rest
+(keys per channel over the 4 sinks, values per token; they keep their fp32 slots, so the bytes do not change).
+
+$(sink_table)
+
+## Greedy prefix match
+
+\`tinygpt compare $model --prompts $prompts --tokens $greedy_tokens\`: the greedy continuation with an fp32 cache is the reference;
+each cell is how many of its tokens the same greedy decode reproduces before the first divergence.
+
+$(cat "$greedy_md" 2>/dev/null)
+
+With the default residual of 128 tokens, a prompt and $greedy_tokens generated tokens never leave the fp32 residual: the table
+above measures fp16 / bf16 storage and nothing of KIVI. The same with \`--kv-residual 0\` (tokens are quantised as soon
+as a group of 32 is complete):
+
+$(cat "$greedy_r0_md" 2>/dev/null)
+
+The design note's whole-history key scales (\`--kv-group-size 0\`: every token quantised at once):
+
+$(cat "$greedy_whole_md" 2>/dev/null)
+
+## Long context: perplexity vs position
+
+\`bench/long_context.sh\` on \`$long\`. Cells: perplexity over the tokens whose position falls in the bucket.
+The in-context reference scores every token with a fresh fp32 cache per 512-token window (on average 256 tokens of
+context); the recomputation rows (\`recompute\`) re-run the last 512 tokens for every scored token (every ${lc_every}th
+token only: noisy in the first buckets, which hold few of them); the \`@sub\` rows give the in-context reference and
+StreamingLLM re-positioned on exactly those tokens, for a like-for-like comparison with the oracle.
+
+$(cat "$lcdir/buckets.md" 2>/dev/null)
+
+Verdicts (each streaming policy against the in-context reference, bucket by bucket past the context):
+
+$(cat "$lcdir/summary.md" 2>/dev/null)
+
+Cross-check of the reference against training's own evaluation (PyTorch, fp32 on the GPU, non-overlapping 512-token
+windows of the same text, $gpu_tokens tokens as its tokenizer counted them): ours, ${ref_line:-–}; training's, perplexity
+${gpu_ppl:-–}.
+
+$(for p in fp32 int8 int4 int2; do [ -f "$plots/perplexity-vs-position-$p.svg" ] && printf '![perplexity vs position, %s](results/perplexity-vs-position-%s.svg)\n\n' "$p" "$p"; done)
+EOF
+if [ -n "$soak" ]; then
+    echo
+    echo "$soak"
+fi
+} >"$out_md.tmp" && mv "$out_md.tmp" "$out_md"
+echo "results.sh: wrote $out_md ($(((SECONDS - t_start) / 60)) min)" >&2
