@@ -6,7 +6,7 @@
  * Build and run from the repository root (release flags; the kernel sources are every .c file in src/kernels plus
  * src/util/error.c):
  *   cc -std=c11 -O3 -march=native -fopenmp -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
- *      src/util/error.c -o build/bench_kernels -lm && build/bench_kernels [rows cols n_tokens threads]
+ *      src/util/error.c -o build/bench_kernels -lm && build/bench_kernels [rows cols n_tokens threads pool_MiB]
  */
 #include <math.h>
 #include <stdint.h>
@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
     int64_t cols = argc > 2 ? atoll(argv[2]) : 4096;
     int64_t ntok = argc > 3 ? atoll(argv[3]) : 32;
     int threads = argc > 4 ? atoi(argv[4]) : 2;
+    double pool_mib = argc > 5 ? atof(argv[5]) : 512.0; /* 512 MiB: from DRAM; ~20 MiB: a small model from L3 */
     uint64_t seed = 42;
     float *x = malloc((size_t)(cols * ntok) * sizeof(float));
     float *y = malloc((size_t)(rows * ntok) * sizeof(float));
@@ -94,9 +95,9 @@ int main(int argc, char **argv) {
         double maxerr = 0.0, ymax = 0.0;
         for (int64_t i = 0; i < head.rows; i++) ymax = fmax(ymax, fabs(yr[i]));
         for (int64_t i = 0; i < head.rows; i++) maxerr = fmax(maxerr, fabs(y[i] - yr[i]) / ymax);
-        /* matvec from DRAM: copies of W totalling >= 512 MiB (>> L3), cycled through, about 0.5 s */
+        /* matvec: copies of W totalling >= pool_mib (512 MiB >> L3 by default), cycled through, about 0.5 s */
         double bytes = (double)tg_row_bytes(type, cols) * (double)rows;
-        int n_copies = (int)(512.0 * 1048576.0 / bytes) + 1;
+        int n_copies = (int)(pool_mib * 1048576.0 / bytes) + 1;
         uint8_t *pool = malloc((size_t)bytes * (size_t)n_copies);
         if (!pool) return 1;
         for (int c = 0; c < n_copies; c++) memcpy(pool + (size_t)c * (size_t)bytes, data, (size_t)bytes);

@@ -14,5 +14,7 @@ int tg_cmd_info(int argc, char **argv);
 int tg_cmd_perplexity(int argc, char **argv);
 /* tinygpt compare MODEL --prompts FILE ...: greedy prefix match of each cache precision against fp32. */
 int tg_cmd_compare(int argc, char **argv);
+/* tinygpt bench MODEL ...: prompt and generation speed at several cache depths, with the bandwidth roofline. */
+int tg_cmd_bench(int argc, char **argv);
 
 #endif

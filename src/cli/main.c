@@ -19,6 +19,7 @@ static const char USAGE[] =
     "  info MODEL [--cache-table]     print the model's hyper-parameters and KV cache sizes\n"
     "  perplexity MODEL FILE          perplexity of FILE through the KV cache (teacher-forced)\n"
     "  compare MODEL --prompts FILE   greedy prefix match of each cache precision against an fp32 cache\n"
+    "  bench MODEL [--depth D,...]    prompt and generation speed, peak RSS and the memory-bandwidth roofline\n"
     "  help                           print this message\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json).\n"
@@ -51,6 +52,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "info") == 0) return tg_cmd_info(sub_argc, sub_argv);
     if (strcmp(cmd, "perplexity") == 0) return tg_cmd_perplexity(sub_argc, sub_argv);
     if (strcmp(cmd, "compare") == 0) return tg_cmd_compare(sub_argc, sub_argv);
+    if (strcmp(cmd, "bench") == 0) return tg_cmd_bench(sub_argc, sub_argv);
     fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", cmd);
     return TG_EXIT_USAGE;
 }

@@ -31,6 +31,13 @@
 void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                   int64_t cols, float *y, size_t ldy);
 
+/* The decode kernel: y[r] = dot(row r of W, x) for r < nr (any nr >= 0), row r at w + r * w_stride bytes (any
+ * alignment). x: float[cols] for F32/F16/BF16, tg_q8x_block[cols/32] for Q8_0/Q4_0 (cols a multiple of 32). Rows
+ * are taken four at a time from the first, then one at a time: a row's result depends only on its index mod 4 from
+ * the start of the range and on whether it is in the ragged tail. */
+void tg_avx2_gemv(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols,
+                  float *y);
+
 /* Bit-for-bit tg_quantize_q8x_ref (quant.h), eight lanes at a time. */
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
 
@@ -43,6 +50,11 @@ float tg_avx2_dot_f16(const uint16_t *a, const float *b, int64_t n);
 void tg_avx2_axpy_f16(float a, const uint16_t *x, float *y, int64_t n);
 void tg_avx2_f16_to_f32_row(const uint16_t *src, float *dst, int64_t n);
 void tg_avx2_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n);
+/* bf16 -> f32 for the first n - n % 8 elements; returns how many it converted (the caller does the tail). */
+int64_t tg_avx2_bf16_to_f32_row(const uint16_t *src, float *dst, int64_t n);
+/* vec.h's tg_exp_shift_sum and ops.h's tg_swiglu, eight lanes at a time (same contracts and edge cases). */
+float tg_avx2_exp_shift_sum(float *x, int64_t n, float m);
+void tg_avx2_swiglu(float *gate, const float *up, int64_t n);
 
 #endif
 #endif

@@ -90,20 +90,64 @@ static void tile(tg_dtype type, const uint8_t *w, size_t ws, int nr, const uint8
 #endif
 }
 
-/* Y[n, rows] = X[n, cols] W^T with X already in the form the tile kernel wants (row t at x + t * xs bytes).
- * Threads split W into blocks of rows; each thread sweeps its block over every group of tokens, so a W block is
- * read from memory once and reused from cache for all n tokens. */
-static void run_tiles(const tg_tensor *w, const uint8_t *x, size_t xs, int64_t n, float *y, int n_threads) {
-    const int64_t rows = w->rows, cols = w->cols;
+size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
+    return TG_KERNELS_AVX2 && n > 0 && cols >= TG_QK ? (size_t)n * (size_t)(cols / TG_QK) * sizeof(tg_q8x_block) : 0;
+}
+
+tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch) {
+    tg_act a = {.x = x, .xq = NULL, .n = n, .cols = cols};
+    if (TG_KERNELS_AVX2 && is_quant(type) && scratch) {
+        const int64_t nb = cols / TG_QK;
+        tg_q8x_block *xq = scratch;
+        for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
+        a.xq = xq;
+    }
+    return a;
+}
+
+void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1, float *y, size_t ldy) {
+    if (r1 <= r0 || a->n <= 0) return;
+    const int64_t cols = w->cols;
     const size_t rb = tg_row_bytes(w->type, cols);
-    const uint8_t *wdata = w->data;
-    /* Decode (n == 1) streams 4 rows at a time past one vector; prefill uses 2 rows x 4 tokens. */
-    const int tile_rows = n == 1 ? 4 : 2;
-    const int tile_vecs = n == 1 ? 1 : 4;
+    const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * rb;
+    const int64_t nr = r1 - r0;
+    if (is_quant(w->type) && !a->xq) { /* not prepared (or no AVX2): the exact reference, row by row */
+        for (int64_t t = 0; t < a->n; t++) {
+            tg_tensor part = {w->type, nr, cols, wdata};
+            tg_matvec_ref(&part, a->x + (size_t)t * (size_t)cols, y + (size_t)t * ldy);
+        }
+        return;
+    }
+    const uint8_t *x = is_quant(w->type) ? (const uint8_t *)a->xq : (const uint8_t *)a->x;
+    const size_t xs = is_quant(w->type) ? (size_t)(cols / TG_QK) * sizeof(tg_q8x_block) : (size_t)cols * sizeof(float);
+#if TG_KERNELS_AVX2
+    if (a->n == 1) {
+        tg_avx2_gemv(w->type, wdata, rb, nr, x, cols, y);
+        return;
+    }
+#endif
+    /* Prefill: 2 rows x 4 tokens tiles; the block of rows stays in cache while every token passes over it. */
+    const int tile_rows = a->n == 1 ? 4 : 2, tile_vecs = a->n == 1 ? 1 : 4;
+    for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) {
+        const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
+        for (int64_t r = 0; r < nr; r += tile_rows) {
+            const int k = (int)(nr - r < tile_rows ? nr - r : tile_rows);
+            tile(w->type, wdata + (size_t)r * rb, rb, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r,
+                 ldy);
+        }
+    }
+}
+
+/* Y[n, rows] = X[n, cols] W^T with X prepared. Threads split W into blocks of rows (multiples of TG_ROW_ALIGN);
+ * each thread sweeps its block over every token, so a W block is read from memory once and reused from cache for
+ * all n tokens. */
+static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, int n_threads) {
+    const int64_t rows = w->rows, cols = w->cols, n = a->n;
+    const size_t rb = tg_row_bytes(w->type, cols);
     int64_t block = rb ? (int64_t)(TG_ROW_BLOCK_BYTES / rb) : 0;
     if (block < 16) block = 16;
     if (block > 256) block = 256;
-    block -= block % tile_rows; /* whole tiles inside a block; only the matrix's last block is ragged */
+    block -= block % TG_ROW_ALIGN;
     const int64_t n_blocks = (rows + block - 1) / block;
     int threads = n_threads < 1 ? 1 : n_threads;
     if (threads > n_blocks) threads = (int)n_blocks;
@@ -113,37 +157,18 @@ static void run_tiles(const tg_tensor *w, const uint8_t *x, size_t xs, int64_t n
     for (int64_t ib = 0; ib < n_blocks; ib++) {
         const int64_t r0 = ib * block;
         const int64_t r1 = r0 + block < rows ? r0 + block : rows;
-        for (int64_t t0 = 0; t0 < n; t0 += tile_vecs) {
-            const int nt = (int)(n - t0 < tile_vecs ? n - t0 : tile_vecs);
-            for (int64_t r = r0; r < r1; r += tile_rows) {
-                const int nr = (int)(r1 - r < tile_rows ? r1 - r : tile_rows);
-                tile(w->type, wdata + (size_t)r * rb, rb, nr, x + (size_t)t0 * xs, xs, nt, cols,
-                     y + (size_t)t0 * (size_t)rows + (size_t)r, (size_t)rows);
-            }
-        }
+        tg_matmul_rows(w, a, r0, r1, y + r0, (size_t)rows);
     }
 }
 
 void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads) {
     if (n <= 0 || w->rows <= 0) return;
-    const size_t x_row_bytes = (size_t)w->cols * sizeof(float);
-    if (!(TG_KERNELS_AVX2 && is_quant(w->type))) {
-        run_tiles(w, (const uint8_t *)x, x_row_bytes, n, y, n_threads);
-        return;
-    }
-    /* Integer path: quantise each activation row once, then every weight row reuses it. */
-    const int64_t nb = w->cols / TG_QK;
-    const size_t q_row_bytes = (size_t)nb * sizeof(tg_q8x_block);
-    tg_q8x_block *xq = malloc((size_t)n * q_row_bytes); /* cols > 0, so never malloc(0) */
-    if (!xq) { /* out of memory: fall back to the exact scalar path, which needs no scratch */
-        for (int64_t t = 0; t < n; t++)
-            tg_matvec_ref(w, x + (size_t)t * (size_t)w->cols, y + (size_t)t * (size_t)w->rows);
-        return;
-    }
-    for (int64_t t = 0; t < n; t++)
-        tg_quantize_q8x(x + (size_t)t * (size_t)w->cols, xq + (size_t)t * (size_t)nb, w->cols);
-    run_tiles(w, (const uint8_t *)xq, q_row_bytes, n, y, n_threads);
-    free(xq);
+    const size_t scratch_bytes = is_quant(w->type) ? tg_act_scratch_bytes(n, w->cols) : 0;
+    void *scratch = scratch_bytes ? malloc(scratch_bytes) : NULL;
+    /* without scratch (no AVX2, or out of memory) quantised weights take the exact reference path */
+    tg_act a = tg_act_prepare(w->type, x, n, w->cols, scratch);
+    run_blocks(w, &a, y, n_threads);
+    free(scratch);
 }
 
 void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads) { tg_matmul(w, x, 1, y, n_threads); }

@@ -2,6 +2,7 @@
 #ifndef TG_KERNELS_MATMUL_H
 #define TG_KERNELS_MATMUL_H
 
+#include "kernels/quant.h"
 #include "kernels/tensor.h"
 
 /* Preconditions for every function here: w is a valid view (w->type < TG_DT_COUNT, rows >= 0, cols > 0, and
@@ -20,9 +21,32 @@ void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads);
 /* Y[n, rows] = X[n, cols] W^T (row t of Y is W times row t of X), cache-blocked: each block of W rows is reused
  * from cache for every token. Equal to n calls of tg_matvec within fp32 rounding (today each output is even summed
  * in the same order, so the bits agree; callers should not rely on that). n <= 0 does nothing. Q8_0/Q4_0 allocate
- * n * cols * 40/32 bytes of scratch; if that allocation fails the result is computed by the (slow, exact) reference
- * instead, so the call never fails. */
+ * n * cols * 40/32 bytes of scratch (the forward pass uses tg_act_prepare with its own scratch instead); if that
+ * allocation fails the result is computed by the (slow, exact) reference instead, so the call never fails. */
 void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads);
+/* ---- building blocks for callers that split the rows among their own threads (the forward pass) ---- */
+
+/* Row ranges handed to tg_matmul_rows start at multiples of this; then results do not depend on the split. */
+#define TG_ROW_ALIGN 4
+
+/* n activation rows prepared for the kernels of one weight type. */
+typedef struct {
+    const float *x;                 /* [n, cols] */
+    const tg_q8x_block *xq;     /* [n, cols / 32]: x quantised for Q8_0 / Q4_0 weights; NULL otherwise */
+    int64_t n, cols;
+} tg_act;
+
+/* Bytes of scratch tg_act_prepare may need for n rows of cols columns (0 when no kernel needs any). */
+size_t tg_act_scratch_bytes(int64_t n, int64_t cols);
+/* Prepares x [n, cols] for weights of `type`: for Q8_0 / Q4_0 quantises every row into scratch
+ * (tg_act_scratch_bytes(n, cols) bytes, 4-byte aligned; NULL scratch leaves xq NULL and the block types then take
+ * the exact reference path). Never allocates. The result points into x and scratch. */
+tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch);
+/* Y[t * ldy + (r - r0)] = row r of W . activation t for r in [r0, r1), t < a->n, on the calling thread; a was
+ * prepared for w->type and w->cols. One activation (n == 1) takes the decode kernels, more take the prefill tiles.
+ * Never allocates. */
+void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1, float *y, size_t ldy);
+
 /* Plain scalar references (tests compare the fast paths against these): exact dequantisation of W, accumulation
  * in double, one rounding to fp32 per output. */
 void tg_matvec_ref(const tg_tensor *w, const float *x, float *y);

@@ -1,127 +1,80 @@
-/* matmul_avx2.c — AVX2 + FMA + F16C micro-kernels: a tile of nr weight rows against nt activation vectors.
+/* matmul_avx2.c — the prefill tiles: a few weight rows against a few activation vectors (AVX2 + FMA + F16C, and
+ * AVX-512 VNNI's 256-bit dpbusd where the target has it).
  *
  * Float weights (F32, F16, BF16) are widened to fp32 eight at a time and multiplied with float activations by FMA.
  * Quantised weights (Q8_0, Q4_0) use integer dot products against activations that the caller quantised once into
- * tg_q8x_block form: per 32-element block, sum(qw * qx) is exact in int32 and is scaled by dw * dx in fp32. Every
- * tile body is one always-inline function with constant tile sizes, instantiated for the shapes tg_avx2_tile
- * accepts, so the accumulators live in registers. */
+ * tg_q8x_block form. Both follow the canonical arithmetic order of avx2_inline.h, so a tile gives the same bits as
+ * the decode kernel for every (row, activation) pair. Every tile body is one always-inline function with constant
+ * tile sizes, instantiated for the shapes tg_avx2_tile accepts, so the accumulators live in registers. */
 #include "kernels/avx2.h"
 
 #if TG_KERNELS_AVX2
 
-#include <immintrin.h>
-#include <string.h>
+#include "kernels/avx2_inline.h"
 
-#include "util/half.h"
-
-#define TG_INLINE static inline __attribute__((always_inline))
-
-TG_INLINE float hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-TG_INLINE float load_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-TG_INLINE uint16_t load_u16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-/* Eight weights starting at element k of a float-type row, widened to fp32. */
-TG_INLINE __m256 load8_w(tg_dtype type, const uint8_t *row, int64_t k) {
-    if (type == TG_DT_F32) return _mm256_loadu_ps((const float *)(const void *)(row + 4 * k));
-    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * k));
-    if (type == TG_DT_F16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* BF16 */
-}
-
-TG_INLINE float load1_w(tg_dtype type, const uint8_t *row, int64_t k) {
-    if (type == TG_DT_F32) return load_f32(row + 4 * k);
-    uint16_t h = load_u16(row + 2 * k);
-    return type == TG_DT_F16 ? tg_f16_to_f32(h) : tg_bf16_to_f32(h);
-}
-
-/* Float weights: NR rows x NT vectors, 8 columns per step, scalar tail for cols % 8. */
+/* Float weights: NR rows x NT vectors, one accumulator per (row, vector) pair, 8 columns per step; the canonical
+ * reduction and tail of avx2_inline.h. */
 TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
                           float *y, size_t ldy, const int NR, const int NT) {
     __m256 acc[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= cols; k += 8) {
+    const int64_t c8 = cols & ~(int64_t)7;
+    for (int64_t k = 0; k < c8; k += 8) {
         __m256 xv[TG_TILE_MAX_VECS];
         for (int t = 0; t < NT; t++) xv[t] = _mm256_loadu_ps((const float *)(const void *)(x + t * xs) + k);
         for (int r = 0; r < NR; r++) {
-            __m256 wv = load8_w(type, w + r * ws, k);
+            const __m256 wv = tg_w8(type, w + r * ws, k);
             for (int t = 0; t < NT; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
     for (int r = 0; r < NR; r++) {
         for (int t = 0; t < NT; t++) {
-            const float *xt = (const float *)(const void *)(x + t * xs);
-            float s = hsum_ps(acc[r][t]);
-            for (int64_t j = k; j < cols; j++) s += load1_w(type, w + r * ws, j) * xt[j];
+            float s = tg_reduce1_ps(acc[r][t]);
+            if (c8 < cols) s += tg_tail(type, w + r * ws, (const float *)(const void *)(x + t * xs), c8, cols);
             y[(size_t)t * ldy + (size_t)r] = s;
         }
     }
 }
 
-/* The 32 weights of one block in element order: signed int8 for Q8_0; for Q4_0 the raw nibbles 0..15 (the -8
- * offset is applied afterwards as an exact integer correction). */
-TG_INLINE __m256i load_qblock(tg_dtype type, const uint8_t *blk) {
-    if (type == TG_DT_Q8_0) return _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
-    __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0f));
-    return _mm256_set_m128i(hi, lo);
-}
-
-/* Quantised weights: NR rows x NT vectors of tg_q8x_block, one 32-element block per step. maddubs multiplies an
- * unsigned by a signed byte vector. Q8_0: |w| times x carrying w's sign; pair sums stay within int16
- * (2 * 128 * 127). Q4_0: nibble times x (pair sums <= 2 * 15 * 127), then sum((n - 8) x) = sum(n x) - 8 sum(x),
- * the correction subtracted in int32 from lane 0, so the block's integer dot product is exact either way. */
+/* Quantised weights: NR rows x NT vectors of tg_q8x_block (NR * NT <= 8), one 32-element block per step. The pairs'
+ * integer dot products are reduced together into one vector (lane r * NT + t), then converted and scaled by
+ * d_w(r) * d_x(t) with one FMA: per pair exactly the canonical arithmetic of the decode kernel. */
 TG_INLINE void tile_quant(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
                           float *y, size_t ldy, const int NR, const int NT) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS];
-    for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
+    const int32_t bias = tg_qbias(type);
+    __m256 acc = _mm256_setzero_ps();
     const int64_t nb = cols / TG_QK;
     for (int64_t b = 0; b < nb; b++) {
-        __m256i wq[TG_TILE_MAX_ROWS], wa[TG_TILE_MAX_ROWS];
-        float dw[TG_TILE_MAX_ROWS];
+        const tg_q8x_block *xb[TG_TILE_MAX_VECS];
+        __m256i xq[TG_TILE_MAX_VECS];
+        for (int t = 0; t < NT; t++) {
+            xb[t] = (const tg_q8x_block *)(const void *)(x + t * xs) + b;
+            xq[t] = _mm256_loadu_si256((const __m256i *)(const void *)xb[t]->q);
+        }
+        __m256i d[8];
+        float sc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int32_t bi[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int r = 0; r < NR; r++) {
             const uint8_t *blk = w + r * ws + (size_t)b * bw;
-            wq[r] = load_qblock(type, blk);
-            wa[r] = type == TG_DT_Q8_0 ? _mm256_sign_epi8(wq[r], wq[r]) : wq[r];
-            dw[r] = _cvtsh_ss(load_u16(blk));
-        }
-        for (int t = 0; t < NT; t++) {
-            const tg_q8x_block *xb = (const tg_q8x_block *)(const void *)(x + t * xs) + b;
-            __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);
-            __m256i corr = _mm256_setr_epi32(8 * xb->sum, 0, 0, 0, 0, 0, 0, 0);
-            for (int r = 0; r < NR; r++) {
-                __m256i p32;
-                if (type == TG_DT_Q8_0) {
-                    p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wa[r], _mm256_sign_epi8(xq, wq[r])), ones);
-                } else {
-                    p32 = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wa[r], xq), ones), corr);
-                }
-                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(dw[r] * xb->d), acc[r][t]);
+            const __m256i wq = tg_qload(type, blk);
+            const float dw = tg_f16_to_f32(tg_ld16(blk));
+            for (int t = 0; t < NT; t++) {
+                d[r * NT + t] = tg_qdot(type, wq, xq[t]);
+                sc[r * NT + t] = dw * xb[t]->d;
+                bi[r * NT + t] = bias * xb[t]->sum;
             }
         }
+        for (int p = NR * NT; p < 8; p++) d[p] = _mm256_setzero_si256();
+        __m256i s = tg_reduce8_epi32(d);
+        s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)bi));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_loadu_ps(sc), acc);
     }
+    float out[8];
+    _mm256_storeu_ps(out, acc);
     for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + (size_t)r] = hsum_ps(acc[r][t]);
+        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + (size_t)r] = out[r * NT + t];
 }
 
 TG_INLINE void tile_any(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,

@@ -22,6 +22,12 @@ typedef enum {
  *   INTERLEAVED. The two styles are the same rotation of a vector whose halves are interleaved (see the tests). */
 void tg_rope(float *x, int n_heads, int head_dim, int64_t pos, float theta, tg_rope_style style);
 
+/* The cos / sin of every pair's angle at position pos, c[head_dim/2] and s[head_dim/2], exactly as tg_rope computes
+ * them; tg_rope_apply then rotates with them, bit-for-bit tg_rope. For callers that rotate several vectors at one
+ * position (a token's keys and queries) and compute the trigonometry once. */
+void tg_rope_angles(int head_dim, int64_t pos, float theta, float *c, float *s);
+void tg_rope_apply(float *x, int n_heads, int head_dim, const float *c, const float *s, tg_rope_style style);
+
 /* Precomputed RoPE cos/sin for positions [0, n_pos): applying it gives bit-for-bit the result of tg_rope without
  * any trigonometry, which matters when keys are rotated at read time (StreamingLLM re-positioning). */
 typedef struct {

@@ -1,6 +1,8 @@
 /* vec.c — dispatch and scalar versions of the vector primitives in vec.h. */
 #include "kernels/vec.h"
 
+#include <math.h>
+
 #include "kernels/avx2.h"
 #include "util/half.h"
 
@@ -65,9 +67,23 @@ void tg_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
 }
 
 void tg_bf16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] = tg_bf16_to_f32(src[i]);
+    int64_t i = 0;
+#if TG_KERNELS_AVX2
+    i = tg_avx2_bf16_to_f32_row(src, dst, n);
+#endif
+    for (; i < n; i++) dst[i] = tg_bf16_to_f32(src[i]);
 }
 
 void tg_f32_to_bf16_row(const float *src, uint16_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = tg_f32_to_bf16(src[i]);
+}
+
+float tg_exp_shift_sum(float *x, int64_t n, float m) {
+#if TG_KERNELS_AVX2
+    return tg_avx2_exp_shift_sum(x, n, m);
+#else
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] = expf(x[i] - m));
+    return (float)sum;
+#endif
 }

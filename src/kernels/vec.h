@@ -26,4 +26,9 @@ void tg_bf16_to_f32_row(const uint16_t *src, float *dst, int64_t n);
 /* dst[i] = f32 -> bf16 of src[i], round to nearest even; NaN stays NaN. */
 void tg_f32_to_bf16_row(const float *src, uint16_t *dst, int64_t n);
 
+/* x[i] = exp(x[i] - m) in place; returns the sum of the results (partial sums in fp32 over at most 64 elements,
+ * added in double). Within 2 ulp of expf per element on the SIMD path; results below about 1e-38 (x - m < -87.3,
+ * including -inf) are 0; NaN stays NaN. The softmax building block: m is the maximum, so every x - m <= 0. */
+float tg_exp_shift_sum(float *x, int64_t n, float m);
+
 #endif

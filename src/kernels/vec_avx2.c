@@ -4,6 +4,7 @@
 #if TG_KERNELS_AVX2
 
 #include <immintrin.h>
+#include <math.h>
 
 #include "util/half.h"
 
@@ -74,12 +75,78 @@ void tg_avx2_f16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
     for (; i < n; i++) dst[i] = tg_f16_to_f32(src[i]);
 }
 
+int64_t tg_avx2_bf16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+    }
+    return i;
+}
+
 void tg_avx2_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i *)(void *)(dst + i),
                          _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
     for (; i < n; i++) dst[i] = tg_f32_to_f16(src[i]);
+}
+
+/* exp of eight floats: Cephes' single-precision scheme (round x / ln 2 to k, reduce with a two-part ln 2, a
+ * degree-6 polynomial, scale by 2^k), within 2 ulp of expf on [-87.3, 88.3]. Below -87.3 (including -inf) the result
+ * is 0, above 88.3 it saturates near FLT_MAX (only reached by callers that never pass such values), NaN stays NaN. */
+__m256 tg_avx2_exp_ps(__m256 x) {
+    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365447504f);
+    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* NaN passes through (second operand) */
+    const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(under, y);
+}
+
+float tg_avx2_exp_shift_sum(float *x, int64_t n, float m) {
+    const __m256 mv = _mm256_set1_ps(m);
+    double sum = 0.0;
+    int64_t i = 0;
+    while (i + 8 <= n) {
+        /* fp32 partial sums over at most 64 elements, then into the double total */
+        __m256 acc = _mm256_setzero_ps();
+        for (int k = 0; k < 8 && i + 8 <= n; k++, i += 8) {
+            const __m256 e = tg_avx2_exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+            _mm256_storeu_ps(x + i, e);
+            acc = _mm256_add_ps(acc, e);
+        }
+        sum += (double)hsum_ps(acc);
+    }
+    for (; i < n; i++) sum += (double)(x[i] = expf(x[i] - m));
+    return (float)sum;
+}
+
+void tg_avx2_swiglu(float *gate, const float *up, int64_t n) {
+    const __m256 neg_lim = _mm256_set1_ps(-87.0f), one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 e = tg_avx2_exp_ps(_mm256_xor_ps(g, sign));
+        __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+        s = _mm256_andnot_ps(_mm256_cmp_ps(g, neg_lim, _CMP_LT_OQ), s); /* silu -> 0 far left, -inf included */
+        _mm256_storeu_ps(gate + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        const float g = gate[i];
+        gate[i] = (g == -INFINITY ? 0.0f : g / (1.0f + expf(-g))) * up[i];
+    }
 }
 
 #else

@@ -102,11 +102,11 @@ struct tg_kvcache {
     tg_rope_table *rope_tab; /* reposition: cos / sin of slots [0, max_stored) */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
     float *scratch_q;        /* [n_heads * head_dim] rotated, scaled queries */
-    float *scratch_w;        /* [n_heads * head_dim] per-channel weights q_c * scale_c */
-    float *scratch_tile;     /* [n_kv_heads * head_dim] one dequantised / rotated key per kv-head */
-    float *scratch_zacc;     /* [n_heads] sum of p * zero per query head */
-    float *scratch_sz;       /* [n_kv_heads][2 * head_dim] one group's widened scales, then zeros */
-    float *scores;           /* [n_heads * max_stored] */
+    float *work;             /* [n_kv_heads][tg_kvcache_work_floats] one attention piece's work space per kv-head */
+    float *parts;            /* [n_kv_heads][TG_ATTN_MAX_SPLITS][tg_kvcache_part_floats] pieces' partial results */
+    int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
+    float *rope_cos;         /* [head_dim / 2] */
+    float *rope_sin;         /* [head_dim / 2] */
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
@@ -115,6 +115,9 @@ struct tg_kvcache {
     int64_t n_allocs;        /* allocation calls made (all in tg_kvcache_new) */
 };
 
+/* Makes rope_cos / rope_sin the angles of position pos (computed once per position: a token's key and its query
+ * share them). Not thread-safe: called from append and tg_kvcache_query only. */
+void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos);
 /* Rotates x[head_dim] (one head) to cache slot `slot` with the precomputed table (reposition mode only). */
 void tg_kvcache_rotate_slot(const tg_kvcache *c, float *x, int64_t slot);
 /* Dequantised / widened key or value row of non-sink token n (or sink j when is_sink) of kv-head h into out

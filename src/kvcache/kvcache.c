@@ -73,17 +73,16 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
             store_alloc(c, &g.v, &c->layers[l].v, &ok);
         }
     }
-    size_t scores_n = 0;
-    if (!tg_mul_size(NH, (size_t)g.max_stored, &scores_n) || !tg_mul_size(scores_n, sizeof(float), &scores_n))
-        ok = false;
+    size_t work_n = 0;
+    if (!tg_mul_size(H, tg_kvcache_work_floats(c), &work_n) || !tg_mul_size(work_n, sizeof(float), &work_n)) ok = false;
     if (ok) {
         c->scratch_k = cache_alloc(c, H * D * sizeof(float), false, &ok);
         c->scratch_q = cache_alloc(c, NH * D * sizeof(float), false, &ok);
-        c->scratch_w = cache_alloc(c, NH * D * sizeof(float), false, &ok);
-        c->scratch_tile = cache_alloc(c, H * D * sizeof(float), false, &ok);
-        c->scratch_zacc = cache_alloc(c, NH * sizeof(float), false, &ok);
-        c->scratch_sz = cache_alloc(c, 2 * H * D * sizeof(float), false, &ok);
-        c->scores = cache_alloc(c, scores_n, false, &ok);
+        c->work = cache_alloc(c, work_n, false, &ok);
+        c->parts = cache_alloc(c, H * TG_ATTN_MAX_SPLITS * tg_kvcache_part_floats(c) * sizeof(float), false, &ok);
+        c->rope_cos = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
+        c->rope_sin = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
+        c->rope_pos = -1;
     }
     if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
         c->sink_codes = cache_alloc(c, (size_t)g.sink * D, false, &ok);
@@ -120,11 +119,10 @@ void tg_kvcache_free(tg_kvcache *c) {
     tg_rope_table_free(c->rope_tab);
     free(c->scratch_k);
     free(c->scratch_q);
-    free(c->scratch_w);
-    free(c->scratch_tile);
-    free(c->scratch_zacc);
-    free(c->scratch_sz);
-    free(c->scores);
+    free(c->work);
+    free(c->parts);
+    free(c->rope_cos);
+    free(c->rope_sin);
     free(c->sink_codes);
     free(c->sink_grid);
     free(c);
@@ -142,6 +140,12 @@ static void from_plain(tg_kv_precision p, const uint8_t *src, float *out, int64_
     if (p == TG_KV_FP32) memcpy(out, src, (size_t)n * sizeof(float));
     else if (p == TG_KV_FP16) tg_f16_to_f32_row((const uint16_t *)(const void *)src, out, n);
     else tg_bf16_to_f32_row((const uint16_t *)(const void *)src, out, n);
+}
+
+void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos) {
+    if (c->rope_pos == pos) return;
+    tg_rope_angles(c->g.head_dim, pos, c->shape.rope_theta, c->rope_cos, c->rope_sin);
+    c->rope_pos = pos;
 }
 
 void tg_kvcache_rotate_slot(const tg_kvcache *c, float *x, int64_t slot) {
@@ -316,7 +320,10 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
     float *kr = c->scratch_k;
     memcpy(kr, k, (size_t)HD * sizeof(float));
     /* vanilla: keys rotated once at their absolute position; re-positioned: stored pre-RoPE, rotated when read */
-    if (!g->reposition) tg_rope(kr, g->n_kv_heads, g->head_dim, pos, c->shape.rope_theta, c->shape.rope_style);
+    if (!g->reposition) {
+        tg_kvcache_rope_at(c, pos);
+        tg_rope_apply(kr, g->n_kv_heads, g->head_dim, c->rope_cos, c->rope_sin, c->shape.rope_style);
+    }
 
     if (L->n_sink < g->sink) {
         store_sink(c, &g->k, &L->k, L->n_sink, kr);

@@ -50,6 +50,35 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
  * keys outside the layer's sliding window (pos - key_pos >= layer_window). n_threads > 1 splits the kv-heads. */
 void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads);
 
+/* ---- attention in pieces, for callers that run their own threads (the forward pass) --------------------------
+ * tg_kvcache_attend above is tg_kvcache_query, then every piece (h, s) of every kv-head h, then
+ * tg_kvcache_attend_combine per kv-head. Pieces only read the cache (and their own work space), so any number may run
+ * concurrently between an append and the next append. */
+
+/* Most shares one kv-head's visible tokens are split into. */
+#define TG_ATTN_MAX_SPLITS 8
+
+/* The number of shares (1..TG_ATTN_MAX_SPLITS) the attention of the token at pos in `layer` is split into: a
+ * function of how many tokens it sees only, so results never depend on the caller's thread count. */
+int tg_kvcache_attend_splits(const tg_kvcache *c, int layer, int64_t pos);
+/* Floats of work space one piece needs (one buffer per concurrently running piece). */
+size_t tg_kvcache_work_floats(const tg_kvcache *c);
+/* Floats of one piece's partial result: (head_dim + 2) per query head of a kv-head. */
+size_t tg_kvcache_part_floats(const tg_kvcache *c);
+/* The queries of the token at pos, rotated as attention needs them (at pos, or at the token's slot when
+ * re-positioning) and scaled by 1/sqrt(head_dim): q_out[n_heads * head_dim] (may alias q). Call after the token's
+ * append; not thread-safe (it caches the position's RoPE angles). */
+void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, float *q_out);
+/* Share `split` of n_split (from tg_kvcache_attend_splits) of the attention of the token at pos for kv-head h:
+ * q_rot from tg_kvcache_query; part [tg_kvcache_part_floats] receives, per query head i of h, the largest score m_i,
+ * l_i = sum exp(score - m_i) and o_i[head_dim] = sum exp(score - m_i) v (layout m[gq], l[gq], o[gq][head_dim]);
+ * work [tg_kvcache_work_floats] is scratch. */
+void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const float *q_rot, int h, int split,
+                             int n_split, float *part, float *work);
+/* out[gq * head_dim] (the query heads of one kv-head) = its n_split parts (consecutive, tg_kvcache_part_floats
+ * apart) combined; zeros for a head that sees nothing. */
+void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out);
+
 /* True when one more token fits (always true for a bounded streaming cache). */
 bool tg_kvcache_has_room(const tg_kvcache *c);
 int64_t tg_kvcache_stored(const tg_kvcache *c);

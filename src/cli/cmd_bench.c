@@ -1,0 +1,524 @@
+/* cmd_bench.c — `tinygpt bench`: prompt processing speed (ppP), generation speed at several cache depths (tgN after
+ * D tokens already in the cache), peak RSS, KV bytes, and the roofline of each generation test: the bytes one
+ * generated token must read (weights + the cache at that depth) divided by the machine's read bandwidth, measured in
+ * the same run by a multi-threaded streaming read of a buffer much larger than the last-level cache.
+ * Prints a table, or one JSON object with --json. Uses only the public API (and OpenMP for the bandwidth test). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/report.h"
+
+#define MAX_DEPTHS 16
+#define MAX_CHECKPOINTS 16
+#define MAX_REPS 64
+#define FILL_CHUNK 512 /* prompt tokens per evaluation when filling the cache to a depth */
+
+static const char USAGE[] =
+    "usage: tinygpt bench MODEL [options]\n"
+    "\n"
+    "Measures prompt processing (ppP: P prompt tokens in one evaluation, from an empty cache) and generation (tgN:\n"
+    "N tokens generated one at a time, greedily, after D tokens are already in the cache) and prints tokens/s,\n"
+    "the bytes each generated token must read (weights + the KV cache at that depth), the roofline those bytes\n"
+    "allow at the read bandwidth measured in the same run, peak RSS and the KV cache's bytes.\n"
+    "\n"
+    "  --prompt-tokens P              prompt tokens of the pp test (default 512; 0 = skip it)\n"
+    "  --tokens N                     generated tokens of each tg test (default 128; 0 = skip)\n"
+    "  --depth D[,D...]               tokens in the cache before each tg test (default 0); filled with random\n"
+    "                                 tokens in prompt chunks. An unbounded cache whose depth + N exceeds the\n"
+    "                                 model's context is given a larger context (noted in the output)\n"
+    "  --repetitions R                run each test R times on fresh sessions and report the median (default 1)\n"
+    "  --checkpoints K[,K...]         also report tokens/s over the 256 generated tokens ending at token K of\n"
+    "                                 the first tg test (e.g. 1000,100000 with a StreamingLLM window)\n"
+    "  --threads T                    worker threads, 0 = all cores (default 0)\n"
+    "  --bandwidth-mib M              buffer of the read-bandwidth test in MiB (default 512; 0 = skip)\n"
+    "  --json                         print one JSON object instead of the table\n"
+    "\n"
+    "KV cache (as in `tinygpt sample`; the default here is fp16, llama.cpp's default cache type):\n"
+    "  --kv-quantize P                keys and values: fp32 fp16 bf16 int8 int4 int2\n"
+    "  --kv-quantize-keys P, --kv-quantize-values P\n"
+    "  --kv-group-size G, --kv-residual R\n"
+    "  --streaming-llm-window M, --streaming-llm-sink N, --streaming-llm-reposition\n";
+
+typedef struct {
+    const char *model_path;
+    int64_t prompt_tokens, tokens, repetitions, threads, bandwidth_mib;
+    int64_t depths[MAX_DEPTHS];
+    int n_depths;
+    int64_t checkpoints[MAX_CHECKPOINTS];
+    int n_checkpoints;
+    bool json;
+    tg_cache_params cache;
+} bench_args;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Parses "a,b,c" (non-negative integers) into out[max]; false on anything else. */
+static bool parse_list(const char *s, int64_t *out, int max, int *n) {
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end = NULL;
+        if (*p < '0' || *p > '9' || *n >= max) return false;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0) return false;
+        out[(*n)++] = v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p) return false;
+    }
+    return *n > 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Returns TG_EXIT_OK to go on, -1 for --help, or the exit status. */
+static int parse_bench_args(int argc, char **argv, bench_args *a) {
+    int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512, sink = 0, window = 0, group = 0,
+            residual = 0;
+    const char *depth = "0", *checkpoints = NULL;
+    bool json = false, reposition = false;
+    tg_kv_precision both = TG_KV_FP16, keys = TG_KV_FP16, values = TG_KV_FP16;
+    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_QUANT, O_QKEYS, O_QVALUES,
+           O_GROUP, O_RESIDUAL, O_WINDOW, O_SINK, O_REPOS, O_COUNT };
+    tg_opt o[O_COUNT] = {
+        [O_PROMPT] = {.name = "--prompt-tokens", .kind = TG_OPT_INT, .dest = &prompt, .lo = 0, .hi = 1 << 24},
+        [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 0, .hi = 1 << 24},
+        [O_DEPTH] = {.name = "--depth", .kind = TG_OPT_STRING, .dest = &depth},
+        [O_REPS] = {.name = "--repetitions", .kind = TG_OPT_INT, .dest = &reps, .lo = 1, .hi = MAX_REPS},
+        [O_CHECK] = {.name = "--checkpoints", .kind = TG_OPT_STRING, .dest = &checkpoints},
+        [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
+        [O_BW] = {.name = "--bandwidth-mib", .kind = TG_OPT_INT, .dest = &bw, .lo = 0, .hi = 1 << 20},
+        [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
+        [O_QUANT] = {.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &both},
+        [O_QKEYS] = {.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &keys},
+        [O_QVALUES] = {.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &values},
+        [O_GROUP] = {.name = "--kv-group-size", .kind = TG_OPT_INT, .dest = &group, .lo = 0, .hi = 1 << 20},
+        [O_RESIDUAL] = {.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &residual, .lo = 0, .hi = 1 << 20},
+        [O_WINDOW] = {.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &window, .lo = 1,
+                      .hi = INT32_MAX},
+        [O_SINK] = {.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &sink, .lo = 0, .hi = INT32_MAX},
+        [O_REPOS] = {.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &reposition},
+    };
+    const char *pos[1];
+    size_t n_pos = 0;
+    switch (tg_args_parse("bench", argc, argv, o, O_COUNT, pos, 1, &n_pos)) {
+    case TG_ARGS_HELP: return -1;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    if (n_pos == 0) return tg_usage_error("bench", "no MODEL given (see tinygpt bench --help)");
+    if (!parse_list(depth, a->depths, MAX_DEPTHS, &a->n_depths))
+        return tg_usage_error("bench", "--depth: expected up to %d non-negative integers separated by commas, got "
+                              "'%s'", MAX_DEPTHS, depth);
+    if (checkpoints && !parse_list(checkpoints, a->checkpoints, MAX_CHECKPOINTS, &a->n_checkpoints))
+        return tg_usage_error("bench", "--checkpoints: expected up to %d positive integers separated by commas, got "
+                              "'%s'", MAX_CHECKPOINTS, checkpoints);
+    for (int i = 0; i < a->n_checkpoints; i++)
+        if (a->checkpoints[i] < 1 || a->checkpoints[i] > tokens)
+            return tg_usage_error("bench", "--checkpoints: %" PRId64 " is not within the %" PRId64
+                                  " generated tokens (--tokens)", a->checkpoints[i], tokens);
+    qsort(a->depths, (size_t)a->n_depths, sizeof a->depths[0], cmp_i64);
+    a->model_path = pos[0];
+    a->prompt_tokens = prompt;
+    a->tokens = tokens;
+    a->repetitions = reps;
+    a->threads = threads;
+    a->bandwidth_mib = bw;
+    a->json = json;
+    tg_cache_params c = tg_cache_default_params();
+    c.key_precision = c.value_precision = both;
+    if (o[O_QKEYS].seen) c.key_precision = keys;
+    if (o[O_QVALUES].seen) c.value_precision = values;
+    if (o[O_WINDOW].seen) c.window = window;
+    if (o[O_SINK].seen) c.sink = sink;
+    if (o[O_GROUP].seen) c.group_size = (int)group;
+    if (o[O_RESIDUAL].seen) c.residual = (int)residual;
+    c.reposition = reposition;
+    a->cache = c;
+    return TG_EXIT_OK;
+}
+
+/* ---- the read-bandwidth test ---------------------------------------------------------------------------------- */
+
+/* Best of three streaming reads of a buffer of `mib` MiB by `threads` threads, in bytes per second; 0 on failure.
+ * The XOR reduction vectorises into wide loads and does no other work, so it runs at the memory's read speed. */
+static double read_bandwidth(int64_t mib, int threads) {
+    const size_t n = (size_t)mib * 1024 * 1024 / sizeof(uint64_t);
+    if (n == 0) return 0.0;
+    uint64_t *buf = malloc(n * sizeof *buf);
+    if (!buf) return 0.0;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; i++) buf[i] = i; /* touch every page, spread over the threads' memory */
+    double best = 0.0;
+    volatile uint64_t sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        uint64_t acc = 0;
+        double t0 = now_s();
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(^ : acc)
+        for (size_t i = 0; i < n; i++) acc ^= buf[i];
+        double t = now_s() - t0;
+        sink ^= acc;
+        if (t > 0 && (double)(n * sizeof *buf) / t > best) best = (double)(n * sizeof *buf) / t;
+    }
+    (void)sink;
+    free(buf);
+    return best;
+}
+
+/* ---- the tests -------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;  /* "pp512", "tg128" */
+    int64_t depth;
+    int64_t n;         /* tokens processed */
+    double seconds;    /* median over the repetitions */
+    double cpu_seconds; /* CPU time of the process in the median run (all threads) */
+    int64_t kv_read;   /* KV bytes read per generated token at the mean depth of the test (tg only) */
+    size_t kv_held;    /* bytes the cache holds (allocated) */
+} result;
+
+typedef struct {
+    const bench_args *a;
+    tg_model *model;
+    tg_model_info info;
+    int32_t *ids;      /* [max(prompt_tokens, FILL_CHUNK)] random token ids */
+    float *logits;     /* [vocab] */
+    int64_t context;   /* 0 = the model's */
+    char err[600];
+} bench_run;
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static tg_session *new_session(bench_run *r) {
+    tg_error err = {{0}};
+    tg_cache_params p = r->a->cache;
+    p.context = r->context;
+    tg_session *s = tg_session_new(r->model, &p, (int)r->a->threads, &err);
+    if (!s) snprintf(r->err, sizeof r->err, "%s", err.msg);
+    return s;
+}
+
+/* Random ids (a fixed xorshift sequence) avoiding BOS/EOS-like special ids at the start of the vocabulary. */
+static void fill_ids(int32_t *ids, int64_t n, int32_t vocab, uint64_t *state) {
+    for (int64_t i = 0; i < n; i++) {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        ids[i] = vocab > 512 ? 259 + (int32_t)(*state % (uint64_t)(vocab - 259)) : (int32_t)(*state % (uint64_t)vocab);
+    }
+}
+
+/* Evaluates random tokens until the session holds `depth` tokens. */
+static bool fill_to(bench_run *r, tg_session *s, int64_t depth, uint64_t *state) {
+    tg_error err = {{0}};
+    while (tg_session_position(s) < depth) {
+        int64_t n = depth - tg_session_position(s);
+        if (n > FILL_CHUNK) n = FILL_CHUNK;
+        fill_ids(r->ids, n, r->info.vocab_size, state);
+        if (!tg_session_eval(s, r->ids, (size_t)n, NULL, NULL, &err)) {
+            snprintf(r->err, sizeof r->err, "%s", err.msg);
+            return false;
+        }
+    }
+    return true;
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Generates n tokens greedily, one evaluation each; stamps[i] = seconds since the start after token i. */
+static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, double *seconds, double *cpu) {
+    tg_error err = {{0}};
+    uint64_t state = 0x2545f4914f6cdd1dull;
+    int32_t id;
+    fill_ids(&id, 1, r->info.vocab_size, &state);
+    double t0 = now_s(), c0 = cpu_now();
+    for (int64_t i = 0; i < n; i++) {
+        if (!tg_session_eval(s, &id, 1, NULL, r->logits, &err)) {
+            snprintf(r->err, sizeof r->err, "%s", err.msg);
+            return false;
+        }
+        id = argmax(r->logits, r->info.vocab_size);
+        if (stamps) stamps[i] = now_s() - t0;
+    }
+    *seconds = now_s() - t0;
+    *cpu = cpu_now() - c0;
+    return true;
+}
+
+/* The median run of R (by wall time) into res. */
+static void take_median(result *res, const double *secs, const double *cpus, int64_t reps) {
+    double sorted[MAX_REPS];
+    memcpy(sorted, secs, (size_t)reps * sizeof *secs);
+    qsort(sorted, (size_t)reps, sizeof *sorted, cmp_double);
+    res->seconds = sorted[reps / 2];
+    for (int64_t i = 0; i < reps; i++)
+        if (secs[i] == res->seconds) res->cpu_seconds = cpus[i];
+}
+
+/* Runs every test; results in res (pp first, then one tg per depth); *n_res set. False with r->err filled. */
+static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
+    const bench_args *a = r->a;
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    double secs[MAX_REPS], cpus[MAX_REPS];
+    double tg_secs[MAX_DEPTHS][MAX_REPS], tg_cpus[MAX_DEPTHS][MAX_REPS];
+    tg_error err = {{0}};
+    *n_res = 0;
+    if (a->prompt_tokens > 0) {
+        result *p = &res[(*n_res)++];
+        p->name = "pp";
+        p->n = a->prompt_tokens;
+        for (int64_t rep = 0; rep < a->repetitions; rep++) {
+            tg_session *s = new_session(r);
+            if (!s) return false;
+            fill_ids(r->ids, a->prompt_tokens, r->info.vocab_size, &state);
+            double t0 = now_s(), c0 = cpu_now();
+            bool ok = tg_session_eval(s, r->ids, (size_t)a->prompt_tokens, NULL, r->logits, &err);
+            secs[rep] = now_s() - t0;
+            cpus[rep] = cpu_now() - c0;
+            tg_cache_report rep_c;
+            tg_session_cache_report(s, &rep_c);
+            p->kv_held = rep_c.bytes_total;
+            tg_session_free(s);
+            if (!ok) {
+                snprintf(r->err, sizeof r->err, "%s", err.msg);
+                return false;
+            }
+        }
+        take_median(p, secs, cpus, a->repetitions);
+    }
+    if (a->tokens == 0) return true;
+    const int first_tg = *n_res;
+    for (int d = 0; d < a->n_depths; d++) {
+        result *t = &res[(*n_res)++];
+        t->name = "tg";
+        t->depth = a->depths[d];
+        t->n = a->tokens;
+        const int64_t mean_depth = t->depth + a->tokens / 2;
+        t->kv_read = (int64_t)tg_cache_bytes(r->model, &a->cache, mean_depth > 0 ? mean_depth : 1, &err);
+        if (mean_depth == 0) t->kv_read = 0;
+    }
+    for (int64_t rep = 0; rep < a->repetitions; rep++) {
+        tg_session *s = NULL;
+        for (int d = 0; d < a->n_depths; d++) {
+            result *t = &res[first_tg + d];
+            if (s && tg_session_position(s) > t->depth) {
+                tg_session_free(s);
+                s = NULL;
+            }
+            if (!s && !(s = new_session(r))) return false;
+            if (!fill_to(r, s, t->depth, &state)) {
+                tg_session_free(s);
+                return false;
+            }
+            double sec = 0, cpu = 0;
+            if (!generate(r, s, a->tokens, rep == 0 && d == 0 ? stamps : NULL, &sec, &cpu)) {
+                tg_session_free(s);
+                return false;
+            }
+            tg_cache_report rc;
+            tg_session_cache_report(s, &rc);
+            t->kv_held = rc.bytes_total;
+            tg_secs[d][rep] = sec;
+            tg_cpus[d][rep] = cpu;
+        }
+        tg_session_free(s);
+    }
+    for (int d = 0; d < a->n_depths; d++) take_median(&res[first_tg + d], tg_secs[d], tg_cpus[d], a->repetitions);
+    return true;
+}
+
+/* ---- output ------------------------------------------------------------------------------------------------------- */
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_results(const bench_run *r, const result *res, int n_res, const double *stamps, double bw,
+                          int threads, int64_t peak_rss, const char *policy) {
+    const bench_args *a = r->a;
+    const int64_t wbytes = r->info.weight_bytes;
+    if (a->json) {
+        printf("{\"model\": ");
+        json_str(a->model_path);
+        printf(", \"architecture\": ");
+        json_str(r->info.architecture);
+        printf(", \"weight_types\": ");
+        json_str(r->info.weight_types);
+        printf(", \"n_params\": %" PRId64 ", \"weight_bytes_per_token\": %" PRId64 ", \"threads\": %d", r->info.n_params,
+               wbytes, threads);
+        printf(", \"kv_keys\": \"%s\", \"kv_values\": \"%s\", \"cache_policy\": ",
+               tg_kv_precision_name(a->cache.key_precision), tg_kv_precision_name(a->cache.value_precision));
+        json_str(policy);
+        printf(", \"context\": %" PRId64 ", \"read_bandwidth_bytes_per_s\": %.0f, \"peak_rss_bytes\": %" PRId64,
+               r->context > 0 ? r->context : (int64_t)r->info.context_length, bw, peak_rss);
+        printf(", \"results\": [");
+        for (int i = 0; i < n_res; i++) {
+            const result *t = &res[i];
+            const bool tg = t->name[0] == 't';
+            printf("%s{\"test\": \"%s%" PRId64 "\", \"depth\": %" PRId64 ", \"tokens\": %" PRId64
+                   ", \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"tokens_per_s\": %.3f, \"kv_bytes_held\": %zu",
+                   i ? ", " : "", t->name, t->n, t->depth, t->n, t->seconds, t->cpu_seconds,
+                   t->seconds > 0 ? (double)t->n / t->seconds : 0.0, t->kv_held);
+            if (tg) {
+                const double bytes = (double)wbytes + (double)t->kv_read;
+                const double roof = bw > 0 ? bw / bytes : 0.0;
+                printf(", \"kv_bytes_read_per_token\": %" PRId64 ", \"bytes_per_token\": %.0f", t->kv_read, bytes);
+                if (bw > 0)
+                    printf(", \"roofline_tokens_per_s\": %.3f, \"fraction_of_roofline\": %.4f", roof,
+                           (double)t->n / t->seconds / roof);
+            }
+            printf("}");
+        }
+        printf("]");
+        if (a->n_checkpoints > 0 && stamps) {
+            printf(", \"checkpoints\": [");
+            for (int i = 0; i < a->n_checkpoints; i++) {
+                int64_t k = a->checkpoints[i], span = k < 512 ? k / 2 : 256;
+                if (span < 1) span = 1;
+                double dt = stamps[k - 1] - (k - 1 - span >= 0 ? stamps[k - 1 - span] : 0.0);
+                printf("%s{\"token\": %" PRId64 ", \"tokens_per_s\": %.3f}", i ? ", " : "", k,
+                       dt > 0 ? (double)span / dt : 0.0);
+            }
+            printf("]");
+        }
+        printf("}\n");
+        return;
+    }
+    char buf[64], buf2[64];
+    tg_fmt_count(r->info.n_params, buf, sizeof buf);
+    tg_fmt_bytes((double)wbytes, 1, buf2, sizeof buf2);
+    printf("model      %s · %s · %s params · %s · %s of weights read per token\n", a->model_path,
+           r->info.architecture, buf, r->info.weight_types, buf2);
+    printf("cache      %s%s\n", policy, r->context > 0 ? " (context extended for the depth)" : "");
+    printf("threads    %d\n", threads);
+    if (bw > 0) printf("bandwidth  %.2f GB/s (streaming read of %" PRId64 " MiB, best of 3)\n", bw / 1e9,
+                       a->bandwidth_mib);
+    printf("\n%-8s %7s %10s %10s %12s %13s %12s %12s\n", "test", "depth", "tokens/s", "ms/token", "read/token",
+           "roofline t/s", "of roofline", "KV held");
+    for (int i = 0; i < n_res; i++) {
+        const result *t = &res[i];
+        char name[32], held[32], read[32] = "-", roof_s[32] = "-", frac[32] = "-";
+        snprintf(name, sizeof name, "%s%" PRId64, t->name, t->n);
+        tg_fmt_bytes((double)t->kv_held, 1, held, sizeof held);
+        const double tps = t->seconds > 0 ? (double)t->n / t->seconds : 0.0;
+        if (t->name[0] == 't') {
+            const double bytes = (double)wbytes + (double)t->kv_read;
+            tg_fmt_bytes(bytes, 1, read, sizeof read);
+            if (bw > 0) {
+                snprintf(roof_s, sizeof roof_s, "%.1f", bw / bytes);
+                snprintf(frac, sizeof frac, "%.1f%%", 100.0 * tps / (bw / bytes));
+            }
+        }
+        printf("%-8s %7" PRId64 " %10.2f %10.3f %12s %13s %12s %12s\n", name, t->depth, tps,
+               tps > 0 ? 1e3 / tps : 0.0, read, roof_s, frac, held);
+    }
+    if (a->n_checkpoints > 0 && stamps) {
+        printf("\n");
+        for (int i = 0; i < a->n_checkpoints; i++) {
+            int64_t k = a->checkpoints[i], span = k < 512 ? k / 2 : 256;
+            if (span < 1) span = 1;
+            double dt = stamps[k - 1] - (k - 1 - span >= 0 ? stamps[k - 1 - span] : 0.0);
+            printf("at token %-9" PRId64 " %10.2f tokens/s (over the previous %" PRId64 " tokens)\n", k,
+                   dt > 0 ? (double)span / dt : 0.0, span);
+        }
+    }
+    tg_fmt_bytes((double)peak_rss, 1, buf, sizeof buf);
+    printf("\npeak RSS   %s\n", buf);
+}
+
+int tg_cmd_bench(int argc, char **argv) {
+    bench_args a = {0};
+    int status = parse_bench_args(argc, argv, &a);
+    if (status < 0) {
+        fputs(USAGE, stdout);
+        return TG_EXIT_OK;
+    }
+    if (status != TG_EXIT_OK) return status;
+
+    bench_run r = {.a = &a};
+    tg_error err = {{0}};
+    r.model = tg_model_load(a.model_path, &err);
+    if (!r.model) return tg_runtime_error("%s", err.msg);
+    tg_model_get_info(r.model, &r.info);
+    if (!r.info.has_weights) {
+        tg_model_free(r.model);
+        return tg_runtime_error("%s has no weights (a vocab-only file): nothing to benchmark", a.model_path);
+    }
+    const bool bounded = a.cache.window > 0;
+    const int64_t need = a.depths[a.n_depths - 1] + a.tokens;
+    if (!bounded && need > r.info.context_length) r.context = need;
+    if (!bounded && a.prompt_tokens > r.info.context_length && a.prompt_tokens > r.context)
+        r.context = a.prompt_tokens;
+    const int threads = a.threads > 0 ? (int)a.threads : omp_get_num_procs();
+
+    size_t n_ids = (size_t)(a.prompt_tokens > FILL_CHUNK ? a.prompt_tokens : FILL_CHUNK);
+    r.ids = malloc(n_ids * sizeof *r.ids);
+    r.logits = malloc((size_t)r.info.vocab_size * sizeof *r.logits);
+    double *stamps = a.tokens > 0 ? malloc((size_t)a.tokens * sizeof *stamps) : NULL;
+    result res[1 + MAX_DEPTHS];
+    memset(res, 0, sizeof res);
+    int n_res = 0;
+    if (!r.ids || !r.logits || (a.tokens > 0 && !stamps)) {
+        status = tg_runtime_error("out of memory");
+    } else if (!run_tests(&r, res, &n_res, stamps)) {
+        status = tg_runtime_error("%s", r.err);
+    } else {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        const int64_t peak_rss = (int64_t)ru.ru_maxrss * 1024; /* before the bandwidth test's buffer */
+        const double bw = read_bandwidth(a.bandwidth_mib, threads);
+        char policy[256] = "";
+        tg_session *s = new_session(&r);
+        if (s) {
+            tg_cache_report rep;
+            tg_session_cache_report(s, &rep);
+            snprintf(policy, sizeof policy, "%s", rep.policy);
+            tg_session_free(s);
+        }
+        print_results(&r, res, n_res, stamps, bw, threads, peak_rss, policy);
+        if (fflush(stdout) != 0) status = tg_runtime_error("writing to stdout failed");
+    }
+    free(stamps);
+    free(r.ids);
+    free(r.logits);
+    tg_model_free(r.model);
+    return status;
+}

@@ -1,0 +1,120 @@
+/* avx2_inline.h — internal to src/kernels: the inline building blocks shared by the decode kernels (gemv_avx2.c) and
+ * the prefill tiles (matmul_avx2.c), and the one arithmetic order both follow, so that a row times an activation
+ * gives the same bits whichever kernel computes it (prefill in chunks == decoding token by token).
+ *
+ * The canonical order of one dot product (row r, activation t):
+ *   float types:  acc = 0 (8 lanes); for each 8-column chunk in order: acc = fma(w_chunk, x_chunk, acc);
+ *                 s = ((acc0 + acc1) + (acc2 + acc3)) + ((acc4 + acc5) + (acc6 + acc7));
+ *                 if cols % 8: tail = 0; for each remaining column j in order: tail = fmaf(w_j, x_j, tail); s += tail.
+ *   block types:  acc = 0; for each 32-element block b in order: isum = the exact int32 dot product of the codes
+ *                 (minus bias * sum(x_b), see qdot); acc = fmaf((float)isum, d_w(b) * d_x(b), acc).
+ * Include only from files compiled when TG_KERNELS_AVX2 is set. */
+#ifndef TG_KERNELS_AVX2_INLINE_H
+#define TG_KERNELS_AVX2_INLINE_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/avx2.h"
+#include "util/half.h"
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define TG_AVX2_VNNI 1
+#else
+#define TG_AVX2_VNNI 0
+#endif
+
+#define TG_INLINE static inline __attribute__((always_inline))
+
+TG_INLINE uint16_t tg_ld16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* Eight sums in the canonical lane order: out lane r = ((v_r0 + v_r1) + (v_r2 + v_r3)) + ((v_r4 + v_r5) + ...). */
+TG_INLINE __m256 tg_reduce8_ps(const __m256 v[8]) {
+    const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+/* Four sums, same order, as one 128-bit vector. */
+TG_INLINE __m128 tg_reduce4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+/* One sum, same order. */
+TG_INLINE float tg_reduce1_ps(__m256 v) {
+    __m256 h = _mm256_hadd_ps(v, v);
+    h = _mm256_hadd_ps(h, h);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
+/* Eight exact int32 sums: lane r = the total of v_r's lanes. */
+TG_INLINE __m256i tg_reduce8_epi32(const __m256i v[8]) {
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+/* Eight weights of a float-type row starting at element k, as fp32. */
+TG_INLINE __m256 tg_w8(tg_dtype type, const uint8_t *row, int64_t k) {
+    if (type == TG_DT_F32) return _mm256_loadu_ps((const float *)(const void *)(row + 4 * k));
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * k));
+    if (type == TG_DT_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+TG_INLINE float tg_w1(tg_dtype type, const uint8_t *row, int64_t k) {
+    if (type == TG_DT_F32) {
+        float f;
+        memcpy(&f, row + 4 * k, 4);
+        return f;
+    }
+    const uint16_t h = tg_ld16(row + 2 * k);
+    return type == TG_DT_F16 ? tg_f16_to_f32(h) : tg_bf16_to_f32(h);
+}
+
+/* The canonical tail of a float dot product: columns [k, cols) in order, fused. */
+TG_INLINE float tg_tail(tg_dtype type, const uint8_t *row, const float *x, int64_t k, int64_t cols) {
+    float t = 0.0f;
+    for (int64_t j = k; j < cols; j++) t = fmaf(tg_w1(type, row, j), x[j], t);
+    return t;
+}
+
+/* The 32 codes of a weight block as the bytes qdot takes: Q8_0's signed bytes, Q4_0's nibbles in element order. */
+TG_INLINE __m256i tg_qload(tg_dtype type, const uint8_t *blk) {
+    if (type == TG_DT_Q8_0) return _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+/* Per-lane int32 partial sums of a block's products; their total is the block's integer dot product plus
+ * tg_qbias(type) * sum(x). VNNI's dpbusd multiplies unsigned by signed bytes: Q8_0 codes are biased to w + 128 (an
+ * XOR with 0x80). AVX2's maddubs does the same with Q8_0's signs moved onto x (no bias) and pair sums that stay
+ * within int16 (2 * 128 * 127, 2 * 15 * 127). Q4_0 nibbles are w + 8 either way. */
+TG_INLINE __m256i tg_qdot(tg_dtype type, __m256i wq, __m256i xq) {
+#if TG_AVX2_VNNI
+    if (type == TG_DT_Q8_0) wq = _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80));
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), wq, xq);
+#else
+    const __m256i ones = _mm256_set1_epi16(1);
+    if (type == TG_DT_Q8_0)
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq)), ones);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xq), ones);
+#endif
+}
+
+TG_INLINE int32_t tg_qbias(tg_dtype type) {
+#if TG_AVX2_VNNI
+    return type == TG_DT_Q8_0 ? 128 : 8;
+#else
+    return type == TG_DT_Q8_0 ? 0 : 8;
+#endif
+}
+
+#endif

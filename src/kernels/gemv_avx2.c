@@ -1,0 +1,141 @@
+/* gemv_avx2.c — the decode kernels: y = W x for a range of weight rows and ONE activation vector, written so that
+ * the work per weight byte is small (decoding streams every weight once per token and should run at the memory's
+ * read speed).
+ *
+ * Float weights (F32, F16, BF16): eight rows at a time, one accumulator each (eight independent FMA chains), the
+ * eight rows' lane sums reduced together into one vector.
+ * Quantised weights (Q8_0, Q4_0) against the tg_q8x_block form of x: per 32-element block, each row's integer dot
+ * product is exact in int32 (AVX-512 VNNI's dpbusd on 256-bit registers where the target has it, else AVX2's
+ * maddubs + madd); eight rows' products are reduced together in the integer domain, so one int -> float conversion
+ * and one FMA serve eight rows, scaled by their fp16 scales times x's block scale.
+ * Rows are short next to what the hardware prefetcher needs to lock on, so each step prefetches the same columns of
+ * the next group of rows into L2. Every kernel follows the canonical arithmetic order of avx2_inline.h (the prefill
+ * tiles too), so a row's result does not depend on which kernel or which grouping of rows computed it. */
+#include "kernels/avx2.h"
+
+#if TG_KERNELS_AVX2
+
+#include "kernels/avx2_inline.h"
+
+/* Float rows: R (8, 4 or 1) at a time, one accumulator each (R independent FMA chains), prefetching the same
+ * columns of the next R rows into L2 (short rows defeat the hardware prefetcher). */
+TG_INLINE void float_rows(tg_dtype type, const uint8_t *w, size_t ws, const float *x, int64_t cols, float *y,
+                          const int R) {
+    const int64_t c8 = cols & ~(int64_t)7;
+    const size_t esz = type == TG_DT_F32 ? 4 : 2, ahead = (size_t)R * ws;
+    __m256 acc[8];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < c8; k += 8) {
+        const __m256 xv = _mm256_loadu_ps(x + k);
+        for (int r = 0; r < R; r++) {
+            if ((k & 31) == 0) _mm_prefetch((const char *)w + (size_t)r * ws + ahead + (size_t)k * esz, _MM_HINT_T1);
+            acc[r] = _mm256_fmadd_ps(tg_w8(type, w + (size_t)r * ws, k), xv, acc[r]);
+        }
+    }
+    if (R == 8) {
+        __m256 s = tg_reduce8_ps(acc);
+        if (c8 < cols) {
+            float t[8];
+            for (int r = 0; r < 8; r++) t[r] = tg_tail(type, w + (size_t)r * ws, x, c8, cols);
+            s = _mm256_add_ps(s, _mm256_loadu_ps(t));
+        }
+        _mm256_storeu_ps(y, s);
+    } else if (R == 4) {
+        __m128 s = tg_reduce4_ps(acc[0], acc[1], acc[2], acc[3]);
+        if (c8 < cols) {
+            float t[4];
+            for (int r = 0; r < 4; r++) t[r] = tg_tail(type, w + (size_t)r * ws, x, c8, cols);
+            s = _mm_add_ps(s, _mm_loadu_ps(t));
+        }
+        _mm_storeu_ps(y, s);
+    } else {
+        float s = tg_reduce1_ps(acc[0]);
+        if (c8 < cols) s += tg_tail(type, w, x, c8, cols);
+        y[0] = s;
+    }
+}
+
+TG_INLINE void gemv_float(tg_dtype type, const uint8_t *w, size_t ws, int64_t nr, const float *x, int64_t cols,
+                          float *y) {
+    int64_t r = 0;
+    for (; r + 8 <= nr; r += 8) float_rows(type, w + (size_t)r * ws, ws, x, cols, y + r, 8);
+    for (; r + 4 <= nr; r += 4) float_rows(type, w + (size_t)r * ws, ws, x, cols, y + r, 4);
+    for (; r < nr; r++) float_rows(type, w + (size_t)r * ws, ws, x, cols, y + r, 1);
+}
+
+/* Eight fp16 block scales of eight rows (block pointers p[r]) as fp32, times the activation's block scale. */
+TG_INLINE __m256 scales8(const uint8_t *const p[8], float dx) {
+    __m128i h = _mm_cvtsi32_si128(tg_ld16(p[0]));
+    h = _mm_insert_epi16(h, tg_ld16(p[1]), 1);
+    h = _mm_insert_epi16(h, tg_ld16(p[2]), 2);
+    h = _mm_insert_epi16(h, tg_ld16(p[3]), 3);
+    h = _mm_insert_epi16(h, tg_ld16(p[4]), 4);
+    h = _mm_insert_epi16(h, tg_ld16(p[5]), 5);
+    h = _mm_insert_epi16(h, tg_ld16(p[6]), 6);
+    h = _mm_insert_epi16(h, tg_ld16(p[7]), 7);
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(dx));
+}
+
+/* Quantised rows, eight at a time: per block, the eight rows' integer dot products are reduced together into one
+ * vector (exact), so one conversion and one FMA serve eight rows. */
+TG_INLINE void quant_rows8(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_block *x, int64_t nb, float *y) {
+    const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
+    const int32_t bias = tg_qbias(type);
+    const size_t ahead = 8 * ws; /* the same blocks of the next eight rows */
+    const uint8_t *p[8];
+    for (int r = 0; r < 8; r++) p[r] = w + (size_t)r * ws;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)x[b].q);
+        __m256i d[8];
+        for (int r = 0; r < 8; r++) {
+            _mm_prefetch((const char *)p[r] + ahead, _MM_HINT_T1);
+            d[r] = tg_qdot(type, tg_qload(type, p[r]), xq);
+        }
+        __m256i s = tg_reduce8_epi32(d);
+        if (bias) s = _mm256_sub_epi32(s, _mm256_set1_epi32(bias * x[b].sum));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scales8(p, x[b].d), acc);
+        for (int r = 0; r < 8; r++) p[r] += bw;
+    }
+    _mm256_storeu_ps(y, acc);
+}
+
+/* One quantised row, the same arithmetic one lane at a time. */
+TG_INLINE float quant_row1(tg_dtype type, const uint8_t *p, const tg_q8x_block *x, int64_t nb) {
+    const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
+    const int32_t bias = tg_qbias(type);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < nb; b++, p += bw) {
+        const __m256i d = tg_qdot(type, tg_qload(type, p), _mm256_loadu_si256((const __m256i *)(const void *)x[b].q));
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(d), _mm256_extracti128_si256(d, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+        const int32_t isum = _mm_cvtsi128_si32(h) - bias * x[b].sum;
+        acc = fmaf((float)isum, tg_f16_to_f32(tg_ld16(p)) * x[b].d, acc);
+    }
+    return acc;
+}
+
+TG_INLINE void gemv_quant(tg_dtype type, const uint8_t *w, size_t ws, int64_t nr, const tg_q8x_block *x,
+                          int64_t cols, float *y) {
+    const int64_t nb = cols / TG_QK;
+    int64_t r = 0;
+    for (; r + 8 <= nr; r += 8) quant_rows8(type, w + (size_t)r * ws, ws, x, nb, y + r);
+    for (; r < nr; r++) y[r] = quant_row1(type, w + (size_t)r * ws, x, nb);
+}
+
+void tg_avx2_gemv(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols,
+                  float *y) {
+    switch (type) {
+    case TG_DT_F32: gemv_float(TG_DT_F32, w, w_stride, nr, x, cols, y); break;
+    case TG_DT_F16: gemv_float(TG_DT_F16, w, w_stride, nr, x, cols, y); break;
+    case TG_DT_BF16: gemv_float(TG_DT_BF16, w, w_stride, nr, x, cols, y); break;
+    case TG_DT_Q8_0: gemv_quant(TG_DT_Q8_0, w, w_stride, nr, x, cols, y); break;
+    case TG_DT_Q4_0: gemv_quant(TG_DT_Q4_0, w, w_stride, nr, x, cols, y); break;
+    default: break;
+    }
+}
+
+#else
+typedef int tg_gemv_avx2_unused; /* ISO C forbids an empty translation unit */
+#endif
