@@ -25,11 +25,11 @@ The defaults are the shipped model's settings (models/README.md); it runs on one
 """
 import argparse
 import csv
-import traceback
 import inspect
 import json
 import math
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -414,8 +414,9 @@ def finish_yoco(args, model, impl, tok, out, metrics, clock):
         for i, prompt in enumerate(SAMPLE_PROMPTS):
             p_ids = tok.encode(prompt, add_special_tokens=False).ids
             cont = sample_continuation(ref, p_ids, 96, 0.8, 40, 42 + i)
-            res.append({"prompt": prompt, "settings": "temperature 0.8, top-k 40, seed %d, 96 tokens (torch "
-                        "multinomial on the GPU)" % (42 + i), "text": prompt + tok.decode(cont, skip_special_tokens=True)})
+            res.append({"prompt": prompt,
+                        "settings": "temperature 0.8, top-k 40, seed %d, 96 tokens (torch multinomial on the GPU)"
+                        % (42 + i), "text": prompt + tok.decode(cont, skip_special_tokens=True)})
         (out / "samples.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
         return res
 
