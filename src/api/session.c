@@ -83,7 +83,7 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         tg_session_free(s);
         return NULL;
     }
-    s->fwd = tg_forward_new(model, s->chunk, n_threads, err);
+    s->fwd = tg_forward_new(model, s->cache, s->chunk, n_threads, err);
     if (!s->fwd) {
         tg_session_free(s);
         return NULL;

@@ -1,38 +1,73 @@
-/* forward.c — the Llama forward pass over a chunk of tokens: projections as matrix-matrix products for the whole
- * chunk, attention token by token through the KV cache (which owns RoPE, storage and masking). */
+/* forward.c — the Llama forward pass over a chunk of tokens (one token when decoding), calling the KV cache per
+ * layer (it owns RoPE, storage, masking and attention).
+ *
+ * Threads: one OpenMP parallel region per call, not one per operation. Inside it every step is a list of
+ * independent units handed out dynamically (blocks of weight rows; attention pieces of (token, kv-head, share)),
+ * with a barrier between steps. What each thread needs as input (the normalised, quantised activation; the combined
+ * attention output) it prepares privately from shared, finished data, so no step waits for a serial preparation.
+ * Per layer:
+ *   1. rmsnorm(x) -> Q, K, V rows                     (units: row blocks of wq | wk | wv)
+ *   2. append K, V to the cache; rotate Q              (one thread)
+ *   3. attention pieces                                (units: token x kv-head x share)
+ *   4. combine pieces -> wo rows, added to x           (units: row blocks of wo)
+ *   5. rmsnorm(x) -> gate, up rows, swiglu             (units: row blocks of gate and up together)
+ *   6. down rows, added to x                           (units: row blocks of w_down)
+ * then the final norm and the output head (units: row blocks of lm_head). Steps 2-3 run token by token inside a chunk
+ * when appending a later token could change what an earlier one sees (KIVI groups flushed from the residual,
+ * StreamingLLM eviction), so a chunk computes exactly what decoding its tokens one at a time computes. Every buffer
+ * is allocated by tg_forward_new; a call allocates nothing. */
 #include "forward/forward.h"
 
+#include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "util/error.h"
 
+/* One thread's private buffers. */
+typedef struct {
+    float *xb;      /* [max_chunk, max_in] a step's input: normalised x, or the combined attention output */
+    void *xq;       /* tg_act_scratch_bytes(max_chunk, max_in): that input quantised for Q8_0 / Q4_0 weights */
+    float *tmp;     /* [max_chunk, d_model] a unit's output before it is added to x */
+    float *work;    /* [tg_kvcache_work_floats] attention piece work space */
+} thread_buf;
+
 struct tg_forward {
     const struct tg_model *m;
     int max_chunk;
     int n_threads;
-    /* activations for up to max_chunk tokens (row t = token t of the chunk) */
-    float *x;   /* [max_chunk, d_model] residual stream */
-    float *xb;  /* [max_chunk, d_model] normalised input of a sub-layer */
-    float *q;   /* [max_chunk, n_heads * head_dim] queries (pre-RoPE) */
-    float *k;   /* [max_chunk, n_kv_heads * head_dim] keys (pre-RoPE) */
-    float *v;   /* [max_chunk, n_kv_heads * head_dim] values */
-    float *att; /* [max_chunk, n_heads * head_dim] attention output */
-    float *xo;  /* [max_chunk, d_model] output of a sub-layer before the residual add */
-    float *hg;  /* [max_chunk, ffn_dim] gate projection, then swiglu(gate, up) */
-    float *hu;  /* [max_chunk, ffn_dim] up projection */
+    int64_t max_in;     /* widest step input: max(d_model, n_heads * head_dim, ffn_dim) */
+    size_t part_floats; /* tg_kvcache_part_floats of the cache */
+    /* shared activations for up to max_chunk tokens (row t = token t of the chunk) */
+    float *x;      /* [max_chunk, d_model] residual stream */
+    float *q;      /* [max_chunk, n_heads * head_dim] queries (pre-RoPE, then rotated and scaled in place) */
+    float *k;      /* [max_chunk, n_kv_heads * head_dim] keys (pre-RoPE) */
+    float *v;      /* [max_chunk, n_kv_heads * head_dim] values */
+    float *hg;     /* [max_chunk, ffn_dim] gate projection, then swiglu(gate, up) */
+    float *hu;     /* [max_chunk, ffn_dim] up projection */
+    float *parts;  /* [max_chunk, n_kv_heads, TG_ATTN_MAX_SPLITS, part_floats] attention pieces' partial results */
+    int *splits;   /* [max_chunk] shares of each token's attention */
+    thread_buf *tb; /* [n_threads] */
 };
 
 static float *alloc_rows(int rows, int64_t cols) { return calloc((size_t)rows * (size_t)cols, sizeof(float)); }
 
-tg_forward *tg_forward_new(const struct tg_model *m, int max_chunk, int n_threads, tg_error *err) {
+static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
+                           tg_error *err) {
     if (!m || !m->has_weights) {
         tg_fail(err, "the model has no weights (a vocab-only file can tokenise but not run)");
         return NULL;
     }
     if (max_chunk < 1) {
         tg_fail(err, "chunk size %d must be positive", max_chunk);
+        return NULL;
+    }
+    if (!cache) {
+        tg_fail(err, "no KV cache");
         return NULL;
     }
     const tg_hparams *hp = &m->hp;
@@ -43,20 +78,32 @@ tg_forward *tg_forward_new(const struct tg_model *m, int max_chunk, int n_thread
     }
     f->m = m;
     f->max_chunk = max_chunk;
-    f->n_threads = n_threads;
-    int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    f->n_threads = n_threads < 1 ? 1 : n_threads;
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    f->max_in = max3(hp->d_model, qd, hp->ffn_dim);
+    f->part_floats = tg_kvcache_part_floats(cache);
     f->x = alloc_rows(max_chunk, hp->d_model);
-    f->xb = alloc_rows(max_chunk, hp->d_model);
     f->q = alloc_rows(max_chunk, qd);
     f->k = alloc_rows(max_chunk, kvd);
     f->v = alloc_rows(max_chunk, kvd);
-    f->att = alloc_rows(max_chunk, qd);
-    f->xo = alloc_rows(max_chunk, hp->d_model);
     f->hg = alloc_rows(max_chunk, hp->ffn_dim);
     f->hu = alloc_rows(max_chunk, hp->ffn_dim);
-    if (!f->x || !f->xb || !f->q || !f->k || !f->v || !f->att || !f->xo || !f->hg || !f->hu) {
+    f->parts = alloc_rows(max_chunk, (int64_t)hp->n_kv_heads * TG_ATTN_MAX_SPLITS * (int64_t)f->part_floats);
+    f->splits = calloc((size_t)max_chunk, sizeof *f->splits);
+    f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
+    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->tb;
+    for (int i = 0; ok && i < f->n_threads; i++) {
+        thread_buf *b = &f->tb[i];
+        const size_t xq_bytes = tg_act_scratch_bytes(max_chunk, f->max_in);
+        b->xb = alloc_rows(max_chunk, f->max_in);
+        b->xq = xq_bytes ? malloc(xq_bytes) : NULL;
+        b->tmp = alloc_rows(max_chunk, hp->d_model);
+        b->work = calloc(tg_kvcache_work_floats(cache), sizeof(float));
+        ok = b->xb && (b->xq || !xq_bytes) && b->tmp && b->work;
+    }
+    if (!ok) {
         tg_forward_free(f);
-        tg_fail(err, "out of memory for the forward pass scratch (%d tokens)", max_chunk);
+        tg_fail(err, "out of memory for the forward pass scratch (%d tokens, %d threads)", max_chunk, n_threads);
         return NULL;
     }
     return f;
@@ -64,72 +111,225 @@ tg_forward *tg_forward_new(const struct tg_model *m, int max_chunk, int n_thread
 
 void tg_forward_free(tg_forward *f) {
     if (!f) return;
+    if (f->tb)
+        for (int i = 0; i < f->n_threads; i++) {
+            free(f->tb[i].xb);
+            free(f->tb[i].xq);
+            free(f->tb[i].tmp);
+            free(f->tb[i].work);
+        }
+    free(f->tb);
     free(f->x);
-    free(f->xb);
     free(f->q);
     free(f->k);
     free(f->v);
-    free(f->att);
-    free(f->xo);
     free(f->hg);
     free(f->hu);
+    free(f->parts);
+    free(f->splits);
     free(f);
 }
 
-/* y[i] += x[i] for n elements */
-static void add_into(float *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+/* ---- matrix steps --------------------------------------------------------------------------------------------------- */
+
+/* Rows per unit for a weight of `rows` rows: decoding wants a few units per thread (balance without much hand-out
+ * traffic); a chunk wants blocks whose weights stay in L2 while every token of the chunk passes over them. */
+static int64_t unit_rows(const tg_tensor *w, int n, int threads) {
+    int64_t r;
+    if (n == 1) {
+        r = (w->rows + 4 * threads - 1) / (4 * threads);
+    } else {
+        const size_t rb = tg_row_bytes(w->type, w->cols);
+        r = rb ? (int64_t)((size_t)96 * 1024 / rb) : 16;
+        if (r < 16) r = 16;
+        if (r > 256) r = 256;
+        if (threads > 1 && (w->rows + r - 1) / r < 2 * threads) r = (w->rows + 2 * threads - 1) / (2 * threads);
+    }
+    r = (r + 7) / 8 * 8;
+    return r < 8 ? 8 : r;
 }
+
+/* A step's matrices: each split into units of `ur` rows; outputs y[t * ldy + row]. */
+typedef struct {
+    const tg_tensor *w;
+    float *y;
+    size_t ldy;
+    int64_t ur, units;
+} mat_job;
+
+static void job_init(mat_job *j, const tg_tensor *w, float *y, size_t ldy, int n, int threads) {
+    j->w = w;
+    j->y = y;
+    j->ldy = ldy;
+    j->ur = unit_rows(w, n, threads);
+    j->units = (w->rows + j->ur - 1) / j->ur;
+}
+
+/* Unit u of the jobs: rows [*r0, *r1) of job *ji. */
+static void job_unit(const mat_job *jobs, int n_jobs, int64_t u, int *ji, int64_t *r0, int64_t *r1) {
+    int j = 0;
+    while (j < n_jobs - 1 && u >= jobs[j].units) u -= jobs[j++].units;
+    *ji = j;
+    *r0 = u * jobs[j].ur;
+    *r1 = *r0 + jobs[j].ur < jobs[j].w->rows ? *r0 + jobs[j].ur : jobs[j].w->rows;
+}
+
+/* Every unit of the jobs against the prepared input a (shared by all jobs); with `residual`, the result is added to
+ * y instead of stored (through tmp [a->n, unit rows], so residual jobs must have at most d_model rows). Ends with
+ * the team's barrier. */
+static void run_jobs(const mat_job *jobs, int n_jobs, const tg_act *a, bool residual, float *tmp) {
+    int64_t total = 0;
+    for (int j = 0; j < n_jobs; j++) total += jobs[j].units;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < total; u++) {
+        int j;
+        int64_t r0, r1;
+        job_unit(jobs, n_jobs, u, &j, &r0, &r1);
+        const mat_job *jb = &jobs[j];
+        if (!residual) {
+            tg_matmul_rows(jb->w, a, r0, r1, jb->y + r0, jb->ldy);
+            continue;
+        }
+        const int64_t nr = r1 - r0;
+        tg_matmul_rows(jb->w, a, r0, r1, tmp, (size_t)nr);
+        for (int64_t t = 0; t < a->n; t++) {
+            float *yt = jb->y + (size_t)t * jb->ldy + (size_t)r0;
+            const float *st = tmp + (size_t)t * (size_t)nr;
+            for (int64_t i = 0; i < nr; i++) yt[i] += st[i];
+        }
+    }
+}
+
+/* Gate and up rows of the same units, then swiglu on those rows (the step's outputs are disjoint per unit). */
+static void run_ffn_up(const tg_layer_weights *w, const tg_act *a, float *hg, float *hu, int64_t ff, int n,
+                       int threads) {
+    const int64_t ur = unit_rows(&w->w_gate, n, threads);
+    const int64_t units = (ff + ur - 1) / ur;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t r0 = u * ur, r1 = r0 + ur < ff ? r0 + ur : ff;
+        tg_matmul_rows(&w->w_gate, a, r0, r1, hg + r0, (size_t)ff);
+        tg_matmul_rows(&w->w_up, a, r0, r1, hu + r0, (size_t)ff);
+        for (int t = 0; t < n; t++) tg_swiglu(hg + (size_t)t * (size_t)ff + r0, hu + (size_t)t * (size_t)ff + r0, r1 - r0);
+    }
+}
+
+/* ---- attention steps ----------------------------------------------------------------------------------------------- */
+
+/* Appends token t's K/V (when the layer holds its own), rotates its queries, records its shares. One thread. */
+static void attn_prepare(tg_forward *f, tg_kvcache *cache, int l, bool own_kv, int t, int64_t pos) {
+    const tg_hparams *hp = &f->m->hp;
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
+    tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
+    f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
+}
+
+/* The pieces of tokens [t0, t1): units (token, kv-head, share). */
+static void attn_pieces(tg_forward *f, const tg_kvcache *cache, int l, int t0, int t1, int64_t pos, float *work) {
+    const tg_hparams *hp = &f->m->hp;
+    const int H = hp->n_kv_heads;
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim;
+    const int64_t units = (int64_t)(t1 - t0) * H * TG_ATTN_MAX_SPLITS;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < units; u++) {
+        const int t = t0 + (int)(u / (H * TG_ATTN_MAX_SPLITS));
+        const int h = (int)(u / TG_ATTN_MAX_SPLITS % H), s = (int)(u % TG_ATTN_MAX_SPLITS);
+        if (s >= f->splits[t]) continue;
+        float *part = f->parts + (((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * f->part_floats;
+        tg_kvcache_attend_piece(cache, l, pos + t, f->q + t * qd, h, s, f->splits[t], part, work);
+    }
+}
+
+/* Whether appending token t + 1 may change what token t sees (so a chunk must attend token by token). */
+static bool attend_token_by_token(const tg_kvcache *cache) {
+    tg_cache_report r;
+    tg_kvcache_report(cache, 0, &r);
+    return r.window > 0 || r.bytes_scales > 0;
+}
+
+/* ---- the pass -------------------------------------------------------------------------------------------------------- */
 
 void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
                       float *logits_last) {
     const struct tg_model *m = f->m;
     const tg_hparams *hp = &m->hp;
-    const int nt = f->n_threads;
     const int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    const int H = hp->n_kv_heads, gq = hp->n_heads / hp->n_kv_heads;
+    const int64_t D = hp->head_dim;
     if (n < 1 || n > f->max_chunk) return;
+    const int threads = f->n_threads;
+    const bool serial_attn = n > 1 && attend_token_by_token(cache);
 
     /* token embeddings */
     for (int t = 0; t < n; t++) tg_tensor_get_row(&m->tok_embd, ids[t], f->x + t * d);
 
-    for (int l = 0; l < hp->n_layers; l++) {
-        const tg_layer_weights *w = &m->layers[l];
-        const bool own_kv = hp->kv_source[l] == l;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        thread_buf *tb = &f->tb[omp_get_thread_num()];
+        for (int l = 0; l < hp->n_layers; l++) {
+            const tg_layer_weights *w = &m->layers[l];
+            const bool own_kv = hp->kv_source[l] == l;
 
-        /* attention: rmsnorm -> q, k, v for the chunk -> per token: append k, v, attend q -> wo -> residual */
-        for (int t = 0; t < n; t++) tg_rmsnorm(f->xb + t * d, f->x + t * d, w->attn_norm, d, hp->norm_eps);
-        tg_matmul(&w->wq, f->xb, n, f->q, nt);
-        if (own_kv) {
-            tg_matmul(&w->wk, f->xb, n, f->k, nt);
-            tg_matmul(&w->wv, f->xb, n, f->v, nt);
-        }
-        for (int t = 0; t < n; t++) {
-            if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
-            tg_kvcache_attend(cache, l, pos + t, f->q + t * qd, f->att + t * qd, nt);
-        }
-        tg_matmul(&w->wo, f->att, n, f->xo, nt);
-        add_into(f->x, f->xo, (int64_t)n * d);
+            /* 1. q, k, v */
+            for (int t = 0; t < n; t++) tg_rmsnorm(tb->xb + t * d, f->x + t * d, w->attn_norm, d, hp->norm_eps);
+            tg_act a = tg_act_prepare(w->wq.type, tb->xb, n, d, tb->xq);
+            if (!a.xq && own_kv) a = tg_act_prepare(w->wk.type, tb->xb, n, d, tb->xq);
+            if (!a.xq && own_kv) a = tg_act_prepare(w->wv.type, tb->xb, n, d, tb->xq);
+            mat_job qkv[3];
+            job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
+            job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
+            job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
+            run_jobs(qkv, own_kv ? 3 : 1, &a, false, tb->tmp);
 
-        /* feed-forward: rmsnorm -> gate, up -> swiglu -> down -> residual */
-        for (int t = 0; t < n; t++) tg_rmsnorm(f->xb + t * d, f->x + t * d, w->ffn_norm, d, hp->norm_eps);
-        tg_matmul(&w->w_gate, f->xb, n, f->hg, nt);
-        tg_matmul(&w->w_up, f->xb, n, f->hu, nt);
-        tg_swiglu(f->hg, f->hu, (int64_t)n * ff);
-        tg_matmul(&w->w_down, f->hg, n, f->xo, nt);
-        add_into(f->x, f->xo, (int64_t)n * d);
+            /* 2-3. append, rotate, attention pieces */
+            if (serial_attn) {
+                for (int t = 0; t < n; t++) {
+#pragma omp single
+                    attn_prepare(f, cache, l, own_kv, t, pos);
+                    attn_pieces(f, cache, l, t, t + 1, pos, tb->work);
+                }
+            } else {
+#pragma omp single
+                for (int t = 0; t < n; t++) attn_prepare(f, cache, l, own_kv, t, pos);
+                attn_pieces(f, cache, l, 0, n, pos, tb->work);
+            }
+
+            /* 4. combine (privately) -> wo, added to x */
+            for (int t = 0; t < n; t++)
+                for (int h = 0; h < H; h++)
+                    tg_kvcache_attend_combine(
+                        cache, f->parts + ((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * f->part_floats,
+                        f->splits[t], tb->xb + t * qd + (int64_t)h * gq * D);
+            a = tg_act_prepare(w->wo.type, tb->xb, n, qd, tb->xq);
+            mat_job wo;
+            job_init(&wo, &w->wo, f->x, (size_t)d, n, threads);
+            run_jobs(&wo, 1, &a, true, tb->tmp);
+
+            /* 5. gate, up, swiglu */
+            for (int t = 0; t < n; t++) tg_rmsnorm(tb->xb + t * d, f->x + t * d, w->ffn_norm, d, hp->norm_eps);
+            a = tg_act_prepare(w->w_gate.type, tb->xb, n, d, tb->xq);
+            if (!a.xq) a = tg_act_prepare(w->w_up.type, tb->xb, n, d, tb->xq);
+            run_ffn_up(w, &a, f->hg, f->hu, ff, n, threads);
+
+            /* 6. down, added to x */
+            a = tg_act_prepare(w->w_down.type, f->hg, n, ff, tb->xq);
+            mat_job down;
+            job_init(&down, &w->w_down, f->x, (size_t)d, n, threads);
+            run_jobs(&down, 1, &a, true, tb->tmp);
+        }
+
+        /* final norm and the output head, only for the rows whose logits are wanted */
+        if (logits_all || logits_last) {
+            const int t0 = logits_all ? 0 : n - 1;
+            for (int t = t0; t < n; t++) tg_rmsnorm(tb->xb + t * d, f->x + t * d, m->out_norm, d, hp->norm_eps);
+            tg_act a = tg_act_prepare(m->lm_head.type, tb->xb + t0 * d, n - t0, d, tb->xq);
+            mat_job head;
+            job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
+            run_jobs(&head, 1, &a, false, tb->tmp);
+        }
     }
-
-    /* final norm and the output head, only for the rows whose logits are wanted */
-    if (logits_all) {
-        for (int t = 0; t < n; t++) tg_rmsnorm(f->xb + t * d, f->x + t * d, m->out_norm, d, hp->norm_eps);
-        tg_matmul(&m->lm_head, f->xb, n, logits_all, nt);
-        if (logits_last) {
-            for (int64_t i = 0; i < vocab; i++) logits_last[i] = logits_all[(int64_t)(n - 1) * vocab + i];
-        }
-    } else if (logits_last) {
-        float *last = f->xb + (int64_t)(n - 1) * d;
-        tg_rmsnorm(last, f->x + (int64_t)(n - 1) * d, m->out_norm, d, hp->norm_eps);
-        tg_matvec(&m->lm_head, last, logits_last, nt);
-    }
+    if (logits_all && logits_last)
+        memcpy(logits_last, logits_all + (int64_t)(n - 1) * vocab, (size_t)vocab * sizeof(float));
 }

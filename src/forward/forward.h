@@ -10,13 +10,17 @@
 
 typedef struct tg_forward tg_forward;
 
-/* Scratch buffers for chunks of up to max_chunk tokens, allocated once. */
-tg_forward *tg_forward_new(const struct tg_model *m, int max_chunk, int n_threads, tg_error *err);
+/* Scratch buffers for chunks of up to max_chunk tokens and n_threads threads (< 1 means 1), allocated once; the
+ * attention work space is sized for `cache` (the cache the calls will use, or one of the same shape and policy). */
+tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
+                           tg_error *err);
 void tg_forward_free(tg_forward *f);
 
-/* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk): matrix-matrix projections for the chunk, attention token
- * by token through the cache (identical to decoding one at a time). Writes logits [n, vocab] to logits_all when
- * non-NULL and the last row to logits_last when non-NULL. */
+/* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk) on one OpenMP team of up to n_threads: matrix-matrix
+ * projections for the chunk, attention through the cache (token by token where a later append could change what an
+ * earlier token sees), so the result is bit-for-bit that of decoding the tokens one at a time, whatever the thread
+ * count. Writes logits [n, vocab] to logits_all when non-NULL and the last row to logits_last when non-NULL.
+ * Allocates nothing. */
 void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
                       float *logits_last);
 

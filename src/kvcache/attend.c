@@ -2,30 +2,29 @@
  * their own threads.
  *
  * A piece is (kv-head h, share s of n_split of the visible non-sink tokens; the visible sinks go with share 0). It
- * widens the key rows it covers to fp32, eight at a time, into a small tile (fp32 rows are read in place; fp16 /
- * bf16 rows are converted; KIVI codes become u * scale + zero with the group's per-channel grid, widened once per
- * group, or with the token's own scale for values; re-positioned keys are rotated to their slot), scores them
- * against the gq query heads that share h (eight rows' dot products reduced together), takes the softmax over its
- * share (max m, l = sum of exp(score - m), exp eight lanes at a time), then widens the value rows the same way and
- * accumulates o = sum exp(score - m) v per query head. tg_kvcache_attend_combine merges the shares of a head:
- * out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s. No dequantised copy of the cache is ever made: the largest
- * widened piece is one eight-row tile. Scalar reference kernels (tg_kvcache_set_simd(c, false)) sit beside the AVX2
- * ones. */
+ * walks its tokens as segments (runs of rows stored alike: a plain ring up to its wrap, one KIVI group, the fp32
+ * residual, the sinks) and widens the key rows to fp32 eight at a time into a small tile, in registers (fp32 rows are
+ * read in place; fp16 / bf16 rows are converted; KIVI codes become u * scale + zero with the group's per-channel grid,
+ * widened once per segment, or with the token's own scale for values; re-positioned keys are rotated to their slot).
+ * It scores them against the gq query heads that share h (eight rows' dot products reduced together), takes the
+ * softmax over its share (max m, l = sum of exp(score - m), exp eight lanes at a time), then widens the value rows
+ * the same way and accumulates o = sum exp(score - m) v per query head. tg_kvcache_attend_combine merges the shares
+ * of a head: out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s. No dequantised copy of the cache is ever made: the
+ * most ever widened is one eight-row tile. Scalar reference kernels (tg_kvcache_set_simd(c, false)) sit beside the
+ * AVX2 ones. */
 #include <math.h>
 #include <string.h>
 
 #include "kernels/vec.h"
+#include "kvcache/attend_kernels.h"
 #include "kvcache/cache_internal.h"
 #include "util/half.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if TG_ATTEND_AVX2
 #include <immintrin.h>
-#define TG_ATTEND_AVX2 1
-#else
-#define TG_ATTEND_AVX2 0
 #endif
 
-#define BLK 8            /* rows widened and scored together */
+#define BLK TG_ATTN_BLK
 #define SPLIT_TOKENS 512 /* a share covers at least about this many tokens */
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
@@ -65,7 +64,7 @@ int tg_kvcache_attend_splits(const tg_kvcache *c, int layer, int64_t pos) {
 
 size_t tg_kvcache_work_floats(const tg_kvcache *c) {
     const size_t D = (size_t)c->g.head_dim, gq = (size_t)(c->g.n_heads / c->g.n_kv_heads);
-    return BLK * D + 2 * D + gq * (size_t)c->g.max_stored;
+    return BLK * D + 2 * D + gq * (D + 1) + gq * (size_t)c->g.max_stored;
 }
 
 size_t tg_kvcache_part_floats(const tg_kvcache *c) {
@@ -88,189 +87,225 @@ void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, flo
     tg_scale_f32(q_out, 1.0f / sqrtf((float)D), NH * D);
 }
 
-/* ---- widening rows ------------------------------------------------------------------------------------------------ */
+/* ---- segments: runs of rows stored alike ------------------------------------------------------------------------- */
 
+/* count rows of one kv-head that sit at a fixed stride and share one way of widening. */
 typedef struct {
-    float *grid;     /* [2 * head_dim] widened per-channel scales, then zeros, of the key grid in use */
-    int64_t grid_id; /* which: unit * n_kv_heads + h (grouped), -2 (whole-history), -1 (none yet) */
-} fetch_state;
+    int kind;                       /* TG_SEG_F32 rows are read in place; the others are widened into a tile */
+    int bits;                       /* TG_SEG_CODES: 8, 4, 2 */
+    const uint8_t *p;               /* the first row */
+    size_t stride;                  /* bytes from one row to the next */
+    int64_t count;
+    int64_t slot0;                  /* cache slot of the first row (re-positioned keys are rotated to it) */
+    const uint16_t *gscale, *gzero; /* TG_SEG_CODES keys: the per-channel grid [head_dim] */
+    const uint16_t *tscale, *tzero; /* TG_SEG_CODES values: the first row's own scale and zero */
+    size_t tstride;                 /* TG_SEG_CODES values: elements from one row's scale to the next */
+} segment;
 
-static void widen_grid(const tg_kvcache *c, fetch_state *fs, const uint16_t *scale, const uint16_t *zero, int64_t id) {
-    if (fs->grid_id == id) return;
-    const int64_t D = c->g.head_dim;
-    tg_f16_to_f32_row(scale, fs->grid, D);
-    tg_f16_to_f32_row(zero, fs->grid + D, D);
-    fs->grid_id = id;
+static int plain_kind(tg_kv_precision p) { return p == TG_KV_FP32 ? TG_SEG_F32 : p == TG_KV_FP16 ? TG_SEG_F16 : TG_SEG_BF16; }
+
+/* The visible sinks [s0, s1] of kv-head h. */
+static segment seg_sinks(const view *vw, int h, bool keys, int64_t s0, int64_t s1) {
+    const tg_kvcache *c = vw->c;
+    const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
+    const tg_store *s = keys ? &vw->L->k : &vw->L->v;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
+    segment g = {.count = s1 - s0 + 1, .slot0 = s0};
+    if (sg->kind == TG_STORE_PLAIN) {
+        g.kind = plain_kind(sg->precision);
+        g.p = s->sink + (size_t)(s0 * H + h) * sg->row_bytes;
+        g.stride = (size_t)H * sg->row_bytes;
+    } else { /* KIVI stores keep their sinks in fp32 */
+        g.kind = TG_SEG_F32;
+        g.p = s->sink + (size_t)(s0 * H + h) * (size_t)D * sizeof(float);
+        g.stride = (size_t)(H * D) * sizeof(float);
+    }
+    return g;
 }
 
-static const float *widen_plain(tg_kv_precision p, const uint8_t *src, float *dst, int64_t D) {
-    if (p == TG_KV_FP32) return (const float *)(const void *)src;
-    if (p == TG_KV_FP16) tg_f16_to_f32_row((const uint16_t *)(const void *)src, dst, D);
-    else tg_bf16_to_f32_row((const uint16_t *)(const void *)src, dst, D);
-    return dst;
-}
-
-/* The key (keys) or value row of kv-head h of sink j (is_sink) or non-sink token n, as fp32 (in place or widened
- * into dst); keys are rotated to their slot when re-positioning. */
-static const float *fetch_row(const view *vw, int h, bool keys, bool is_sink, int64_t n, float *dst, fetch_state *fs) {
+/* The longest run of kv-head h's non-sink tokens that starts at n, ends at most at last and is stored alike
+ * (a ring buffer's wrap, a KIVI group's end and the residual's start end a run). */
+static segment seg_at(const view *vw, int h, bool keys, int64_t n, int64_t last) {
     const tg_kvcache *c = vw->c;
     const tg_layer_cache *L = vw->L;
     const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
     const tg_store *s = keys ? &L->k : &L->v;
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
-    const float *row;
-    int64_t slot = n;
-    if (is_sink) {
-        if (sg->kind == TG_STORE_PLAIN) row = widen_plain(sg->precision, s->sink + (size_t)(n * H + h) * sg->row_bytes, dst, D);
-        else row = (const float *)(const void *)s->sink + (n * H + h) * D;
-    } else {
-        slot = L->n_sink + (n - L->first);
-        switch (sg->kind) {
-        case TG_STORE_PLAIN:
-            row = widen_plain(sg->precision, s->data + (size_t)((n % c->g.row_cap) * H + h) * sg->row_bytes, dst, D);
-            break;
-        case TG_STORE_GROUPED: {
-            if (n >= L->qend) {
-                row = s->resid + ((n % c->g.res_cap) * H + h) * D;
-                break;
-            }
-            const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
-            const uint8_t *q = s->data + (size_t)(uh * G + t) * sg->row_bytes;
+    segment g = {.slot0 = L->n_sink + (n - L->first)};
+    int64_t room;
+    if (sg->kind == TG_STORE_PLAIN || sg->kind == TG_STORE_WHOLE) {
+        const int64_t row = n % c->g.row_cap;
+        room = c->g.row_cap - row;
+        if (sg->kind == TG_STORE_PLAIN) { /* head-major rows */
+            g.kind = plain_kind(sg->precision);
+            g.p = s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes;
+            g.stride = sg->row_bytes;
+        } else {
+            g.p = s->data + (size_t)(row * H + h) * sg->row_bytes;
+            g.stride = (size_t)H * sg->row_bytes;
+            g.kind = TG_SEG_CODES;
+            g.bits = sg->range->bits;
             if (sg->per_channel) {
-                widen_grid(c, fs, s->scale + uh * D, s->zero + uh * D, uh);
-                tg_kivi_dequantize_row_f32(sg->range->bits, q, D, fs->grid, fs->grid + D, dst, c->simd);
+                g.gscale = s->scale + h * D;
+                g.gzero = s->zero + h * D;
             } else {
-                tg_kivi_dequantize_row_tok(sg->range->bits, q, D, tg_f16_to_f32(s->scale[uh * G + t]),
-                                           tg_f16_to_f32(s->zero[uh * G + t]), dst, c->simd);
+                g.tscale = s->scale + row * H + h;
+                g.tzero = s->zero + row * H + h;
+                g.tstride = (size_t)H;
             }
-            row = dst;
-            break;
         }
-        default: { /* TG_STORE_WHOLE */
-            const int64_t rh = (n % c->g.row_cap) * H + h;
-            const uint8_t *q = s->data + (size_t)rh * sg->row_bytes;
-            if (sg->per_channel) {
-                widen_grid(c, fs, s->scale + h * D, s->zero + h * D, -2);
-                tg_kivi_dequantize_row_f32(sg->range->bits, q, D, fs->grid, fs->grid + D, dst, c->simd);
-            } else {
-                tg_kivi_dequantize_row_tok(sg->range->bits, q, D, tg_f16_to_f32(s->scale[rh]), tg_f16_to_f32(s->zero[rh]),
-                                           dst, c->simd);
-            }
-            row = dst;
-            break;
-        }
+    } else if (n >= L->qend) { /* grouped: the fp32 residual ring */
+        const int64_t row = n % c->g.res_cap;
+        room = c->g.res_cap - row;
+        g.kind = TG_SEG_F32;
+        g.p = (const uint8_t *)(const void *)(s->resid + (row * H + h) * D);
+        g.stride = (size_t)(H * D) * sizeof(float);
+    } else { /* grouped: the rest of n's quantised group, contiguous for one kv-head */
+        const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
+        room = G - t;
+        if (L->qend - n < room) room = L->qend - n;
+        g.kind = TG_SEG_CODES;
+        g.bits = sg->range->bits;
+        g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
+        g.stride = sg->row_bytes;
+        if (sg->per_channel) {
+            g.gscale = s->scale + uh * D;
+            g.gzero = s->zero + uh * D;
+        } else {
+            g.tscale = s->scale + uh * G + t;
+            g.tzero = s->zero + uh * G + t;
+            g.tstride = 1;
         }
     }
-    if (keys && c->g.reposition) {
-        if (row != dst) memcpy(dst, row, (size_t)D * sizeof(float));
-        tg_kvcache_rotate_slot(c, dst, slot);
-        row = dst;
-    }
-    return row;
+    g.count = last - n + 1 < room ? last - n + 1 : room;
+    return g;
 }
 
-/* ---- the block kernels ---------------------------------------------------------------------------------------- */
+/* ---- blocks: the kernels' view of up to eight rows ------------------------------------------------------------ */
 
-/* sc[i * ld + r] = q_i . rows[r] for query heads i < gq and rows r < nr (nr <= BLK). */
-static void score_block(const float *const *rows, int nr, const float *qh, int gq, int64_t D, float *sc, int64_t ld,
-                        bool simd) {
-#if TG_ATTEND_AVX2
-    if (simd && D % 8 == 0) {
-        const float *rp[BLK];
-        for (int r = 0; r < BLK; r++) rp[r] = rows[r < nr ? r : 0];
-        for (int i = 0; i < gq; i++) {
-            const float *q = qh + (int64_t)i * D;
-            __m256 a[BLK];
-            for (int r = 0; r < BLK; r++) a[r] = _mm256_setzero_ps();
-            for (int64_t k = 0; k < D; k += 8) {
-                const __m256 qv = _mm256_loadu_ps(q + k);
-                for (int r = 0; r < BLK; r++) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(rp[r] + k), qv, a[r]);
-            }
-            /* eight lane sums at once: [r0 .. r7] */
-            const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-            const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-            const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-            float out[BLK];
-            _mm256_storeu_ps(out, s);
-            memcpy(sc + (int64_t)i * ld, out, (size_t)nr * sizeof(float));
-        }
-        return;
-    }
-#else
-    (void)simd;
-#endif
-    for (int i = 0; i < gq; i++)
+/* Rows [i0, i0 + nr) of a segment as a block; grid is the segment's widened per-channel grid (keys' codes). */
+static void make_block(const segment *g, int64_t i0, int nr, const float *grid, tg_attn_block *b) {
+    b->kind = g->kind;
+    b->bits = g->bits;
+    b->nr = nr;
+    b->grid = g->kind == TG_SEG_CODES && g->gscale ? grid : NULL;
+    for (int r = 0; r < BLK; r++) b->rows[r] = g->p + (size_t)(i0 + (r < nr ? r : 0)) * g->stride;
+    if (g->kind == TG_SEG_CODES && !g->gscale)
         for (int r = 0; r < nr; r++) {
+            b->tscale[r] = tg_f16_to_f32(g->tscale[(size_t)(i0 + r) * g->tstride]);
+            b->tzero[r] = tg_f16_to_f32(g->tzero[(size_t)(i0 + r) * g->tstride]);
+        }
+}
+
+/* Element k of row r of a block as fp32 (the scalar reference of the kernels' widening). */
+static float elem(const tg_attn_block *b, int r, int64_t k, int64_t D) {
+    const uint8_t *row = b->rows[r];
+    uint16_t h;
+    switch (b->kind) {
+    case TG_SEG_F32: {
+        float f;
+        memcpy(&f, row + 4 * k, 4);
+        return f;
+    }
+    case TG_SEG_F16: memcpy(&h, row + 2 * k, 2); return tg_f16_to_f32(h);
+    case TG_SEG_BF16: memcpy(&h, row + 2 * k, 2); return tg_bf16_to_f32(h);
+    default: {
+        const float u = (float)tg_kivi_get(row, b->bits, k);
+        return b->grid ? u * b->grid[k] + b->grid[D + k] : u * b->tscale[r] + b->tzero[r];
+    }
+    }
+}
+
+static void scores_ref(const tg_attn_block *b, const float *qh, int gq, int64_t D, float *sc, int64_t ld) {
+    for (int i = 0; i < gq; i++)
+        for (int r = 0; r < b->nr; r++) {
             float s = 0.0f;
-            for (int64_t k = 0; k < D; k++) s += qh[(int64_t)i * D + k] * rows[r][k];
+            for (int64_t k = 0; k < D; k++) s += qh[(int64_t)i * D + k] * elem(b, r, k, D);
             sc[(int64_t)i * ld + r] = s;
         }
 }
 
-/* o_i += sum_r p[i * ld + r] rows[r] for query heads i < gq (o_i at o + i * D). */
-static void value_block(const float *const *rows, int nr, const float *p, int64_t ld, int gq, int64_t D, float *o,
-                        bool simd) {
-#if TG_ATTEND_AVX2
-    if (simd && D % 8 == 0) {
-        for (int i = 0; i < gq; i++) {
-            const float *pi = p + (int64_t)i * ld;
-            float *oi = o + (int64_t)i * D;
-            int64_t k = 0;
-            for (; k + 32 <= D; k += 32) {
-                __m256 a0 = _mm256_loadu_ps(oi + k), a1 = _mm256_loadu_ps(oi + k + 8);
-                __m256 a2 = _mm256_loadu_ps(oi + k + 16), a3 = _mm256_loadu_ps(oi + k + 24);
-                for (int r = 0; r < nr; r++) {
-                    const __m256 pv = _mm256_broadcast_ss(pi + r);
-                    a0 = _mm256_fmadd_ps(pv, _mm256_loadu_ps(rows[r] + k), a0);
-                    a1 = _mm256_fmadd_ps(pv, _mm256_loadu_ps(rows[r] + k + 8), a1);
-                    a2 = _mm256_fmadd_ps(pv, _mm256_loadu_ps(rows[r] + k + 16), a2);
-                    a3 = _mm256_fmadd_ps(pv, _mm256_loadu_ps(rows[r] + k + 24), a3);
-                }
-                _mm256_storeu_ps(oi + k, a0);
-                _mm256_storeu_ps(oi + k + 8, a1);
-                _mm256_storeu_ps(oi + k + 16, a2);
-                _mm256_storeu_ps(oi + k + 24, a3);
-            }
-            for (; k < D; k += 8) {
-                __m256 a0 = _mm256_loadu_ps(oi + k);
-                for (int r = 0; r < nr; r++) a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + r), _mm256_loadu_ps(rows[r] + k), a0);
-                _mm256_storeu_ps(oi + k, a0);
-            }
-        }
-        return;
-    }
-#else
-    (void)simd;
-#endif
+static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int gq, int64_t D, float *o) {
     for (int i = 0; i < gq; i++)
-        for (int r = 0; r < nr; r++)
-            for (int64_t k = 0; k < D; k++) o[(int64_t)i * D + k] += p[(int64_t)i * ld + r] * rows[r][k];
+        for (int r = 0; r < b->nr; r++)
+            for (int64_t k = 0; k < D; k++) o[(int64_t)i * D + k] += p[(int64_t)i * ld + r] * elem(b, r, k, D);
 }
 
-/* ---- one piece --------------------------------------------------------------------------------------------------- */
-
-/* Rows of the piece's tokens, in order: sinks [s0, s1], then non-sink tokens [a, b]; BLK at a time. Calls the block
- * kernel for scores (keys) or values. */
-static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, int64_t a, int64_t b, float *tile,
-                     fetch_state *fs, const float *qh, float *sc, int64_t ld, float *o) {
+/* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
+ * sc[j * ld + i]). Re-positioned keys are widened into tile and rotated to their slots first. */
+static void run_segment(const view *vw, bool keys, const segment *g, const float *qh, float *sc, int64_t ld, float *o,
+                        float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
-    const float *rows[BLK];
-    int nr = 0;
-    int64_t t0 = 0, t = 0;
-    const int64_t n_items = span(s0, s1) + span(a, b);
-    for (int64_t k = 0; k < n_items; k++) {
-        const bool is_sink = k < span(s0, s1);
-        const int64_t n = is_sink ? s0 + k : a + (k - span(s0, s1));
-        rows[nr] = fetch_row(vw, h, keys, is_sink, n, tile + (int64_t)nr * D, fs);
-        nr++;
-        t++;
-        if (nr == BLK || k == n_items - 1) {
-            if (keys) score_block(rows, nr, qh, vw->gq, D, sc + t0, ld, c->simd);
-            else value_block(rows, nr, sc + t0, ld, vw->gq, D, o, c->simd);
-            t0 = t;
-            nr = 0;
+    const bool simd = TG_ATTEND_AVX2 && c->simd && D % 8 == 0, repo = keys && c->g.reposition;
+    if (g->kind == TG_SEG_CODES && g->gscale) {
+        tg_f16_to_f32_row(g->gscale, grid, D);
+        tg_f16_to_f32_row(g->gzero, grid + D, D);
+    }
+    const size_t row_bytes = g->kind == TG_SEG_F32 ? (size_t)D * 4
+                             : g->kind == TG_SEG_CODES ? (size_t)(D * g->bits + 7) / 8 : (size_t)D * 2;
+    tg_attn_block b;
+    const float *qk = qh; /* the queries the kernels score with (folded with a codes segment's grid) */
+#if TG_ATTEND_AVX2
+    if (simd && keys && !repo && g->kind == TG_SEG_CODES) {
+        tg_attn_avx2_fold(qh, vw->gq, D, grid, qfold, qfold + (int64_t)vw->gq * D);
+        qk = qfold;
+    }
+#endif
+    for (int64_t i0 = 0; i0 < g->count; i0 += BLK) {
+        const int nr = (int)(g->count - i0 < BLK ? g->count - i0 : BLK);
+#if TG_ATTEND_AVX2
+        /* one kv-head's rows are strided (interleaved with the other heads'): fetch the next block's early */
+        for (int64_t i = i0 + BLK; i < i0 + 2 * BLK && i < g->count; i++)
+            for (size_t off = 0; off < row_bytes; off += 64)
+                _mm_prefetch((const char *)g->p + (size_t)i * g->stride + off, _MM_HINT_T0);
+#else
+        (void)row_bytes;
+#endif
+        make_block(g, i0, nr, grid, &b);
+        b.bias = qk != qh ? qfold + (int64_t)vw->gq * D : NULL;
+        if (repo) { /* rotate each key to its slot: widen into the tile first */
+            for (int r = 0; r < nr; r++) {
+                float *dst = tile + (int64_t)r * D;
+#if TG_ATTEND_AVX2
+                if (simd) tg_attn_avx2_widen(&b, r, D, dst);
+                else
+#endif
+                    for (int64_t k = 0; k < D; k++) dst[k] = elem(&b, r, k, D);
+                tg_kvcache_rotate_slot(c, dst, g->slot0 + i0 + r);
+            }
+            b.kind = TG_SEG_F32;
+            b.grid = NULL;
+            b.bias = NULL;
+            for (int r = 0; r < BLK; r++) b.rows[r] = (const uint8_t *)(const void *)(tile + (int64_t)(r < nr ? r : 0) * D);
         }
+#if TG_ATTEND_AVX2
+        if (simd) {
+            if (keys) tg_attn_avx2_scores(&b, qk, vw->gq, D, sc + i0, ld);
+            else tg_attn_avx2_values(&b, sc + i0, ld, vw->gq, D, o);
+            continue;
+        }
+#endif
+        if (keys) scores_ref(&b, qh, vw->gq, D, sc + i0, ld);
+        else values_ref(&b, sc + i0, ld, vw->gq, D, o);
+    }
+}
+
+/* The piece's tokens in order (visible sinks [s0, s1], then non-sink tokens [a, b]), segment by segment; returns how
+ * many there are. */
+static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, int64_t a, int64_t b, const float *qh,
+                     float *sc, int64_t ld, float *o, float *tile, float *grid, float *qfold) {
+    int64_t t = 0;
+    if (s1 >= s0) {
+        const segment g = seg_sinks(vw, h, keys, s0, s1);
+        run_segment(vw, keys, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        t += g.count;
+    }
+    for (int64_t n = a; n <= b;) {
+        const segment g = seg_at(vw, h, keys, n, b);
+        run_segment(vw, keys, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        t += g.count;
+        n += g.count;
     }
     return t;
 }
@@ -285,10 +320,10 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     const int64_t a = vw.lo + len * split / n_split, b = vw.lo + len * (split + 1) / n_split - 1;
     const int64_t s0 = split == 0 ? vw.s0 : 0, s1 = split == 0 ? vw.s1 : -1;
     const float *qh = q_rot + (int64_t)h * gq * D;
-    float *tile = work, *sc = work + BLK * D + 2 * D;
-    fetch_state fs = {.grid = work + BLK * D, .grid_id = -1};
+    /* work: tile [BLK][D], grid [2D], folded queries [gq][D] + biases [gq], scores [gq][max_stored] */
+    float *tile = work, *grid = tile + BLK * D, *qfold = grid + 2 * D, *sc = qfold + (int64_t)gq * (D + 1);
 
-    const int64_t nt = sweep(&vw, h, true, s0, s1, a, b, tile, &fs, qh, sc, ld, NULL);
+    const int64_t nt = sweep(&vw, h, true, s0, s1, a, b, qh, sc, ld, NULL, tile, grid, qfold);
     float *o = part + 2 * gq; /* part: m[gq], l[gq], o[gq][D] */
     memset(o, 0, (size_t)(gq * D) * sizeof(float));
     bool any = false;
@@ -312,7 +347,7 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
         }
         any = true;
     }
-    if (any) sweep(&vw, h, false, s0, s1, a, b, tile, &fs, NULL, sc, ld, o);
+    if (any) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
 }
 
 void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out) {

@@ -75,7 +75,8 @@ size_t tg_cache_geom_bytes(const tg_cache_geom *g);
 
 /* One store of one layer. */
 typedef struct {
-    uint8_t *data;    /* plain: [row_cap][n_kv_heads][head_dim] elems; grouped: [n_units][n_kv_heads][G][row_bytes];
+    uint8_t *data;    /* plain: [n_kv_heads][row_cap][head_dim] elems (head-major: attention streams one kv-head's
+                       * rows); grouped: [n_units][n_kv_heads][G][row_bytes];
                        * whole: [row_cap][n_kv_heads][row_bytes] */
     uint16_t *scale;  /* fp16. grouped keys: [n_units][n_kv_heads][head_dim]; grouped values: [n_units][n_kv_heads][G];
                        * whole keys: [n_kv_heads][head_dim]; whole values: [row_cap][n_kv_heads] */

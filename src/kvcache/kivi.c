@@ -213,17 +213,3 @@ void tg_kivi_dequantize_row_f32(int bits, const uint8_t *row, int64_t n, const f
 #endif
     for (; i < n; i++) out[i] = (float)tg_kivi_get(row, bits, i) * scale[i] + zero[i];
 }
-
-void tg_kivi_dequantize_row_tok(int bits, const uint8_t *row, int64_t n, float scale, float zero, float *out,
-                                bool simd) {
-    int64_t i = 0;
-#if TG_KIVI_AVX2
-    if (simd) {
-        const __m256 sv = _mm256_set1_ps(scale), zv = _mm256_set1_ps(zero);
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_fmadd_ps(codes8(bits, row, i), sv, zv));
-    }
-#else
-    (void)simd;
-#endif
-    for (; i < n; i++) out[i] = (float)tg_kivi_get(row, bits, i) * scale + zero;
-}

@@ -102,11 +102,6 @@ void tg_kivi_dequantize_row_channels(const tg_kivi_range *r, const uint8_t *row,
 void tg_kivi_dequantize_row_f32(int bits, const uint8_t *row, int64_t n, const float *scale, const float *zero,
                                 float *out, bool simd);
 
-/* out[i] = u_i * scale + zero with one (scale, zero) for the row (values, per token), fused multiply-add on the SIMD
- * path; `simd` false forces the scalar reference. */
-void tg_kivi_dequantize_row_tok(int bits, const uint8_t *row, int64_t n, float scale, float zero, float *out,
-                                bool simd);
-
 /* Integer-weighted kernels on a packed row of n codes (n a multiple of 8 takes the SIMD path in full; any n works).
  * dot returns sum_i w[i] * u_i; axpy does y[i] += a * u_i. `simd` false forces the scalar reference. */
 float tg_kivi_dot(int bits, const uint8_t *row, const float *w, int64_t n, bool simd);

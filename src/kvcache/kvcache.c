@@ -165,7 +165,7 @@ void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys
     switch (sg->kind) {
     case TG_STORE_PLAIN: {
         const int64_t row = n % c->g.row_cap;
-        from_plain(sg->precision, s->data + (size_t)(row * H + h) * sg->row_bytes, out, D);
+        from_plain(sg->precision, s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes, out, D);
         return;
     }
     case TG_STORE_GROUPED: {
@@ -268,8 +268,9 @@ static void store_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
                          const float *x) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, HD = H * D, n = L->n_appended;
     switch (sg->kind) {
-    case TG_STORE_PLAIN:
-        to_plain(sg->precision, x, s->data + (size_t)(n % c->g.row_cap) * (size_t)H * sg->row_bytes, HD);
+    case TG_STORE_PLAIN: /* head-major: each kv-head's rows are contiguous, so attention streams them */
+        for (int64_t h = 0; h < H; h++)
+            to_plain(sg->precision, x + h * D, s->data + (size_t)(h * c->g.row_cap + n % c->g.row_cap) * sg->row_bytes, D);
         return;
     case TG_STORE_GROUPED:
         memcpy(s->resid + (n % c->g.res_cap) * HD, x, (size_t)HD * sizeof(float));

@@ -338,7 +338,7 @@ static void test_forward_chunk_equals_single_tokens(void **state) {
     tg_kvcache *c1 = tg_kvcache_new(&shape, &p, &err), *c2 = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c1);
     assert_non_null(c2);
-    tg_forward *f1 = tg_forward_new(&s->m, 64, 1, &err), *f2 = tg_forward_new(&s->m, 1, 2, &err);
+    tg_forward *f1 = tg_forward_new(&s->m, c1, 64, 1, &err), *f2 = tg_forward_new(&s->m, c2, 1, 2, &err);
     assert_non_null(f1);
     assert_non_null(f2);
     int n = 40, V = base_cfg.vocab;

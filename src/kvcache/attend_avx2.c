@@ -1,0 +1,220 @@
+/* attend_avx2.c — the AVX2 block kernels of attention: scores and value sums of up to eight cache rows for the query
+ * heads that share their kv-head, reading the rows as stored (fp32 in place, fp16 / bf16 widened in registers, KIVI
+ * codes turned into u * scale + zero in registers). A row is loaded and widened once per 8-column chunk and used by
+ * up to three query heads at a time, whose accumulators stay in registers: the work per row is one widening plus one
+ * FMA per head per 8 columns. KIVI codes go in as plain integers: a key group's per-channel grid is folded into the
+ * queries once per segment (q . (u s + z) = (q s) . u + q . z) and a value's own scale into its weight
+ * (p (u s + z) = (p s) u + p z). attend.c holds the scalar reference (tests compare the two). */
+#include "kvcache/attend_kernels.h"
+
+#if TG_ATTEND_AVX2
+
+#include <immintrin.h>
+#include <string.h>
+
+#define TG_INLINE static inline __attribute__((always_inline))
+
+/* Eight codes starting at element k (a multiple of 8) of a packed row, as floats. */
+TG_INLINE __m256 codes8(int bits, const uint8_t *row, int64_t k) {
+    if (bits == 8)
+        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + k))));
+    if (bits == 4) {
+        uint32_t w;
+        memcpy(&w, row + k / 2, 4);
+        const __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0xf)));
+    }
+    uint16_t w;
+    memcpy(&w, row + k / 4, 2);
+    const __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x3)));
+}
+
+/* Columns k..k+7 of row r of the block as fp32. */
+TG_INLINE __m256 ld8(const tg_attn_block *b, int kind, int bits, int r, int64_t k, int64_t D) {
+    const uint8_t *row = b->rows[r];
+    switch (kind) {
+    case TG_SEG_F32: return _mm256_loadu_ps((const float *)(const void *)row + k);
+    case TG_SEG_F16: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * k)));
+    case TG_SEG_BF16: {
+        const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * k)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    }
+    default: /* the codes themselves: keys' grid is folded into the queries, values' scale into p */
+        (void)D;
+        return codes8(bits, row, k);
+    }
+}
+
+/* Scores of the block's rows for NQ query heads q[j * D ..] (j < NQ): sc[j * ld + r]. */
+TG_INLINE void scores_nq(const tg_attn_block *b, int kind, int bits, const float *q, int64_t D, float *sc, int64_t ld,
+                         const int NQ) {
+    __m256 acc[3][8];
+    for (int j = 0; j < NQ; j++)
+        for (int r = 0; r < 8; r++) acc[j][r] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < D; k += 8) {
+        __m256 qv[3];
+        for (int j = 0; j < NQ; j++) qv[j] = _mm256_loadu_ps(q + (int64_t)j * D + k);
+        for (int r = 0; r < 8; r++) {
+            const __m256 kv = ld8(b, kind, bits, r, k, D);
+            for (int j = 0; j < NQ; j++) acc[j][r] = _mm256_fmadd_ps(kv, qv[j], acc[j][r]);
+        }
+    }
+    for (int j = 0; j < NQ; j++) {
+        /* eight lane sums at once: [r0 .. r7] */
+        const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][0], acc[j][1]), _mm256_hadd_ps(acc[j][2], acc[j][3]));
+        const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][4], acc[j][5]), _mm256_hadd_ps(acc[j][6], acc[j][7]));
+        __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+        if (kind == TG_SEG_CODES) s = _mm256_add_ps(s, _mm256_set1_ps(b->bias[j]));
+        float *dst = sc + (int64_t)j * ld;
+        if (b->nr == 8) {
+            _mm256_storeu_ps(dst, s);
+        } else {
+            float out[8];
+            _mm256_storeu_ps(out, s);
+            for (int r = 0; r < b->nr; r++) dst[r] = out[r];
+        }
+    }
+}
+
+/* o_j[c..c+31] += sum_r p[j * ld + r] row_r[c..c+31] for NQ query heads, one 32-column chunk. */
+TG_INLINE void values_nq(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, int64_t c, int64_t D,
+                         float *o, const int NQ) {
+    __m256 acc[4][4];
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < 4; i++) acc[j][i] = _mm256_loadu_ps(o + (int64_t)j * D + c + 8 * i);
+    for (int r = 0; r < b->nr; r++) {
+        __m256 pv[4];
+        for (int j = 0; j < NQ; j++)
+            pv[j] = kind == TG_SEG_CODES ? _mm256_set1_ps(p[(int64_t)j * ld + r] * b->tscale[r])
+                                         : _mm256_broadcast_ss(p + (int64_t)j * ld + r);
+        for (int i = 0; i < 4; i++) {
+            const __m256 v = ld8(b, kind, bits, r, c + 8 * i, D);
+            for (int j = 0; j < NQ; j++) acc[j][i] = _mm256_fmadd_ps(pv[j], v, acc[j][i]);
+        }
+    }
+    if (kind == TG_SEG_CODES) /* + sum_r p_r zero_r on every column */
+        for (int j = 0; j < NQ; j++) {
+            float z = 0.0f;
+            for (int r = 0; r < b->nr; r++) z += p[(int64_t)j * ld + r] * b->tzero[r];
+            for (int i = 0; i < 4; i++) acc[j][i] = _mm256_add_ps(acc[j][i], _mm256_set1_ps(z));
+        }
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < 4; i++) _mm256_storeu_ps(o + (int64_t)j * D + c + 8 * i, acc[j][i]);
+}
+
+/* Same for a last chunk of 8 columns (D % 32 != 0). */
+TG_INLINE void values_nq8(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, int64_t c, int64_t D,
+                          float *o, const int NQ) {
+    __m256 acc[4];
+    for (int j = 0; j < NQ; j++) acc[j] = _mm256_loadu_ps(o + (int64_t)j * D + c);
+    for (int r = 0; r < b->nr; r++) {
+        const __m256 v = ld8(b, kind, bits, r, c, D);
+        for (int j = 0; j < NQ; j++) {
+            const float pr = kind == TG_SEG_CODES ? p[(int64_t)j * ld + r] * b->tscale[r] : p[(int64_t)j * ld + r];
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(pr), v, acc[j]);
+        }
+    }
+    if (kind == TG_SEG_CODES)
+        for (int j = 0; j < NQ; j++) {
+            float z = 0.0f;
+            for (int r = 0; r < b->nr; r++) z += p[(int64_t)j * ld + r] * b->tzero[r];
+            acc[j] = _mm256_add_ps(acc[j], _mm256_set1_ps(z));
+        }
+    for (int j = 0; j < NQ; j++) _mm256_storeu_ps(o + (int64_t)j * D + c, acc[j]);
+}
+
+TG_INLINE void scores_kind(const tg_attn_block *b, int kind, int bits, const float *qh, int gq, int64_t D, float *sc,
+                           int64_t ld) {
+    tg_attn_block g = *b;
+    int j = 0;
+    for (; j + 3 <= gq; j += 3) {
+        g.bias = b->bias ? b->bias + j : NULL;
+        scores_nq(&g, kind, bits, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
+    }
+    g.bias = b->bias ? b->bias + j : NULL;
+    if (gq - j == 2) scores_nq(&g, kind, bits, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 2);
+    else if (gq - j == 1) scores_nq(&g, kind, bits, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 1);
+}
+
+TG_INLINE void values_kind(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, int gq, int64_t D,
+                           float *o) {
+    for (int j = 0; j < gq; j += 4) {
+        const int nq = gq - j < 4 ? gq - j : 4;
+        const float *pj = p + (int64_t)j * ld;
+        float *oj = o + (int64_t)j * D;
+        int64_t c = 0;
+        for (; c + 32 <= D; c += 32) {
+            switch (nq) {
+            case 4: values_nq(b, kind, bits, pj, ld, c, D, oj, 4); break;
+            case 3: values_nq(b, kind, bits, pj, ld, c, D, oj, 3); break;
+            case 2: values_nq(b, kind, bits, pj, ld, c, D, oj, 2); break;
+            default: values_nq(b, kind, bits, pj, ld, c, D, oj, 1); break;
+            }
+        }
+        for (; c < D; c += 8) {
+            switch (nq) {
+            case 4: values_nq8(b, kind, bits, pj, ld, c, D, oj, 4); break;
+            case 3: values_nq8(b, kind, bits, pj, ld, c, D, oj, 3); break;
+            case 2: values_nq8(b, kind, bits, pj, ld, c, D, oj, 2); break;
+            default: values_nq8(b, kind, bits, pj, ld, c, D, oj, 1); break;
+            }
+        }
+    }
+}
+
+void tg_attn_avx2_scores(const tg_attn_block *b, const float *qh, int gq, int64_t D, float *sc, int64_t ld) {
+    switch (b->kind) {
+    case TG_SEG_F32: scores_kind(b, TG_SEG_F32, 0, qh, gq, D, sc, ld); break;
+    case TG_SEG_F16: scores_kind(b, TG_SEG_F16, 0, qh, gq, D, sc, ld); break;
+    case TG_SEG_BF16: scores_kind(b, TG_SEG_BF16, 0, qh, gq, D, sc, ld); break;
+    default:
+        if (b->bits == 8) scores_kind(b, TG_SEG_CODES, 8, qh, gq, D, sc, ld);
+        else if (b->bits == 4) scores_kind(b, TG_SEG_CODES, 4, qh, gq, D, sc, ld);
+        else scores_kind(b, TG_SEG_CODES, 2, qh, gq, D, sc, ld);
+        break;
+    }
+}
+
+void tg_attn_avx2_values(const tg_attn_block *b, const float *p, int64_t ld, int gq, int64_t D, float *o) {
+    switch (b->kind) {
+    case TG_SEG_F32: values_kind(b, TG_SEG_F32, 0, p, ld, gq, D, o); break;
+    case TG_SEG_F16: values_kind(b, TG_SEG_F16, 0, p, ld, gq, D, o); break;
+    case TG_SEG_BF16: values_kind(b, TG_SEG_BF16, 0, p, ld, gq, D, o); break;
+    default:
+        if (b->bits == 8) values_kind(b, TG_SEG_CODES, 8, p, ld, gq, D, o);
+        else if (b->bits == 4) values_kind(b, TG_SEG_CODES, 4, p, ld, gq, D, o);
+        else values_kind(b, TG_SEG_CODES, 2, p, ld, gq, D, o);
+        break;
+    }
+}
+
+void tg_attn_avx2_widen(const tg_attn_block *b, int r, int64_t D, float *out) {
+    for (int64_t k = 0; k < D; k += 8) {
+        __m256 v = ld8(b, b->kind, b->bits, r, k, D);
+        if (b->kind == TG_SEG_CODES) {
+            if (b->grid) v = _mm256_fmadd_ps(v, _mm256_loadu_ps(b->grid + k), _mm256_loadu_ps(b->grid + D + k));
+            else v = _mm256_fmadd_ps(v, _mm256_set1_ps(b->tscale[r]), _mm256_set1_ps(b->tzero[r]));
+        }
+        _mm256_storeu_ps(out + k, v);
+    }
+}
+
+void tg_attn_avx2_fold(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias) {
+    for (int i = 0; i < gq; i++) {
+        const float *q = qh + (int64_t)i * D;
+        __m256 z = _mm256_setzero_ps();
+        for (int64_t k = 0; k < D; k += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + k);
+            _mm256_storeu_ps(qf + (int64_t)i * D + k, _mm256_mul_ps(qv, _mm256_loadu_ps(grid + k)));
+            z = _mm256_fmadd_ps(qv, _mm256_loadu_ps(grid + D + k), z);
+        }
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(z), _mm256_extractf128_ps(z, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        bias[i] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+    }
+}
+
+#else
+typedef int tg_attend_avx2_unused; /* ISO C forbids an empty translation unit */
+#endif
