@@ -42,6 +42,7 @@ static const char USAGE[] =
     "  --threads T                    worker threads, 0 = all cores (default 0)\n"
     "  --bandwidth-mib M              buffer of the read-bandwidth test in MiB (default 512; 0 = skip)\n"
     "  --json                         print one JSON object instead of the table\n"
+    "  --no-warmup                    skip the unmeasured warm-up (one prompt and two tokens, as llama-bench does)\n"
     "\n"
     "KV cache (as in `tinygpt sample`; the default here is fp16, llama.cpp's default cache type):\n"
     "  --kv-quantize P                keys and values: fp32 fp16 bf16 int8 int4 int2\n"
@@ -56,7 +57,7 @@ typedef struct {
     int n_depths;
     int64_t checkpoints[MAX_CHECKPOINTS];
     int n_checkpoints;
-    bool json;
+    bool json, warmup;
     tg_cache_params cache;
 } bench_args;
 
@@ -98,10 +99,10 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512, sink = 0, window = 0, group = 0,
             residual = 0;
     const char *depth = "0", *checkpoints = NULL;
-    bool json = false, reposition = false;
+    bool json = false, reposition = false, no_warmup = false;
     tg_kv_precision both = TG_KV_FP16, keys = TG_KV_FP16, values = TG_KV_FP16;
-    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_QUANT, O_QKEYS, O_QVALUES,
-           O_GROUP, O_RESIDUAL, O_WINDOW, O_SINK, O_REPOS, O_COUNT };
+    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_NOWARM, O_QUANT, O_QKEYS,
+           O_QVALUES, O_GROUP, O_RESIDUAL, O_WINDOW, O_SINK, O_REPOS, O_COUNT };
     tg_opt o[O_COUNT] = {
         [O_PROMPT] = {.name = "--prompt-tokens", .kind = TG_OPT_INT, .dest = &prompt, .lo = 0, .hi = 1 << 24},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 0, .hi = 1 << 24},
@@ -111,6 +112,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_BW] = {.name = "--bandwidth-mib", .kind = TG_OPT_INT, .dest = &bw, .lo = 0, .hi = 1 << 20},
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
+        [O_NOWARM] = {.name = "--no-warmup", .kind = TG_OPT_FLAG, .dest = &no_warmup},
         [O_QUANT] = {.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &both},
         [O_QKEYS] = {.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &keys},
         [O_QVALUES] = {.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &values},
@@ -147,6 +149,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     a->threads = threads;
     a->bandwidth_mib = bw;
     a->json = json;
+    a->warmup = !no_warmup;
     tg_cache_params c = tg_cache_default_params();
     c.key_precision = c.value_precision = both;
     if (o[O_QKEYS].seen) c.key_precision = keys;
@@ -294,6 +297,19 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
     double tg_secs[MAX_DEPTHS][MAX_REPS], tg_cpus[MAX_DEPTHS][MAX_REPS];
     tg_error err = {{0}};
     *n_res = 0;
+    if (a->warmup) {
+        /* one unmeasured prompt and two generated tokens: the weights' pages mapped, code and caches warm */
+        tg_session *s = new_session(r);
+        if (!s) return false;
+        int64_t warm = a->prompt_tokens > 0 ? a->prompt_tokens : 16;
+        const int64_t ctx = r->context > 0 ? r->context : r->info.context_length;
+        if (a->cache.window == 0 && warm + 2 > ctx) warm = ctx - 2;
+        bool ok = fill_to(r, s, warm, &state);
+        double sec, cpu;
+        if (ok) ok = generate(r, s, 2, NULL, &sec, &cpu);
+        tg_session_free(s);
+        if (!ok) return false;
+    }
     if (a->prompt_tokens > 0) {
         result *p = &res[(*n_res)++];
         p->name = "pp";

@@ -18,16 +18,13 @@
 
 #if TG_KERNELS_AVX2
 
-/* The largest tile tg_avx2_tile accepts: nr rows of W times nt activation vectors, nr * nt <= 8 and
- * nr, nt <= 4. */
+/* The largest tile tg_avx2_tile accepts: nr <= 4 rows of W times nt <= 4 activation vectors. */
 #define TG_TILE_MAX_ROWS 4
 #define TG_TILE_MAX_VECS 4
 
-/* y[t * ldy + r] = dot(row r of W, activation t) for r < nr, t < nt.
- * w:  nr rows of `type`, row r at w + r * w_stride bytes (any alignment).
- * x:  nt activation rows at x + t * x_stride bytes: float[cols] for F32/F16/BF16 weights, tg_q8x_block[cols/32]
- *     for Q8_0/Q4_0 weights (integer dot products). cols is a multiple of 32 for the block types.
- * Supported (nr, nt): nt == 1 with nr in 1..4, or nr in 1..2 with nt in 1..4. */
+/* The prefill tile for float weights (F32/F16/BF16): y[t * ldy + r] = dot(row r of W, activation t) for r < nr,
+ * t < nt. w: nr rows of `type`, row r at w + r * w_stride bytes (any alignment); x: nt rows of float[cols] at
+ * x + t * x_stride bytes. Same arithmetic as tg_avx2_gemv per (row, activation). */
 void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                   int64_t cols, float *y, size_t ldy);
 
@@ -37,6 +34,12 @@ void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, cons
  * the start of the range and on whether it is in the ragged tail. */
 void tg_avx2_gemv(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols,
                   float *y);
+
+/* The prefill kernel for Q8_0 / Q4_0 weights: y[t * ldy + r] for rows r < nr and tokens t < n, x in groups of
+ * eight packed activations (xp[g * nb + b] = block b of tokens 8g..8g+7; tg_pack8_q8x). Same arithmetic as
+ * tg_avx2_gemv per (row, token). */
+void tg_avx2_gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
+                        int64_t nb, int64_t n, float *y, size_t ldy);
 
 /* Bit-for-bit tg_quantize_q8x_ref (quant.h), eight lanes at a time. */
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);

@@ -71,8 +71,8 @@ void tg_tensor_get_row(const tg_tensor *w, int64_t r, float *out) {
 
 static bool is_quant(tg_dtype t) { return t == TG_DT_Q8_0 || t == TG_DT_Q4_0; }
 
-/* One tile: y[t * ldy + r] = row r of w . activation t, for r < nr, t < nt. x rows are float[cols], or
- * tg_q8x_block[cols/32] when the weights are quantised and the AVX2 kernels are in use. */
+/* One tile of float weights: y[t * ldy + r] = row r of w . activation t, for r < nr, t < nt; x rows are float[cols].
+ * Without AVX2 it also serves every type for one activation (decode), in plain scalar code. */
 static void tile(tg_dtype type, const uint8_t *w, size_t ws, int nr, const uint8_t *x, size_t xs, int nt, int64_t cols,
                  float *y, size_t ldy) {
 #if TG_KERNELS_AVX2
@@ -91,16 +91,25 @@ static void tile(tg_dtype type, const uint8_t *w, size_t ws, int nr, const uint8
 }
 
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
-    return TG_KERNELS_AVX2 && n > 0 && cols >= TG_QK ? (size_t)n * (size_t)(cols / TG_QK) * sizeof(tg_q8x_block) : 0;
+    if (!TG_KERNELS_AVX2 || n <= 0 || cols < TG_QK) return 0;
+    const size_t nb = (size_t)(cols / TG_QK), groups = (size_t)(n + 7) / 8;
+    return (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
 }
 
 tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch) {
-    tg_act a = {.x = x, .xq = NULL, .n = n, .cols = cols};
+    tg_act a = {.x = x, .xq = NULL, .xp = NULL, .n = n, .cols = cols};
     if (TG_KERNELS_AVX2 && is_quant(type) && scratch) {
         const int64_t nb = cols / TG_QK;
         tg_q8x_block *xq = scratch;
         for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
         a.xq = xq;
+        if (n > 1) {
+            tg_q8x_pack8 *xp = (tg_q8x_pack8 *)(void *)(xq + (size_t)n * (size_t)nb);
+            for (int64_t g = 0; g * 8 < n; g++)
+                tg_pack8_q8x(xq + (size_t)g * 8 * (size_t)nb, nb, (int)(n - g * 8 < 8 ? n - g * 8 : 8), nb,
+                             xp + (size_t)g * (size_t)nb);
+            a.xp = xp;
+        }
     }
     return a;
 }
@@ -125,9 +134,18 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
         tg_avx2_gemv(w->type, wdata, rb, nr, x, cols, y);
         return;
     }
+    if (is_quant(w->type) && a->xp) {
+        tg_avx2_gemm_quant(w->type, wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
+        return;
+    }
 #endif
-    /* Prefill: 2 rows x 4 tokens tiles; the block of rows stays in cache while every token passes over it. */
+    /* Prefill with float weights: tiles of rows x 4 tokens (4 rows where 32 vector registers hold 16 accumulators);
+     * the block of rows stays in cache while every token passes over it. */
+#if defined(__AVX512VL__)
+    const int tile_rows = 4, tile_vecs = a->n == 1 ? 1 : 4;
+#else
     const int tile_rows = a->n == 1 ? 4 : 2, tile_vecs = a->n == 1 ? 1 : 4;
+#endif
     for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) {
         const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
         for (int64_t r = 0; r < nr; r += tile_rows) {
@@ -138,7 +156,7 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
     }
 }
 
-/* Y[n, rows] = X[n, cols] W^T with X prepared. Threads split W into blocks of rows (multiples of TG_ROW_ALIGN);
+/* Y[n, rows] = X[n, cols] W^T with X prepared. Threads split W into blocks of rows (multiples of 8);
  * each thread sweeps its block over every token, so a W block is read from memory once and reused from cache for
  * all n tokens. */
 static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, int n_threads) {
@@ -147,7 +165,7 @@ static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, int n_thre
     int64_t block = rb ? (int64_t)(TG_ROW_BLOCK_BYTES / rb) : 0;
     if (block < 16) block = 16;
     if (block > 256) block = 256;
-    block -= block % TG_ROW_ALIGN;
+    block -= block % 8;
     const int64_t n_blocks = (rows + block - 1) / block;
     int threads = n_threads < 1 ? 1 : n_threads;
     if (threads > n_blocks) threads = (int)n_blocks;

@@ -19,20 +19,17 @@
 /* y[rows] = W[rows, cols] x[cols]. */
 void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads);
 /* Y[n, rows] = X[n, cols] W^T (row t of Y is W times row t of X), cache-blocked: each block of W rows is reused
- * from cache for every token. Equal to n calls of tg_matvec within fp32 rounding (today each output is even summed
- * in the same order, so the bits agree; callers should not rely on that). n <= 0 does nothing. Q8_0/Q4_0 allocate
- * n * cols * 40/32 bytes of scratch (the forward pass uses tg_act_prepare with its own scratch instead); if that
+ * from cache for every token. Equal bit for bit to n calls of tg_matvec (one arithmetic order per output, see
+ * tg_matmul_rows). n <= 0 does nothing. Q8_0/Q4_0 allocate about n * cols * 80/32 bytes of scratch (the forward pass uses tg_act_prepare with its own scratch instead); if that
  * allocation fails the result is computed by the (slow, exact) reference instead, so the call never fails. */
 void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads);
 /* ---- building blocks for callers that split the rows among their own threads (the forward pass) ---- */
-
-/* Row ranges handed to tg_matmul_rows start at multiples of this; then results do not depend on the split. */
-#define TG_ROW_ALIGN 4
 
 /* n activation rows prepared for the kernels of one weight type. */
 typedef struct {
     const float *x;                 /* [n, cols] */
     const tg_q8x_block *xq;     /* [n, cols / 32]: x quantised for Q8_0 / Q4_0 weights; NULL otherwise */
+    const tg_q8x_pack8 *xp;     /* [ceil(n / 8), cols / 32]: the same, eight tokens interleaved (n > 1 only) */
     int64_t n, cols;
 } tg_act;
 
@@ -43,8 +40,9 @@ size_t tg_act_scratch_bytes(int64_t n, int64_t cols);
  * the exact reference path). Never allocates. The result points into x and scratch. */
 tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch);
 /* Y[t * ldy + (r - r0)] = row r of W . activation t for r in [r0, r1), t < a->n, on the calling thread; a was
- * prepared for w->type and w->cols. One activation (n == 1) takes the decode kernels, more take the prefill tiles.
- * Never allocates. */
+ * prepared for w->type and w->cols. One activation (n == 1) takes the decode kernels, more take the prefill tiles;
+ * all follow one arithmetic order per (row, activation), so a result depends neither on how the rows are split nor
+ * on n (prefilling a chunk gives the bits of decoding its tokens one at a time). Never allocates. */
 void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1, float *y, size_t ldy);
 
 /* Plain scalar references (tests compare the fast paths against these): exact dequantisation of W, accumulation

@@ -1,11 +1,14 @@
 /* matmul_avx2.c — the prefill tiles: a few weight rows against a few activation vectors (AVX2 + FMA + F16C, and
  * AVX-512 VNNI's 256-bit dpbusd where the target has it).
  *
- * Float weights (F32, F16, BF16) are widened to fp32 eight at a time and multiplied with float activations by FMA.
- * Quantised weights (Q8_0, Q4_0) use integer dot products against activations that the caller quantised once into
- * tg_q8x_block form. Both follow the canonical arithmetic order of avx2_inline.h, so a tile gives the same bits as
- * the decode kernel for every (row, activation) pair. Every tile body is one always-inline function with constant
- * tile sizes, instantiated for the shapes tg_avx2_tile accepts, so the accumulators live in registers. */
+ * Float weights (F32, F16, BF16): tiles of up to 4 rows x 4 activations, widened to fp32 eight columns at a time and
+ * multiplied by FMA, one accumulator per (row, activation); each tile body is an always-inline function with
+ * constant sizes, instantiated for every shape, so the accumulators live in registers.
+ * Quantised weights (Q8_0, Q4_0): activations quantised once and packed eight tokens wide (tg_q8x_pack8), so one
+ * broadcast dword of four weight codes against one 32-byte load gives eight tokens' partial dot products in eight
+ * int32 lanes (VNNI dpbusd, or AVX2 maddubs + madd) and no horizontal reduction is ever needed.
+ * Both follow the canonical arithmetic order of avx2_inline.h, so prefill gives the same bits as the decode kernel
+ * for every (row, activation) pair. */
 #include "kernels/avx2.h"
 
 #if TG_KERNELS_AVX2
@@ -22,7 +25,11 @@ TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint
     const int64_t c8 = cols & ~(int64_t)7;
     for (int64_t k = 0; k < c8; k += 8) {
         __m256 xv[TG_TILE_MAX_VECS];
-        for (int t = 0; t < NT; t++) xv[t] = _mm256_loadu_ps((const float *)(const void *)(x + t * xs) + k);
+        for (int t = 0; t < NT; t++) {
+            xv[t] = _mm256_loadu_ps((const float *)(const void *)(x + t * xs) + k);
+            /* keep the activation in a register: folding its load into every row's FMA doubles the loads per step */
+            __asm__("" : "+v"(xv[t]));
+        }
         for (int r = 0; r < NR; r++) {
             const __m256 wv = tg_w8(type, w + r * ws, k);
             for (int t = 0; t < NT; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
@@ -37,73 +44,115 @@ TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint
     }
 }
 
-/* Quantised weights: NR rows x NT vectors of tg_q8x_block (NR * NT <= 8), one 32-element block per step. The pairs'
- * integer dot products are reduced together into one vector (lane r * NT + t), then converted and scaled by
- * d_w(r) * d_x(t) with one FMA: per pair exactly the canonical arithmetic of the decode kernel. */
-TG_INLINE void tile_quant(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
-                          float *y, size_t ldy, const int NR, const int NT) {
-    const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
-    const int32_t bias = tg_qbias(type);
-    __m256 acc = _mm256_setzero_ps();
-    const int64_t nb = cols / TG_QK;
-    for (int64_t b = 0; b < nb; b++) {
-        const tg_q8x_block *xb[TG_TILE_MAX_VECS];
-        __m256i xq[TG_TILE_MAX_VECS];
-        for (int t = 0; t < NT; t++) {
-            xb[t] = (const tg_q8x_block *)(const void *)(x + t * xs) + b;
-            xq[t] = _mm256_loadu_si256((const __m256i *)(const void *)xb[t]->q);
-        }
-        __m256i d[8];
-        float sc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        int32_t bi[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int r = 0; r < NR; r++) {
-            const uint8_t *blk = w + r * ws + (size_t)b * bw;
-            const __m256i wq = tg_qload(type, blk);
-            const float dw = tg_f16_to_f32(tg_ld16(blk));
-            for (int t = 0; t < NT; t++) {
-                d[r * NT + t] = tg_qdot(type, wq, xq[t]);
-                sc[r * NT + t] = dw * xb[t]->d;
-                bi[r * NT + t] = bias * xb[t]->sum;
-            }
-        }
-        for (int p = NR * NT; p < 8; p++) d[p] = _mm256_setzero_si256();
-        __m256i s = tg_reduce8_epi32(d);
-        s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)bi));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_loadu_ps(sc), acc);
-    }
-    float out[8];
-    _mm256_storeu_ps(out, acc);
-    for (int r = 0; r < NR; r++)
-        for (int t = 0; t < NT; t++) y[(size_t)t * ldy + (size_t)r] = out[r * NT + t];
+/* ---- prefill with quantised weights: rows x eight packed activations --------------------------------------- */
+
+/* The 32 codes of a weight block in element order, as the unsigned (VNNI: Q8_0 biased by 128; Q4_0 nibbles) or,
+ * without VNNI, signed (Q8_0) / unsigned (Q4_0) bytes that qdot8 takes. */
+TG_INLINE __m256i wcodes(tg_dtype type, const uint8_t *blk) {
+    __m256i v = tg_qload(type, blk);
+#if TG_AVX2_VNNI
+    if (type == TG_DT_Q8_0) v = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+#endif
+    return v;
 }
 
-TG_INLINE void tile_any(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
-                        float *y, size_t ldy, const int NR, const int NT) {
-    switch (type) {
-    case TG_DT_F32: tile_float(TG_DT_F32, w, ws, x, xs, cols, y, ldy, NR, NT); break;
-    case TG_DT_F16: tile_float(TG_DT_F16, w, ws, x, xs, cols, y, ldy, NR, NT); break;
-    case TG_DT_BF16: tile_float(TG_DT_BF16, w, ws, x, xs, cols, y, ldy, NR, NT); break;
-    case TG_DT_Q8_0: tile_quant(TG_DT_Q8_0, w, ws, x, xs, cols, y, ldy, NR, NT); break;
-    case TG_DT_Q4_0: tile_quant(TG_DT_Q4_0, w, ws, x, xs, cols, y, ldy, NR, NT); break;
-    default: break;
+/* acc (8 lanes, one per token) += the dot products of four weight codes (the same four, broadcast in wb) with four
+ * codes of each token (xv). Exact in int32. */
+TG_INLINE __m256i qdot8(tg_dtype type, __m256i acc, __m256i wb, __m256i xv) {
+#if TG_AVX2_VNNI
+    (void)type;
+    return _mm256_dpbusd_epi32(acc, wb, xv);
+#else
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i p;
+    if (type == TG_DT_Q8_0) p = _mm256_maddubs_epi16(_mm256_sign_epi8(wb, wb), _mm256_sign_epi8(xv, wb));
+    else p = _mm256_maddubs_epi16(wb, xv);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+#endif
+}
+
+/* R rows (R = 4 or 1) of a Q8_0 / Q4_0 matrix against one group of eight packed activations: acc[j] lane t = the
+ * canonical dot product of row j with token t. Per block, lane t of the integer sum gathers four elements at a time
+ * (one weight dword broadcast against the eight tokens' dwords), so no horizontal reduction is needed. */
+TG_INLINE void gemm_quant_rows(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_pack8 *xp, int64_t nb,
+                               __m256 *acc, const int R) {
+    const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
+    const int32_t bias = tg_qbias(type);
+    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const tg_q8x_pack8 *p = &xp[b];
+        __m256i wv[4], is[4];
+        float dw[4];
+        for (int j = 0; j < R; j++) {
+            const uint8_t *blk = w + (size_t)j * ws + (size_t)b * bw;
+            wv[j] = wcodes(type, blk);
+            dw[j] = tg_f16_to_f32(tg_ld16(blk));
+            is[j] = _mm256_setzero_si256();
+        }
+        for (int c = 0; c < TG_QK / 4; c++) {
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)p->q[c]);
+            const __m256i idx = _mm256_set1_epi32(c);
+            for (int j = 0; j < R; j++) is[j] = qdot8(type, is[j], _mm256_permutevar8x32_epi32(wv[j], idx), xv);
+        }
+        const __m256i bs = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p->sum),
+                                              _mm256_set1_epi32(bias));
+        const __m256 dx = _mm256_loadu_ps(p->d);
+        for (int j = 0; j < R; j++)
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[j], bs)),
+                                     _mm256_mul_ps(_mm256_set1_ps(dw[j]), dx), acc[j]);
+    }
+}
+
+void tg_avx2_gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
+                        int64_t nb, int64_t n, float *y, size_t ldy) {
+    for (int64_t g = 0; g * 8 < n; g++) {
+        const int nt = (int)(n - g * 8 < 8 ? n - g * 8 : 8);
+        const tg_q8x_pack8 *pg = xp + (size_t)g * (size_t)nb;
+        float *yg = y + (size_t)g * 8 * ldy;
+        int64_t r = 0;
+        __m256 acc[4];
+        float out[4][8];
+        for (; r + 4 <= nr; r += 4) {
+            if (type == TG_DT_Q8_0) gemm_quant_rows(TG_DT_Q8_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
+            else gemm_quant_rows(TG_DT_Q4_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
+            for (int j = 0; j < 4; j++) _mm256_storeu_ps(out[j], acc[j]);
+            for (int t = 0; t < nt; t++)
+                for (int j = 0; j < 4; j++) yg[(size_t)t * ldy + (size_t)(r + j)] = out[j][t];
+        }
+        for (; r < nr; r++) {
+            if (type == TG_DT_Q8_0) gemm_quant_rows(TG_DT_Q8_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
+            else gemm_quant_rows(TG_DT_Q4_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
+            _mm256_storeu_ps(out[0], acc[0]);
+            for (int t = 0; t < nt; t++) yg[(size_t)t * ldy + (size_t)r] = out[0][t];
+        }
     }
 }
 
 #define TG_TILE_FN(R, T)                                                                                            \
     static void tile_##R##x##T(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs,            \
                                int64_t cols, float *y, size_t ldy) {                                               \
-        tile_any(type, w, ws, x, xs, cols, y, ldy, R, T);                                                          \
+        switch (type) {                                                                                            \
+        case TG_DT_F32: tile_float(TG_DT_F32, w, ws, x, xs, cols, y, ldy, R, T); break;                            \
+        case TG_DT_F16: tile_float(TG_DT_F16, w, ws, x, xs, cols, y, ldy, R, T); break;                            \
+        default: tile_float(TG_DT_BF16, w, ws, x, xs, cols, y, ldy, R, T); break;                                  \
+        }                                                                                                          \
     }
 TG_TILE_FN(1, 1)
-TG_TILE_FN(2, 1)
-TG_TILE_FN(3, 1)
-TG_TILE_FN(4, 1)
 TG_TILE_FN(1, 2)
 TG_TILE_FN(1, 3)
 TG_TILE_FN(1, 4)
+TG_TILE_FN(2, 1)
 TG_TILE_FN(2, 2)
 TG_TILE_FN(2, 3)
 TG_TILE_FN(2, 4)
+TG_TILE_FN(3, 1)
+TG_TILE_FN(3, 2)
+TG_TILE_FN(3, 3)
+TG_TILE_FN(3, 4)
+TG_TILE_FN(4, 1)
+TG_TILE_FN(4, 2)
+TG_TILE_FN(4, 3)
+TG_TILE_FN(4, 4)
 #undef TG_TILE_FN
 
 void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
@@ -112,12 +161,11 @@ void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, cons
     static const tile_fn table[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS] = {
         {tile_1x1, tile_1x2, tile_1x3, tile_1x4},
         {tile_2x1, tile_2x2, tile_2x3, tile_2x4},
-        {tile_3x1, NULL, NULL, NULL},
-        {tile_4x1, NULL, NULL, NULL},
+        {tile_3x1, tile_3x2, tile_3x3, tile_3x4},
+        {tile_4x1, tile_4x2, tile_4x3, tile_4x4},
     };
-    if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS) return;
-    tile_fn fn = table[nr - 1][nt - 1];
-    if (fn) fn(type, w, w_stride, x, x_stride, cols, y, ldy);
+    if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS || type > TG_DT_BF16) return;
+    table[nr - 1][nt - 1](type, w, w_stride, x, x_stride, cols, y, ldy);
 }
 
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {

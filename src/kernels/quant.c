@@ -106,3 +106,16 @@ void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
     tg_quantize_q8x_ref(x, dst, n);
 #endif
 }
+
+void tg_pack8_q8x(const tg_q8x_block *src, int64_t stride, int nt, int64_t nb, tg_q8x_pack8 *dst) {
+    for (int64_t b = 0; b < nb; b++) {
+        tg_q8x_pack8 *p = &dst[b];
+        memset(p, 0, sizeof *p);
+        for (int t = 0; t < nt; t++) {
+            const tg_q8x_block *x = &src[(size_t)t * (size_t)stride + (size_t)b];
+            for (int c = 0; c < TG_QK / 4; c++) memcpy(p->q[c][t], x->q + 4 * c, 4);
+            p->d[t] = x->d;
+            p->sum[t] = x->sum;
+        }
+    }
+}

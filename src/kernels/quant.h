@@ -29,6 +29,18 @@ typedef struct {
     int8_t q[TG_QK];
 } tg_q8x_block; /* 40 bytes */
 
+/* Eight activation rows' blocks b side by side for the prefill kernels: the same codes as tg_q8x_block, interleaved
+ * four bytes at a time (q[c][t][i] = element 4c + i of token t), so that one 32-byte load holds four consecutive
+ * elements of eight tokens. Tokens missing from the last group of a chunk are all zero (d = 0, sum = 0). */
+typedef struct {
+    int8_t q[TG_QK / 4][8][4];
+    float d[8];
+    int32_t sum[8];
+} tg_q8x_pack8; /* 320 bytes */
+
+/* Interleaves the blocks of nt <= 8 rows (row t's blocks at src + t * stride blocks) into nb packs at dst. */
+void tg_pack8_q8x(const tg_q8x_block *src, int64_t stride, int nt, int64_t nb, tg_q8x_pack8 *dst);
+
 /* Quantises x[n] (n a multiple of 32) into n/32 Q8_0 blocks at dst (tg_row_bytes(TG_DT_Q8_0, n) bytes, any
  * alignment): d = fp16(max|x| / 127), q = round-half-even(x / d) clamped to [-127, 127]. An all-zero block gets
  * d = 0 and q = 0. */
