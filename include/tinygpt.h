@@ -100,6 +100,8 @@ typedef struct {
     bool quantize_sinks;  /* KIVI: quantise the StreamingLLM sinks like the rest (keys per channel over the sinks,
                            * values per token, once all sinks are in) instead of keeping them fp32; they keep their
                            * fp32 slots, so the bytes do not change (default false) */
+    tg_kv_precision residual_precision; /* KIVI: storage of the full-precision residual ring: fp32 (default), fp16
+                                         * or bf16 (half the residual's bytes) */
 } tg_cache_params;
 
 tg_cache_params tg_cache_default_params(void);

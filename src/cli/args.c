@@ -253,9 +253,10 @@ const char TG_CACHE_FLAGS_HELP[] =
     "  --kv-quantize-values P         storage of values only (overrides --kv-quantize)\n"
     "  --kv-group-size G              KIVI key group along time (default 32; 0 = one group for the whole history)\n"
     "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default 128)\n"
+    "  --kv-residual-precision P      KIVI: storage of the residual: fp32 (default), fp16 or bf16\n"
     "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept in fp32)\n";
 
-enum { C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_QSINKS, C_END };
+enum { C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS, C_END };
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
 
 void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
@@ -275,6 +276,8 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
                              .hi = 1 << 20};
     opts[C_RESIDUAL] = (tg_opt){.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &f->residual, .lo = 0,
                                 .hi = 1 << 20};
+    opts[C_RPREC] = (tg_opt){.name = "--kv-residual-precision", .kind = TG_OPT_PRECISION,
+                             .dest = &f->residual_precision};
     opts[C_QSINKS] = (tg_opt){.name = "--kv-quantize-sinks", .kind = TG_OPT_FLAG, .dest = &f->quantize_sinks};
 }
 
@@ -290,5 +293,6 @@ tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opt
     if (opts[C_RESIDUAL].seen) c.residual = (int)f->residual;
     c.reposition = f->reposition;
     c.quantize_sinks = f->quantize_sinks;
+    if (opts[C_RPREC].seen) c.residual_precision = f->residual_precision;
     return c;
 }

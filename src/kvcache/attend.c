@@ -154,12 +154,12 @@ static segment seg_at(const view *vw, int h, bool keys, int64_t n, int64_t last)
                 g.tstride = (size_t)H;
             }
         }
-    } else if (n >= L->qend) { /* grouped: the fp32 residual ring */
+    } else if (n >= L->qend) { /* grouped: the residual ring (fp32, fp16 or bf16) */
         const int64_t row = n % c->g.res_cap;
         room = c->g.res_cap - row;
-        g.kind = TG_SEG_F32;
-        g.p = (const uint8_t *)(const void *)(s->resid + (row * H + h) * D);
-        g.stride = (size_t)(H * D) * sizeof(float);
+        g.kind = plain_kind(c->g.resid_precision);
+        g.p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
+        g.stride = (size_t)(H * D) * c->g.resid_elem;
     } else { /* grouped: the rest of n's quantised group, contiguous for one kv-head */
         const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
         room = G - t;

@@ -22,7 +22,7 @@
 /* Where a store keeps its tokens. */
 typedef enum {
     TG_STORE_PLAIN = 0,  /* fp32 / fp16 / bf16 rows */
-    TG_STORE_GROUPED,    /* KIVI with groups of G and an fp32 residual */
+    TG_STORE_GROUPED,    /* KIVI with groups of G and a full-precision (fp32, fp16 or bf16) residual */
     TG_STORE_WHOLE,      /* KIVI, the design note's scheme: per-channel key scales over the whole history */
 } tg_store_kind;
 
@@ -37,7 +37,7 @@ typedef struct {
     /* sizes in bytes of each buffer of one layer */
     size_t data_bytes;          /* rows / quantised units */
     size_t scale_bytes;         /* scale + zero arrays together (fp16 each) */
-    size_t resid_bytes;         /* fp32 residual ring */
+    size_t resid_bytes;         /* residual ring (at resid_precision) */
     size_t sink_bytes;          /* sink rows: fp32 for KIVI stores, the plain precision otherwise */
 } tg_store_geom;
 
@@ -55,7 +55,9 @@ typedef struct {
     int group;            /* G (grouped only) */
     int64_t block;        /* eviction unit: G when grouped, else 1 */
     int64_t residual;     /* effective residual R (grouped only) */
-    int64_t res_cap;      /* fp32 residual ring rows: max(R, G), bounded by what can be held */
+    int64_t res_cap;      /* residual ring rows: max(R, G), bounded by what can be held */
+    tg_kv_precision resid_precision; /* residual ring storage: fp32, fp16 or bf16 */
+    size_t resid_elem;    /* its bytes per element: 4 or 2 */
     int64_t n_units;      /* quantised group units (grouped only) */
     int64_t row_cap;      /* rows of plain and whole-history stores */
     int64_t max_nonsink;  /* most non-sink tokens held after an append */
@@ -81,7 +83,7 @@ typedef struct {
     uint16_t *scale;  /* fp16. grouped keys: [n_units][n_kv_heads][head_dim]; grouped values: [n_units][n_kv_heads][G];
                        * whole keys: [n_kv_heads][head_dim]; whole values: [row_cap][n_kv_heads] */
     uint16_t *zero;   /* same shape as scale */
-    float *resid;     /* grouped: [res_cap][n_kv_heads][head_dim] */
+    uint8_t *resid;   /* grouped: [res_cap][n_kv_heads][head_dim] at resid_precision */
     uint8_t *sink;    /* [sink][n_kv_heads][head_dim], fp32 for KIVI stores, plain precision otherwise */
 } tg_store;
 
@@ -110,6 +112,7 @@ struct tg_kvcache {
     float *rope_sin;         /* [head_dim / 2] */
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
+    float *group_f32;        /* residual not fp32: [group][n_kv_heads * head_dim] the group being flushed, widened */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers) */
     size_t bytes_meta;       /* allocated for everything else */

@@ -84,6 +84,8 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
         c->rope_sin = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
         c->rope_pos = -1;
     }
+    if (ok && g.grouped && g.resid_precision != TG_KV_FP32)
+        c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
     if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
         c->sink_codes = cache_alloc(c, (size_t)g.sink * D, false, &ok);
         c->sink_grid = cache_alloc(c, 2 * D * sizeof(uint16_t), false, &ok);
@@ -125,6 +127,7 @@ void tg_kvcache_free(tg_kvcache *c) {
     free(c->rope_sin);
     free(c->sink_codes);
     free(c->sink_grid);
+    free(c->group_f32);
     free(c);
 }
 
@@ -170,7 +173,8 @@ void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys
     }
     case TG_STORE_GROUPED: {
         if (n >= L->qend) {
-            memcpy(out, s->resid + ((n % c->g.res_cap) * H + h) * D, (size_t)D * sizeof(float));
+            from_plain(c->g.resid_precision, s->resid + (size_t)(((n % c->g.res_cap) * H + h) * D) * c->g.resid_elem,
+                       out, D);
             return;
         }
         const int64_t G = c->g.group, unit = (n / G) % c->g.n_units, t = n % G;
@@ -200,15 +204,22 @@ static void store_sink(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s
     else memcpy((float *)(void *)s->sink + j * HD, x, (size_t)HD * sizeof(float));
 }
 
-/* Grouped store: quantises residual tokens [qend, qend + G) into their group unit. */
+/* Grouped store: quantises residual tokens [qend, qend + G) into their group unit (from the fp32 ring in place, or
+ * widened first from an fp16 / bf16 one). */
 static void flush_group(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
     if (c->g.n_units == 0) return; /* cannot happen: such geometries never fill the residual */
     const int64_t unit = (qend / G) % c->g.n_units, r0 = qend % c->g.res_cap;
+    /* the group's G rows [G][H * D], contiguous in the ring (res_cap % G == 0) */
+    const float *group = (const float *)(const void *)(s->resid + (size_t)(r0 * H * D) * c->g.resid_elem);
+    if (c->g.resid_precision != TG_KV_FP32) {
+        from_plain(c->g.resid_precision, s->resid + (size_t)(r0 * H * D) * c->g.resid_elem, c->group_f32, G * H * D);
+        group = c->group_f32;
+    }
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
         uint8_t *rows = s->data + (size_t)(uh * G) * sg->row_bytes;
-        const float *x = s->resid + (r0 * H + h) * D; /* G rows, contiguous in the ring (res_cap % G == 0) */
+        const float *x = group + h * D;
         if (sg->per_channel) {
             tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, rows, s->scale + uh * D,
                                       s->zero + uh * D);
@@ -273,7 +284,7 @@ static void store_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
             to_plain(sg->precision, x + h * D, s->data + (size_t)(h * c->g.row_cap + n % c->g.row_cap) * sg->row_bytes, D);
         return;
     case TG_STORE_GROUPED:
-        memcpy(s->resid + (n % c->g.res_cap) * HD, x, (size_t)HD * sizeof(float));
+        to_plain(c->g.resid_precision, x, s->resid + (size_t)((n % c->g.res_cap) * HD) * c->g.resid_elem, HD);
         return;
     case TG_STORE_WHOLE:
         if (sg->per_channel) {

@@ -25,6 +25,7 @@ tg_cache_params tg_cache_default_params(void) {
         .budget_bytes = 0,
         .context = 0,
         .quantize_sinks = false,
+        .residual_precision = TG_KV_FP32,
     };
     return p;
 }
@@ -82,7 +83,7 @@ static bool store_geom(const tg_cache_geom *g, tg_kv_precision p, bool keys, tg_
         const size_t G = (size_t)g->group, U = (size_t)g->n_units;
         s->data_bytes = mul4(&ok, U, H, G, s->row_bytes);
         s->scale_bytes = mul4(&ok, U, H, keys ? D : G, 2 * sizeof(uint16_t));
-        s->resid_bytes = mul4(&ok, (size_t)g->res_cap, H, D, sizeof(float));
+        s->resid_bytes = mul4(&ok, (size_t)g->res_cap, H, D, g->resid_elem);
     } else {
         s->kind = TG_STORE_WHOLE;
         s->data_bytes = mul4(&ok, (size_t)g->row_cap, H, s->row_bytes, 1);
@@ -111,6 +112,8 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->group = g->grouped ? p->group_size : 0;
     g->block = g->grouped ? g->group : 1;
     g->residual = g->res_cap = g->n_units = 0;
+    g->resid_precision = p->residual_precision;
+    g->resid_elem = p->residual_precision == TG_KV_FP32 ? sizeof(float) : sizeof(uint16_t);
     if (g->bounded && window > INT64_MAX / 4 - 2 * (int64_t)MAX_GROUP) return false;
     if (g->grouped) {
         const int64_t G = g->group;
@@ -189,6 +192,10 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
         return tg_fail(err, "--kv-group-size %d: must be in 0..%d", p->group_size, MAX_GROUP);
     if (p->residual < 0 || p->residual > MAX_RESIDUAL)
         return tg_fail(err, "--kv-residual %d: must be in 0..%d", p->residual, MAX_RESIDUAL);
+    if (p->residual_precision != TG_KV_FP32 && p->residual_precision != TG_KV_FP16 &&
+        p->residual_precision != TG_KV_BF16)
+        return tg_fail(err, "--kv-residual-precision %s: must be fp32, fp16 or bf16",
+                       tg_kv_precision_name(p->residual_precision));
     if (p->group_size > 0 && p->residual % p->group_size != 0)
         return tg_fail(err, "--kv-residual %d is not a multiple of --kv-group-size %d", p->residual, p->group_size);
 
@@ -241,6 +248,7 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
         if (g->grouped) {
             APPEND(" (KIVI, group %d, residual %" PRId64, g->group, g->residual);
             if (g->bounded && g->residual < p->residual) APPEND(" of %d, capped by the window", p->residual);
+            if (g->resid_precision != TG_KV_FP32) APPEND(" at %s", tg_kv_precision_name(g->resid_precision));
             APPEND(")");
         } else {
             APPEND(" (KIVI, whole-history key scales re-quantised each step)");

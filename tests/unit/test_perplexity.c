@@ -171,6 +171,7 @@ typedef struct {
     int64_t sink, window;
     int group, residual;
     bool reposition, quantize_sinks;
+    tg_kv_precision residual_precision;
 } pp_policy;
 
 /* Chunks of 64 (and an odd 23) against token by token: the NLL of every position within 1e-6 (the forward pass
@@ -194,6 +195,7 @@ static void check_chunk_identity(tg_dtype type, const pp_policy *pol, size_t n_p
         p.residual = pol[i].residual;
         p.reposition = pol[i].reposition;
         p.quantize_sinks = pol[i].quantize_sinks;
+        p.residual_precision = pol[i].residual_precision;
         float *one = pp_run(s, &p, ids, n, 1);
         pp_nlls(one, ids, n, vocab, a);
         const int chunks[] = {64, 23};
@@ -223,18 +225,22 @@ static void check_chunk_identity(tg_dtype type, const pp_policy *pol, size_t n_p
 }
 
 static const pp_policy POLICIES[] = {
-    {"fp32 unbounded", TG_KV_FP32, TG_KV_FP32, -1, 0, 32, 128, false, false},
-    {"bf16 unbounded", TG_KV_BF16, TG_KV_BF16, -1, 0, 32, 128, false, false},
-    {"int8 unbounded", TG_KV_INT8, TG_KV_INT8, -1, 0, 32, 128, false, false},
-    {"int4 group 16 residual 32", TG_KV_INT4, TG_KV_INT4, -1, 0, 16, 32, false, false},
-    {"int2 whole-history", TG_KV_INT2, TG_KV_INT2, -1, 0, 0, 0, false, false},
-    {"K int8 / V int4", TG_KV_INT8, TG_KV_INT4, -1, 0, 32, 64, false, false},
-    {"fp32 sink 4 + window 40", TG_KV_FP32, TG_KV_FP32, 4, 40, 32, 128, false, false},
-    {"fp16 sink 0 + window 48 re-positioned", TG_KV_FP16, TG_KV_FP16, 0, 48, 32, 128, true, false},
-    {"int4 sink 4 + window 60 vanilla", TG_KV_INT4, TG_KV_INT4, 4, 60, 16, 32, false, false},
-    {"int4 sink 4 + window 60 re-positioned", TG_KV_INT4, TG_KV_INT4, 4, 60, 16, 32, true, false},
-    {"int2 sink 4 + window 60 quantised sinks", TG_KV_INT2, TG_KV_INT2, 4, 60, 16, 16, true, true},
-    {"int8 whole-history sink 2 + window 50", TG_KV_INT8, TG_KV_INT8, 2, 50, 0, 0, false, true},
+    {"fp32 unbounded", TG_KV_FP32, TG_KV_FP32, -1, 0, 32, 128, false, false, TG_KV_FP32},
+    {"bf16 unbounded", TG_KV_BF16, TG_KV_BF16, -1, 0, 32, 128, false, false, TG_KV_FP32},
+    {"int8 unbounded", TG_KV_INT8, TG_KV_INT8, -1, 0, 32, 128, false, false, TG_KV_FP32},
+    {"int4 group 16 residual 32", TG_KV_INT4, TG_KV_INT4, -1, 0, 16, 32, false, false, TG_KV_FP32},
+    {"int2 whole-history", TG_KV_INT2, TG_KV_INT2, -1, 0, 0, 0, false, false, TG_KV_FP32},
+    {"K int8 / V int4", TG_KV_INT8, TG_KV_INT4, -1, 0, 32, 64, false, false, TG_KV_FP32},
+    {"fp32 sink 4 + window 40", TG_KV_FP32, TG_KV_FP32, 4, 40, 32, 128, false, false, TG_KV_FP32},
+    {"fp16 sink 0 + window 48 re-positioned", TG_KV_FP16, TG_KV_FP16, 0, 48, 32, 128, true, false, TG_KV_FP32},
+    {"int4 sink 4 + window 60 vanilla", TG_KV_INT4, TG_KV_INT4, 4, 60, 16, 32, false, false, TG_KV_FP32},
+    {"int4 sink 4 + window 60 re-positioned", TG_KV_INT4, TG_KV_INT4, 4, 60, 16, 32, true, false, TG_KV_FP32},
+    {"int2 sink 4 + window 60 quantised sinks", TG_KV_INT2, TG_KV_INT2, 4, 60, 16, 16, true, true, TG_KV_FP32},
+    {"int8 whole-history sink 2 + window 50", TG_KV_INT8, TG_KV_INT8, 2, 50, 0, 0, false, true, TG_KV_FP32},
+    {"int4 residual fp16", TG_KV_INT4, TG_KV_INT4, -1, 0, 16, 32, false, false, TG_KV_FP16},
+    {"int2 sink 4 + window 60 residual bf16 re-positioned", TG_KV_INT2, TG_KV_INT2, 4, 60, 16, 32, true, false,
+     TG_KV_BF16},
+    {"K int8 / V fp16, residual fp16, window 50", TG_KV_INT8, TG_KV_FP16, 4, 50, 16, 16, false, false, TG_KV_FP16},
 };
 
 static void test_chunked_equals_token_by_token_f32(void **state) {
@@ -372,12 +378,78 @@ static void test_quantized_sinks(void **state) {
     }
 }
 
+/* residual_precision: the ring of fp16 / bf16 rows halves the residual's bytes, reads back within the format's
+ * rounding of what was appended (and the quantised groups are fitted to those rounded rows), changes attention only
+ * by that rounding, and anything else is refused. */
+static void test_residual_precision(void **state) {
+    (void)state;
+    const int H = 2, D = 16, N = 40;
+    tg_cache_shape shape = {.n_layers = 1, .n_heads = 4, .n_kv_heads = H, .head_dim = D, .rope_theta = 10000.0f,
+                            .rope_style = TG_ROPE_HALF, .context_length = 64};
+    float k[40][32], v[40][32], q[64];
+    uint64_t x = 5;
+    for (int t = 0; t < N; t++)
+        for (int i = 0; i < H * D; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            k[t][i] = (float)((double)(x >> 11) / 9007199254740992.0) * 6.0f - 3.0f;
+            v[t][i] = (float)((double)((x >> 5) & 0xFFFFF) / 1048576.0) * 2.0f - 1.0f;
+        }
+    for (int i = 0; i < 64; i++) q[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
+    const tg_kv_precision rp[] = {TG_KV_FP32, TG_KV_FP16, TG_KV_BF16};
+    float out[3][64], kb[3][40 * 32];
+    size_t resid_bytes[3];
+    for (int r = 0; r < 3; r++) {
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = TG_KV_INT8;
+        p.group_size = 8;
+        p.residual = 16;
+        p.residual_precision = rp[r];
+        tg_error err = {{0}};
+        tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+        if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
+        for (int t = 0; t < N; t++) tg_kvcache_append(c, 0, t, k[t], v[t]);
+        tg_kvcache_attend(c, 0, N - 1, q, out[r], 1);
+        assert_int_equal(tg_kvcache_read_back(c, 0, N - 1, kb[r], NULL, NULL), N);
+        tg_cache_report rep;
+        tg_kvcache_report(c, N, &rep);
+        resid_bytes[r] = rep.bytes_residual;
+        if (r > 0) assert_non_null(strstr(rep.policy, rp[r] == TG_KV_FP16 ? "residual 16 at fp16" : "at bf16"));
+        tg_kvcache_free(c);
+    }
+    /* res_cap = 16 rows of 2 x 16 keys and values: 2048 bytes at fp32, 1024 at 16 bits */
+    assert_int_equal(resid_bytes[0], 16 * 2 * 16 * 4 * 2);
+    assert_int_equal(resid_bytes[1], resid_bytes[0] / 2);
+    assert_int_equal(resid_bytes[2], resid_bytes[0] / 2);
+    /* the newest tokens (still in the ring: at least the last 9) within the 16-bit format's relative rounding of the
+     * fp32-residual read-back (exact keys there, rotated) */
+    for (int r = 1; r < 3; r++) {
+        const double rel = rp[r] == TG_KV_FP16 ? 1.0 / 1024 : 1.0 / 128;
+        for (int t = N - 9; t < N; t++)
+            for (int i = 0; i < H * D; i++) {
+                const double a = kb[0][t * H * D + i], b = kb[r][t * H * D + i];
+                if (fabs(a - b) > rel * 4.25 + 1e-6)
+                    fail_msg("%s residual: key %d.%d is %g, fp32 residual %g", tg_kv_precision_name(rp[r]), t, i, b, a);
+            }
+        double worst = 0.0;
+        for (int i = 0; i < 64; i++) worst = fmax(worst, fabs((double)out[r][i] - out[0][i]));
+        if (!(worst > 0.0 && worst < 0.05))
+            fail_msg("%s residual: attention differs from the fp32 residual by %g", tg_kv_precision_name(rp[r]), worst);
+    }
+    tg_cache_params bad = tg_cache_default_params();
+    bad.key_precision = TG_KV_INT4;
+    bad.residual_precision = TG_KV_INT8;
+    tg_error err = {{0}};
+    assert_null(tg_kvcache_new(&shape, &bad, &err));
+    assert_non_null(strstr(err.msg, "--kv-residual-precision int8: must be fp32, fp16 or bf16"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunked_equals_token_by_token_f32),
         cmocka_unit_test(test_chunked_equals_token_by_token_q8_0),
         cmocka_unit_test(test_context_override),
         cmocka_unit_test(test_quantized_sinks),
+        cmocka_unit_test(test_residual_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
