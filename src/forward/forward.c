@@ -2,9 +2,12 @@
  * layer (it owns RoPE, storage, masking and attention).
  *
  * Threads: one OpenMP parallel region per call, not one per operation. Inside it every step is a list of
- * independent units handed out dynamically (blocks of weight rows; attention pieces of (token, kv-head, share)),
- * with a barrier between steps. What each thread needs as input (the normalised, quantised activation; the combined
- * attention output) it prepares privately from shared, finished data, so no step waits for a serial preparation.
+ * independent units (blocks of weight rows; attention pieces of (token, kv-head, share)) that threads claim from an
+ * atomic counter; a step ends when all its units are done, not when all threads have arrived, so a thread that the
+ * OS has descheduled (a busy machine) never holds the others up unless it is in the middle of a unit: the others do
+ * its share and it catches up through the finished steps when it runs again. What each thread needs as input (the
+ * normalised, quantised activation; the combined attention output) it prepares privately from shared, finished
+ * data, and only when the step still has units to hand out.
  * Per layer:
  *   1. rmsnorm(x) -> Q, K, V rows                     (units: row blocks of wq | wk | wv)
  *   2. append K, V to the cache; rotate Q              (one thread)
@@ -19,8 +22,13 @@
 #include "forward/forward.h"
 
 #include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -33,6 +41,12 @@ typedef struct {
     float *tmp;     /* [max_chunk, d_model] a unit's output before it is added to x */
     float *work;    /* [tg_kvcache_work_floats] attention piece work space */
 } thread_buf;
+
+/* One step's counters: units handed out and units finished. */
+typedef struct {
+    atomic_llong next;
+    atomic_llong done;
+} step_ctr;
 
 struct tg_forward {
     const struct tg_model *m;
@@ -49,6 +63,8 @@ struct tg_forward {
     float *hu;     /* [max_chunk, ffn_dim] up projection */
     float *parts;  /* [max_chunk, n_kv_heads, TG_ATTN_MAX_SPLITS, part_floats] attention pieces' partial results */
     int *splits;   /* [max_chunk] shares of each token's attention */
+    step_ctr *steps; /* [max_steps] the steps of one call, in the order every thread runs them */
+    int64_t max_steps;
     thread_buf *tb; /* [n_threads] */
 };
 
@@ -90,8 +106,10 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->hu = alloc_rows(max_chunk, hp->ffn_dim);
     f->parts = alloc_rows(max_chunk, (int64_t)hp->n_kv_heads * TG_ATTN_MAX_SPLITS * (int64_t)f->part_floats);
     f->splits = calloc((size_t)max_chunk, sizeof *f->splits);
+    f->max_steps = (int64_t)hp->n_layers * (2 * (int64_t)max_chunk + 4) + 2;
+    f->steps = calloc((size_t)f->max_steps, sizeof *f->steps);
     f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
-    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->tb;
+    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->steps && f->tb;
     for (int i = 0; ok && i < f->n_threads; i++) {
         thread_buf *b = &f->tb[i];
         const size_t xq_bytes = tg_act_scratch_bytes(max_chunk, f->max_in);
@@ -127,7 +145,46 @@ void tg_forward_free(tg_forward *f) {
     free(f->hu);
     free(f->parts);
     free(f->splits);
+    free(f->steps);
     free(f);
+}
+
+/* ---- steps: units claimed from a counter ------------------------------------------------------------------------ */
+
+/* One thread's place in the call's sequence of steps. */
+typedef struct {
+    step_ctr *steps;
+    int64_t s; /* the current step */
+} team;
+
+/* Whether the current step (of `total` units) still has units to hand out. */
+static bool step_open(const team *tm, int64_t total) {
+    return atomic_load_explicit(&tm->steps[tm->s].next, memory_order_relaxed) < total;
+}
+
+/* Claims a unit of the current step: its index, or -1 when all are handed out. */
+static int64_t claim(team *tm, int64_t total) {
+    if (!step_open(tm, total)) return -1;
+    const int64_t u = atomic_fetch_add_explicit(&tm->steps[tm->s].next, 1, memory_order_relaxed);
+    return u < total ? u : -1;
+}
+
+/* Marks a claimed unit finished (its results visible to whoever sees the step complete). */
+static void finish(team *tm) { atomic_fetch_add_explicit(&tm->steps[tm->s].done, 1, memory_order_release); }
+
+/* Waits until every unit of the current step is finished, then moves to the next step. Spins briefly, then yields
+ * the CPU (the unit being waited for may belong to a thread that needs this core). */
+static void step_end(team *tm, int64_t total) {
+    for (int spin = 0; atomic_load_explicit(&tm->steps[tm->s].done, memory_order_acquire) < total; spin++) {
+        if (spin < 4096) {
+#if defined(__SSE2__)
+            _mm_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+    tm->s++;
 }
 
 /* ---- matrix steps --------------------------------------------------------------------------------------------------- */
@@ -174,71 +231,163 @@ static void job_unit(const mat_job *jobs, int n_jobs, int64_t u, int *ji, int64_
     *r1 = *r0 + jobs[j].ur < jobs[j].w->rows ? *r0 + jobs[j].ur : jobs[j].w->rows;
 }
 
-/* Every unit of the jobs against the prepared input a (shared by all jobs); with `residual`, the result is added to
- * y instead of stored (through tmp [a->n, unit rows], so residual jobs must have at most d_model rows). Ends with
- * the team's barrier. */
-static void run_jobs(const mat_job *jobs, int n_jobs, const tg_act *a, bool residual, float *tmp) {
+static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
     int64_t total = 0;
     for (int j = 0; j < n_jobs; j++) total += jobs[j].units;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < total; u++) {
+    return total;
+}
+
+/* What a thread computes, privately, before its first unit of a step: the step's input (into its own buffers). A
+ * thread prepares only once it holds a unit, so it never reads shared data that a later step may be rewriting. */
+typedef struct {
+    void (*fn)(void *ctx, tg_act *a);
+    void *ctx;
+} prep_fn;
+
+/* The units of the jobs this thread can claim, against the input that prep makes (shared by all jobs); with
+ * `residual`, the result is added to y instead of stored (through tmp [a->n, unit rows], so residual jobs must have at
+ * most d_model rows). Ends the step. */
+static void run_jobs(team *tm, const mat_job *jobs, int n_jobs, prep_fn prep, bool residual, float *tmp) {
+    const int64_t total = jobs_total(jobs, n_jobs);
+    tg_act a = {0};
+    bool ready = false;
+    for (int64_t u; (u = claim(tm, total)) >= 0;) {
+        if (!ready) {
+            prep.fn(prep.ctx, &a);
+            ready = true;
+        }
         int j;
         int64_t r0, r1;
         job_unit(jobs, n_jobs, u, &j, &r0, &r1);
         const mat_job *jb = &jobs[j];
         if (!residual) {
-            tg_matmul_rows(jb->w, a, r0, r1, jb->y + r0, jb->ldy);
-            continue;
+            tg_matmul_rows(jb->w, &a, r0, r1, jb->y + r0, jb->ldy);
+        } else {
+            const int64_t nr = r1 - r0;
+            tg_matmul_rows(jb->w, &a, r0, r1, tmp, (size_t)nr);
+            for (int64_t t = 0; t < a.n; t++) {
+                float *yt = jb->y + (size_t)t * jb->ldy + (size_t)r0;
+                const float *st = tmp + (size_t)t * (size_t)nr;
+                for (int64_t i = 0; i < nr; i++) yt[i] += st[i];
+            }
         }
-        const int64_t nr = r1 - r0;
-        tg_matmul_rows(jb->w, a, r0, r1, tmp, (size_t)nr);
-        for (int64_t t = 0; t < a->n; t++) {
-            float *yt = jb->y + (size_t)t * jb->ldy + (size_t)r0;
-            const float *st = tmp + (size_t)t * (size_t)nr;
-            for (int64_t i = 0; i < nr; i++) yt[i] += st[i];
-        }
+        finish(tm);
     }
+    step_end(tm, total);
 }
 
 /* Gate and up rows of the same units, then swiglu on those rows (the step's outputs are disjoint per unit). */
-static void run_ffn_up(const tg_layer_weights *w, const tg_act *a, float *hg, float *hu, int64_t ff, int n,
-                       int threads) {
-    const int64_t ur = unit_rows(&w->w_gate, n, threads);
+static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float *hg, float *hu, int64_t ff, int n,
+                       int64_t ur) {
     const int64_t units = (ff + ur - 1) / ur;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; u++) {
+    tg_act a = {0};
+    bool ready = false;
+    for (int64_t u; (u = claim(tm, units)) >= 0;) {
+        if (!ready) {
+            prep.fn(prep.ctx, &a);
+            ready = true;
+        }
         const int64_t r0 = u * ur, r1 = r0 + ur < ff ? r0 + ur : ff;
-        tg_matmul_rows(&w->w_gate, a, r0, r1, hg + r0, (size_t)ff);
-        tg_matmul_rows(&w->w_up, a, r0, r1, hu + r0, (size_t)ff);
+        tg_matmul_rows(&w->w_gate, &a, r0, r1, hg + r0, (size_t)ff);
+        tg_matmul_rows(&w->w_up, &a, r0, r1, hu + r0, (size_t)ff);
         for (int t = 0; t < n; t++) tg_swiglu(hg + (size_t)t * (size_t)ff + r0, hu + (size_t)t * (size_t)ff + r0, r1 - r0);
+        finish(tm);
     }
+    step_end(tm, units);
+}
+
+/* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
+
+/* rmsnorm(x) rows [t0, n) with `weight`, quantised for the first block type among types[] (if any). */
+typedef struct {
+    const tg_forward *f;
+    thread_buf *tb;
+    const float *weight;
+    int t0, n;
+    tg_dtype types[3];
+    int n_types;
+} norm_ctx;
+
+static void prep_norm(void *ctx, tg_act *a) {
+    const norm_ctx *c = ctx;
+    const tg_hparams *hp = &c->f->m->hp;
+    const int64_t d = hp->d_model;
+    for (int t = c->t0; t < c->n; t++) tg_rmsnorm(c->tb->xb + t * d, c->f->x + t * d, c->weight, d, hp->norm_eps);
+    for (int i = 0; i < c->n_types; i++) {
+        *a = tg_act_prepare(c->types[i], c->tb->xb + c->t0 * d, c->n - c->t0, d, c->tb->xq);
+        if (a->xq) break;
+    }
+}
+
+/* The attention output of every token: the pieces combined, then quantised for wo. */
+typedef struct {
+    const tg_forward *f;
+    thread_buf *tb;
+    const tg_kvcache *cache;
+    tg_dtype type;
+    int n;
+} combine_ctx;
+
+static void prep_combine(void *ctx, tg_act *a) {
+    const combine_ctx *c = ctx;
+    const tg_hparams *hp = &c->f->m->hp;
+    const int H = hp->n_kv_heads, gq = hp->n_heads / hp->n_kv_heads;
+    const int64_t D = hp->head_dim, qd = (int64_t)hp->n_heads * D;
+    for (int t = 0; t < c->n; t++)
+        for (int h = 0; h < H; h++)
+            tg_kvcache_attend_combine(
+                c->cache, c->f->parts + ((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * c->f->part_floats,
+                c->f->splits[t], c->tb->xb + t * qd + (int64_t)h * gq * D);
+    *a = tg_act_prepare(c->type, c->tb->xb, c->n, qd, c->tb->xq);
+}
+
+/* swiglu(gate, up) quantised for w_down. */
+typedef struct {
+    const tg_forward *f;
+    thread_buf *tb;
+    tg_dtype type;
+    int n;
+} hidden_ctx;
+
+static void prep_hidden(void *ctx, tg_act *a) {
+    const hidden_ctx *c = ctx;
+    *a = tg_act_prepare(c->type, c->f->hg, c->n, c->f->m->hp.ffn_dim, c->tb->xq);
 }
 
 /* ---- attention steps ----------------------------------------------------------------------------------------------- */
 
-/* Appends token t's K/V (when the layer holds its own), rotates its queries, records its shares. One thread. */
-static void attn_prepare(tg_forward *f, tg_kvcache *cache, int l, bool own_kv, int t, int64_t pos) {
-    const tg_hparams *hp = &f->m->hp;
-    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
-    if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
-    tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
-    f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
+/* Appends token t's K/V (when the layer holds its own), rotates its queries, records its shares: a step of one
+ * unit. */
+static void attn_prepare(team *tm, tg_forward *f, tg_kvcache *cache, int l, bool own_kv, int t, int64_t pos) {
+    if (claim(tm, 1) == 0) {
+        const tg_hparams *hp = &f->m->hp;
+        const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+        if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
+        tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
+        f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
+        finish(tm);
+    }
+    step_end(tm, 1);
 }
 
 /* The pieces of tokens [t0, t1): units (token, kv-head, share). */
-static void attn_pieces(tg_forward *f, const tg_kvcache *cache, int l, int t0, int t1, int64_t pos, float *work) {
+static void attn_pieces(team *tm, tg_forward *f, const tg_kvcache *cache, int l, int t0, int t1, int64_t pos,
+                        float *work) {
     const tg_hparams *hp = &f->m->hp;
     const int H = hp->n_kv_heads;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim;
     const int64_t units = (int64_t)(t1 - t0) * H * TG_ATTN_MAX_SPLITS;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; u++) {
+    for (int64_t u; (u = claim(tm, units)) >= 0;) {
         const int t = t0 + (int)(u / (H * TG_ATTN_MAX_SPLITS));
         const int h = (int)(u / TG_ATTN_MAX_SPLITS % H), s = (int)(u % TG_ATTN_MAX_SPLITS);
-        if (s >= f->splits[t]) continue;
-        float *part = f->parts + (((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * f->part_floats;
-        tg_kvcache_attend_piece(cache, l, pos + t, f->q + t * qd, h, s, f->splits[t], part, work);
+        if (s < f->splits[t]) {
+            float *part =
+                f->parts + (((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * f->part_floats;
+            tg_kvcache_attend_piece(cache, l, pos + t, f->q + t * qd, h, s, f->splits[t], part, work);
+        }
+        finish(tm);
     }
+    step_end(tm, units);
 }
 
 /* Whether appending token t + 1 may change what token t sees (so a chunk must attend token by token). */
@@ -256,11 +405,14 @@ void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int 
     const tg_hparams *hp = &m->hp;
     const int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
-    const int H = hp->n_kv_heads, gq = hp->n_heads / hp->n_kv_heads;
-    const int64_t D = hp->head_dim;
     if (n < 1 || n > f->max_chunk) return;
     const int threads = f->n_threads;
     const bool serial_attn = n > 1 && attend_token_by_token(cache);
+    const int64_t n_steps = (int64_t)hp->n_layers * (serial_attn ? 2 * (int64_t)n + 4 : 6) + 1;
+    for (int64_t i = 0; i < n_steps; i++) {
+        atomic_store_explicit(&f->steps[i].next, 0, memory_order_relaxed);
+        atomic_store_explicit(&f->steps[i].done, 0, memory_order_relaxed);
+    }
 
     /* token embeddings */
     for (int t = 0; t < n; t++) tg_tensor_get_row(&m->tok_embd, ids[t], f->x + t * d);
@@ -268,67 +420,62 @@ void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int 
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         thread_buf *tb = &f->tb[omp_get_thread_num()];
+        team tm = {.steps = f->steps, .s = 0};
         for (int l = 0; l < hp->n_layers; l++) {
             const tg_layer_weights *w = &m->layers[l];
             const bool own_kv = hp->kv_source[l] == l;
 
             /* 1. q, k, v */
-            for (int t = 0; t < n; t++) tg_rmsnorm(tb->xb + t * d, f->x + t * d, w->attn_norm, d, hp->norm_eps);
-            tg_act a = tg_act_prepare(w->wq.type, tb->xb, n, d, tb->xq);
-            if (!a.xq && own_kv) a = tg_act_prepare(w->wk.type, tb->xb, n, d, tb->xq);
-            if (!a.xq && own_kv) a = tg_act_prepare(w->wv.type, tb->xb, n, d, tb->xq);
             mat_job qkv[3];
             job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
             job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
             job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
-            run_jobs(qkv, own_kv ? 3 : 1, &a, false, tb->tmp);
+            norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1};
+            run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
 
             /* 2-3. append, rotate, attention pieces */
             if (serial_attn) {
                 for (int t = 0; t < n; t++) {
-#pragma omp single
-                    attn_prepare(f, cache, l, own_kv, t, pos);
-                    attn_pieces(f, cache, l, t, t + 1, pos, tb->work);
+                    attn_prepare(&tm, f, cache, l, own_kv, t, pos);
+                    attn_pieces(&tm, f, cache, l, t, t + 1, pos, tb->work);
                 }
             } else {
-#pragma omp single
-                for (int t = 0; t < n; t++) attn_prepare(f, cache, l, own_kv, t, pos);
-                attn_pieces(f, cache, l, 0, n, pos, tb->work);
+                if (claim(&tm, 1) == 0) {
+                    for (int t = 0; t < n; t++) {
+                        if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
+                        tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
+                        f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
+                    }
+                    finish(&tm);
+                }
+                step_end(&tm, 1);
+                attn_pieces(&tm, f, cache, l, 0, n, pos, tb->work);
             }
 
             /* 4. combine (privately) -> wo, added to x */
-            for (int t = 0; t < n; t++)
-                for (int h = 0; h < H; h++)
-                    tg_kvcache_attend_combine(
-                        cache, f->parts + ((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * f->part_floats,
-                        f->splits[t], tb->xb + t * qd + (int64_t)h * gq * D);
-            a = tg_act_prepare(w->wo.type, tb->xb, n, qd, tb->xq);
             mat_job wo;
             job_init(&wo, &w->wo, f->x, (size_t)d, n, threads);
-            run_jobs(&wo, 1, &a, true, tb->tmp);
+            combine_ctx cc = {f, tb, cache, w->wo.type, n};
+            run_jobs(&tm, &wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
 
             /* 5. gate, up, swiglu */
-            for (int t = 0; t < n; t++) tg_rmsnorm(tb->xb + t * d, f->x + t * d, w->ffn_norm, d, hp->norm_eps);
-            a = tg_act_prepare(w->w_gate.type, tb->xb, n, d, tb->xq);
-            if (!a.xq) a = tg_act_prepare(w->w_up.type, tb->xb, n, d, tb->xq);
-            run_ffn_up(w, &a, f->hg, f->hu, ff, n, threads);
+            norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2};
+            run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, unit_rows(&w->w_gate, n, threads));
 
             /* 6. down, added to x */
-            a = tg_act_prepare(w->w_down.type, f->hg, n, ff, tb->xq);
             mat_job down;
             job_init(&down, &w->w_down, f->x, (size_t)d, n, threads);
-            run_jobs(&down, 1, &a, true, tb->tmp);
+            hidden_ctx hc = {f, tb, w->w_down.type, n};
+            run_jobs(&tm, &down, 1, (prep_fn){prep_hidden, &hc}, true, tb->tmp);
         }
 
         /* final norm and the output head, only for the rows whose logits are wanted */
-        if (logits_all || logits_last) {
-            const int t0 = logits_all ? 0 : n - 1;
-            for (int t = t0; t < n; t++) tg_rmsnorm(tb->xb + t * d, f->x + t * d, m->out_norm, d, hp->norm_eps);
-            tg_act a = tg_act_prepare(m->lm_head.type, tb->xb + t0 * d, n - t0, d, tb->xq);
-            mat_job head;
-            job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
-            run_jobs(&head, 1, &a, false, tb->tmp);
-        }
+        const int t0 = logits_all ? 0 : n - 1;
+        mat_job head;
+        job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
+        if (!logits_all && !logits_last) head.units = 0;
+        norm_ctx no = {f, tb, m->out_norm, t0, n, {m->lm_head.type, m->lm_head.type, m->lm_head.type}, 1};
+        run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
     }
     if (logits_all && logits_last)
         memcpy(logits_last, logits_all + (int64_t)(n - 1) * vocab, (size_t)vocab * sizeof(float));
