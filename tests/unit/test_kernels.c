@@ -5,7 +5,7 @@
  *   fast Q8_0/Q4_0 vs reference (exact x):      |diff| <= sum_j |w_j| * d_x(j) / 2 * 1.001 + 1e-5 * E, d_x the
  *                                               activation block scale (the integer path's x-quantisation bound)
  *   fast Q8_0/Q4_0 vs exact product with the quantised x (AVX2 only): |diff| <= 1e-5 * E
- *   matmul vs n matvecs:                        |diff| <= 1e-6 * E (same kernels, only tile shapes differ)
+ *   matmul vs n matvecs, any split of the rows: bit-identical (one arithmetic order per output in every kernel)
  *   dequantisation of hand-made blocks:         exact. */
 #include <math.h>
 #include <setjmp.h>
@@ -347,12 +347,13 @@ static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
     for (int64_t t = 0; t < n; t++) {
         tg_matvec(&w, x + t * cols, yv, 1);
         for (int64_t i = 0; i < rows; i++) {
-            double tol = 1e-6 * abs_dot(&w, i, x + t * cols, tmp);
-            if (fabs((double)y[t * rows + i] - (double)yv[i]) > tol)
+            /* one arithmetic order per (row, activation) in every kernel: the bits agree */
+            if (memcmp(&y[t * rows + i], &yv[i], sizeof(float)) != 0)
                 fail_msg("%s matmul n=%lld token %lld row %lld: %.9g vs matvec %.9g", tg_dtype_name(type),
                          (long long)n, (long long)t, (long long)i, (double)y[t * rows + i], (double)yv[i]);
         }
     }
+    (void)tmp;
     free(base);
     free(x);
     free(y);
@@ -371,6 +372,41 @@ static void test_matmul_equals_matvecs(void **state) {
             check_matmul(&r, (tg_dtype)t, 13, cols, ns[k], 2);
         }
         check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
+    }
+}
+
+/* tg_matmul_rows over any split of the rows, for one activation (decode kernels) and for chunks of 2..19 (prefill
+ * tiles, packed groups of 8 with a ragged last group), equals tg_matmul bit for bit; the preparation never needs
+ * more scratch than tg_act_scratch_bytes says. */
+static void test_matmul_rows_splits(void **state) {
+    (void)state;
+    rng_t r = {7};
+    const int64_t rows = 45, ns[] = {1, 2, 7, 8, 9, 19};
+    for (int ty = 0; ty < TG_DT_COUNT; ty++) {
+        const tg_dtype type = (tg_dtype)ty;
+        const int64_t cols = is_quant(type) ? 160 : 77;
+        void *base;
+        tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 1, &base)};
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            const int64_t n = ns[k];
+            float *x = make_vec(&r, n * cols);
+            float *want = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
+            const size_t sb = tg_act_scratch_bytes(n, cols);
+            uint8_t *scratch = malloc(sb + 1);
+            assert_true(want && got && scratch);
+            tg_matmul(&w, x, n, want, 1);
+            tg_act a = tg_act_prepare(type, x, n, cols, sb ? scratch : NULL);
+            const int64_t cuts[] = {0, 1, 4, 11, 12, 13, 30, 45};
+            for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++)
+                tg_matmul_rows(&w, &a, cuts[c], cuts[c + 1], got + cuts[c], (size_t)rows);
+            if (memcmp(want, got, (size_t)(n * rows) * sizeof(float)) != 0)
+                fail_msg("%s n=%lld: rows computed in pieces differ from one call", tg_dtype_name(type), (long long)n);
+            free(x);
+            free(want);
+            free(got);
+            free(scratch);
+        }
+        free(base);
     }
 }
 
@@ -395,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_matvec_quant_types),
         cmocka_unit_test(test_matvec_threaded_sizes),
         cmocka_unit_test(test_matmul_equals_matvecs),
+        cmocka_unit_test(test_matmul_rows_splits),
         cmocka_unit_test(test_matmul_empty),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);

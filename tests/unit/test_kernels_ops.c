@@ -266,6 +266,53 @@ static void test_swiglu(void **state) {
     assert_true(gi[2] == 0.0f);
 }
 
+/* A long swiglu through the vector path (every lane position, values across the exp range) against the double
+ * formula: 1e-6 relative (2 ulp of exp, a division and a product). */
+static void test_swiglu_long(void **state) {
+    (void)state;
+    enum { N = 1003 };
+    float g[N], u[N], o[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)(i - N / 2) * 0.2f;
+        u[i] = 1.0f + (float)(i % 7) * 0.1f;
+    }
+    memcpy(o, g, sizeof o);
+    tg_swiglu(o, u, N);
+    for (int i = 0; i < N; i++) {
+        double e = (double)g[i] / (1.0 + exp(-(double)g[i])) * u[i];
+        if (!(fabs(o[i] - e) <= 1e-6 * fabs(e) + 1e-30)) fail_msg("swiglu(%g) = %.9g, want %.9g", (double)g[i], o[i], e);
+    }
+}
+
+/* tg_exp_shift_sum: each exp(x - m) within 2 ulp of the double exp (results below 1e-37 compared absolutely), -inf gives
+ * 0, NaN stays NaN, and the sum within 1e-6 relative of the double sum. */
+static void test_exp_shift_sum(void **state) {
+    (void)state;
+    enum { N = 2051 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    assert_true(x && y);
+    for (int i = 0; i < N; i++) x[i] = -100.0f + (float)i * (100.0f / (float)(N - 1)) + (i % 3) * 1e-3f;
+    x[7] = -INFINITY;
+    const float m = 0.5f;
+    memcpy(y, x, N * sizeof(float));
+    float sum = tg_exp_shift_sum(y, N, m);
+    double want_sum = 0.0;
+    for (int i = 0; i < N; i++) {
+        double e = exp((double)(x[i] - m)); /* the argument as the kernel sees it: x - m rounded to fp32 */
+        want_sum += e;
+        double tol = e > 1e-37 ? 2.5e-7 * e : 2e-38;
+        if (!(fabs((double)y[i] - e) <= tol)) fail_msg("exp(%.9g) = %.9g, want %.9g", (double)x[i] - m, y[i], e);
+    }
+    assert_true(y[7] == 0.0f);
+    assert_true(fabs((double)sum - want_sum) <= 1e-6 * want_sum);
+    float z[9] = {0, 0, 0, NAN, 0, 0, 0, 0, 0};
+    tg_exp_shift_sum(z, 9, 0.0f);
+    assert_true(isnan(z[3]) && z[0] == 1.0f);
+    assert_true(tg_exp_shift_sum(z, 0, 0.0f) == 0.0f);
+    free(x);
+    free(y);
+}
+
 /* ---- vec.h --------------------------------------------------------------------------------------------------- */
 
 static void test_dot_axpy_scale(void **state) {
@@ -352,6 +399,8 @@ int main(void) {
         cmocka_unit_test(test_softmax_values),
         cmocka_unit_test(test_softmax_infinities),
         cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_swiglu_long),
+        cmocka_unit_test(test_exp_shift_sum),
         cmocka_unit_test(test_dot_axpy_scale),
         cmocka_unit_test(test_half_rows_exact),
     };
