@@ -158,37 +158,59 @@ awk -F'\t' '
     done
 } >"$out/summary.md"
 
-# ---- plots: finer log-spaced buckets, one SVG per precision ----------------------------------------------------------
-# plot_data FILE: "center ppl" per bucket, bucket edges 32 * 2^(j/2).
+# ---- plots: one SVG per precision, two panels ------------------------------------------------------------------------
+# Buckets of the scored token's index: [1, 256), then edges 256 * 2^(j/2) (about 1.41x wider each), up to --tokens.
+# Top: perplexity per bucket. Bottom: the ratio to the in-context reference over the same tokens (which takes out how
+# hard each stretch of text is): 1 = as good as fresh 512-token windows, the dashed line is the 10 % target.
+# plot_data FILE [REF]: "center value" per bucket with at least 4 tokens; with REF, value = exp(mean NLL - mean NLL
+# of REF over the same indices), else the bucket's perplexity.
 plot_data() {
-    awk -F, '
-        NR > 1 { b = int(2 * log($1 / 32) / log(2)); if ($1 < 32) b = -1; s[b] += $4; c[b]++; if (b > m) m = b }
-        END { for (b = -1; b <= m; b++) if (c[b] >= 8) {
-                  lo = (b < 0 ? 1 : 32 * 2 ^ (b / 2)); hi = 32 * 2 ^ ((b + 1) / 2)
-                  printf "%.1f %.4f\n", sqrt(lo * hi), exp(s[b] / c[b]) } }' "$1"
+    awk -F, -v max="$tokens" -v with_ref="$([ $# -gt 1 ] && echo 1 || echo 0)" '
+        function bucket(i) { return i < 256 ? -1 : int(2 * log(i / 256) / log(2)) }
+        with_ref && FILENAME == ARGV[1] { if (FNR > 1) ref[$1] = $4; next }
+        FNR > 1 && $1 <= max && (!with_ref || ($1 in ref)) {
+            b = bucket($1); s[b] += $4 - (with_ref ? ref[$1] : 0); c[b]++; if (b > m) m = b }
+        END { for (b = -1; b <= m; b++) if (c[b] >= 4) {
+                  lo = (b < 0 ? 1 : 256 * 2 ^ (b / 2)); hi = 256 * 2 ^ ((b + 1) / 2); if (hi > max) hi = max
+                  printf "%.1f %.5f\n", sqrt(lo * hi), exp(s[b] / c[b]) } }' ${2:+"$2"} "$1"
 }
 if command -v gnuplot >/dev/null; then
+    ref_csv=$out/in-context-fp32.csv
+    plot_data "$ref_csv" >"$out/plot-in-context-fp32.dat"
     for p in $precisions; do
-        for pol in in-context-fp32 unbounded-$p window-$p sink4-$p sink4-repos-$p recompute-$p; do
+        for pol in unbounded-$p window-$p sink4-$p sink4-repos-$p recompute-$p; do
             plot_data "$out/$pol.csv" >"$out/plot-$pol.dat"
+            plot_data "$out/$pol.csv" "$ref_csv" >"$out/ratio-$pol.dat"
         done
         gnuplot <<EOF || echo "long_context.sh: gnuplot failed for $p" >&2
-set terminal svg size 900,520 dynamic font "sans,12"
+set terminal svg size 960,860 dynamic font "sans,12"
 set output "$out/perplexity-vs-position-$p.svg"
-set title "Perplexity vs position, KV cache $p ($(basename "$model"), context $ctx)"
-set xlabel "token position in the text (log scale)"
-set ylabel "perplexity (bucket mean)"
+set multiplot layout 2,1 title "KV cache $p: $(basename "$model") (context $ctx) on $(basename "$text")"
 set logscale x
-set logscale y
+set xrange [1:$tokens * 1.2]
 set grid
-set key top left
-set arrow from $ctx, graph 0 to $ctx, graph 1 nohead dashtype 2 lc rgb "#888888"
-plot "$out/plot-in-context-fp32.dat" with linespoints lw 2 lc rgb "#000000" title "in-context (fresh $ctx-token windows, fp32)", \
-     "$out/plot-unbounded-$p.dat" with linespoints lw 2 title "unbounded (no context limit)", \
-     "$out/plot-window-$p.dat" with linespoints lw 2 title "window only (sink 0 + $win_nosink)", \
-     "$out/plot-sink4-$p.dat" with linespoints lw 2 title "StreamingLLM sink 4 + $win_sink, vanilla", \
-     "$out/plot-sink4-repos-$p.dat" with linespoints lw 2 title "StreamingLLM sink 4 + $win_sink, re-positioned", \
-     "$out/plot-recompute-$p.dat" with points pt 7 ps 0.6 title "recompute last $ctx (every ${every}th token)"
+set key top left font ",10"
+set arrow 1 from $ctx, graph 0 to $ctx, graph 1 nohead dashtype 2 lc rgb "#888888"
+set ylabel "perplexity (bucket)"
+set logscale y
+plot "$out/plot-in-context-fp32.dat" with linespoints lw 2 lc rgb "#000000" title "in-context (fresh $ctx-token windows, fp32)", \\
+     "$out/plot-unbounded-$p.dat" with linespoints lw 2 lc rgb "#009e73" title "unbounded (no context limit)", \\
+     "$out/plot-window-$p.dat" with linespoints lw 2 lc rgb "#56b4e9" title "window only (sink 0 + $win_nosink)", \\
+     "$out/plot-sink4-$p.dat" with linespoints lw 2 lc rgb "#e69f00" title "StreamingLLM sink 4 + $win_sink, vanilla RoPE", \\
+     "$out/plot-sink4-repos-$p.dat" with linespoints lw 2 dashtype 3 lc rgb "#cc0000" title "StreamingLLM sink 4 + $win_sink, re-positioned", \\
+     "$out/plot-recompute-$p.dat" with points pt 7 ps 0.8 lc rgb "#7f3fbf" title "recompute the last $ctx (every ${every}th token)"
+set xlabel "position of the scored token in the text (log scale)"
+set ylabel "perplexity / in-context, same tokens"
+set logscale y
+set yrange [0.8:6]
+set arrow 2 from graph 0, first 1.1 to graph 1, first 1.1 nohead dashtype 2 lc rgb "#cc0000"
+plot 1 with lines lc rgb "#000000" notitle, \\
+     "$out/ratio-unbounded-$p.dat" with linespoints lw 2 lc rgb "#009e73" title "unbounded", \\
+     "$out/ratio-window-$p.dat" with linespoints lw 2 lc rgb "#56b4e9" title "window only", \\
+     "$out/ratio-sink4-$p.dat" with linespoints lw 2 lc rgb "#e69f00" title "sink 4, vanilla", \\
+     "$out/ratio-sink4-repos-$p.dat" with linespoints lw 2 dashtype 3 lc rgb "#cc0000" title "sink 4, re-positioned", \\
+     "$out/ratio-recompute-$p.dat" with points pt 7 ps 0.8 lc rgb "#7f3fbf" title "recompute"
+unset multiplot
 EOF
     done
 fi
