@@ -238,7 +238,7 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
   of \`$valid\` (independent 512-token windows, a fresh cache each, as in training's evaluation); sink table on the
   first $sink_tokens tokens of \`$long\`; long-context experiment on the first $lc_tokens tokens (unbounded cache: the first
   $lc_unbounded; recomputation oracle: every ${lc_every}th token); greedy match: $(grep -c . "$prompts") prompts x $greedy_tokens tokens.
-- this run: $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null), $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $((elapsed / 60)) min $((elapsed % 60)) s (re-used runs not counted).
+- this run: $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo "(not a git checkout)"), $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $((elapsed / 60)) min $((elapsed % 60)) s (re-used runs not counted).
 
 ## Targets
 
