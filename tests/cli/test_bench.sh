@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# test_bench.sh — `tinygpt bench`: the JSON report on a fixture model (every test present, speeds and byte counts
+# consistent with each other, the roofline fields only with a bandwidth), the table, StreamingLLM checkpoints, and
+# one-line usage errors. No timing is asserted, only that the numbers are there and coherent. Uses $TINYGPT (the
+# sanitizer build); skipped with a message when the fixture is absent.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+T=${TINYGPT:-$PWD/build/asan/tinygpt}
+FIXTURE_DIR=${TG_FIXTURE_DIR:-tests/data/fixtures}
+MODEL=$FIXTURE_DIR/llama-spm/model-q8_0.gguf
+if [ ! -x "$T" ]; then
+    echo "test_bench: $T is not built" >&2
+    exit 1
+fi
+if [ ! -f "$MODEL" ]; then
+    echo "test_bench: $MODEL is absent; skipped"
+    exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() {
+    failed=$((failed + 1))
+    echo "FAIL: $*"
+}
+
+# JSON report: pp, one tg per depth (sorted), fields coherent.
+if "$T" bench "$MODEL" --prompt-tokens 16 --tokens 4 --depth 20,0 --threads 2 --bandwidth-mib 4 --json \
+    --kv-quantize int8 >"$tmp/out" 2>"$tmp/err"; then
+    if python3 - "$tmp/out" <<'EOF'; then ok; else bad "bench --json report: $(cat "$tmp/out")"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["results"]
+assert [x["test"] for x in r] == ["pp16", "tg4", "tg4"], r
+assert [x["depth"] for x in r] == [0, 0, 20], r
+assert d["kv_keys"] == "int8" and d["kv_values"] == "int8" and d["threads"] == 2
+assert d["weight_bytes_per_token"] > 0 and d["peak_rss_bytes"] > 0 and d["read_bandwidth_bytes_per_s"] > 0
+for x in r:
+    assert x["seconds"] > 0 and x["tokens_per_s"] > 0 and x["kv_bytes_held"] > 0, x
+    assert abs(x["tokens_per_s"] * x["seconds"] - x["tokens"]) < 1e-3 * x["tokens"], x
+for x in r[1:]:
+    assert x["bytes_per_token"] == d["weight_bytes_per_token"] + x["kv_bytes_read_per_token"], x
+    assert abs(x["roofline_tokens_per_s"] * x["bytes_per_token"] - d["read_bandwidth_bytes_per_s"]) < 1e-3 * d["read_bandwidth_bytes_per_s"], x
+    assert abs(x["fraction_of_roofline"] - x["tokens_per_s"] / x["roofline_tokens_per_s"]) < 1e-3, x
+assert r[2]["kv_bytes_read_per_token"] > r[1]["kv_bytes_read_per_token"]  # deeper cache, more to read
+EOF
+else
+    bad "bench --json failed: $(cat "$tmp/err")"
+fi
+
+# Without a bandwidth: no roofline fields; the table names every test.
+if "$T" bench "$MODEL" --prompt-tokens 0 --tokens 3 --bandwidth-mib 0 --json >"$tmp/out" 2>"$tmp/err" &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"]; assert len(r) == 1 and "roofline_tokens_per_s" not in r[0], d' "$tmp/out"; then
+    ok
+else
+    bad "bench without bandwidth: $(cat "$tmp/out" "$tmp/err")"
+fi
+if "$T" bench "$MODEL" --prompt-tokens 8 --tokens 2 --depth 0,4 --bandwidth-mib 1 >"$tmp/out" 2>"$tmp/err" &&
+    grep -q '^pp8 ' "$tmp/out" && [ "$(grep -c '^tg2 ' "$tmp/out")" = 2 ] && grep -q '^bandwidth ' "$tmp/out" &&
+    grep -q '^peak RSS ' "$tmp/out"; then
+    ok
+else
+    bad "bench table: $(cat "$tmp/out" "$tmp/err")"
+fi
+
+# StreamingLLM past the context with checkpoints.
+if "$T" bench "$MODEL" --prompt-tokens 0 --tokens 40 --streaming-llm-window 8 --checkpoints 10,40 --bandwidth-mib 0 \
+    --json >"$tmp/out" 2>"$tmp/err" &&
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["checkpoints"]; assert [x["token"] for x in c] == [10, 40] and all(x["tokens_per_s"] > 0 for x in c), d' "$tmp/out"; then
+    ok
+else
+    bad "bench checkpoints: $(cat "$tmp/out" "$tmp/err")"
+fi
+
+# Usage errors: one line, exit 2.
+usage() {
+    "$T" bench "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "tinygpt bench" "$tmp/err"; then ok; else bad "bench $* -> $rc: $(cat "$tmp/err")"; fi
+}
+usage
+usage "$MODEL" --depth 1,x
+usage "$MODEL" --depth ""
+usage "$MODEL" --tokens 5 --checkpoints 6
+usage "$MODEL" --repetitions 0
+usage "$MODEL" --kv-quantize int3
+"$T" bench --help >"$tmp/out" 2>&1 && grep -q "usage: tinygpt bench" "$tmp/out" && ok || bad "bench --help"
+
+echo "test_bench: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
