@@ -190,11 +190,18 @@ static void make_block(const segment *g, int64_t i0, int nr, const float *grid, 
     b->nr = nr;
     b->grid = g->kind == TG_SEG_CODES && g->gscale ? grid : NULL;
     for (int r = 0; r < BLK; r++) b->rows[r] = g->p + (size_t)(i0 + (r < nr ? r : 0)) * g->stride;
-    if (g->kind == TG_SEG_CODES && !g->gscale)
-        for (int r = 0; r < nr; r++) {
-            b->tscale[r] = tg_f16_to_f32(g->tscale[(size_t)(i0 + r) * g->tstride]);
-            b->tzero[r] = tg_f16_to_f32(g->tzero[(size_t)(i0 + r) * g->tstride]);
-        }
+    if (g->kind != TG_SEG_CODES || g->gscale) return;
+#if TG_ATTEND_AVX2
+    if (g->tstride == 1 && nr == BLK) { /* a grouped store's scales are contiguous: eight at once */
+        _mm256_storeu_ps(b->tscale, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tscale + i0))));
+        _mm256_storeu_ps(b->tzero, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tzero + i0))));
+        return;
+    }
+#endif
+    for (int r = 0; r < nr; r++) {
+        b->tscale[r] = tg_f16_to_f32(g->tscale[(size_t)(i0 + r) * g->tstride]);
+        b->tzero[r] = tg_f16_to_f32(g->tzero[(size_t)(i0 + r) * g->tstride]);
+    }
 }
 
 /* Element k of row r of a block as fp32 (the scalar reference of the kernels' widening). */

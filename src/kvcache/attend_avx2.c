@@ -77,50 +77,39 @@ TG_INLINE void scores_nq(const tg_attn_block *b, int kind, int bits, const float
     }
 }
 
-/* o_j[c..c+31] += sum_r p[j * ld + r] row_r[c..c+31] for NQ query heads, one 32-column chunk. */
-TG_INLINE void values_nq(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, int64_t c, int64_t D,
-                         float *o, const int NQ) {
+/* o_j[c..c+31] += sum_r p[j * ld + r] row_r[c..c+31] + z[j] for NQ query heads, one 32-column chunk (z NULL: no
+ * constant term). For codes, p already carries each row's scale and z its zeros. */
+TG_INLINE void values_nq(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, const float *z,
+                         int64_t c, int64_t D, float *o, const int NQ) {
     __m256 acc[4][4];
     for (int j = 0; j < NQ; j++)
         for (int i = 0; i < 4; i++) acc[j][i] = _mm256_loadu_ps(o + (int64_t)j * D + c + 8 * i);
     for (int r = 0; r < b->nr; r++) {
         __m256 pv[4];
-        for (int j = 0; j < NQ; j++)
-            pv[j] = kind == TG_SEG_CODES ? _mm256_set1_ps(p[(int64_t)j * ld + r] * b->tscale[r])
-                                         : _mm256_broadcast_ss(p + (int64_t)j * ld + r);
+        for (int j = 0; j < NQ; j++) pv[j] = _mm256_broadcast_ss(p + (int64_t)j * ld + r);
         for (int i = 0; i < 4; i++) {
             const __m256 v = ld8(b, kind, bits, r, c + 8 * i, D);
             for (int j = 0; j < NQ; j++) acc[j][i] = _mm256_fmadd_ps(pv[j], v, acc[j][i]);
         }
     }
-    if (kind == TG_SEG_CODES) /* + sum_r p_r zero_r on every column */
-        for (int j = 0; j < NQ; j++) {
-            float z = 0.0f;
-            for (int r = 0; r < b->nr; r++) z += p[(int64_t)j * ld + r] * b->tzero[r];
-            for (int i = 0; i < 4; i++) acc[j][i] = _mm256_add_ps(acc[j][i], _mm256_set1_ps(z));
-        }
+    if (z)
+        for (int j = 0; j < NQ; j++)
+            for (int i = 0; i < 4; i++) acc[j][i] = _mm256_add_ps(acc[j][i], _mm256_set1_ps(z[j]));
     for (int j = 0; j < NQ; j++)
         for (int i = 0; i < 4; i++) _mm256_storeu_ps(o + (int64_t)j * D + c + 8 * i, acc[j][i]);
 }
 
 /* Same for a last chunk of 8 columns (D % 32 != 0). */
-TG_INLINE void values_nq8(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, int64_t c, int64_t D,
-                          float *o, const int NQ) {
+TG_INLINE void values_nq8(const tg_attn_block *b, int kind, int bits, const float *p, int64_t ld, const float *z,
+                          int64_t c, int64_t D, float *o, const int NQ) {
     __m256 acc[4];
     for (int j = 0; j < NQ; j++) acc[j] = _mm256_loadu_ps(o + (int64_t)j * D + c);
     for (int r = 0; r < b->nr; r++) {
         const __m256 v = ld8(b, kind, bits, r, c, D);
-        for (int j = 0; j < NQ; j++) {
-            const float pr = kind == TG_SEG_CODES ? p[(int64_t)j * ld + r] * b->tscale[r] : p[(int64_t)j * ld + r];
-            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(pr), v, acc[j]);
-        }
+        for (int j = 0; j < NQ; j++) acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + (int64_t)j * ld + r), v, acc[j]);
     }
-    if (kind == TG_SEG_CODES)
-        for (int j = 0; j < NQ; j++) {
-            float z = 0.0f;
-            for (int r = 0; r < b->nr; r++) z += p[(int64_t)j * ld + r] * b->tzero[r];
-            acc[j] = _mm256_add_ps(acc[j], _mm256_set1_ps(z));
-        }
+    if (z)
+        for (int j = 0; j < NQ; j++) acc[j] = _mm256_add_ps(acc[j], _mm256_set1_ps(z[j]));
     for (int j = 0; j < NQ; j++) _mm256_storeu_ps(o + (int64_t)j * D + c, acc[j]);
 }
 
@@ -142,22 +131,38 @@ TG_INLINE void values_kind(const tg_attn_block *b, int kind, int bits, const flo
     for (int j = 0; j < gq; j += 4) {
         const int nq = gq - j < 4 ? gq - j : 4;
         const float *pj = p + (int64_t)j * ld;
+        int64_t pld = ld;
         float *oj = o + (int64_t)j * D;
+        /* codes: fold each row's scale into its weights and its zero into one constant per head, once per block */
+        float pw[4][TG_ATTN_BLK], zs[4];
+        const float *z = NULL;
+        if (kind == TG_SEG_CODES) {
+            for (int q = 0; q < nq; q++) {
+                zs[q] = 0.0f;
+                for (int r = 0; r < b->nr; r++) {
+                    pw[q][r] = pj[(int64_t)q * ld + r] * b->tscale[r];
+                    zs[q] += pj[(int64_t)q * ld + r] * b->tzero[r];
+                }
+            }
+            pj = &pw[0][0];
+            pld = TG_ATTN_BLK;
+            z = zs;
+        }
         int64_t c = 0;
         for (; c + 32 <= D; c += 32) {
             switch (nq) {
-            case 4: values_nq(b, kind, bits, pj, ld, c, D, oj, 4); break;
-            case 3: values_nq(b, kind, bits, pj, ld, c, D, oj, 3); break;
-            case 2: values_nq(b, kind, bits, pj, ld, c, D, oj, 2); break;
-            default: values_nq(b, kind, bits, pj, ld, c, D, oj, 1); break;
+            case 4: values_nq(b, kind, bits, pj, pld, z, c, D, oj, 4); break;
+            case 3: values_nq(b, kind, bits, pj, pld, z, c, D, oj, 3); break;
+            case 2: values_nq(b, kind, bits, pj, pld, z, c, D, oj, 2); break;
+            default: values_nq(b, kind, bits, pj, pld, z, c, D, oj, 1); break;
             }
         }
         for (; c < D; c += 8) {
             switch (nq) {
-            case 4: values_nq8(b, kind, bits, pj, ld, c, D, oj, 4); break;
-            case 3: values_nq8(b, kind, bits, pj, ld, c, D, oj, 3); break;
-            case 2: values_nq8(b, kind, bits, pj, ld, c, D, oj, 2); break;
-            default: values_nq8(b, kind, bits, pj, ld, c, D, oj, 1); break;
+            case 4: values_nq8(b, kind, bits, pj, pld, z, c, D, oj, 4); break;
+            case 3: values_nq8(b, kind, bits, pj, pld, z, c, D, oj, 3); break;
+            case 2: values_nq8(b, kind, bits, pj, pld, z, c, D, oj, 2); break;
+            default: values_nq8(b, kind, bits, pj, pld, z, c, D, oj, 1); break;
             }
         }
     }
