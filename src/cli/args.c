@@ -256,7 +256,9 @@ const char TG_CACHE_FLAGS_HELP[] =
     "  --kv-residual-precision P      KIVI: storage of the residual: fp32 (default), fp16 or bf16\n"
     "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept in fp32)\n";
 
-enum { C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS, C_END };
+enum {
+    C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS, C_END
+};
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
 
 void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {

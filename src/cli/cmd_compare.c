@@ -111,7 +111,8 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     if (n_pos < 1) return tg_usage_error("compare", "expected MODEL (see tinygpt compare --help)");
     if (!prompts) return tg_usage_error("compare", "--prompts FILE is required");
     for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
-        if (o[i].seen && (strcmp(o[i].name, "--kv-quantize-keys") == 0 || strcmp(o[i].name, "--kv-quantize-values") == 0))
+        if (o[i].seen &&
+            (strcmp(o[i].name, "--kv-quantize-keys") == 0 || strcmp(o[i].name, "--kv-quantize-values") == 0))
             return tg_usage_error("compare", "%s: give keys and values as an item KEYS/VALUES of --kv-quantize",
                                   o[i].name);
     a->model_path = pos[0];
