@@ -29,9 +29,8 @@ void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, cons
                   int64_t cols, float *y, size_t ldy);
 
 /* The decode kernel: y[r] = dot(row r of W, x) for r < nr (any nr >= 0), row r at w + r * w_stride bytes (any
- * alignment). x: float[cols] for F32/F16/BF16, tg_q8x_block[cols/32] for Q8_0/Q4_0 (cols a multiple of 32). Rows
- * are taken four at a time from the first, then one at a time: a row's result depends only on its index mod 4 from
- * the start of the range and on whether it is in the ragged tail. */
+ * alignment). x: float[cols] for F32/F16/BF16, tg_q8x_block[cols/32] for Q8_0/Q4_0 (cols a multiple of 32). Every
+ * row's result follows the canonical order of avx2_inline.h, whichever rows are computed together. */
 void tg_avx2_gemv(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols,
                   float *y);
 
