@@ -259,7 +259,8 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
-/* Generates n tokens greedily, one evaluation each; stamps[i] = seconds since the start after token i. */
+/* Generates n tokens greedily, one evaluation each; stamps[2i] = seconds since the start after token i, stamps[2i + 1]
+ * the process's CPU seconds since the start. */
 static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, double *seconds, double *cpu) {
     tg_error err = {{0}};
     uint64_t state = 0x2545f4914f6cdd1dull;
@@ -272,7 +273,10 @@ static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, dou
             return false;
         }
         id = argmax(r->logits, r->info.vocab_size);
-        if (stamps) stamps[i] = now_s() - t0;
+        if (stamps) {
+            stamps[2 * i] = now_s() - t0;
+            stamps[2 * i + 1] = cpu_now() - c0;
+        }
     }
     *seconds = now_s() - t0;
     *cpu = cpu_now() - c0;
@@ -374,6 +378,17 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
     return true;
 }
 
+/* Tokens per second (wall when which == 0, per CPU second when 1) over the span tokens ending at token k. */
+static double checkpoint_rate(const double *stamps, int64_t k, int64_t span, int which) {
+    const double end = stamps[2 * (k - 1) + which], start = k - 1 - span >= 0 ? stamps[2 * (k - 1 - span) + which] : 0.0;
+    return end > start ? (double)span / (end - start) : 0.0;
+}
+
+static int64_t checkpoint_span(int64_t k) {
+    const int64_t span = k < 512 ? k / 2 : 256;
+    return span < 1 ? 1 : span;
+}
+
 /* ---- output ------------------------------------------------------------------------------------------------------- */
 
 static void json_str(const char *s) {
@@ -427,11 +442,9 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
         if (a->n_checkpoints > 0 && stamps) {
             printf(", \"checkpoints\": [");
             for (int i = 0; i < a->n_checkpoints; i++) {
-                int64_t k = a->checkpoints[i], span = k < 512 ? k / 2 : 256;
-                if (span < 1) span = 1;
-                double dt = stamps[k - 1] - (k - 1 - span >= 0 ? stamps[k - 1 - span] : 0.0);
-                printf("%s{\"token\": %" PRId64 ", \"tokens_per_s\": %.3f}", i ? ", " : "", k,
-                       dt > 0 ? (double)span / dt : 0.0);
+                const int64_t k = a->checkpoints[i], span = checkpoint_span(k);
+                printf("%s{\"token\": %" PRId64 ", \"tokens_per_s\": %.3f, \"tokens_per_cpu_s\": %.3f}", i ? ", " : "",
+                       k, checkpoint_rate(stamps, k, span, 0), checkpoint_rate(stamps, k, span, 1));
             }
             printf("]");
         }
@@ -469,11 +482,9 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
     if (a->n_checkpoints > 0 && stamps) {
         printf("\n");
         for (int i = 0; i < a->n_checkpoints; i++) {
-            int64_t k = a->checkpoints[i], span = k < 512 ? k / 2 : 256;
-            if (span < 1) span = 1;
-            double dt = stamps[k - 1] - (k - 1 - span >= 0 ? stamps[k - 1 - span] : 0.0);
-            printf("at token %-9" PRId64 " %10.2f tokens/s (over the previous %" PRId64 " tokens)\n", k,
-                   dt > 0 ? (double)span / dt : 0.0, span);
+            const int64_t k = a->checkpoints[i], span = checkpoint_span(k);
+            printf("at token %-9" PRId64 " %10.2f tokens/s, %10.2f per CPU second (over the previous %" PRId64
+                   " tokens)\n", k, checkpoint_rate(stamps, k, span, 0), checkpoint_rate(stamps, k, span, 1), span);
         }
     }
     tg_fmt_bytes((double)peak_rss, 1, buf, sizeof buf);
@@ -508,7 +519,7 @@ int tg_cmd_bench(int argc, char **argv) {
     size_t n_ids = (size_t)(a.prompt_tokens > FILL_CHUNK ? a.prompt_tokens : FILL_CHUNK);
     r.ids = malloc(n_ids * sizeof *r.ids);
     r.logits = malloc((size_t)r.info.vocab_size * sizeof *r.logits);
-    double *stamps = a.tokens > 0 ? malloc((size_t)a.tokens * sizeof *stamps) : NULL;
+    double *stamps = a.tokens > 0 ? malloc(2 * (size_t)a.tokens * sizeof *stamps) : NULL;
     result res[1 + MAX_DEPTHS];
     memset(res, 0, sizeof res);
     int n_res = 0;
