@@ -43,12 +43,30 @@ static const char USAGE[] =
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
 
-/* The signal flag: the one piece of static mutable state, as a handler may only set a volatile sig_atomic_t. */
+/* The signal flag and the time of the first interrupt: the only static mutable state, as a handler may only touch
+ * statics. */
 static volatile sig_atomic_t interrupted = 0;
 
+/* When the first Ctrl-C came; written only by the handler, which SIGINT cannot re-enter. */
+static struct timespec first_interrupt;
+
+/* First Ctrl-C: ask the loop to stop and report. A second one at least half a second later ends the process at once
+ * (exit by SIGINT). Copies of the first that arrive sooner are ignored: `timeout -s INT` and terminals that signal the
+ * whole process group deliver the same interrupt twice within microseconds. Only async-signal-safe calls here. */
 static void on_sigint(int sig) {
-    (void)sig;
-    interrupted = 1;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (!interrupted) {
+        first_interrupt = t;
+        interrupted = 1;
+        return;
+    }
+    long long ms = (long long)(t.tv_sec - first_interrupt.tv_sec) * 1000 +
+                   (t.tv_nsec - first_interrupt.tv_nsec) / 1000000;
+    if (ms >= 500) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
 }
 
 static double now_s(void) {
@@ -360,12 +378,11 @@ int tg_cmd_sample(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
-    sa.sa_flags = (int)SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sa.sa_flags = 0;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
     status = generate(&a, &r, n_prompt, a.model_path);
-    signal(SIGINT, SIG_DFL);
     run_free(&r);
     return status;
 }
