@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # results.sh — regenerates docs/RESULTS.md and its plots (docs/results/*.svg): what the KV cache costs in quality on
 # the bundled model (issue #5). Every number in RESULTS.md comes from a command this script runs:
-#   tinygpt info --cache-table                the cache-bytes table
+#   tinygpt info --cache-table                the cache-bytes tables (the bundled model and its YOCO variant)
 #   tinygpt perplexity --kl-base fp32          perplexity, KL and top-1 agreement of each cache policy against an fp32
 #                                              unbounded cache, within the 512-token context (valid.txt)
 #   tinygpt perplexity (streaming)            sinks in full precision or quantised
 #   tinygpt compare                           the greedy-prefix-match table
 #   bench/long_context.sh                     perplexity vs position past the context, table and plots
+#   tinygpt perplexity (YOCO)                 the YOCO variant against the standard model, bytes and perplexity
 # A "## Soak" section already in RESULTS.md (another tool's) is kept as it is, at the end.
 #
 # usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN]
@@ -18,6 +19,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 
 model=models/tinygpt-flagship.gguf
+yoco_model=models/tinygpt-yoco.gguf
 bin=./tinygpt
 jobs=2
 quick=0
@@ -58,7 +60,7 @@ out_md=docs/RESULTS.md
 plots=docs/results
 [ "$quick" = 1 ] && out_md=$work/RESULTS.md && plots=$work/plots
 
-for f in "$model" "$valid" "$long" "$prompts"; do
+for f in "$model" "$yoco_model" "$valid" "$long" "$prompts"; do
     [ -e "$f" ] || { echo "results.sh: $f not found" >&2; exit 1; }
 done
 if [ "$bin" = ./tinygpt ]; then
@@ -69,17 +71,18 @@ mkdir -p "$work" "$plots"
 t_start=$SECONDS
 
 # ---- running perplexity jobs, N at a time ----------------------------------------------------------------------------
-# job NAME TEXT MAX_TOKENS FLAGS...: runs `tinygpt perplexity` in the background into $work/NAME.txt (skipped when
-# up to date). Call `wait_all` before reading the results.
+# job NAME TEXT MAX_TOKENS FLAGS...: runs `tinygpt perplexity` on $job_model (default: $model) in the background into
+# $work/NAME.txt (skipped when up to date). Call `wait_all` before reading the results.
+job_model=$model
 job() {
     local name=$1 text=$2 max=$3
     shift 3
     local txt=$work/$name.txt
-    if [ -s "$txt" ] && [ "$txt" -nt "$model" ] && [ "$txt" -nt "$bin" ]; then return 0; fi
+    if [ -s "$txt" ] && [ "$txt" -nt "$job_model" ] && [ "$txt" -nt "$bin" ]; then return 0; fi
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
     (
         t0=$SECONDS
-        if "$bin" perplexity "$model" "$text" --max-tokens "$max" --threads 1 --quiet "$@" >"$txt.tmp" 2>"$txt.err"; then
+        if "$bin" perplexity "$job_model" "$text" --max-tokens "$max" --threads 1 --quiet "$@" >"$txt.tmp" 2>"$txt.err"; then
             mv "$txt.tmp" "$txt"
             echo "  $name: ppl $(awk '$1 == "perplexity" {print $2}' "$txt") ($((SECONDS - t0)) s)" >&2
         else
@@ -145,6 +148,29 @@ for w in 64 128 480; do
 done
 wait_all
 
+# ---- YOCO against the standard model: the same runs on both (issue #7) ------------------------------------------------
+# rows: "name|label|flags"; each runs as yoco-NAME on the YOCO model and std-NAME on the standard one
+yoco_rows=(
+    "fp32|fp32, unbounded (within the context)|--kv-quantize fp32"
+    "int4|int4, unbounded (within the context)|--kv-quantize int4"
+    "sllm-fp16|fp16, StreamingLLM 4+256 re-positioned|--kv-quantize fp16 --streaming-llm-sink 4 --streaming-llm-window 256 --streaming-llm-reposition"
+    "sllm-int4|int4, StreamingLLM 4+256 re-positioned|--kv-quantize int4 --streaming-llm-sink 4 --streaming-llm-window 256 --streaming-llm-reposition"
+)
+echo "results.sh: YOCO runs (both models)" >&2
+for r in "${yoco_rows[@]}"; do
+    IFS='|' read -r name label flags <<<"$r"
+    text=$valid
+    max=$valid_tokens
+    case $name in sllm-*) text=$long; max=$sink_tokens ;; esac
+    job_model=$yoco_model
+    # shellcheck disable=SC2086
+    job "yoco-$name" "$text" "$max" $flags
+    job_model=$model
+    # shellcheck disable=SC2086
+    job "std-$name" "$text" "$max" $flags
+done
+wait_all
+
 # ---- the greedy-match table ---------------------------------------------------------------------------------------
 echo "results.sh: greedy-match tables" >&2
 greedy_md=$work/greedy.md
@@ -186,6 +212,24 @@ ctx_table() {
         printf '| %s | %s | %s | %s | %s | %s %% |\n' "$label" "$(mib "$(get "ctx-$name" cache_bytes)")" \
             "$(get "ctx-$name" perplexity)" "$(get "ctx-$name" ppl_increase) %" "$(get "ctx-$name" kl_mean)" \
             "$(get "ctx-$name" top1_agree)"
+    done
+}
+
+yoco_table() {
+    echo "| cache | text, tokens | standard: KV bytes | YOCO: KV bytes | YOCO / standard | standard: perplexity | YOCO: perplexity | YOCO vs standard |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|"
+    local r name label flags
+    for r in "${yoco_rows[@]}"; do
+        IFS='|' read -r name label flags <<<"$r"
+        local text=$valid max=$valid_tokens
+        case $name in sllm-*) text=$long; max=$sink_tokens ;; esac
+        local sb yb
+        sb=$(get "std-$name" cache_bytes)
+        yb=$(get "yoco-$name" cache_bytes)
+        printf '| %s | `%s`, %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$(basename "$text")" "$max" "$(mib "$sb")" "$(mib "$yb")" \
+            "$(awk -v a="$yb" -v b="$sb" 'BEGIN { if (a == "" || b == "" || b == 0) print "–"; else printf "%.3f", a / b }')" \
+            "$(get "std-$name" perplexity)" "$(get "yoco-$name" perplexity)" \
+            "$(pct "$(get "yoco-$name" perplexity)" "$(get "std-$name" perplexity)")"
     done
 }
 
@@ -260,7 +304,11 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
 | greedy match 100 % at int8 ($greedy_tokens tokens; R 0 in the right-hand column) | ${greedy_int8:-–} % | $(verdict "$(awk -v g="${greedy_int8:-0}" 'BEGIN { print 100 - g }')" 0) | ${greedy_int8_r0:-–} % | $(verdict "$(awk -v g="${greedy_int8_r0:-0}" 'BEGIN { print 100 - g }')" 0) |
 
 StreamingLLM (sink 4) within 10 % of the in-context perplexity out to $lc_tokens tokens (bucket by bucket, fp32 cache; all
-precisions in the long-context section):
+precisions in the long-context section). StreamingLLM as the paper defines it assigns positions within the cache
+("rather than those in the original text", Xiao et al. 2023, section 3.2): that is \`sink4-repos\`
+(\`--streaming-llm-reposition\`). \`sink4\` keeps every key at its original RoPE position, as the design note's
+implementation did; past the context its sinks sit further away than any distance the model was trained on, and it
+misses the target. \`window\` is window-only attention (sink 0, window 480):
 
 $(echo "$lc_verdict")
 
@@ -270,6 +318,12 @@ $(echo "$lc_verdict")
 
 \`\`\`
 $("$bin" info "$model" --cache-table | sed -n '/^KV cache bytes/,$p')
+\`\`\`
+
+The YOCO variant (\`docs/yoco.md\`; layers 6–11 read layer 5's K/V), \`tinygpt info $yoco_model --cache-table\`:
+
+\`\`\`
+$("$bin" info "$yoco_model" --cache-table | sed -n '/^KV cache bytes/,$p')
 \`\`\`
 
 ## Within the context: perplexity and KL against fp32
@@ -307,6 +361,14 @@ is needed to pass (see Targets); their measured effect, from the tables above:
 - the residual at fp16 instead of fp32 (a memory remedy): int4 $(mib "$(get ctx-int4 cache_bytes)") → $(mib "$(get ctx-int4-rfp16 cache_bytes)") at 512 tokens
   (bf16: $(mib "$(get ctx-bf16 cache_bytes)")), mean KL $(get ctx-int4 kl_mean) → $(get ctx-int4-rfp16 kl_mean) nats.
 - a Hadamard rotation of K and Q per head before quantising: not implemented, as every target is met without it.
+
+## YOCO against the standard model
+
+\`$yoco_model\` holds K/V in 6 of its 12 layers; \`$model\` in all 12. Same runs on both (\`tinygpt perplexity\`,
+the first $valid_tokens tokens of \`$valid\` in 512-token windows, or the first $sink_tokens tokens of \`$long\` streamed;
+"KV bytes" is the cache allocated for the run):
+
+$(yoco_table)
 
 ## Greedy prefix match
 
