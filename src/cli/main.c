@@ -53,6 +53,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "perplexity") == 0) return tg_cmd_perplexity(sub_argc, sub_argv);
     if (strcmp(cmd, "compare") == 0) return tg_cmd_compare(sub_argc, sub_argv);
     if (strcmp(cmd, "bench") == 0) return tg_cmd_bench(sub_argc, sub_argv);
-    fprintf(stderr, "tinygpt: unknown command '%s' (see tinygpt --help)\n", cmd);
+    (void)tg_runtime_error("unknown command '%s' (see tinygpt --help)", cmd); /* one line: control bytes become '?' */
     return TG_EXIT_USAGE;
 }

@@ -78,6 +78,7 @@ run
 if [ "$rc" -eq 2 ] && grep -qF "usage: tinygpt" "$tmp/err"; then ok; else bad "tinygpt (no arguments) -> exit $rc"; fi
 
 expect_fail 2 "unknown command 'frobnicate'" frobnicate
+expect_fail 2 "unknown command 'frob?nicate'" $'frob\nnicate'
 expect_fail 2 "unknown option '--bogus'" sample --bogus 1
 expect_fail 2 "unknown option '--bogus'" sample --prompt hi --bogus
 expect_fail 2 "unknown option '--bos'" info x.gguf --bos
