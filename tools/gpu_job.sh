@@ -2,14 +2,14 @@
 # Runs on the GPU machine: trains the bundled model and builds the fixtures side by side, then packs the results
 # into $OUT (at most 8 files of 16 MiB). Expects .device/corpus.tar.xz (tools/.corpus/train packed as corpus/train)
 # and .device/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} next to the checkout.
-# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship|yoco
+# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship|yoco|sinks
 # (flagship: only the bundled model, trained twice side by side for --max-epochs 6 and 10; the run with the lower
 # final validation loss is packed, the other's metrics.json and loss.csv come back too.
 # yoco: only the YOCO variant (issue #7, docs/yoco.md) with the flagship's tokenizer and settings, 6 epochs capped at
 # 150 s of training, the whole run capped at $YOCO_LIMIT seconds (default 290); packs yoco-misc.tar.gz, the GGUF in
 # 15 MB parts, logs.txt — or, when no GGUF was written, the fp32 safetensors in parts so it can be exported here.)
 set -u
-mode=${1:?smoke, full, flagship or yoco}
+mode=${1:?smoke, full, flagship, yoco or sinks}
 out=${OUT:?OUT must be set}
 work=/tmp/tg
 rm -rf "$work" && mkdir -p "$work"
@@ -21,6 +21,22 @@ transformers.__version__, "tokenizers", tokenizers.__version__, "numpy", numpy._
 cat "$work/env.txt"
 
 common=(--corpus "$work/corpus" --valid models/data/valid.txt --long models/data/long-heldout.txt)
+if [ "$mode" = sinks ]; then
+    # the attention-sink experiment (docs/RESULTS.md, "Does the model need its sinks?"): the flagship's recipe with
+    # BOS at the start of every training window; packs the GGUF in 15 MB parts, metrics.json and the log
+    s=$work/sinks
+    timeout "${SINKS_LIMIT:-400}" python3 tools/train.py "${common[@]}" --name tinygpt-bos --bos-first \
+        --tokenizer models/flagship-hf/tokenizer.json --out "$s" --max-epochs 6 --time-budget 240 \
+        > "$work/train.log" 2>&1
+    echo "train rc=$?" | tee -a "$work/env.txt"
+    [ -f "$s/tinygpt-bos.gguf" ] && split -b 15m -d "$s/tinygpt-bos.gguf" "$out/tinygpt-bos.gguf.part" &&
+        sha256sum "$s/tinygpt-bos.gguf" | tee -a "$work/env.txt"
+    cp "$s/metrics.json" "$out/bos-metrics.json" 2>/dev/null
+    cat "$work/env.txt" "$work/train.log" > "$out/logs.txt"
+    tail -n 30 "$work/train.log"
+    ls -la "$out"
+    exit 0
+fi
 if [ "$mode" = yoco ]; then
     y=$work/yoco
     timeout "${YOCO_LIMIT:-290}" python3 tools/train.py "${common[@]}" --arch yoco --name tinygpt-yoco \

@@ -177,9 +177,12 @@ def save_model(model, out_dir):
 class Batches:
     """Random (input, target) windows of length seq from a token stream held on the GPU."""
 
-    def __init__(self, stream, seq, batch, device, seed):
+    def __init__(self, stream, seq, batch, device, seed, first=None):
+        """first: a token id that replaces each window's first input token (a BOS every sequence starts with),
+        or None to keep the stream's own token there."""
         import torch
         self.torch = torch
+        self.first = first
         self.data = torch.from_numpy(stream.astype(np.int64)).to(device)
         self.seq, self.batch = seq, batch
         self.gen = torch.Generator(device=device)
@@ -191,6 +194,8 @@ class Batches:
         start = torch.randint(0, self.data.numel() - self.seq - 1, (self.batch, 1), generator=self.gen,
                               device=self.data.device)
         win = self.data[start + self.offsets]
+        if self.first is not None:
+            win[:, 0] = self.first
         return win[:, :-1], win[:, 1:]
 
 

@@ -186,7 +186,8 @@ def train(args, model, train_stream, val_stream, out):
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
-    batches = lm_common.Batches(train_stream, args.ctx, args.batch, device, seed=args.seed)
+    batches = lm_common.Batches(train_stream, args.ctx, args.batch, device, seed=args.seed,
+                                first=EOS_ID if args.bos_first else None)
     tokens_per_step = args.batch * args.ctx
     epoch_cap = int(args.max_epochs * train_stream.size / tokens_per_step)
     total = epoch_cap
@@ -463,6 +464,9 @@ def main():
     ap.add_argument("--corpus-chars", type=int, default=None, help="cut each source (smoke tests)")
     ap.add_argument("--gguf-type", default="f16", choices=["f32", "f16", "q8_0"])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--bos-first", action="store_true",
+                    help="the attention-sink experiment (docs/RESULTS.md): every training window starts with BOS "
+                         "(id %d) and the tokenizer adds it to prompts; skips the goldens and samples" % EOS_ID)
     args = ap.parse_args()
     out = Path(args.out)
     hf = out / "hf"
@@ -477,6 +481,11 @@ def main():
     else:
         tok = lm_common.train_byte_level(texts, args.vocab)
     lm_common.save_tokenizer(tok, hf, "bytelevel", args.ctx)
+    if args.bos_first:  # prompts start the way every training window did
+        cfg_path = hf / "tokenizer_config.json"
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        cfg["add_bos_token"] = True
+        cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
     log(f"tokenizer: {tok.get_vocab_size()} ids ({clock():.0f}s)")
     train_stream = lm_common.encode_documents(tok, texts, sep_ids=[EOS_ID])
     valid_text = Path(args.valid).read_text(encoding="utf-8")
@@ -549,6 +558,8 @@ def main():
     export_gguf.export(hf, out / f"{args.name}.gguf", args.gguf_type, name=args.name)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     log(f"saved HF folder, {args.name}.gguf and metrics.json ({clock():.0f}s)")
+    if args.bos_first:
+        return 0
 
     cpu_model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32, attn_implementation="eager").eval()
     golden = greedy_goldens(cpu_model, tok)
