@@ -5,7 +5,7 @@ WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS)) -lm
-OMP     := -fopenmp
+OMP     := -fopenmp -pthread
 OPT     := -O3 -march=native -g
 SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 

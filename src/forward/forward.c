@@ -1,7 +1,7 @@
 /* forward.c — the Llama forward pass over a chunk of tokens (one token when decoding), calling the KV cache per
  * layer (it owns RoPE, storage, masking and attention).
  *
- * Threads: one OpenMP parallel region per call, not one per operation. Inside it every step is a list of
+ * Threads: one run of the forward's thread pool (util/thread_pool.h) per call, not one per operation. Inside it every step is a list of
  * independent units (blocks of weight rows; attention pieces of (token, kv-head, share)) that threads claim from an
  * atomic counter; a step ends when all its units are done, not when all threads have arrived, so a thread that the
  * OS has descheduled (a busy machine) never holds the others up unless it is in the middle of a unit: the others do
@@ -21,7 +21,6 @@
  * is allocated by tg_forward_new; a call allocates nothing. */
 #include "forward/forward.h"
 
-#include <omp.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 /* One thread's private buffers. */
 typedef struct {
@@ -66,6 +66,7 @@ struct tg_forward {
     step_ctr *steps; /* [max_steps] the steps of one call, in the order every thread runs them */
     int64_t max_steps;
     thread_buf *tb; /* [n_threads] */
+    tg_pool *pool;  /* the team of n_threads that runs every call */
 };
 
 static float *alloc_rows(int rows, int64_t cols) { return calloc((size_t)rows * (size_t)cols, sizeof(float)); }
@@ -94,7 +95,12 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     }
     f->m = m;
     f->max_chunk = max_chunk;
-    f->n_threads = n_threads < 1 ? 1 : n_threads;
+    f->pool = tg_pool_new(n_threads, err);
+    if (!f->pool) {
+        free(f);
+        return NULL;
+    }
+    f->n_threads = tg_pool_threads(f->pool);
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
     f->max_in = max3(hp->d_model, qd, hp->ffn_dim);
     f->part_floats = tg_kvcache_part_floats(cache);
@@ -146,6 +152,7 @@ void tg_forward_free(tg_forward *f) {
     free(f->parts);
     free(f->splits);
     free(f->steps);
+    tg_pool_free(f->pool);
     free(f);
 }
 
@@ -399,14 +406,95 @@ static bool attend_token_by_token(const tg_kvcache *cache) {
 
 /* ---- the pass -------------------------------------------------------------------------------------------------------- */
 
-void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
-                      float *logits_last) {
+/* One call's arguments, shared by the team. */
+typedef struct {
+    tg_forward *f;
+    tg_kvcache *cache;
+    int n;
+    int64_t pos;
+    float *logits_all, *logits_last;
+    bool serial_attn;
+} chunk_call;
+
+/* One member's walk through the call's steps (the pool runs it on every thread). */
+static void chunk_thread(void *arg, int thread) {
+    const chunk_call *c = arg;
+    tg_forward *f = c->f;
+    tg_kvcache *cache = c->cache;
+    const int n = c->n;
+    const int64_t pos = c->pos;
+    float *logits_all = c->logits_all, *logits_last = c->logits_last;
+    const bool serial_attn = c->serial_attn;
     const struct tg_model *m = f->m;
     const tg_hparams *hp = &m->hp;
     const int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
-    if (n < 1 || n > f->max_chunk) return;
     const int threads = f->n_threads;
+    thread_buf *tb = &f->tb[thread];
+    team tm = {.steps = f->steps, .s = 0};
+    for (int l = 0; l < hp->n_layers; l++) {
+        const tg_layer_weights *w = &m->layers[l];
+        const bool own_kv = hp->kv_source[l] == l;
+
+        /* 1. q, k, v */
+        mat_job qkv[3];
+        job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
+        job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
+        job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
+        norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1};
+        run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
+
+        /* 2-3. append, rotate, attention pieces */
+        if (serial_attn) {
+            for (int t = 0; t < n; t++) {
+                attn_prepare(&tm, f, cache, l, own_kv, t, pos);
+                attn_pieces(&tm, f, cache, l, t, t + 1, pos, tb->work);
+            }
+        } else {
+            if (claim(&tm, 1) == 0) {
+                for (int t = 0; t < n; t++) {
+                    if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
+                    tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
+                    f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
+                }
+                finish(&tm);
+            }
+            step_end(&tm, 1);
+            attn_pieces(&tm, f, cache, l, 0, n, pos, tb->work);
+        }
+
+        /* 4. combine (privately) -> wo, added to x */
+        mat_job wo;
+        job_init(&wo, &w->wo, f->x, (size_t)d, n, threads);
+        combine_ctx cc = {f, tb, cache, w->wo.type, n};
+        run_jobs(&tm, &wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
+
+        /* 5. gate, up, swiglu */
+        norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2};
+        run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, unit_rows(&w->w_gate, n, threads));
+
+        /* 6. down, added to x */
+        mat_job down;
+        job_init(&down, &w->w_down, f->x, (size_t)d, n, threads);
+        hidden_ctx hc = {f, tb, w->w_down.type, n};
+        run_jobs(&tm, &down, 1, (prep_fn){prep_hidden, &hc}, true, tb->tmp);
+    }
+
+    /* final norm and the output head, only for the rows whose logits are wanted */
+    const int t0 = logits_all ? 0 : n - 1;
+    mat_job head;
+    job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
+    if (!logits_all && !logits_last) head.units = 0;
+    norm_ctx no = {f, tb, m->out_norm, t0, n, {m->lm_head.type, m->lm_head.type, m->lm_head.type}, 1};
+    run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
+}
+
+void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
+                      float *logits_last) {
+    const struct tg_model *m = f->m;
+    const tg_hparams *hp = &m->hp;
+    const int64_t d = hp->d_model, vocab = hp->vocab_size;
+    if (n < 1 || n > f->max_chunk) return;
     const bool serial_attn = n > 1 && attend_token_by_token(cache);
     const int64_t n_steps = (int64_t)hp->n_layers * (serial_attn ? 2 * (int64_t)n + 4 : 6) + 1;
     for (int64_t i = 0; i < n_steps; i++) {
@@ -417,66 +505,8 @@ void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int 
     /* token embeddings */
     for (int t = 0; t < n; t++) tg_tensor_get_row(&m->tok_embd, ids[t], f->x + t * d);
 
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        thread_buf *tb = &f->tb[omp_get_thread_num()];
-        team tm = {.steps = f->steps, .s = 0};
-        for (int l = 0; l < hp->n_layers; l++) {
-            const tg_layer_weights *w = &m->layers[l];
-            const bool own_kv = hp->kv_source[l] == l;
-
-            /* 1. q, k, v */
-            mat_job qkv[3];
-            job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
-            job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
-            job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
-            norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1};
-            run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
-
-            /* 2-3. append, rotate, attention pieces */
-            if (serial_attn) {
-                for (int t = 0; t < n; t++) {
-                    attn_prepare(&tm, f, cache, l, own_kv, t, pos);
-                    attn_pieces(&tm, f, cache, l, t, t + 1, pos, tb->work);
-                }
-            } else {
-                if (claim(&tm, 1) == 0) {
-                    for (int t = 0; t < n; t++) {
-                        if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
-                        tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
-                        f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
-                    }
-                    finish(&tm);
-                }
-                step_end(&tm, 1);
-                attn_pieces(&tm, f, cache, l, 0, n, pos, tb->work);
-            }
-
-            /* 4. combine (privately) -> wo, added to x */
-            mat_job wo;
-            job_init(&wo, &w->wo, f->x, (size_t)d, n, threads);
-            combine_ctx cc = {f, tb, cache, w->wo.type, n};
-            run_jobs(&tm, &wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
-
-            /* 5. gate, up, swiglu */
-            norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2};
-            run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, unit_rows(&w->w_gate, n, threads));
-
-            /* 6. down, added to x */
-            mat_job down;
-            job_init(&down, &w->w_down, f->x, (size_t)d, n, threads);
-            hidden_ctx hc = {f, tb, w->w_down.type, n};
-            run_jobs(&tm, &down, 1, (prep_fn){prep_hidden, &hc}, true, tb->tmp);
-        }
-
-        /* final norm and the output head, only for the rows whose logits are wanted */
-        const int t0 = logits_all ? 0 : n - 1;
-        mat_job head;
-        job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
-        if (!logits_all && !logits_last) head.units = 0;
-        norm_ctx no = {f, tb, m->out_norm, t0, n, {m->lm_head.type, m->lm_head.type, m->lm_head.type}, 1};
-        run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
-    }
+    chunk_call c = {f, cache, n, pos, logits_all, logits_last, serial_attn};
+    tg_pool_run(f->pool, chunk_thread, &c);
     if (logits_all && logits_last)
         memcpy(logits_last, logits_all + (int64_t)(n - 1) * vocab, (size_t)vocab * sizeof(float));
 }

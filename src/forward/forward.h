@@ -16,7 +16,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
                            tg_error *err);
 void tg_forward_free(tg_forward *f);
 
-/* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk) on one OpenMP team of up to n_threads: matrix-matrix
+/* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk) on the forward's team of n_threads (one pool run): matrix-matrix
  * projections for the chunk, attention through the cache (token by token where a later append could change what an
  * earlier token sees), so the result is bit-for-bit that of decoding the tokens one at a time, whatever the thread
  * count. Writes logits [n, vocab] to logits_all when non-NULL and the last row to logits_last when non-NULL.
