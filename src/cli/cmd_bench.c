@@ -425,7 +425,7 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
             const result *t = &res[i];
             const bool tg = t->name[0] == 't';
             printf("%s{\"test\": \"%s%" PRId64 "\", \"depth\": %" PRId64 ", \"tokens\": %" PRId64
-                   ", \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"tokens_per_s\": %.3f, \"kv_bytes_held\": %zu",
+                   ", \"seconds\": %.9f, \"cpu_seconds\": %.9f, \"tokens_per_s\": %.3f, \"kv_bytes_held\": %zu",
                    i ? ", " : "", t->name, t->n, t->depth, t->n, t->seconds, t->cpu_seconds,
                    t->seconds > 0 ? (double)t->n / t->seconds : 0.0, t->kv_held);
             if (tg) {
