@@ -24,7 +24,7 @@ ASN_CLI_OBJ := $(CLI_SRC:%.c=$(ASN)/%.o)
 ASN_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(ASN)/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(ASN)/tests/%)
 
-.PHONY: all test clean unit-tests tools
+.PHONY: all test clean unit-tests tools check-generic
 all: tinygpt
 
 tinygpt: $(REL_CLI_OBJ) $(REL)/libtinygpt.a
@@ -65,8 +65,13 @@ $(REL)/tools/%: tools/%.c $(REL)/libtinygpt.a
 
 unit-tests: $(TEST_BIN) $(ASN)/tinygpt
 
-test: unit-tests tinygpt
+test: check-generic unit-tests tinygpt
 	@tests/run.sh $(ASN)
+
+# Every source compiled without -march=native: the scalar paths that a machine without AVX2 (and the fuzz build)
+# compiles must stay warning-free too. Syntax only: a few seconds.
+check-generic:
+	@for f in $(LIB_SRC) $(CLI_SRC); do $(CC) $(WARN) -O1 $(OMP) $(INC) $(DEPS_CFLAGS) -fsyntax-only $$f || exit 1; done
 
 # --- memcheck of the reader tests: a plain build (no sanitizers, no AVX-512, which valgrind cannot run) ---
 VG := build/valgrind

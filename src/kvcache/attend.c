@@ -267,7 +267,7 @@ static void run_segment(const view *vw, bool keys, const segment *g, const float
             for (size_t off = 0; off < row_bytes; off += 64)
                 _mm_prefetch((const char *)g->p + (size_t)i * g->stride + off, _MM_HINT_T0);
 #else
-        (void)row_bytes;
+        (void)row_bytes, (void)simd;
 #endif
         make_block(g, i0, nr, grid, &b);
         b.bias = qk != qh ? qfold + (int64_t)vw->gq * D : NULL;
