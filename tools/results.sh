@@ -167,12 +167,12 @@ yoco_rows=(
     "sllm-fp16|fp16, StreamingLLM 4+256 re-positioned|--kv-quantize fp16 --streaming-llm-sink 4 --streaming-llm-window 256 --streaming-llm-reposition"
     "sllm-int4|int4, StreamingLLM 4+256 re-positioned|--kv-quantize int4 --streaming-llm-sink 4 --streaming-llm-window 256 --streaming-llm-reposition"
 )
+# yoco_input NAME: the text and token count of a YOCO row (the StreamingLLM rows stream the long text)
+yoco_input() { case $1 in sllm-*) echo "$long $sink_tokens" ;; *) echo "$valid $valid_tokens" ;; esac; }
 echo "results.sh: YOCO runs (both models)" >&2
 for r in "${yoco_rows[@]}"; do
     IFS='|' read -r name label flags <<<"$r"
-    text=$valid
-    max=$valid_tokens
-    case $name in sllm-*) text=$long; max=$sink_tokens ;; esac
+    read -r text max < <(yoco_input "$name")
     job_model=$yoco_model
     # shellcheck disable=SC2086
     job "yoco-$name" "$text" "$max" $flags
@@ -232,8 +232,8 @@ yoco_table() {
     local r name label flags
     for r in "${yoco_rows[@]}"; do
         IFS='|' read -r name label flags <<<"$r"
-        local text=$valid max=$valid_tokens
-        case $name in sllm-*) text=$long; max=$sink_tokens ;; esac
+        local text max
+        read -r text max < <(yoco_input "$name")
         local sb yb
         sb=$(get "std-$name" cache_bytes)
         yb=$(get "yoco-$name" cache_bytes)

@@ -16,15 +16,7 @@ if [ ! -f "$MODEL" ]; then
     echo "test_bench: $MODEL is absent; skipped"
     exit 0
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
+. tests/cli/lib.sh
 
 # JSON report: pp, one tg per depth (sorted), fields coherent.
 if "$T" bench "$MODEL" --prompt-tokens 16 --tokens 4 --depth 20,0 --threads 2 --bandwidth-mib 4 --json \

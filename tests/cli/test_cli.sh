@@ -13,16 +13,7 @@ if [ ! -x "$T" ]; then
     exit 1
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
+. tests/cli/lib.sh
 
 # run ARGS... : runs the tool, leaving stdout in $tmp/out, stderr in $tmp/err and the status in $rc.
 run() {

@@ -16,15 +16,7 @@ if ! command -v python3 >/dev/null; then
     exit 1
 fi
 
-tmp=$(mktemp -d)
-trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
+. tests/cli/lib.sh
 
 run() {
     "$T" "$@" >"$tmp/out" 2>"$tmp/err"

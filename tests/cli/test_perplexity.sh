@@ -14,15 +14,7 @@ if [ ! -x "$T" ]; then
     exit 1
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
+. tests/cli/lib.sh
 
 # run ARGS...: stdout in $tmp/out, stderr in $tmp/err, status in $rc.
 run() {

@@ -17,15 +17,7 @@ if [ ! -x "$T" ]; then
     exit 1
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
+. tests/cli/lib.sh
 run() {
     "$T" "$@" >"$tmp/out" 2>"$tmp/err"
     rc=$?
