@@ -65,21 +65,22 @@ bool tg_file_read_all(const char *path, size_t max_bytes, char **data, size_t *l
         close(fd);
         return tg_fail(err, "%s: %zu bytes, over the limit of %zu bytes for this file", path, size, max_bytes);
     }
-    /* The size is a hint (a file may change while read); reading stops at end of file or past the limit. */
-    size_t cap = size + 1, n = 0;
+    /* The size is a hint (a file may change while read): reading goes on to the end of the file, one byte past the
+     * limit at most. The buffer always has room for the NUL. */
+    size_t cap = size + 2, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
         return tg_fail(err, "%s: out of memory (%zu bytes)", path, cap);
     }
     for (;;) {
+        if (n > max_bytes) {
+            free(buf);
+            close(fd);
+            return tg_fail(err, "%s: over the limit of %zu bytes for this file", path, max_bytes);
+        }
         if (n + 1 == cap) {
-            if (cap > max_bytes) {
-                free(buf);
-                close(fd);
-                return tg_fail(err, "%s: over the limit of %zu bytes for this file", path, max_bytes);
-            }
-            size_t ncap = cap * 2 > max_bytes + 2 ? max_bytes + 2 : cap * 2;
+            size_t ncap = cap > max_bytes / 2 ? max_bytes + 2 : cap * 2;
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
