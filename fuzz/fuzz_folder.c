@@ -8,12 +8,17 @@
  * <root>/models--fuzz/snapshots/rev, so that blobs/ links are meaningful), loads it with tg_model_load and removes it
  * again. Checks: the error contract (one non-empty line); the load never blocks (a FIFO opened without O_NONBLOCK
  * would hang the run: libFuzzer's -timeout reports it); a config.json or tokenizer.json that links out of the folder
- * is refused, never followed; no message quotes the bytes of the secret file outside the folder. */
+ * is refused, never followed; no message quotes the bytes of the secret file outside the folder.
+ *
+ * A blocking open of a FIFO does not hang under libFuzzer: its SIGALRM watchdog (every -timeout/2 + 1 s) interrupts
+ * open() with EINTR, so a blocked load returns after ~11 s with "Interrupted system call", below -timeout=20. The
+ * harness therefore times the load itself and treats a slow load (or that message) as a broken contract. */
 #include "fuzz_common.h"
 
 #include <errno.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char *const FOLDER_FILES[] = {
     "config.json",          "tokenizer.json",           "tokenizer_config.json",
@@ -36,6 +41,15 @@ typedef enum {
     KIND_LINK_DEV,   /* a symlink to /dev/zero */
     FOLDER_KINDS
 } file_kind;
+
+/* A load of these few small files takes milliseconds; one this slow waited on something (a FIFO). */
+#define FOLDER_SLOW_SECONDS 5.0
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 /* The bytes of the file outside the folder that no message may quote. */
 static const char SECRET[] = "TG-SECRET-7f3a9c: do not echo";
@@ -126,7 +140,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 
     tg_error err = {{0}};
+    double t0 = now_seconds();
     tg_model *m = tg_model_load(dir, &err);
+    double took = now_seconds() - t0;
+    if (took > FOLDER_SLOW_SECONDS || (!m && strstr(err.msg, "Interrupted system call"))) {
+        char why[600];
+        snprintf(why, sizeof why, "took %.1f s (blocked on a file?): %s", took, m ? "loaded" : err.msg);
+        fuzz_die("tg_model_load", why);
+    }
     if (m) {
         /* what links out of the folder must not have been read */
         if (kind[0] == KIND_LINK_OUT || kind[0] == KIND_LINK_SECRET || kind[0] == KIND_LINK_DEV)
