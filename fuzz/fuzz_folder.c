@@ -61,6 +61,23 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return 0;
 }
 
+/* Removes the run's folder (also before a broken contract aborts, so that no FIFO or folder is left in /tmp). */
+static void remove_root(const char *root) {
+    if (nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 || access(root, F_OK) == 0) fuzz_die("cleanup", root);
+}
+
+/* fuzz_die after removing the run's folder. */
+static void folder_die(const char *root, const char *what, const char *detail) {
+    remove_root(root);
+    fuzz_die(what, detail);
+}
+
+/* fuzz_check_error, removing the run's folder first when the contract is broken. */
+static void folder_check_error(const char *root, const tg_error *err, const char *call) {
+    if (err->msg[0] == '\0' || strchr(err->msg, '\n')) remove_root(root);
+    fuzz_check_error(err, call);
+}
+
 static void write_at(const char *path, const uint8_t *data, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) fuzz_die("write", path);
@@ -146,32 +163,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (took > FOLDER_SLOW_SECONDS || (!m && strstr(err.msg, "Interrupted system call"))) {
         char why[600];
         snprintf(why, sizeof why, "took %.1f s (blocked on a file?): %s", took, m ? "loaded" : err.msg);
-        fuzz_die("tg_model_load", why);
+        folder_die(root, "tg_model_load", why);
     }
     if (m) {
         /* what links out of the folder must not have been read */
         if (kind[0] == KIND_LINK_OUT || kind[0] == KIND_LINK_SECRET || kind[0] == KIND_LINK_DEV)
-            fuzz_die("tg_model_load", "loaded a config.json that links out of the folder");
+            folder_die(root, "tg_model_load", "loaded a config.json that links out of the folder");
         if (kind[1] == KIND_LINK_OUT || kind[1] == KIND_LINK_SECRET || kind[1] == KIND_LINK_DEV)
-            fuzz_die("tg_model_load", "loaded a tokenizer.json that links out of the folder");
+            folder_die(root, "tg_model_load", "loaded a tokenizer.json that links out of the folder");
         int32_t *ids = NULL;
         size_t n = 0;
         static const char text[] = "hello \xE2\x96\x81 world";
         if (tg_tokenize(m, text, sizeof text - 1, tg_model_adds_bos(m), &ids, &n, &err)) {
             for (size_t i = 0; i < n; i++)
-                if (ids[i] < 0 || ids[i] >= tg_vocab_size(m)) fuzz_die("tg_tokenize", "id outside the vocabulary");
+                if (ids[i] < 0 || ids[i] >= tg_vocab_size(m))
+                    folder_die(root, "tg_tokenize", "id outside the vocabulary");
         } else {
-            fuzz_check_error(&err, "tg_tokenize");
+            folder_check_error(root, &err, "tg_tokenize");
         }
         free(ids);
         tg_model_free(m);
     } else {
-        fuzz_check_error(&err, "tg_model_load");
+        folder_check_error(root, &err, "tg_model_load");
         if (strstr(err.msg, "TG-SECRET") && !memmem(data, size, "TG-SECRET", 9))
-            fuzz_die("tg_model_load", "the message quotes the file outside the folder");
+            folder_die(root, "tg_model_load", "the message quotes the file outside the folder");
     }
 
-    if (nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 || access(root, F_OK) == 0)
-        fuzz_die("cleanup", root);
+    remove_root(root);
     return 0;
 }
