@@ -138,39 +138,16 @@ static bool read_prompts(const char *path, char ***lines, size_t *n) {
         return false;
     }
     char **out = NULL;
-    size_t count = 0, cap = 0;
-    bool ok = true;
-    for (size_t at = 0; at < len && ok;) {
-        const char *nl = memchr(text + at, '\n', len - at);
-        const size_t end = nl ? (size_t)(nl - text) : len;
-        size_t got = strnlen(text + at, end - at);
-        while (got > 0 && text[at + got - 1] == '\r') got--;
-        if (got > 0) {
-            if (count == cap) {
-                size_t nc = cap ? 2 * cap : 8;
-                char **bigger = realloc(out, nc * sizeof *bigger);
-                if (!bigger) {
-                    ok = false;
-                    break;
-                }
-                out = bigger;
-                cap = nc;
-            }
-            out[count] = strndup(text + at, got);
-            if (!out[count]) ok = false;
-            else count++;
-        }
-        at = end + 1;
-    }
+    size_t count = 0;
+    const bool split = tg_text_lines(text, len, &out, &count);
     free(text);
-    if (!ok) tg_runtime_error("out of memory");
-    if (ok && count == 0) {
-        tg_runtime_error("%s: no prompts (one per line)", path);
-        ok = false;
+    if (!split) {
+        tg_runtime_error("out of memory");
+        return false;
     }
-    if (!ok) {
-        for (size_t i = 0; i < count; i++) free(out[i]);
-        free(out);
+    if (count == 0) {
+        tg_text_lines_free(out, count);
+        tg_runtime_error("%s: no prompts (one per line)", path);
         return false;
     }
     *lines = out;
@@ -336,8 +313,7 @@ int tg_cmd_compare(int argc, char **argv) {
             status = run_compare(&a, model, prompts, n_prompts);
     }
     tg_model_free(model);
-    for (size_t i = 0; i < n_prompts; i++) free(prompts[i]);
-    free(prompts);
+    tg_text_lines_free(prompts, n_prompts);
     if (status == TG_EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
         if (errno == EPIPE) return TG_EXIT_OK;
         return tg_runtime_error("writing to stdout: %s", strerror(errno));

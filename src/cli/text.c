@@ -1,5 +1,9 @@
 /* text.c — UTF-8 stepping, table cells and padding, and bounded reading of text files for the CLI. A character is at
  * most 4 bytes here: every write is checked against the capacity of the buffer it goes to. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* strnlen */
+#endif
+
 #include "cli/text.h"
 
 #include <errno.h>
@@ -7,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+static bool text_is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 /* Length of the well-formed sequence at s[0 .. n), or 0 when it is not one (RFC 3629 table 3-7). */
-static size_t valid_len(const unsigned char *s, size_t n) {
+static size_t text_valid_len(const unsigned char *s, size_t n) {
     const unsigned char c = s[0];
     if (c < 0x80) return 1;
     size_t len;
@@ -26,16 +30,16 @@ static size_t valid_len(const unsigned char *s, size_t n) {
     else return 0;
     if (n < len || s[1] < lo || s[1] > hi) return 0;
     for (size_t i = 2; i < len; i++)
-        if (!is_cont(s[i])) return 0;
+        if (!text_is_cont(s[i])) return 0;
     return len;
 }
 
 size_t tg_utf8_char_len(const char *s, size_t n) {
-    const size_t v = n ? valid_len((const unsigned char *)s, n) : 0;
+    const size_t v = n ? text_valid_len((const unsigned char *)s, n) : 0;
     return v ? v : 1;
 }
 
-bool tg_utf8_char_valid(const char *s, size_t n) { return n > 0 && valid_len((const unsigned char *)s, n) > 0; }
+bool tg_utf8_char_valid(const char *s, size_t n) { return n > 0 && text_valid_len((const unsigned char *)s, n) > 0; }
 
 size_t tg_utf8_count(const char *s, size_t n) {
     size_t chars = 0;
@@ -43,8 +47,8 @@ size_t tg_utf8_count(const char *s, size_t n) {
     return chars;
 }
 
-static const char ELLIPSIS[] = "\xe2\x80\xa6";  /* U+2026, 3 bytes */
-static const char REPLACEMENT[] = "\xef\xbf\xbd"; /* U+FFFD, 3 bytes */
+static const char TEXT_ELLIPSIS[] = "\xe2\x80\xa6";  /* U+2026, 3 bytes */
+static const char TEXT_REPLACEMENT[] = "\xef\xbf\xbd"; /* U+FFFD, 3 bytes */
 
 size_t tg_text_cell(const char *p, size_t max_chars, bool markdown, char *buf, size_t cap) {
     if (cap == 0) return 0;
@@ -62,7 +66,7 @@ size_t tg_text_cell(const char *p, size_t max_chars, bool markdown, char *buf, s
         size_t piece_len = len;
         char esc[2];
         if (!tg_utf8_char_valid(p + i, n - i)) {
-            piece = REPLACEMENT;
+            piece = TEXT_REPLACEMENT;
             piece_len = 3;
         } else if (c < 0x20 || c == 0x7f) {
             piece = "?";
@@ -84,7 +88,7 @@ size_t tg_text_cell(const char *p, size_t max_chars, bool markdown, char *buf, s
         chars++;
     }
     if (cut && 3 + 1 <= cap - used) {
-        memcpy(buf + used, ELLIPSIS, 3);
+        memcpy(buf + used, TEXT_ELLIPSIS, 3);
         used += 3;
     }
     buf[used] = '\0';
@@ -94,6 +98,49 @@ size_t tg_text_cell(const char *p, size_t max_chars, bool markdown, char *buf, s
 void tg_print_padded(FILE *f, const char *s, size_t width) {
     fputs(s, f);
     for (size_t chars = tg_utf8_count(s, strlen(s)); chars < width; chars++) fputc(' ', f);
+}
+
+void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n) {
+    const char *text = NULL;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) tg_detok_push(d, ids[i], &text, &len);
+    tg_detok_flush(d, &text, &len);
+}
+
+bool tg_text_lines(const char *text, size_t len, char ***lines, size_t *n) {
+    char **out = NULL;
+    size_t count = 0, cap = 0;
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        const size_t end = nl ? (size_t)(nl - text) : len;
+        size_t got = strnlen(text + at, end - at);
+        while (got > 0 && text[at + got - 1] == '\r') got--;
+        if (got > 0) {
+            if (count == cap) {
+                const size_t nc = cap ? 2 * cap : 8;
+                char **bigger = nc <= SIZE_MAX / sizeof *bigger ? realloc(out, nc * sizeof *bigger) : NULL;
+                if (!bigger) goto oom;
+                out = bigger;
+                cap = nc;
+            }
+            out[count] = malloc(got + 1);
+            if (!out[count]) goto oom;
+            memcpy(out[count], text + at, got);
+            out[count++][got] = '\0';
+        }
+        at = end + 1;
+    }
+    *lines = out;
+    *n = count;
+    return true;
+oom:
+    tg_text_lines_free(out, count);
+    return false;
+}
+
+void tg_text_lines_free(char **lines, size_t n) {
+    for (size_t i = 0; i < n; i++) free(lines[i]);
+    free(lines);
 }
 
 /* ---- reading ----------------------------------------------------------------------------------------------------- */

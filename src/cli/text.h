@@ -6,7 +6,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "tinygpt.h"
 
 /* The most bytes a command reads from a prompt or text file (compare --prompts, perplexity FILE): 64 MiB. */
 #define TG_TEXT_FILE_LIMIT ((size_t)64 << 20)
@@ -30,6 +33,18 @@ size_t tg_text_cell(const char *p, size_t max_chars, bool markdown, char *buf, s
 
 /* Writes s to f and then spaces up to `width` characters (tg_utf8_count; nothing added when s is wider). */
 void tg_print_padded(FILE *f, const char *s, size_t width);
+
+/* The non-empty lines of text[0 .. len) (a line ends at '\n'; trailing '\r's are dropped; a NUL byte ends the line's
+ * text), as a malloc'ed array of malloc'ed strings in *lines (*n of them; free with tg_text_lines_free). False only
+ * when memory runs out (nothing to free then). */
+bool tg_text_lines(const char *text, size_t len, char ***lines, size_t *n);
+void tg_text_lines_free(char **lines, size_t n);
+
+/* Pushes the prompt's ids through d without printing them (`sample --no-echo`), then drops what is still pending
+ * (an incomplete UTF-8 character at the prompt's end), so that the generated text starts clean: its first bytes are
+ * never joined to the prompt's tail, and nothing of the prompt (not even a U+FFFD for its tail) is printed. The
+ * decoder still knows the text has started (SentencePiece prefix spaces are handled as with the echo). */
+void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n);
 
 /* Reads the file at path into a malloc'ed, NUL-terminated buffer (*len excludes the NUL), at most `limit` bytes: a
  * file with more is refused. Works for pipes and character devices too (it never needs the size up front). On

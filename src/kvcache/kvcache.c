@@ -91,14 +91,17 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
         c->sink_grid = cache_alloc(c, 2 * D * sizeof(uint16_t), false, &ok);
     }
     if (ok && g.reposition) {
-        /* cos / sin of every slot, bit-for-bit tg_rope's rotation without trigonometry per read */
-        c->rope_tab = tg_rope_table_new(g.head_dim, shape->rope_theta, g.max_stored, err);
+        /* cos / sin of the first slots, bit-for-bit tg_rope's rotation without trigonometry per read; slots past the
+         * table (a window beyond TG_REPOSITION_TABLE_SLOTS) are rotated by the same formula computed directly, so
+         * a huge window costs neither the table's memory nor its time up front */
+        const int64_t slots = g.max_stored < TG_REPOSITION_TABLE_SLOTS ? g.max_stored : TG_REPOSITION_TABLE_SLOTS;
+        c->rope_tab = tg_rope_table_new(g.head_dim, shape->rope_theta, slots, err);
         if (!c->rope_tab) {
             tg_kvcache_free(c);
             return NULL;
         }
         c->n_allocs++;
-        c->bytes_meta += (size_t)g.max_stored * D * sizeof(float) + D / 2 * sizeof(double);
+        c->bytes_meta += (size_t)slots * D * sizeof(float) + D / 2 * sizeof(double);
     }
     if (!ok) {
         tg_kvcache_free(c);
