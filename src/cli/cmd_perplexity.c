@@ -474,6 +474,13 @@ int tg_cmd_perplexity(int argc, char **argv) {
                                 n_ids == 1 ? "" : "s");
     }
 
+    if ((int64_t)(n_ids - 1) < a.every) {
+        free(ids);
+        tg_model_free(model);
+        return tg_runtime_error("--every %" PRId64 " scores nothing: the %zu tokens used of %s have scored indices 1 "
+                                "to %zu; use a smaller --every", a.every, n_ids, a.text_path, n_ids - 1);
+    }
+
     ppl_eval e = {
         .a = &a,
         .model = model,

@@ -264,22 +264,22 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     tg_report_banner(stderr, model_path, &info, &rep, &a->sp, threads);
 
+    double t0 = now_s();
+    size_t done = 0;
+    while (done < n_prompt && !interrupted) {
+        size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
+        if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
+            return tg_runtime_error("%s", err.msg); /* before the echo: nothing on stdout */
+        }
+        done += n;
+    }
+    double t_prompt = now_s() - t0;
+
     int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
     if (a->echo)
         for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i]);
     else
         tg_detok_skip_prompt(r->detok, r->ids, n_prompt);
-
-    double t0 = now_s();
-    size_t done = 0;
-    while (done < n_prompt && write_state == 0 && !interrupted) {
-        size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
-        if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
-            return tg_runtime_error("%s", err.msg);
-        }
-        done += n;
-    }
-    double t_prompt = now_s() - t0;
 
     const char *stop = NULL;
     int64_t generated = 0;
