@@ -120,14 +120,15 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
 
 /* ---- the tokens ------------------------------------------------------------------------------------------------ */
 
-/* Parses white-space separated token ids in [0, vocab); false (message printed) on anything else. */
-static bool parse_ids(const char *path, const char *text, int32_t vocab, int32_t **ids, size_t *n) {
+/* Parses white-space separated token ids in [0, vocab) from text[0 .. len) (text[len] is a NUL; a NUL byte before
+ * it is not an id); false (message printed) on anything else. */
+static bool parse_ids(const char *path, const char *text, size_t len, int32_t vocab, int32_t **ids, size_t *n) {
     size_t cap = 256, count = 0;
     int32_t *out = malloc(cap * sizeof *out);
     const char *p = text;
     while (out) {
         while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',') p++;
-        if (*p == '\0') {
+        if (p == text + len) {
             *ids = out;
             *n = count;
             return true;
@@ -190,7 +191,7 @@ static bool load_tokens(const ppl_args *a, const tg_model *model, int32_t **ids,
                 while (use > 0 && !strchr(" \t\n\r,", r.buf[use - 1])) use--;
             const char saved = r.buf[use];
             r.buf[use] = '\0';
-            ok = parse_ids(a->text_path, r.buf, tg_vocab_size(model), ids, n_ids);
+            ok = parse_ids(a->text_path, r.buf, use, tg_vocab_size(model), ids, n_ids);
             r.buf[use] = saved;
         } else {
             tg_error err = {{0}};

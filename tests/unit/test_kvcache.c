@@ -612,6 +612,30 @@ static void test_reposition_table_capped(void **state) {
     tg_kvcache_free(c);
 }
 
+/* The memory check (issue 11, 4e): a cache larger than max_memory, or than the machine's memory by default, is
+ * refused by tg_kvcache_new before anything is allocated, with both numbers; a negative limit turns it off. */
+static void test_max_memory(void **state) {
+    (void)state;
+    tg_cache_shape shape = small_shape(2, 2, 1, 8, 1024);
+    tg_cache_params p = tg_cache_default_params();
+    tg_error err = {{0}};
+    p.max_memory = 1000; /* the cache needs 2 layers x 2 x 1024 x 8 x 4 = 128 KiB */
+    assert_null(tg_kvcache_new(&shape, &p, &err));
+    assert_string_equal(err.msg, "KV cache needs 128.00 KiB, more than --max-memory 1000 B");
+    p.max_memory = 128 << 10;
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    tg_kvcache_free(c);
+    /* 2^40 tokens of a bounded window: 2^40 x 2 x 2 x 8 x 4 bytes = 128 TiB, more than any test machine has */
+    p = tg_cache_default_params();
+    p.window = (int64_t)1 << 40;
+    assert_null(tg_kvcache_new(&shape, &p, &err));
+    assert_non_null(strstr(err.msg, "KV cache needs 128.00 TiB but the machine has "));
+    assert_non_null(strstr(err.msg, "(--max-memory to change the limit)"));
+    /* the cache table still answers for such a policy: it allocates nothing */
+    assert_true(tg_kvcache_bytes_for(&shape, &p, 100, &err) > 0);
+}
+
 /* ---- policy: validation, budget, banner ------------------------------------------------------------------------ */
 
 static void expect_invalid(tg_cache_params p, const char *flag) {
@@ -827,6 +851,7 @@ int main(void) {
         cmocka_unit_test(test_byte_accounting),
         cmocka_unit_test(test_memory_never_grows),
         cmocka_unit_test(test_reposition_table_capped),
+        cmocka_unit_test(test_max_memory),
         cmocka_unit_test(test_invalid_policies_name_the_flag),
         cmocka_unit_test(test_budget_chooses_largest_window),
         cmocka_unit_test(test_policy_string_and_names),
