@@ -15,7 +15,15 @@
  * value or a file name) become '?'; a message longer than 1 KiB is cut. */
 static void print_line(const char *prefix, const char *fmt, va_list ap) {
     char buf[1024];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    const int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= (int)sizeof buf) {
+        /* cut: drop a multi-byte character that the cut left incomplete, so the line stays valid UTF-8 */
+        size_t i = sizeof buf - 1;
+        while (i > 0 && ((unsigned char)buf[i - 1] & 0xC0) == 0x80) i--;
+        const unsigned char lead = i > 0 ? (unsigned char)buf[i - 1] : 0;
+        const size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (lead >= 0xC0 && sizeof buf - 1 - (i - 1) < want) buf[i - 1] = '\0';
+    }
     for (char *c = buf; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     fprintf(stderr, "%s%s\n", prefix, buf);

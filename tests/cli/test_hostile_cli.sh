@@ -107,5 +107,11 @@ if [ "$rc" -eq 0 ]; then
     head -c 3 "$tmp/out" | od -An -tx1 | grep -q 'ef bf bd' && bad "--no-echo printed U+FFFD for the prompt's tail" || ok
 fi
 
+# a message cut at 1 KiB does not end in half a character
+long=$(python3 -c 'print("x" * 977 + "\u20ac" * 20)')
+bounded 2 "--tokens: expected a positive integer" sample "$tiny" --tokens "$long"
+python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$tmp/err" 2>/dev/null && ok ||
+    bad "a cut usage error is not valid UTF-8: $(tail -c 8 "$tmp/err" | od -An -tx1)"
+
 echo "test_hostile_cli: $passed checks passed, $failed failed"
 [ "$failed" -eq 0 ]
