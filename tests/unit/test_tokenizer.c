@@ -163,12 +163,13 @@ static void run_split(const char *text, const char *pattern, bool literal, tg_sp
                       const char *const *want, size_t n) {
     tg_error err = {{0}};
     tg_pre_step st = {.kind = TG_PRE_SPLIT, .behavior = beh, .invert = invert};
-    st.re = tg_regex_new(pattern, strlen(pattern), literal, &err);
+    st.re = tg_regex_new(pattern, strlen(pattern), literal, "test", &err);
     assert_non_null(st.re);
     tg_pieces ps = {0};
-    tg_pretok_ctx *c = tg_pretok_ctx_new();
+    tg_pretok_ctx *c = tg_pretok_ctx_new("test");
+    bool over;
     assert_true(tg_pieces_set(&ps, text, strlen(text), true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, want, n);
     tg_pieces_free(&ps);
     tg_pretok_ctx_free(c);
@@ -206,27 +207,28 @@ static void test_metaspace_step(void **state) {
     tg_pre_step st = {.kind = TG_PRE_METASPACE, .replacement = MS, .replacement_len = 3,
                       .prepend = TG_PREPEND_ALWAYS, .split = true};
     tg_pieces ps = {0};
-    tg_pretok_ctx *c = tg_pretok_ctx_new();
+    tg_pretok_ctx *c = tg_pretok_ctx_new("test");
+    bool over;
     /* tokenizers' own test: "Hey   friend!" */
     const char *want[] = {MS "Hey", MS, MS, MS "friend!"};
     assert_true(tg_pieces_set(&ps, "Hey   friend!", 13, true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, want, 4);
     /* prepend_scheme "first": only a piece at offset 0 of the input gets the prefix */
     st.prepend = TG_PREPEND_FIRST;
     st.split = false;
     const char *first[] = {MS "a" MS "b"};
     assert_true(tg_pieces_set(&ps, "a b", 3, true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, first, 1);
     const char *later[] = {"a" MS "b"};
     assert_true(tg_pieces_set(&ps, "a b", 3, false));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, later, 1);
     /* a text already starting with a space is not prefixed twice */
     const char *spaced[] = {MS "x"};
     assert_true(tg_pieces_set(&ps, " x", 2, true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, spaced, 1);
     tg_pieces_free(&ps);
     tg_pretok_ctx_free(c);
@@ -373,9 +375,10 @@ static void test_hf_ignore_merges_and_digits(void **state) {
     assert_non_null(t);
     assert_int_equal(t->n_pre, 2);
     tg_pieces ps = {0};
-    tg_pretok_ctx *c = tg_pretok_ctx_new();
+    tg_pretok_ctx *c = tg_pretok_ctx_new("test");
+    bool over;
     assert_true(tg_pieces_set(&ps, "ab 123", 6, true));
-    assert_true(tg_pretok_run(t->pre, t->n_pre, &ps, c, &err));
+    assert_true(tg_pretok_run(t->pre, t->n_pre, &ps, SIZE_MAX, c, &over, &err));
     const char *want[] = {"ab", "\xC4\xA0", "1", "2", "3"};
     expect_pieces(&ps, want, 5);
     tg_pieces_free(&ps);
