@@ -6,6 +6,7 @@
 #   4a 24 and 30 chained Replace normalizers "a" -> "aa" (was 16.7 M ids / minutes; now the expansion ceiling)
 #   4b 20,000 added tokens sharing a first byte, over a 120 KB text of that byte (was text x added tokens)
 #   5  a Split pattern '(unclosed' (the message must name tokenizer.json)
+# and the other ceilings: pre-tokenizer expansion (Metaspace steps whose replacement is four spaces), 65 normalizers.
 # Uses $TINYGPT (the sanitizer build). Exit status is non-zero when any check failed.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -55,6 +56,15 @@ def replaces(n):
 folder("replace4", replaces(4))
 folder("replace24", replaces(24))
 folder("replace30", replaces(30))
+
+def many_steps(t):
+    t["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "x"}] * 65}
+folder("steps65", many_steps)
+
+def pre_expand(t):  # each step turns a space into four: 4^8 times the spaces
+    t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Metaspace", "replacement": "    ", "prepend_scheme": "never", "split": False}] * 8}
+folder("pre-expand", pre_expand)
 
 def unclosed(t):
     t["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated",
@@ -128,6 +138,11 @@ bounded "30 chained Replace steps" 1 "$tmp/replace30/tokenizer.json: $limit" tok
 bounded "4 Replace steps" 0 "" tokenize "$tmp/replace4" "a"
 [ "$(wc -w <"$tmp/out")" -eq 16 ] && ok || bad "replace4: want 16 ids, got: $(cat "$tmp/out")"
 bounded "24 Replace steps, empty text" 0 "" tokenize "$tmp/replace24" ""
+
+# the same ceiling on the pre-tokenizer side, and the cap on the number of steps
+bounded "8 chained space-multiplying Metaspace steps" 1 \
+    "$tmp/pre-expand/tokenizer.json: pre-tokenizer expands the input beyond" tokenize "$tmp/pre-expand" "a b c d"
+bounded "65 normalizers" 1 "$tmp/steps65/tokenizer.json: more than 64 normalizers (limit: 64)" tokenize "$tmp/steps65" x
 
 # 4b: 20,000 added tokens over 120 KB: linear matching; the two real added tokens at the end are found
 bounded "20k added tokens, 120 KB text" 0 "" tokenize "$tmp/added20k.gguf" "$(cat "$tmp/a120k.txt")"
