@@ -60,8 +60,9 @@ def seed(name, base, edit, text):
         f.write(json.dumps(tok, ensure_ascii=False).encode() + sep + text.encode())
 
 
-def metaspace(rep, scheme, split):
+def metaspace(rep, scheme, split):  # Mistral's layout: no normalizer, the spaces reach the pre-tokenizer
     def edit(t):
+        t["normalizer"] = None
         t["pre_tokenizer"] = {"type": "Metaspace", "replacement": rep, "prepend_scheme": scheme, "split": split}
     return edit
 
