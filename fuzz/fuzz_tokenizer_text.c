@@ -2,7 +2,7 @@
  * tokenizer.json, FUZZ_SEP, then the text to encode (any bytes). The seeds and fuzz/dict/json.dict steer it to the
  * configurations that transform text (Metaspace with multi-byte replacements and every prepend scheme, chains of
  * Replace / Prepend normalizers, ByteLevel, Split) and to added tokens that overlap each other and the text.
- * A tokenizer that loads encodes the text with and without BOS. Checked: the library's error contract (an encode
+ * A tokenizer that loads encodes the text with and without BOS, then the text repeated (a sweep of lengths). Checked: the library's error contract (an encode
  * may fail, with one line, e.g. at the expansion ceiling); every id lies in the vocabulary; every decoded piece
  * fits the size it reports; the whole decoded text equals the pieces joined. ASan catches any buffer a
  * transformation overruns; -malloc_limit_mb=1024 and -timeout=20 catch unbounded work. */
@@ -76,6 +76,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     text_encode(t, part[1], len[1], false);
     if (tg_tokenizer_bos(t) >= 0) text_encode(t, part[1], len[1], true);
+    /* Buffer-sizing bugs show at particular lengths (where a growth step lands) and libFuzzer keeps inputs short:
+     * the text repeated 2..16 times (up to SWEEP_BYTES) sweeps the lengths while keeping its make-up. */
+    enum { SWEEP_BYTES = 8192 };
+    uint8_t *rep = len[1] ? malloc(SWEEP_BYTES) : NULL;
+    for (size_t r = 2; rep && r <= 16 && r * len[1] <= SWEEP_BYTES; r++) {
+        for (size_t k = 0; k < r; k++) memcpy(rep + k * len[1], part[1], len[1]);
+        text_encode(t, rep, r * len[1], false);
+    }
+    free(rep);
     tg_tokenizer_free(t);
     return 0;
 }

@@ -51,6 +51,10 @@ byte_level, spm = (json.load(open(p)) for p in sys.argv[1:3])
 out, sep = sys.argv[3], sys.argv[4].encode()
 texts = ["Hello world, the cat sat on the mat.", "def f(x):\n    return x  # two  spaces",
          "caf\u00e9 \u4f60\u597d \U0001F600 <|endoftext|> <s>a</s>", "\u2581already \u2581 marked"]
+# indented code, the shape of issue 11's reproducer (a deeply indented Python file): most bytes are spaces
+code = "".join(" " * (4 * d) + line + "\n" for d, line in
+               [(0, "class A:"), (1, "def f(self, x):"), (2, "if x:"), (3, "for i in x:"), (4, "while i:"),
+                (5, "try:"), (6, "yield i"), (5, "except E:"), (6, "pass"), (0, ""), (6, "# end")])
 
 
 def seed(name, base, edit, text):
@@ -94,6 +98,8 @@ def byte_level_prefix(t):
 
 
 seed("byte-level-prefix", byte_level, byte_level_prefix, texts[1])
+seed("byte-level-code", byte_level, lambda t: None, code)
+seed("metaspace-code", spm, metaspace("\u2581", "always", False), code)
 
 
 def added(t):
