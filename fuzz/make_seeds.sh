@@ -100,6 +100,7 @@ def byte_level_prefix(t):
 seed("byte-level-prefix", byte_level, byte_level_prefix, texts[1])
 seed("byte-level-code", byte_level, lambda t: None, code)
 seed("metaspace-code", spm, metaspace("\u2581", "always", False), code)
+seed("metaspace-emoji-code", spm, metaspace("\U0001F600", "first", False), code)
 
 
 def added(t):
