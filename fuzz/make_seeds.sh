@@ -64,6 +64,18 @@ def seed(name, base, edit, text):
         f.write(json.dumps(tok, ensure_ascii=False).encode() + sep + text.encode())
 
 
+# a small SentencePiece-style tokenizer.json (a few pieces, unk, no byte fallback): small seeds leave most of each
+# input to the text, where the mutations should land
+small = {"version": "1.0", "normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+         "added_tokens": [{"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False,
+                           "normalized": False, "special": True}],
+         "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                   "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False, "ignore_merges": False,
+                   "vocab": {"<unk>": 0, "\u2581": 1, "\U0001F600": 2, "x": 3, "i": 4, "f": 5, "\u2581x": 6,
+                             "_": 7, "\u00e9": 8},
+                   "merges": ["\u2581 x"]}}
+
+
 def metaspace(rep, scheme, split):  # Mistral's layout: no normalizer, the spaces reach the pre-tokenizer
     def edit(t):
         t["normalizer"] = None
@@ -76,7 +88,7 @@ seed("spm", spm, lambda t: None, texts[2])
 for i, (rep, scheme, split) in enumerate([("\U0001F600", "always", True), ("\U0001F600", "first", False),
                                           ("\u2581", "never", True), ("\u00e9", "always", False),
                                           ("_", "first", True)]):
-    seed("metaspace-%d" % i, spm, metaspace(rep, scheme, split), texts[i % len(texts)])
+    seed("metaspace-%d" % i, small, metaspace(rep, scheme, split), texts[i % len(texts)])
 
 
 def chain(t):
@@ -99,8 +111,8 @@ def byte_level_prefix(t):
 
 seed("byte-level-prefix", byte_level, byte_level_prefix, texts[1])
 seed("byte-level-code", byte_level, lambda t: None, code)
-seed("metaspace-code", spm, metaspace("\u2581", "always", False), code)
-seed("metaspace-emoji-code", spm, metaspace("\U0001F600", "first", False), code)
+seed("metaspace-code", small, metaspace("\u2581", "always", False), code)
+seed("metaspace-emoji-code", small, metaspace("\U0001F600", "first", False), code)
 
 
 def added(t):
