@@ -51,13 +51,6 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         return NULL;
     }
     s->context = p.context > 0 ? p.context : hp->context_length;
-    s->bounded = p.window > 0 || p.budget_bytes > 0;
-    /* A layer reading another layer's K/V finds the whole chunk already appended there. The cache masks keys after
-     * the query's position, but a bounded cache may also have evicted keys the query should still see: such
-     * models decode one token at a time under a streaming policy. */
-    s->chunk = TG_PREFILL_CHUNK;
-    for (int l = 0; l < hp->n_layers; l++)
-        if (hp->kv_source[l] != l && s->bounded) s->chunk = 1;
     if (hp->sliding_window > 0) {
         s->layer_window = malloc((size_t)hp->n_layers * sizeof *s->layer_window);
         if (!s->layer_window) {
@@ -83,6 +76,10 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         tg_session_free(s);
         return NULL;
     }
+    /* the cache says how it must be fed: bounded or not, and the largest chunk it can take */
+    const tg_cache_plan plan = tg_kvcache_plan(s->cache);
+    s->bounded = plan.bounded;
+    s->chunk = plan.max_chunk > 0 && plan.max_chunk < TG_PREFILL_CHUNK ? plan.max_chunk : TG_PREFILL_CHUNK;
     s->fwd = tg_forward_new(model, s->cache, s->chunk, n_threads, err);
     if (!s->fwd) {
         tg_session_free(s);

@@ -381,22 +381,3 @@ void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_sp
         tg_scale_f32(oi, (float)(1.0 / den), D);
     }
 }
-
-void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads) {
-    if (!c || !q || !out || layer < 0 || layer >= c->g.n_layers) return;
-    const tg_cache_geom *g = &c->g;
-    const int64_t H = g->n_kv_heads, D = g->head_dim, gq = g->n_heads / H;
-    tg_kvcache_query(c, layer, pos, q, c->scratch_q);
-    const int n_split = tg_kvcache_attend_splits(c, layer, pos);
-    const size_t wf = tg_kvcache_work_floats(c), pf = tg_kvcache_part_floats(c);
-    const int nt = n_threads > 1 ? n_threads : 1;
-    (void)nt; /* read only by the OpenMP pragma */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && H > 1)
-    for (int h = 0; h < (int)H; h++) {
-        float *parts = c->parts + (size_t)h * TG_ATTN_MAX_SPLITS * pf;
-        for (int s = 0; s < n_split; s++)
-            tg_kvcache_attend_piece(c, layer, pos, c->scratch_q, h, s, n_split, parts + (size_t)s * pf,
-                                    c->work + (size_t)h * wf);
-        tg_kvcache_attend_combine(c, parts, n_split, out + (int64_t)h * gq * D);
-    }
-}

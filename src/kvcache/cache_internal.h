@@ -70,6 +70,8 @@ typedef struct {
  * flag. */
 bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *params, tg_cache_geom *g,
                            tg_error *err);
+/* The schedule a cache of this geometry needs (tg_kvcache_plan). */
+tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g);
 /* One-line policy description for the banner. */
 void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *params, char *buf, size_t size);
 /* Bytes of all stores of all K/V layers (the report's bytes_total). */
@@ -101,12 +103,11 @@ struct tg_kvcache {
     int *layer_window;       /* [n_layers] */
     tg_cache_params params;
     tg_cache_geom g;
+    tg_cache_plan plan;      /* from g, once */
+    char policy[sizeof ((tg_cache_report *)0)->policy]; /* the banner's policy line, formatted once */
     tg_layer_cache *layers;  /* [n_layers]; only layers with kv_source[l] == l have storage */
     tg_rope_table *rope_tab; /* reposition: cos / sin of slots [0, max_stored) */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
-    float *scratch_q;        /* [n_heads * head_dim] rotated, scaled queries */
-    float *work;             /* [n_kv_heads][tg_kvcache_work_floats] one attention piece's work space per kv-head */
-    float *parts;            /* [n_kv_heads][TG_ATTN_MAX_SPLITS][tg_kvcache_part_floats] pieces' partial results */
     int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
     float *rope_cos;         /* [head_dim / 2] */
     float *rope_sin;         /* [head_dim / 2] */

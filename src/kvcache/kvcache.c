@@ -54,9 +54,11 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
     c->shape = *shape;
     c->params = *params;
     c->g = g;
+    c->plan = tg_cache_geom_plan(&g);
+    tg_cache_geom_policy(&g, params, c->policy, sizeof c->policy);
     c->simd = true;
     bool ok = true;
-    const size_t L = (size_t)g.n_layers, H = (size_t)g.n_kv_heads, NH = (size_t)g.n_heads, D = (size_t)g.head_dim;
+    const size_t L = (size_t)g.n_layers, H = (size_t)g.n_kv_heads, D = (size_t)g.head_dim;
     c->kv_source = cache_alloc(c, L * sizeof(int), false, &ok);
     c->layer_window = cache_alloc(c, L * sizeof(int), false, &ok);
     c->layers = cache_alloc(c, L * sizeof(tg_layer_cache), false, &ok);
@@ -73,13 +75,8 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
             store_alloc(c, &g.v, &c->layers[l].v, &ok);
         }
     }
-    size_t work_n = 0;
-    if (!tg_mul_size(H, tg_kvcache_work_floats(c), &work_n) || !tg_mul_size(work_n, sizeof(float), &work_n)) ok = false;
     if (ok) {
         c->scratch_k = cache_alloc(c, H * D * sizeof(float), false, &ok);
-        c->scratch_q = cache_alloc(c, NH * D * sizeof(float), false, &ok);
-        c->work = cache_alloc(c, work_n, false, &ok);
-        c->parts = cache_alloc(c, H * TG_ATTN_MAX_SPLITS * tg_kvcache_part_floats(c) * sizeof(float), false, &ok);
         c->rope_cos = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
         c->rope_sin = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
         c->rope_pos = -1;
@@ -120,9 +117,6 @@ void tg_kvcache_free(tg_kvcache *c) {
     free(c->layer_window);
     tg_rope_table_free(c->rope_tab);
     free(c->scratch_k);
-    free(c->scratch_q);
-    free(c->work);
-    free(c->parts);
     free(c->rope_cos);
     free(c->rope_sin);
     free(c->sink_codes);
@@ -376,6 +370,11 @@ static const tg_layer_cache *first_kv_layer(const tg_kvcache *c) {
 
 static int64_t layer_stored(const tg_layer_cache *L) { return L->n_sink + (L->n_appended - L->first); }
 
+tg_cache_plan tg_kvcache_plan(const tg_kvcache *c) {
+    tg_cache_plan none = {0};
+    return c ? c->plan : none;
+}
+
 bool tg_kvcache_has_room(const tg_kvcache *c) {
     if (!c) return false;
     if (c->g.bounded) return true;
@@ -433,7 +432,7 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
     const size_t elems = (size_t)r->stored * nl * (size_t)g->n_kv_heads * (size_t)g->head_dim * 2;
     r->bytes_if_bf16 = elems * 2;
     r->bytes_if_fp32 = elems * 4;
-    tg_cache_geom_policy(g, &c->params, r->policy, sizeof r->policy);
+    memcpy(r->policy, c->policy, sizeof r->policy);
     r->sink = g->sink;
     r->window = g->window;
 }

@@ -230,6 +230,14 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     return true;
 }
 
+tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g) {
+    tg_cache_plan plan = {.bounded = g->bounded};
+    /* evictions and re-coded rows (a group flush, a re-fitted grid: stores with scales) change what is seen */
+    plan.token_by_token = g->bounded || g->k.scale_bytes > 0 || g->v.scale_bytes > 0;
+    plan.max_chunk = g->bounded && g->n_kv_layers < g->n_layers ? 1 : 0;
+    return plan;
+}
+
 /* ---- the banner's policy line ------------------------------------------------------------------------------- */
 
 void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char *buf, size_t size) {

@@ -13,6 +13,7 @@
 
 #include "kernels/ops.h"
 #include "kvcache/cache_internal.h"
+#include "attend_team.h"
 #include "kvcache/kvcache.h"
 #include "tinygpt.h"
 
@@ -109,7 +110,7 @@ static void test_fp32_unbounded_matches_naive(void **state) {
         }
         /* layer 0: query at t over the rotated raw keys */
         for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
-        tg_kvcache_attend(c, 0, t, q, out, 1);
+        test_attend(c, 0, t, q, out, 1);
         float *kr = malloc((size_t)(t + 1) * H * D * sizeof(float));
         for (int s = 0; s <= t; s++) {
             memcpy(kr + s * H * D, kraw + s * H * D, (size_t)H * D * sizeof(float));
@@ -240,9 +241,9 @@ static void run_scenario(const scenario *sc, int T) {
         /* fused attention == naive attention over the read-back, for the owning and the sharing layer */
         for (int layer = 0; layer < 2; layer++) {
             for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
-            tg_kvcache_attend(c, layer, t, q, out, 2);
+            test_attend(c, layer, t, q, out, 2);
             tg_kvcache_set_simd(c, false);
-            tg_kvcache_attend(c, layer, t, q, out_scalar, 1);
+            test_attend(c, layer, t, q, out_scalar, 1);
             tg_kvcache_set_simd(c, true);
             memcpy(qr, q, sizeof q);
             tg_rope(qr, NH, D, g->reposition ? stored - 1 : t, 10000.0f, TG_ROPE_HALF);
@@ -335,7 +336,7 @@ static void test_future_tokens_and_window_masked(void **state) {
     for (int layer = 0; layer < 2; layer++)
         for (int pos = 0; pos < T; pos++) {
             for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
-            tg_kvcache_attend(c, layer, pos, q, out, 1);
+            test_attend(c, layer, pos, q, out, 1);
             memcpy(qr, q, sizeof q);
             tg_rope(qr, NH, D, pos, 10000.0f, TG_ROPE_HALF);
             for (int t = 0; t < T; t++) vis[t] = t <= pos && (window[layer] == 0 || pos - t < window[layer]);
@@ -373,7 +374,7 @@ static void test_constant_and_zero_kv_finite(void **state) {
                     for (int i = 0; i < NH * D; i++) q[i] = 0.25f * (float)(i % 5) - 0.5f;
                     for (int t = 0; t < 40; t++) {
                         tg_kvcache_append(c, 0, t, k, v);
-                        tg_kvcache_attend(c, 0, t, q, out, 1);
+                        test_attend(c, 0, t, q, out, 1);
                         for (int i = 0; i < NH * D; i++) {
                             assert_true(isfinite(out[i]));
                             assert_float_equal(out[i], consts[ci], 1e-6f); /* mean of identical values */
@@ -407,7 +408,7 @@ static void test_tiny_and_large_ranges_finite(void **state) {
                     q[i] = frand(&seed);
                 }
                 tg_kvcache_append(c, 0, t, k, v);
-                tg_kvcache_attend(c, 0, t, q, out, 1);
+                test_attend(c, 0, t, q, out, 1);
                 for (int i = 0; i < D; i++) assert_true(isfinite(out[i]) && fabsf(out[i]) <= 1.01f * mags[m] + 1e-5f);
             }
             int64_t n = tg_kvcache_read_back(c, 0, 31, kb, vb, NULL);
@@ -558,7 +559,7 @@ static void test_memory_never_grows(void **state) {
             for (int i = 0; i < 16; i++) q[i] = frand(&seed);
             for (int l = 0; l < 2; l++) {
                 tg_kvcache_append(c, l, t, k, v);
-                tg_kvcache_attend(c, l, t, q, out, 1);
+                test_attend(c, l, t, q, out, 1);
             }
             assert_true(tg_kvcache_stored(c) <= r0.capacity);
             assert_true(tg_kvcache_has_room(c));
@@ -749,9 +750,9 @@ static void test_split_shares_match(void **state) {
             for (int i = 0; i < NH * D; i++) q[i] = 2.0f * frand(&seed);
             const int64_t pos = T - 1;
             assert_int_equal(tg_kvcache_attend_splits(c, 0, pos), 5);
-            tg_kvcache_attend(c, 0, pos, q, out, 2);
+            test_attend(c, 0, pos, q, out, 2);
             tg_kvcache_set_simd(c, false);
-            tg_kvcache_attend(c, 0, pos, q, ref, 1);
+            test_attend(c, 0, pos, q, ref, 1);
             tg_kvcache_set_simd(c, true);
             /* one share per kv-head, by hand */
             tg_kvcache_query(c, 0, pos, q, qr);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kernels/quant.h"
+#include "attend_team.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
 #include "tinygpt.h"
@@ -408,7 +409,7 @@ static void test_residual_precision(void **state) {
         tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
         if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
         for (int t = 0; t < N; t++) tg_kvcache_append(c, 0, t, k[t], v[t]);
-        tg_kvcache_attend(c, 0, N - 1, q, out[r], 1);
+        test_attend(c, 0, N - 1, q, out[r], 1);
         assert_int_equal(tg_kvcache_read_back(c, 0, N - 1, kb[r], NULL, NULL), N);
         tg_cache_report rep;
         tg_kvcache_report(c, N, &rep);
