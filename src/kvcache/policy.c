@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kvcache/cache_internal.h"
+#include "kvcache/codec.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -51,46 +51,14 @@ static bool precision_ok(tg_kv_precision p) { return (int)p >= 0 && (int)p < N_P
 
 /* ---- geometry ------------------------------------------------------------------------------------------------- */
 
-/* Checked a * b * c * d; sets *ok = false on overflow. */
-static size_t mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
-    size_t r;
-    if (!tg_mul_size(a, b, &r) || !tg_mul_size(r, c, &r) || !tg_mul_size(r, d, &r)) {
-        *ok = false;
-        return 0;
-    }
-    return r;
-}
-
-static bool store_geom(const tg_cache_geom *g, tg_kv_precision p, bool keys, tg_store_geom *s) {
-    bool ok = true;
-    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim;
+/* The layout of one store: its codec (forced, or the table's choice) fills it in. */
+static bool store_geom(const tg_cache_geom *g, tg_kv_precision p, bool keys, const tg_store_codec *force,
+                       tg_store_geom *s) {
     memset(s, 0, sizeof *s);
     s->precision = p;
-    s->range = tg_kivi_range_of(p);
     s->per_channel = keys;
-    if (!s->range) {
-        s->kind = TG_STORE_PLAIN;
-        s->elem_bytes = p == TG_KV_FP32 ? 4 : 2;
-        s->row_bytes = D * s->elem_bytes;
-        s->data_bytes = mul4(&ok, (size_t)g->row_cap, H, s->row_bytes, 1);
-        s->sink_bytes = mul4(&ok, (size_t)g->sink, H, s->row_bytes, 1);
-        return ok;
-    }
-    s->row_bytes = tg_kivi_row_bytes(s->range, (int64_t)D);
-    s->sink_bytes = mul4(&ok, (size_t)g->sink, H, D, sizeof(float));
-    if (g->grouped) {
-        s->kind = TG_STORE_GROUPED;
-        const size_t G = (size_t)g->group, U = (size_t)g->n_units;
-        s->data_bytes = mul4(&ok, U, H, G, s->row_bytes);
-        s->scale_bytes = mul4(&ok, U, H, keys ? D : G, 2 * sizeof(uint16_t));
-        s->resid_bytes = mul4(&ok, (size_t)g->res_cap, H, D, g->resid_elem);
-    } else {
-        s->kind = TG_STORE_WHOLE;
-        s->data_bytes = mul4(&ok, (size_t)g->row_cap, H, s->row_bytes, 1);
-        s->scale_bytes = keys ? mul4(&ok, H, D, 2 * sizeof(uint16_t), 1)
-                              : mul4(&ok, (size_t)g->row_cap, H, 2 * sizeof(uint16_t), 1);
-    }
-    return ok;
+    s->codec = force ? force : tg_store_codec_for(g, p);
+    return s->codec && s->codec->geometry(g, s);
 }
 
 static size_t store_total(const tg_store_geom *s, bool *ok) {
@@ -113,7 +81,7 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->block = g->grouped ? g->group : 1;
     g->residual = g->res_cap = g->n_units = 0;
     g->resid_precision = p->residual_precision;
-    g->resid_elem = p->residual_precision == TG_KV_FP32 ? sizeof(float) : sizeof(uint16_t);
+    g->resid_elem = tg_plain_elem_bytes(p->residual_precision);
     if (g->bounded && window > INT64_MAX / 4 - 2 * (int64_t)MAX_GROUP) return false;
     if (g->grouped) {
         const int64_t G = g->group;
@@ -140,7 +108,8 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
         g->max_nonsink = g->row_cap;
     }
     g->max_stored = g->sink + g->max_nonsink;
-    bool ok = store_geom(g, p->key_precision, true, &g->k) && store_geom(g, p->value_precision, false, &g->v);
+    bool ok = store_geom(g, p->key_precision, true, g->force_k, &g->k) &&
+              store_geom(g, p->value_precision, false, g->force_v, &g->v);
     size_t kb = store_total(&g->k, &ok), vb = store_total(&g->v, &ok);
     if (!ok || !tg_add_size(kb, vb, &g->bytes_layer)) return false;
     size_t all;
@@ -172,8 +141,11 @@ static bool shape_ok(const tg_cache_shape *s, int *n_kv_layers, tg_error *err) {
     return true;
 }
 
-bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p, tg_cache_geom *g, tg_error *err) {
+bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p, const tg_store_codec *force_k,
+                           const tg_store_codec *force_v, tg_cache_geom *g, tg_error *err) {
     memset(g, 0, sizeof *g);
+    g->force_k = force_k;
+    g->force_v = force_v;
     if (!p) return tg_fail(err, "KV cache: no parameters");
     if (!shape_ok(shape, &g->n_kv_layers, err)) return false;
     if (!precision_ok(p->key_precision))
@@ -233,7 +205,7 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
 tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g) {
     tg_cache_plan plan = {.bounded = g->bounded};
     /* evictions and re-coded rows (a group flush, a re-fitted grid: stores with scales) change what is seen */
-    plan.token_by_token = g->bounded || g->k.scale_bytes > 0 || g->v.scale_bytes > 0;
+    plan.token_by_token = g->bounded || g->k.rewrites || g->v.rewrites;
     plan.max_chunk = g->bounded && g->n_kv_layers < g->n_layers ? 1 : 0;
     return plan;
 }
@@ -285,7 +257,7 @@ size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *
         return 0;
     }
     tg_cache_geom g;
-    if (!tg_cache_geom_resolve(shape, params, &g, err)) return 0;
+    if (!tg_cache_geom_resolve(shape, params, NULL, NULL, &g, err)) return 0;
     /* an unbounded cache sized for exactly n_tokens (all a streaming cache needs before its first eviction) */
     tg_cache_shape s = *shape;
     s.context_length = n_tokens;
@@ -294,7 +266,7 @@ size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *
     u.budget_bytes = 0;
     u.sink = -1;
     tg_cache_geom gu;
-    if (!tg_cache_geom_resolve(&s, &u, &gu, err)) return 0;
+    if (!tg_cache_geom_resolve(&s, &u, NULL, NULL, &gu, err)) return 0;
     size_t unbounded = tg_cache_geom_bytes(&gu);
     if (!g.bounded) return unbounded;
     size_t bounded = tg_cache_geom_bytes(&g);
