@@ -114,15 +114,14 @@ bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_
             return tg_fail(err, "token id %ld (at index %zu) is outside the vocabulary [0, %lld)", (long)ids[i], i,
                            (long long)vocab);
     if (!s->bounded && (n > (size_t)INT64_MAX || (int64_t)n > s->context - s->pos))
-        return tg_fail(err, "context window of %lld tokens is full; use --streaming-llm-window (and "
-                            "--streaming-llm-sink) to keep generating", (long long)s->context);
+        return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full", (long long)s->context);
 
     const int64_t start = s->pos;
     for (size_t i = 0; i < n;) {
         int c = n - i < (size_t)s->chunk ? (int)(n - i) : s->chunk;
         if (!tg_kvcache_has_room(s->cache))
-            return tg_fail(err, "context window of %lld tokens is full; use --streaming-llm-window (and "
-                                "--streaming-llm-sink) to keep generating", (long long)s->context);
+            return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full",
+                                (long long)s->context);
         bool last = i + (size_t)c == n;
         tg_forward_chunk(s->fwd, s->cache, ids + i, c, s->pos, logits_all ? logits_all + (int64_t)i * vocab : NULL,
                          last ? logits_last : NULL);

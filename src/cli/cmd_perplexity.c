@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/cache_errors.h"
 #include "cli/cli.h"
 
 static const char USAGE[] =
@@ -279,9 +280,12 @@ static tg_session *new_session(ppl_eval *e, bool base, const tg_cache_report *te
         p.window = test_rep->window;
         p.sink = test_rep->window > 0 ? test_rep->sink : -1;
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_session *s = tg_session_new(e->model, &p, e->a->threads, &err);
-    if (!s) tg_runtime_error("%s", err.msg);
+    if (!s) {
+        tg_cli_word_error(&err, &p);
+        tg_runtime_error("%s", err.msg);
+    }
     return s;
 }
 
@@ -305,7 +309,7 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
         e->have_rep = true;
     }
     bool ok = true;
-    tg_error err = {{0}};
+    tg_error err = {0};
     const int64_t chunk = only_last ? n : e->a->chunk;
     for (int64_t done = 0; done < n && ok;) {
         const int64_t c = n - done < chunk ? n - done : chunk;
@@ -320,6 +324,7 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
             e->t_base += now_s() - t1;
         }
         if (!ok) {
+            tg_cli_word_error(&err, NULL);
             tg_runtime_error("%s", err.msg);
             break;
         }
@@ -372,7 +377,7 @@ static void print_summary(const ppl_eval *e, size_t n_tokens, double seconds) {
     printf("cache           %s\n", e->rep.policy);
     tg_cache_params bf = e->params;
     bf.key_precision = bf.value_precision = TG_KV_BF16;
-    tg_error err = {{0}};
+    tg_error err = {0};
     printf("cache_bytes     %zu (allocated for %" PRId64 " tokens; bf16: %zu)\n", e->rep.bytes_total, e->rep.capacity,
            tg_cache_bytes(e->model, &bf, e->rep.capacity, &err));
     if (a->recompute > 0)
@@ -413,7 +418,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
     if (status != TG_EXIT_OK) return status;
 
     const double t_start = now_s();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *model = tg_model_load(a.model_path, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     tg_model_info info;

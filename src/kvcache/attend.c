@@ -3,9 +3,10 @@
  *
  * A piece is (kv-head h, share s of n_split of the visible non-sink tokens; the visible sinks go with share 0). It
  * walks its tokens as segments, which the stores' codecs hand out (codec.h: runs of rows stored alike, a plain ring
- * up to its wrap, one KIVI group, the residual, the sinks) and widens the key rows to fp32 eight at a time into a small tile, in registers (fp32 rows are
- * read in place; fp16 / bf16 rows are converted; KIVI codes become u * scale + zero with the group's per-channel grid,
- * widened once per segment, or with the token's own scale for values; re-positioned keys are rotated to their slot).
+ * up to its wrap, one KIVI group, the residual, the sinks) and widens the key rows to fp32 eight at a time into a
+ * small tile, in registers (fp32 rows are read in place; fp16 / bf16 rows are converted; KIVI codes become
+ * u * scale + zero with the group's per-channel grid, widened once per segment, or with the token's own scale for
+ * values; re-positioned keys are rotated to their slot).
  * It scores them against the gq query heads that share h (eight rows' dot products reduced together), takes the
  * softmax over its share (max m, l = sum of exp(score - m), exp eight lanes at a time), then widens the value rows
  * the same way and accumulates o = sum exp(score - m) v per query head. tg_kvcache_attend_combine merges the shares
@@ -146,8 +147,8 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
  * sc[j * ld + i]). Re-positioned keys are widened into tile and rotated to their slots first. */
-static void run_segment(const view *vw, bool keys, const tg_segment *g, const float *qh, float *sc, int64_t ld, float *o,
-                        float *tile, float *grid, float *qfold) {
+static void run_segment(const view *vw, bool keys, const tg_segment *g, const float *qh, float *sc, int64_t ld,
+                        float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
     const bool simd = TG_ATTEND_AVX2 && c->simd && D % 8 == 0, repo = keys && c->g.reposition;

@@ -1,5 +1,6 @@
-/* policy.c — the cache policy: defaults, precision names, validation with messages naming the flag, resolution of a
- * byte budget into a window, and the closed-form geometry (every capacity and byte count the cache allocates). */
+/* policy.c — the cache policy: defaults, precision names, validation (each rejection with its tg_error_code, worded
+ * in the cache's terms), resolution of a byte budget into a window, and the closed-form geometry (every capacity and
+ * byte count the cache allocates). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,8 +10,8 @@
 #include "util/error.h"
 
 /* Upper bounds that keep every product below comfortably checked. */
-#define MAX_GROUP 4096
-#define MAX_RESIDUAL (1 << 20)
+#define MAX_GROUP TG_KV_MAX_GROUP_SIZE
+#define MAX_RESIDUAL TG_KV_MAX_RESIDUAL
 #define DEFAULT_SINK 4
 
 tg_cache_params tg_cache_default_params(void) {
@@ -149,27 +150,40 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     if (!p) return tg_fail(err, "KV cache: no parameters");
     if (!shape_ok(shape, &g->n_kv_layers, err)) return false;
     if (!precision_ok(p->key_precision))
-        return tg_fail(err, "--kv-quantize-keys: unknown precision %d", (int)p->key_precision);
+        return tg_fail_code(err, TG_ERR_CACHE_KEY_PRECISION, "KV cache: unknown key precision %d", (int)p->key_precision);
     if (!precision_ok(p->value_precision))
-        return tg_fail(err, "--kv-quantize-values: unknown precision %d", (int)p->value_precision);
-    if (p->sink < -1) return tg_fail(err, "--streaming-llm-sink %" PRId64 ": must be >= 0", p->sink);
-    if (p->window < 0) return tg_fail(err, "--streaming-llm-window %" PRId64 ": must be >= 0", p->window);
-    if (p->budget_bytes < 0) return tg_fail(err, "--kv-budget %" PRId64 ": must be > 0", p->budget_bytes);
+        return tg_fail_code(err, TG_ERR_CACHE_VALUE_PRECISION, "KV cache: unknown value precision %d",
+                            (int)p->value_precision);
+    if (p->sink < -1)
+        return tg_fail_code(err, TG_ERR_CACHE_SINK, "KV cache: sink of %" PRId64 " tokens: must be >= 0", p->sink);
+    if (p->window < 0)
+        return tg_fail_code(err, TG_ERR_CACHE_WINDOW, "KV cache: window of %" PRId64 " tokens: must be >= 0",
+                            p->window);
+    if (p->budget_bytes < 0)
+        return tg_fail_code(err, TG_ERR_CACHE_BUDGET, "KV cache: budget of %" PRId64 " bytes: must be > 0",
+                            p->budget_bytes);
     if (p->budget_bytes > 0 && p->window > 0)
-        return tg_fail(err, "--kv-budget and --streaming-llm-window are exclusive: the budget chooses the window");
+        return tg_fail_code(err, TG_ERR_CACHE_BUDGET_AND_WINDOW,
+                            "KV cache: a byte budget and a window are exclusive: the budget chooses the window");
     if (p->sink > 0 && p->window == 0 && p->budget_bytes == 0)
-        return tg_fail(err, "--streaming-llm-sink %" PRId64 " needs --streaming-llm-window (or --kv-budget): without "
-                            "a window nothing is evicted", p->sink);
+        return tg_fail_code(err, TG_ERR_CACHE_SINK_WITHOUT_WINDOW,
+                            "KV cache: %" PRId64 " sink tokens need a window (or a byte budget): without a window "
+                            "nothing is evicted", p->sink);
     if (p->group_size < 0 || p->group_size > MAX_GROUP)
-        return tg_fail(err, "--kv-group-size %d: must be in 0..%d", p->group_size, MAX_GROUP);
+        return tg_fail_code(err, TG_ERR_CACHE_GROUP_SIZE, "KV cache: KIVI group size %d: must be in 0..%d",
+                            p->group_size, MAX_GROUP);
     if (p->residual < 0 || p->residual > MAX_RESIDUAL)
-        return tg_fail(err, "--kv-residual %d: must be in 0..%d", p->residual, MAX_RESIDUAL);
+        return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL, "KV cache: KIVI residual of %d tokens: must be in 0..%d",
+                            p->residual, MAX_RESIDUAL);
     if (p->residual_precision != TG_KV_FP32 && p->residual_precision != TG_KV_FP16 &&
         p->residual_precision != TG_KV_BF16)
-        return tg_fail(err, "--kv-residual-precision %s: must be fp32, fp16 or bf16",
-                       tg_kv_precision_name(p->residual_precision));
+        return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_PRECISION,
+                            "KV cache: KIVI residual precision %s: must be fp32, fp16 or bf16",
+                            tg_kv_precision_name(p->residual_precision));
     if (p->group_size > 0 && p->residual % p->group_size != 0)
-        return tg_fail(err, "--kv-residual %d is not a multiple of --kv-group-size %d", p->residual, p->group_size);
+        return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE,
+                            "KV cache: KIVI residual of %d tokens is not a multiple of the group size %d", p->residual,
+                            p->group_size);
 
     g->n_layers = shape->n_layers;
     g->n_heads = shape->n_heads;
@@ -178,18 +192,21 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     g->context = shape->context_length;
 
     if (p->budget_bytes == 0) {
-        if (!geom_for_window(g, p, p->window))
-            return tg_fail(err, p->window > 0 ? "--streaming-llm-window %" PRId64 ": the cache would not fit in memory"
-                                              : "KV cache: context of %" PRId64 " tokens would not fit in memory",
-                           p->window > 0 ? p->window : g->context);
+        if (!geom_for_window(g, p, p->window)) {
+            if (p->window > 0)
+                return tg_fail_code(err, TG_ERR_CACHE_WINDOW_TOO_LARGE,
+                                    "KV cache: a window of %" PRId64 " tokens would not fit in memory", p->window);
+            return tg_fail(err, "KV cache: context of %" PRId64 " tokens would not fit in memory", g->context);
+        }
         return true;
     }
     /* the largest window in [1, context] whose cache fits the budget (bytes grow with the window) */
     const size_t budget = (size_t)p->budget_bytes;
     if (!geom_for_window(g, p, 1) || tg_cache_geom_bytes(g) > budget) {
         size_t need = geom_for_window(g, p, 1) ? tg_cache_geom_bytes(g) : SIZE_MAX;
-        return tg_fail(err, "--kv-budget %" PRId64 ": too small; even %" PRId64 " sink tokens and a window of 1 need "
-                            "%zu bytes", p->budget_bytes, g->sink, need);
+        return tg_fail_code(err, TG_ERR_CACHE_BUDGET_TOO_SMALL,
+                            "KV cache: a budget of %" PRId64 " bytes is too small; even %" PRId64 " sink tokens and a "
+                            "window of 1 need %zu bytes", p->budget_bytes, g->sink, need);
     }
     int64_t lo = 1, hi = g->context;
     while (lo < hi) {

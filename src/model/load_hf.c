@@ -176,7 +176,7 @@ static bool read_kv_source(const config *c, tg_hparams *hp, tg_error *err) {
                                 "or an earlier layer's)", c->path, l, l);
         hp->kv_source[l] = (int)s;
     }
-    char where[sizeof(tg_error){{0}}.msg];
+    char where[sizeof(tg_error){0}.msg];
     snprintf(where, sizeof where, "%.400s: \"kv_source\"", c->path);
     return tg_kv_source_check(hp->kv_source, hp->n_layers, where, err);
 }

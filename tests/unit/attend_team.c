@@ -24,8 +24,8 @@ static void attend_member(void *arg, int thread) {
     for (int h = thread; h < j->n_kv_heads; h += j->n_threads) {
         float *parts = j->parts + (size_t)h * TG_ATTN_MAX_SPLITS * j->part_floats;
         for (int s = 0; s < j->n_split; s++)
-            tg_kvcache_attend_piece(j->c, j->layer, j->pos, j->q_rot, h, s, j->n_split, parts + (size_t)s * j->part_floats,
-                                    work);
+            tg_kvcache_attend_piece(j->c, j->layer, j->pos, j->q_rot, h, s, j->n_split,
+                                    parts + (size_t)s * j->part_floats, work);
         tg_kvcache_attend_combine(j->c, parts, j->n_split, j->out + (int64_t)h * j->gq * j->head_dim);
     }
 }
@@ -40,7 +40,7 @@ static void *must_alloc(size_t n) {
 }
 
 void test_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_pool *pool = tg_pool_new(n_threads > 1 ? n_threads : 1, &err);
     if (!pool) {
         fprintf(stderr, "attend_team: %s\n", err.msg);

@@ -86,7 +86,7 @@ static void test_fp32_unbounded_matches_naive(void **state) {
     tg_cache_shape shape = small_shape(NL, NH, H, D, 64);
     shape.layer_window = window;
     tg_cache_params p = tg_cache_default_params();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
 
@@ -196,7 +196,7 @@ static void run_scenario(const scenario *sc, int T) {
     p.sink = sc->sink;
     p.window = sc->window;
     p.reposition = sc->reposition;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
     const tg_cache_geom *g = &c->g;
@@ -314,7 +314,7 @@ static void test_future_tokens_and_window_masked(void **state) {
     tg_cache_shape shape = small_shape(2, NH, H, D, T);
     shape.layer_window = window;
     tg_cache_params p = tg_cache_default_params();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     float k[T][8], v[T][8], q[16], out[16], want[16], kr[T][8], qr[16];
@@ -366,7 +366,7 @@ static void test_constant_and_zero_kv_finite(void **state) {
                     p.window = 6;
                     p.sink = 2;
                     p.reposition = repo;
-                    tg_error err = {{0}};
+                    tg_error err = {0};
                     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                     assert_non_null(c);
                     float k[8], v[8], q[16], out[16];
@@ -396,7 +396,7 @@ static void test_tiny_and_large_ranges_finite(void **state) {
             p.key_precision = p.value_precision = (tg_kv_precision)kp;
             p.group_size = 4;
             p.residual = 0;
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             assert_non_null(c);
             uint64_t seed = 7;
@@ -441,7 +441,7 @@ static void test_eviction_geometry_sweep(void **state) {
                     p.residual = rm * G;
                     p.window = W;
                     p.sink = S;
-                    tg_error err = {{0}};
+                    tg_error err = {0};
                     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                     if (!c) fail_msg("%s", err.msg);
                     assert_true(c->g.max_stored <= 80);
@@ -494,7 +494,7 @@ static void test_byte_accounting(void **state) {
                 p.residual = 32;
                 if (mode == 1) p.window = 50; /* sink 4 + window 50 */
                 if (mode == 2) p.group_size = 0;
-                tg_error err = {{0}};
+                tg_error err = {0};
                 tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                 assert_non_null(c);
                 const bool kivi = kp >= TG_KV_INT8 || vp >= TG_KV_INT8;
@@ -540,7 +540,7 @@ static void test_memory_never_grows(void **state) {
         p.residual = 16;
         p.window = 24;
         p.reposition = kp % 2;
-        tg_error err = {{0}};
+        tg_error err = {0};
         tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
         assert_non_null(c);
         size_t store0, meta0, store1, meta1;
@@ -579,40 +579,47 @@ static void test_memory_never_grows(void **state) {
 
 /* ---- policy: validation, budget, banner ------------------------------------------------------------------------ */
 
-static void expect_invalid(tg_cache_params p, const char *flag) {
+/* The policy is rejected with `code`, in the cache's own terms (the CLI words it with its flags). */
+static void expect_invalid(tg_cache_params p, tg_error_code code) {
     tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
-    if (c) fail_msg("accepted an invalid policy (expected an error naming %s)", flag);
-    if (!strstr(err.msg, flag)) fail_msg("error \"%s\" does not name %s", err.msg, flag);
+    if (c) fail_msg("accepted an invalid policy (expected error code %d)", (int)code);
+    if (err.code != code) fail_msg("error \"%s\" has code %d, not %d", err.msg, (int)err.code, (int)code);
+    if (strncmp(err.msg, "KV cache: ", 10) != 0 || strstr(err.msg, "--"))
+        fail_msg("error \"%s\" is not in the cache's terms", err.msg);
 }
 
-static void test_invalid_policies_name_the_flag(void **state) {
+static void test_invalid_policies_have_codes(void **state) {
     (void)state;
     tg_cache_params d = tg_cache_default_params(), p;
     p = d, p.sink = 4; /* explicit sink without a window */
-    expect_invalid(p, "--streaming-llm-sink");
+    expect_invalid(p, TG_ERR_CACHE_SINK_WITHOUT_WINDOW);
     p = d, p.residual = 48; /* not a multiple of 32 */
-    expect_invalid(p, "--kv-residual");
+    expect_invalid(p, TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE);
     p = d, p.residual = -32;
-    expect_invalid(p, "--kv-residual");
+    expect_invalid(p, TG_ERR_CACHE_RESIDUAL);
     p = d, p.group_size = -1;
-    expect_invalid(p, "--kv-group-size");
+    expect_invalid(p, TG_ERR_CACHE_GROUP_SIZE);
     p = d, p.window = -5;
-    expect_invalid(p, "--streaming-llm-window");
+    expect_invalid(p, TG_ERR_CACHE_WINDOW);
     p = d, p.sink = -2, p.window = 8;
-    expect_invalid(p, "--streaming-llm-sink");
+    expect_invalid(p, TG_ERR_CACHE_SINK);
     p = d, p.budget_bytes = 100; /* not even the sinks */
-    expect_invalid(p, "--kv-budget");
+    expect_invalid(p, TG_ERR_CACHE_BUDGET_TOO_SMALL);
+    p = d, p.budget_bytes = -1;
+    expect_invalid(p, TG_ERR_CACHE_BUDGET);
     p = d, p.budget_bytes = 1 << 20, p.window = 64;
-    expect_invalid(p, "--kv-budget");
+    expect_invalid(p, TG_ERR_CACHE_BUDGET_AND_WINDOW);
     p = d, p.key_precision = (tg_kv_precision)17;
-    expect_invalid(p, "--kv-quantize-keys");
+    expect_invalid(p, TG_ERR_CACHE_KEY_PRECISION);
     p = d, p.value_precision = (tg_kv_precision)-1;
-    expect_invalid(p, "--kv-quantize-values");
+    expect_invalid(p, TG_ERR_CACHE_VALUE_PRECISION);
+    p = d, p.residual_precision = TG_KV_INT4;
+    expect_invalid(p, TG_ERR_CACHE_RESIDUAL_PRECISION);
     /* valid corners: sink 0 with a window, group 0 with any residual, re-positioning without a window */
     tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_cache_params ok[4] = {d, d, d, d};
     ok[0].sink = 0, ok[0].window = 10;
     ok[1].group_size = 0, ok[1].residual = 100, ok[1].key_precision = TG_KV_INT4;
@@ -634,10 +641,10 @@ static void test_budget_chooses_largest_window(void **state) {
             tg_cache_params p = tg_cache_default_params();
             p.key_precision = p.value_precision = (tg_kv_precision)kp;
             p.budget_bytes = budgets[b];
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             if (!c) {
-                assert_non_null(strstr(err.msg, "--kv-budget")); /* too small for this precision */
+                assert_int_equal(err.code, TG_ERR_CACHE_BUDGET_TOO_SMALL); /* too small for this precision */
                 continue;
             }
             tg_cache_report r;
@@ -662,7 +669,7 @@ static void test_policy_string_and_names(void **state) {
     tg_cache_params p = tg_cache_default_params();
     p.key_precision = p.value_precision = TG_KV_INT4;
     p.window = 256;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     tg_cache_report r;
@@ -697,7 +704,7 @@ static void test_bytes_for_table(void **state) {
         u.key_precision = u.value_precision = (tg_kv_precision)kp;
         s = u;
         s.window = 256;
-        tg_error err = {{0}};
+        tg_error err = {0};
         size_t prev = 0, bound = 0;
         for (int64_t T = 128; T <= 8192; T *= 2) {
             size_t bu = tg_kvcache_bytes_for(&shape, &u, T, &err), bs = tg_kvcache_bytes_for(&shape, &s, T, &err);
@@ -727,7 +734,7 @@ static void test_split_shares_match(void **state) {
             tg_cache_shape shape = small_shape(1, NH, H, D, T + 8);
             tg_cache_params p = tg_cache_default_params();
             p.key_precision = p.value_precision = (tg_kv_precision)kp;
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
             uint64_t seed = 99;
@@ -791,7 +798,7 @@ int main(void) {
         cmocka_unit_test(test_eviction_geometry_sweep),
         cmocka_unit_test(test_byte_accounting),
         cmocka_unit_test(test_memory_never_grows),
-        cmocka_unit_test(test_invalid_policies_name_the_flag),
+        cmocka_unit_test(test_invalid_policies_have_codes),
         cmocka_unit_test(test_budget_chooses_largest_window),
         cmocka_unit_test(test_policy_string_and_names),
         cmocka_unit_test(test_bytes_for_table),
