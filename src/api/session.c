@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "api/cache_shape.h"
 #include "forward/forward.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
@@ -60,17 +61,7 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         }
         for (int l = 0; l < hp->n_layers; l++) s->layer_window[l] = hp->sliding_window;
     }
-    tg_cache_shape shape = {
-        .n_layers = hp->n_layers,
-        .n_heads = hp->n_heads,
-        .n_kv_heads = hp->n_kv_heads,
-        .head_dim = hp->head_dim,
-        .rope_theta = hp->rope_theta,
-        .rope_style = hp->rope_style,
-        .context_length = s->context,
-        .kv_source = hp->kv_source,
-        .layer_window = s->layer_window,
-    };
+    const tg_cache_shape shape = tg_model_cache_shape(model, s->context, s->layer_window);
     s->cache = tg_kvcache_new(&shape, &p, err);
     if (!s->cache) {
         tg_session_free(s);
