@@ -48,35 +48,30 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
     s->model = model;
     if (p.context < 0) {
         tg_fail(err, "KV cache: context %lld must be >= 0 (0 = the model's)", (long long)p.context);
-        tg_session_free(s);
-        return NULL;
+        goto fail;
     }
     s->context = p.context > 0 ? p.context : hp->context_length;
     if (hp->sliding_window > 0) {
         s->layer_window = malloc((size_t)hp->n_layers * sizeof *s->layer_window);
         if (!s->layer_window) {
             tg_fail(err, "out of memory");
-            tg_session_free(s);
-            return NULL;
+            goto fail;
         }
         for (int l = 0; l < hp->n_layers; l++) s->layer_window[l] = hp->sliding_window;
     }
     const tg_cache_shape shape = tg_model_cache_shape(model, s->context, s->layer_window);
     s->cache = tg_kvcache_new(&shape, &p, err);
-    if (!s->cache) {
-        tg_session_free(s);
-        return NULL;
-    }
+    if (!s->cache) goto fail;
     /* the cache says how it must be fed: bounded or not, and the largest chunk it can take */
     const tg_cache_plan plan = tg_kvcache_plan(s->cache);
     s->bounded = plan.bounded;
     s->chunk = plan.max_chunk > 0 && plan.max_chunk < TG_PREFILL_CHUNK ? plan.max_chunk : TG_PREFILL_CHUNK;
     s->fwd = tg_forward_new(model, s->cache, s->chunk, n_threads, err);
-    if (!s->fwd) {
-        tg_session_free(s);
-        return NULL;
-    }
+    if (!s->fwd) goto fail;
     return s;
+fail:
+    tg_session_free(s);
+    return NULL;
 }
 
 void tg_session_free(tg_session *s) {

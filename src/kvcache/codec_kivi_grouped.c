@@ -86,10 +86,6 @@ static tg_segment grouped_segment_at(const tg_kvcache *c, const tg_store_geom *s
 }
 
 const tg_store_codec tg_codec_kivi_grouped = {
-    .name = "kivi-grouped",
-    .selects = grouped_selects,
-    .geometry = grouped_geometry,
-    .insert = grouped_insert,
-    .flush = grouped_flush,
-    .segment_at = grouped_segment_at,
+    .name = "kivi-grouped", .selects = grouped_selects, .geometry = grouped_geometry,
+    .insert = grouped_insert, .flush = grouped_flush, .segment_at = grouped_segment_at,
 };

@@ -97,10 +97,6 @@ static tg_segment whole_segment_at(const tg_kvcache *c, const tg_store_geom *sg,
 }
 
 const tg_store_codec tg_codec_kivi_whole = {
-    .name = "kivi-whole",
-    .selects = whole_selects,
-    .geometry = whole_geometry,
-    .insert = whole_insert,
-    .flush = NULL,
-    .segment_at = whole_segment_at,
+    .name = "kivi-whole", .selects = whole_selects, .geometry = whole_geometry,
+    .insert = whole_insert, .flush = NULL, .segment_at = whole_segment_at,
 };

@@ -36,10 +36,6 @@ static tg_segment plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg,
 }
 
 const tg_store_codec tg_codec_plain = {
-    .name = "plain",
-    .selects = plain_selects,
-    .geometry = plain_geometry,
-    .insert = plain_insert,
-    .flush = NULL,
-    .segment_at = plain_segment_at,
+    .name = "plain", .selects = plain_selects, .geometry = plain_geometry,
+    .insert = plain_insert, .flush = NULL, .segment_at = plain_segment_at,
 };
