@@ -48,6 +48,20 @@ tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, b
     return g;
 }
 
+void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
+                      size_t tstride) {
+    g->kind = TG_SEG_CODES;
+    g->bits = sg->range->bits;
+    if (sg->per_channel) {
+        g->gscale = s->scale + grid;
+        g->gzero = s->zero + grid;
+    } else {
+        g->tscale = s->scale + token;
+        g->tzero = s->zero + token;
+        g->tstride = tstride;
+    }
+}
+
 void tg_segment_widen(const tg_segment *g, int64_t i, int64_t D, float *out) {
     const uint8_t *row = g->p + (size_t)i * g->stride;
     switch (g->kind) {

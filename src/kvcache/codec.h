@@ -64,6 +64,10 @@ tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool k
 /* Kv-head h's sinks [s0, s1] (s0 <= s1). */
 tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
                                  int64_t s1);
+/* Makes g a segment of sg's codes: keys with the per-channel grid at element `grid` of s's scales and zeros, values
+ * with their own scales from element `token` on, tstride apart. */
+void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
+                      size_t tstride);
 /* Row i of a segment as fp32 into out[head_dim] (the scalar reference of the kernels' widening). */
 void tg_segment_widen(const tg_segment *g, int64_t i, int64_t head_dim, float *out);
 

@@ -69,19 +69,10 @@ static tg_segment grouped_segment_at(const tg_kvcache *c, const tg_store_geom *s
     }
     /* the rest of n's quantised group, contiguous for one kv-head */
     const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
-    g.kind = TG_SEG_CODES;
-    g.bits = sg->range->bits;
     g.count = L->qend - n < G - t ? L->qend - n : G - t;
     g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
     g.stride = sg->row_bytes;
-    if (sg->per_channel) {
-        g.gscale = s->scale + uh * D;
-        g.gzero = s->zero + uh * D;
-    } else {
-        g.tscale = s->scale + uh * G + t;
-        g.tzero = s->zero + uh * G + t;
-        g.tstride = 1;
-    }
+    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
     return g;
 }
 

@@ -82,17 +82,10 @@ static tg_segment whole_segment_at(const tg_kvcache *c, const tg_store_geom *sg,
                                    const tg_layer_cache *L, int h, int64_t n) {
     (void)L;
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, row = n % c->g.row_cap;
-    tg_segment g = {.kind = TG_SEG_CODES, .bits = sg->range->bits, .count = c->g.row_cap - row};
+    tg_segment g = {.count = c->g.row_cap - row};
     g.p = s->data + (size_t)(row * H + h) * sg->row_bytes;
     g.stride = (size_t)H * sg->row_bytes;
-    if (sg->per_channel) {
-        g.gscale = s->scale + h * D;
-        g.gzero = s->zero + h * D;
-    } else {
-        g.tscale = s->scale + row * H + h;
-        g.tzero = s->zero + row * H + h;
-        g.tstride = (size_t)H;
-    }
+    tg_segment_codes(&g, sg, s, (size_t)(h * D), (size_t)(row * H + h), (size_t)H);
     return g;
 }
 

@@ -150,7 +150,8 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     if (!p) return tg_fail(err, "KV cache: no parameters");
     if (!shape_ok(shape, &g->n_kv_layers, err)) return false;
     if (!precision_ok(p->key_precision))
-        return tg_fail_code(err, TG_ERR_CACHE_KEY_PRECISION, "KV cache: unknown key precision %d", (int)p->key_precision);
+        return tg_fail_code(err, TG_ERR_CACHE_KEY_PRECISION, "KV cache: unknown key precision %d",
+                            (int)p->key_precision);
     if (!precision_ok(p->value_precision))
         return tg_fail_code(err, TG_ERR_CACHE_VALUE_PRECISION, "KV cache: unknown value precision %d",
                             (int)p->value_precision);
