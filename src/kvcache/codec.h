@@ -53,6 +53,7 @@ struct tg_store_codec {
 };
 
 extern const tg_store_codec tg_codec_plain, tg_codec_kivi_grouped, tg_codec_kivi_whole;
+extern const tg_store_codec tg_codec_fp32_copy; /* tests only: selected by name */
 
 /* The codec the table picks for a store of precision p under g; NULL when none does. */
 const tg_store_codec *tg_store_codec_for(const tg_cache_geom *g, tg_kv_precision p);

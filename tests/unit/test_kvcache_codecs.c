@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "attend_team.h"
 #include "kvcache/codec.h"
 #include "kvcache/kvcache.h"
 #include "tinygpt.h"
@@ -117,11 +118,57 @@ static void test_plan(void **state) {
     assert_false(none.bounded || none.token_by_token || none.max_chunk);
 }
 
+/* The test-only fp32-copy codec (token-major fp32 rows) reads back and attends bit for bit like the plain fp32
+ * store, unbounded, under eviction and re-positioned. */
+static void test_fp32_copy_equals_plain(void **state) {
+    (void)state;
+    enum { NH = 4, H = 2, D = 16, T = 90 };
+    const tg_cache_shape shape = shape_of(1, 128, NULL);
+    for (int policy = 0; policy < 3; policy++) {
+        tg_cache_params p = tg_cache_default_params();
+        if (policy > 0) p.window = 24, p.sink = 3;
+        if (policy == 2) p.reposition = true;
+        tg_error err = {0};
+        tg_kvcache *a = tg_kvcache_new(&shape, &p, &err);
+        tg_kvcache *b = tg_kvcache_new_with_codecs(&shape, &p, "fp32-copy", "fp32-copy", &err);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_string_equal(b->g.k.codec->name, "fp32-copy");
+        uint64_t seed = 7;
+        static float k[H * D], v[H * D], q[NH * D], oa[NH * D], ob[NH * D];
+        static float ka[T * H * D], kb[T * H * D], va[T * H * D], vb[T * H * D];
+        for (int t = 0; t < T && t < 128; t++) {
+            for (int i = 0; i < H * D; i++) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                k[i] = (float)(int32_t)(seed >> 32) / 2147483648.0f;
+                v[i] = (float)(int32_t)(seed >> 16) / 2147483648.0f;
+            }
+            for (int i = 0; i < NH * D; i++) q[i] = k[i % (H * D)] * 0.5f - v[(i * 7) % (H * D)];
+            tg_kvcache_append(a, 0, t, k, v);
+            tg_kvcache_append(b, 0, t, k, v);
+            test_attend(a, 0, t, q, oa, 1);
+            test_attend(b, 0, t, q, ob, 2);
+            assert_memory_equal(oa, ob, sizeof oa);
+            const int64_t na = tg_kvcache_read_back(a, 0, t, ka, va, NULL);
+            assert_int_equal(tg_kvcache_read_back(b, 0, t, kb, vb, NULL), na);
+            assert_memory_equal(ka, kb, (size_t)na * H * D * sizeof(float));
+            assert_memory_equal(va, vb, (size_t)na * H * D * sizeof(float));
+        }
+        tg_cache_report ra, rb;
+        tg_kvcache_report(a, T, &ra);
+        tg_kvcache_report(b, T, &rb);
+        assert_int_equal(ra.bytes_total, rb.bytes_total);
+        tg_kvcache_free(a);
+        tg_kvcache_free(b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_picks_the_codec),
         cmocka_unit_test(test_forcing_a_codec),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_fp32_copy_equals_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
