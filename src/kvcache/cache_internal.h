@@ -16,8 +16,9 @@
 #include "kvcache/kivi.h"
 #include "kvcache/kvcache.h"
 
-/* How a store keeps its tokens (codec.h). */
+/* How a store keeps its tokens (codec.h); which tokens a layer keeps (eviction.h). */
 typedef struct tg_store_codec tg_store_codec;
+typedef struct tg_eviction tg_eviction;
 
 /* The byte layout of one store (the keys or the values of one layer), identical for every layer. */
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
 typedef struct {
     int n_layers, n_kv_layers;
     int n_heads, n_kv_heads, head_dim;
+    const tg_eviction *eviction; /* which tokens are kept */
     bool bounded;         /* StreamingLLM: sinks + window */
     int64_t sink;         /* sink tokens (0 when unbounded) */
     int64_t window;       /* window (0 when unbounded) */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kvcache/codec.h"
+#include "kvcache/eviction.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -214,14 +215,7 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
         return;
     }
     const int64_t n = L->n_appended;
-    if (!g->bounded && n >= g->context) return; /* full: tg_kvcache_has_room said so */
-    if (g->bounded) {
-        /* StreamingLLM: drop the oldest block while the rest still covers the window once this token is in */
-        while ((n + 1) - L->first - g->block >= g->window) {
-            L->first += g->block;
-            if (L->qend < L->first) L->qend = L->first;
-        }
-    }
+    if (!g->eviction->make_room(g, L, n)) return; /* full: tg_kvcache_has_room said so */
     if (g->grouped && n - L->qend == g->res_cap) { /* the residual is full: its oldest group gets quantised */
         if (g->k.codec->flush) g->k.codec->flush(c, &g->k, &L->k, L->qend);
         if (g->v.codec->flush) g->v.codec->flush(c, &g->v, &L->v, L->qend);

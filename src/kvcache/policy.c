@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "kvcache/codec.h"
+#include "kvcache/eviction.h"
 #include "util/checked.h"
 #include "util/error.h"
 
 /* Upper bounds that keep every product below comfortably checked. */
 #define MAX_GROUP TG_KV_MAX_GROUP_SIZE
 #define MAX_RESIDUAL TG_KV_MAX_RESIDUAL
-#define DEFAULT_SINK 4
 
 tg_cache_params tg_cache_default_params(void) {
     tg_cache_params p = {
@@ -70,12 +70,13 @@ static size_t store_total(const tg_store_geom *s, bool *ok) {
     return t;
 }
 
-/* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens. */
+/* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens: the eviction
+ * policy sizes the history, the store codecs their buffers. */
 static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t window) {
     const bool any_kivi = tg_kivi_is_quantized(p->key_precision) || tg_kivi_is_quantized(p->value_precision);
+    g->eviction = tg_eviction_for(p, window);
     g->bounded = window > 0;
     g->window = window;
-    g->sink = g->bounded ? (p->sink < 0 ? DEFAULT_SINK : p->sink) : 0;
     g->reposition = p->reposition && g->bounded;
     g->grouped = any_kivi && p->group_size > 0;
     g->group = g->grouped ? p->group_size : 0;
@@ -83,31 +84,7 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->residual = g->res_cap = g->n_units = 0;
     g->resid_precision = p->residual_precision;
     g->resid_elem = tg_plain_elem_bytes(p->residual_precision);
-    if (g->bounded && window > INT64_MAX / 4 - 2 * (int64_t)MAX_GROUP) return false;
-    if (g->grouped) {
-        const int64_t G = g->group;
-        if (g->bounded) {
-            const int64_t W = window;
-            const int64_t held = W + G - 1; /* most non-sink tokens held after an append */
-            g->residual = p->residual < G * (held / G) ? p->residual : G * (held / G);
-            g->res_cap = g->residual > G ? g->residual : G;
-            const int64_t units = (W + 2 * G - 2 - g->res_cap) / G;
-            g->n_units = units > 0 ? units : 0;
-            g->row_cap = held;
-            g->max_nonsink = held;
-        } else {
-            const int64_t T = g->context;
-            const int64_t C = p->residual > G ? p->residual : G;
-            g->residual = p->residual;
-            g->res_cap = C < T ? C : T;
-            g->n_units = T > C ? (T - 1 - C + G) / G : 0;
-            g->row_cap = T;
-            g->max_nonsink = T;
-        }
-    } else {
-        g->row_cap = g->bounded ? window : g->context;
-        g->max_nonsink = g->row_cap;
-    }
+    if (!g->eviction || !g->eviction->capacities(g, p)) return false;
     g->max_stored = g->sink + g->max_nonsink;
     bool ok = store_geom(g, p->key_precision, true, g->force_k, &g->k) &&
               store_geom(g, p->value_precision, false, g->force_v, &g->v);

@@ -1,5 +1,6 @@
-/* test_kvcache_codecs.c — the KV cache's store codec table (which codec keeps which store, forcing one by name) and
- * the schedule the cache publishes (tg_kvcache_plan). */
+/* test_kvcache_codecs.c — the KV cache's tables: store codecs (which codec keeps which store, forcing one by name,
+ * the test-only fp32-copy codec against the plain store) and eviction policies; and the schedule the cache publishes
+ * (tg_kvcache_plan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include "attend_team.h"
 #include "kvcache/codec.h"
+#include "kvcache/eviction.h"
 #include "kvcache/kvcache.h"
 #include "tinygpt.h"
 
@@ -75,6 +77,23 @@ static void test_forcing_a_codec(void **state) {
     tg_kvcache_free(c);
     assert_null(tg_kvcache_new_with_codecs(&shape, &p, NULL, "fp64", &err));
     assert_non_null(strstr(err.msg, "no store codec named fp64"));
+}
+
+/* The eviction table: none without a window, StreamingLLM with one (a budget resolves into a window first). */
+static void test_eviction_table(void **state) {
+    (void)state;
+    const tg_cache_shape shape = shape_of(2, 256, NULL);
+    tg_cache_params p = tg_cache_default_params();
+    assert_ptr_equal(tg_eviction_for(&p, 0), &tg_eviction_none);
+    assert_ptr_equal(tg_eviction_for(&p, 16), &tg_eviction_streaming);
+    tg_kvcache *c = make(&shape, p);
+    assert_string_equal(c->g.eviction->name, "none");
+    tg_kvcache_free(c);
+    p.budget_bytes = 1 << 16;
+    c = make(&shape, p);
+    assert_string_equal(c->g.eviction->name, "streaming-llm");
+    assert_true(c->g.window > 0 && c->g.sink == 4);
+    tg_kvcache_free(c);
 }
 
 typedef struct {
@@ -167,6 +186,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_picks_the_codec),
         cmocka_unit_test(test_forcing_a_codec),
+        cmocka_unit_test(test_eviction_table),
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_fp32_copy_equals_plain),
     };
