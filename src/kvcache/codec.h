@@ -1,7 +1,7 @@
 /* codec.h — internal to src/kvcache: store codecs. A codec is one way of keeping a store's (the keys' or the values'
  * of a layer) non-sink tokens: plain fp32 / fp16 / bf16 rows (codec_plain.c), KIVI groups with a full-precision
- * residual (codec_kivi_grouped.c), KIVI with one key grid over the whole history (codec_kivi_whole.c). Each is one
- * table of operations; codec.c holds the table that picks a store's codec, and the segment lookups that attention,
+ * residual (codec_kivi_grouped.c), KIVI with one key grid over the whole history (codec_kivi_whole.c), and the
+ * test-only fp32-copy (codec_fp32_copy.c, chosen by name). Each is one table of operations; codec.c holds the table that picks a store's codec, and the segment lookups that attention,
  * read-back and row loading read every store through.
  *
  * A segment is a run of rows of one kv-head stored alike (one way of widening to fp32, a fixed stride): a plain ring
