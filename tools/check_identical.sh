@@ -4,7 +4,8 @@
 #   - `perplexity` on models/data/valid.txt (first 300 tokens) for every KV precision x {unbounded,
 #     sink 4 + window 64, sink 4 + window 64 + --streaming-llm-reposition}, on both bundled models, plus KIVI
 #     variants (group 0 = whole history, fp16 residual, quantised sinks, a byte budget, chunk 1);
-#   - greedy `sample` (64 tokens) on both bundled models under the same policies.
+#   - greedy `sample` (64 tokens) on both bundled models under the same policies;
+#   - `info --cache-table` (the cache's closed-form byte counts) of both models.
 # Prints one line per case (same / DIFFERENT) and a summary; exit status 1 when anything differs.
 set -u
 if [ $# -lt 2 ]; then echo "usage: $0 BEFORE AFTER [MODELS_DIR]" >&2; exit 2; fi
@@ -60,6 +61,7 @@ for m in tinygpt-flagship tinygpt-yoco; do
                 --ignore-eos --threads 1 --kv-quantize "$p" ${pol#*|}
         done
     done
+    check "info --cache-table $m" info "$model" --cache-table
 done
 echo "identical: $n_same same, $n_diff different"
 [ "$n_diff" -eq 0 ]
