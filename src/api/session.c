@@ -20,7 +20,6 @@ struct tg_session {
     const tg_model *model;
     tg_kvcache *cache;
     tg_forward *fwd;
-    int *layer_window;   /* [n_layers] sliding window per layer, or NULL when the model has none */
     int64_t pos;         /* tokens evaluated so far */
     int64_t context;     /* the cache's capacity when unbounded */
     bool bounded;        /* a streaming policy bounds the cache: it never fills up */
@@ -51,16 +50,18 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         goto fail;
     }
     s->context = p.context > 0 ? p.context : hp->context_length;
+    int *layer_window = NULL; /* [n_layers] the model's sliding window for every layer; the cache keeps a copy */
     if (hp->sliding_window > 0) {
-        s->layer_window = malloc((size_t)hp->n_layers * sizeof *s->layer_window);
-        if (!s->layer_window) {
+        layer_window = malloc((size_t)hp->n_layers * sizeof *layer_window);
+        if (!layer_window) {
             tg_fail(err, "out of memory");
             goto fail;
         }
-        for (int l = 0; l < hp->n_layers; l++) s->layer_window[l] = hp->sliding_window;
+        for (int l = 0; l < hp->n_layers; l++) layer_window[l] = hp->sliding_window;
     }
-    const tg_cache_shape shape = tg_model_cache_shape(model, s->context, s->layer_window);
+    const tg_cache_shape shape = tg_model_cache_shape(model, s->context, layer_window);
     s->cache = tg_kvcache_new(&shape, &p, err);
+    free(layer_window);
     if (!s->cache) goto fail;
     /* the cache says how it must be fed: bounded or not, and the largest chunk it can take */
     const tg_cache_plan plan = tg_kvcache_plan(s->cache);
@@ -78,7 +79,6 @@ void tg_session_free(tg_session *s) {
     if (!s) return;
     tg_forward_free(s->fwd);
     tg_kvcache_free(s->cache);
-    free(s->layer_window);
     free(s);
 }
 

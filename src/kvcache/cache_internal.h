@@ -116,6 +116,8 @@ struct tg_kvcache {
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers) */
     size_t bytes_meta;       /* allocated for everything else */
+    void **owned;            /* [max_owned] every block allocated above (tg_kvcache_free frees them) */
+    size_t n_owned, max_owned;
     int64_t n_allocs;        /* allocation calls made (all in tg_kvcache_new) */
 };
 

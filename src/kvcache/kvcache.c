@@ -12,14 +12,19 @@
 
 /* ---- allocation: every buffer once, counted ------------------------------------------------------------------ */
 
-/* Zeroed block of `bytes`, counted in the cache's accounting; NULL for 0 bytes or on failure (*ok cleared). */
+/* Most blocks tg_kvcache_new allocates: 10 per K/V layer (five per store), 9 others. */
+#define MAX_OWNED(n_layers) ((size_t)(n_layers) * 10 + 9)
+
+/* Zeroed block of `bytes`, counted in the cache's accounting and owned by it (tg_kvcache_free frees every one); NULL
+ * for 0 bytes or on failure (*ok cleared). */
 static void *cache_alloc(tg_kvcache *c, size_t bytes, bool store, bool *ok) {
     if (bytes == 0) return NULL;
-    void *p = calloc(1, bytes);
+    void *p = c->n_owned < c->max_owned ? calloc(1, bytes) : NULL;
     if (!p) {
         *ok = false;
         return NULL;
     }
+    c->owned[c->n_owned++] = p;
     c->n_allocs++;
     if (store) c->bytes_store += bytes;
     else c->bytes_meta += bytes;
@@ -33,14 +38,6 @@ static void store_alloc(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, boo
     s->zero = cache_alloc(c, sg->scale_bytes / 2, true, ok);
     s->resid = cache_alloc(c, sg->resid_bytes, true, ok);
     s->sink = cache_alloc(c, sg->sink_bytes, true, ok);
-}
-
-static void store_free(tg_store *s) {
-    free(s->data);
-    free(s->scale);
-    free(s->zero);
-    free(s->resid);
-    free(s->sink);
 }
 
 /* tg_kvcache_new with the store codecs forced where not NULL. */
@@ -59,7 +56,13 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
     c->plan = tg_cache_geom_plan(&g);
     tg_cache_geom_policy(&g, params, c->policy, sizeof c->policy);
     c->simd = true;
-    bool ok = true;
+    c->owned = calloc(MAX_OWNED(g.n_layers), sizeof *c->owned);
+    c->max_owned = c->owned ? MAX_OWNED(g.n_layers) : 0;
+    bool ok = c->owned != NULL;
+    if (ok) {
+        c->n_allocs++;
+        c->bytes_meta += c->max_owned * sizeof *c->owned;
+    }
     const size_t L = (size_t)g.n_layers, H = (size_t)g.n_kv_heads, D = (size_t)g.head_dim;
     c->kv_source = cache_alloc(c, L * sizeof(int), false, &ok);
     c->layer_window = cache_alloc(c, L * sizeof(int), false, &ok);
@@ -123,21 +126,9 @@ tg_kvcache *tg_kvcache_new_with_codecs(const tg_cache_shape *shape, const tg_cac
 
 void tg_kvcache_free(tg_kvcache *c) {
     if (!c) return;
-    if (c->layers)
-        for (int l = 0; l < c->g.n_layers; l++) {
-            store_free(&c->layers[l].k);
-            store_free(&c->layers[l].v);
-        }
-    free(c->layers);
-    free(c->kv_source);
-    free(c->layer_window);
+    for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
+    free(c->owned);
     tg_rope_table_free(c->rope_tab);
-    free(c->scratch_k);
-    free(c->rope_cos);
-    free(c->rope_sin);
-    free(c->sink_codes);
-    free(c->sink_grid);
-    free(c->group_f32);
     free(c);
 }
 
