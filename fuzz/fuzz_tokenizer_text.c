@@ -45,7 +45,7 @@ static void text_check_decode(const tg_tokenizer *t, const int32_t *ids, size_t 
 static void text_encode(const tg_tokenizer *t, const uint8_t *text, size_t len, bool bos) {
     int32_t *ids = NULL;
     size_t n = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     if (!tg_tokenizer_encode(t, (const char *)text, len, bos, &ids, &n, &err)) {
         fuzz_check_error(&err, "tg_tokenizer_encode");
         return;
@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write_file(dir, "tokenizer.json", part[0], len[0]);
     fuzz_remove_file(dir, "tokenizer_config.json");
     fuzz_remove_file(dir, "generation_config.json");
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (!t) {
         fuzz_check_error(&err, "tg_tokenizer_load_hf");

@@ -41,7 +41,7 @@ static json_t *load_json(const char *dir, const char *name, char *path, size_t c
                          bool *failed) {
     *failed = false;
     bool missing;
-    tg_error why = {{0}};
+    tg_error why = {0};
     json_t *root = NULL;
     if (tg_folder_file(dir, name, NULL, path, cap, &missing, &why))
         root = tg_json_load_path(path, JSON_ALLOW_NUL, &missing, &why);

@@ -50,7 +50,7 @@ static int32_t id_of(const tg_tokenizer *t, const char *s) {
 static void expect_ids(const tg_tokenizer *t, const char *s, size_t len, bool bos, const int32_t *want, size_t n) {
     int32_t *ids = NULL;
     size_t got = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(tg_tokenizer_encode(t, s, len, bos, &ids, &got, &err));
     if (got != n || (n && memcmp(ids, want, n * sizeof *ids) != 0)) {
         print_error("encode '%.*s': want", (int)len, s);
@@ -161,7 +161,7 @@ static void expect_pieces(const tg_pieces *ps, const char *const *want, size_t n
 
 static void run_split(const char *text, const char *pattern, bool literal, tg_split_behavior beh, bool invert,
                       const char *const *want, size_t n) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_pre_step st = {.kind = TG_PRE_SPLIT, .behavior = beh, .invert = invert};
     st.re = tg_regex_new(pattern, strlen(pattern), literal, "test", &err);
     assert_non_null(st.re);
@@ -248,7 +248,7 @@ static void test_added_matcher(void **state) {
 
 static void test_metaspace_step(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_pre_step st = {.kind = TG_PRE_METASPACE, .replacement = MS, .replacement_len = 3,
                       .prepend = TG_PREPEND_ALWAYS, .split = true};
     tg_pieces ps = {0};
@@ -360,7 +360,7 @@ static const char *BL_PRE = "{\"type\": \"ByteLevel\", \"add_prefix_space\": fal
 
 static void test_hf_bytelevel(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     for (int fmt = 0; fmt < 2; fmt++) { /* "a b" merges, then ["a", "b"] merges */
         char *dir = make_bytelevel_dir(fmt == 1, false, BL_PRE);
         tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
@@ -387,7 +387,7 @@ static void test_hf_bytelevel(void **state) {
 
 static void test_hf_added_tokens(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_bytelevel_dir(false, false, BL_PRE);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_non_null(t);
@@ -417,7 +417,7 @@ static void test_hf_added_tokens(void **state) {
 
 static void test_hf_ignore_merges_and_digits(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     /* ignore_merges: a pre-token that is itself in the vocab is taken whole, even without a merge path to it
      * ("hell" + "o" exists, but "ĠĠ" is reachable only through its own merge; use "hello" which is in the vocab) */
     char *dir = make_bytelevel_dir(false, true, BL_PRE);
@@ -527,7 +527,7 @@ static char *make_spm_dir(sp_layout layout, bool byte_fallback, bool with_config
 
 static void test_hf_spm_legacy(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_spm_dir(SP_LEGACY, true, true);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (!t) print_error("%s\n", err.msg);
@@ -563,7 +563,7 @@ static void test_hf_spm_legacy(void **state) {
 
 static void test_hf_spm_metaspace(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_spm_dir(SP_METASPACE, true, false);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (!t) print_error("%s\n", err.msg);
@@ -584,7 +584,7 @@ static void test_hf_spm_metaspace(void **state) {
 
 static void test_hf_unk(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_spm_dir(SP_LEGACY, false, true); /* no byte fallback: unknowns become <unk>, fused */
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_non_null(t);
@@ -600,7 +600,7 @@ static void test_hf_unk(void **state) {
 }
 
 static void expect_load_error(const char *dir, const char *needle1, const char *needle2) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_null(t);
     if (!strstr(err.msg, needle1) || !strstr(err.msg, needle2)) print_error("message: %s\n", err.msg);
@@ -690,7 +690,7 @@ static tg_tokenizer *load_gguf_path(const char *path, tg_gguf **g, tg_error *err
 
 static void test_gguf_spm(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir;
     char *path = make_spm_gguf(&dir, true);
     tg_gguf *g;
@@ -733,7 +733,7 @@ static void test_gguf_spm(void **state) {
 
 static void test_gguf_errors(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = gguf_builder_tmpdir();
     char *path = gguf_builder_path(dir, "bad.gguf");
     const char *toks[] = {"a", "b", "ab"};
@@ -804,7 +804,7 @@ static void round_trip_random(const tg_tokenizer *t, size_t len) {
     text[0] = 'x'; /* a leading space would be dropped by the space-prefix decoders */
     int32_t *ids = NULL;
     size_t n = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
     assert_true(n > 0);
     size_t out_len;
@@ -818,7 +818,7 @@ static void round_trip_random(const tg_tokenizer *t, size_t len) {
 
 static void test_invalid_utf8_round_trip(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dirs[3] = {make_bytelevel_dir(false, false, BL_PRE), make_spm_dir(SP_LEGACY, true, true),
                      make_spm_dir(SP_METASPACE, true, true)};
     for (int k = 0; k < 3; k++) {
@@ -844,7 +844,7 @@ static void test_invalid_utf8_round_trip(void **state) {
 
 static void test_decode_every_byte(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_bytelevel_dir(false, false, BL_PRE);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_non_null(t);
@@ -906,7 +906,7 @@ static size_t flush(tg_detok *d, sink *s) {
 
 static void test_detok(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dirs[2] = {make_bytelevel_dir(false, false, BL_PRE), make_spm_dir(SP_LEGACY, true, true)};
     for (int k = 0; k < 2; k++) {
         struct tg_model m;
