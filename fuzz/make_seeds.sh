@@ -67,4 +67,21 @@ w --kv-budget 64M --kv-quantize-keys int2 --kv-quantize-values fp16 --streaming-
 w --top-k=5 --top-p=0.9 --threads=2 --no-echo -- --prompt >fuzz/seeds/args/equals
 w --kv-budget 1K --streaming-llm-sink 100000 >fuzz/seeds/args/too-small
 w --kv-group-size 3 --kv-residual 8 --kv-quantize int8 --streaming-llm-window 8 >fuzz/seeds/args/group
+# chat_template: every template of tests/data/chat/refs.json (the real ones, the built-ins, the feature snippets),
+# then FUZZ_SEP and the variables of its first case
+mkdir -p fuzz/seeds/chat_template
+python3 - fuzz/seeds/chat_template "$sep" <<'EOF'
+import json, re, sys
+doc = json.load(open("tests/data/chat/refs.json", encoding="utf-8"))
+seen = set()
+for case in doc["cases"]:
+    name = case["template"]
+    if name in seen:
+        continue
+    seen.add(name)
+    text = doc["templates"][name]["text"]
+    file = re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
+    with open("%s/%s" % (sys.argv[1], file), "wb") as f:
+        f.write(text.encode() + sys.argv[2].encode() + json.dumps(case["vars"], ensure_ascii=False).encode())
+EOF
 echo "seeds: $(find fuzz/seeds -type f | wc -l) files, $(du -sh fuzz/seeds | cut -f1)"

@@ -427,7 +427,7 @@ static tj_node *parse_subscript(tj_parser *p, tj_node *node) {
 }
 
 static tj_node *parse_call(tj_parser *p, tj_node *node) {
-    tj_node *n = tj_node_new(p, N_CALL, cur(p)->pos);
+    tj_node *n = tj_node_new(p, N_CALL, node->pos); /* errors point at the callee */
     n->a = node;
     parse_call_args(p, n);
     return n;

@@ -200,7 +200,11 @@ static tj_node *parse_body(tj_parser *p, const char *const *ends, const char *op
     for (;;) {
         const tj_token *t = cur(p);
         if (t->kind == TK_EOF) {
-            if (ends) tj_fail(p->c, opener_pos, "'%s' block is never closed (expected '%s')", opener, ends[0]);
+            if (ends) {
+                const char *const *e = ends;
+                while (e[1] && strncmp(*e, "end", 3) != 0) e++;
+                tj_fail(p->c, opener_pos, "'%s' block is never closed (expected '%s')", opener, *e);
+            }
             return body;
         }
         if (t->kind == TK_DATA) {
