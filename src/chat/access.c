@@ -112,22 +112,24 @@ tj_value tj_slice(tj_rt *r, size_t pos, tj_value obj, const tj_value *start, con
                   const tj_value *step) {
     if (obj.kind == TV_UNDEF) undefined_use(r, pos, obj, "item", "slice", 5);
     int64_t st = 1, lo, hi;
-    if (step && step->kind != TV_NONE && !as_index(*step, &st)) return tj_undef("slice indices must be integers");
+    /* slices bypass jinja's getitem (compiler.visit_Getitem), so every problem is an error, as in Python */
+    if (step && step->kind != TV_NONE && !as_index(*step, &st)) tj_fail(r->c, pos, "slice indices must be integers or None");
     if (st == 0) tj_fail(r->c, pos, "slice step cannot be zero");
     if (st == INT64_MIN) st = -INT64_MAX;
     bool is_str = obj.kind == TV_STR;
-    if (!is_str && !(obj.kind == TV_LIST && !obj.u.list->generator)) return tj_undef("object is not sliceable");
+    if (!is_str && !(obj.kind == TV_LIST && !obj.u.list->generator))
+        tj_fail(r->c, pos, "'%s' object is not subscriptable with a slice", tj_type_name(obj));
     const char *s = is_str ? obj.u.s.p : NULL;
     size_t sn = is_str ? obj.u.s.n : 0;
     int64_t len = is_str ? (int64_t)tj_utf8_len(s, sn) : (int64_t)obj.u.list->n;
     if (start && start->kind != TV_NONE) {
-        if (!as_index(*start, &lo)) return tj_undef("slice indices must be integers");
+        if (!as_index(*start, &lo)) tj_fail(r->c, pos, "slice indices must be integers or None");
         lo = adjust(lo, len, st);
     } else {
         lo = st < 0 ? len - 1 : 0;
     }
     if (stop && stop->kind != TV_NONE) {
-        if (!as_index(*stop, &hi)) return tj_undef("slice indices must be integers");
+        if (!as_index(*stop, &hi)) tj_fail(r->c, pos, "slice indices must be integers or None");
         hi = adjust(hi, len, st);
     } else {
         hi = st < 0 ? -1 : len;

@@ -151,7 +151,8 @@ static tj_value do_map(tj_rt *r, size_t pos, tj_value v, const tj_args *a) {
 }
 
 static tj_value do_int(tj_rt *r, size_t pos, tj_value v, const tj_args *a) {
-    const tj_value *dflt = arg(a, 0, "default");
+    const tj_value *dflt = arg(a, 0, "default"), *base = arg(a, 1, "base");
+    if (base && !(base->kind == TV_INT && base->u.i == 10)) tj_fail(r->c, pos, "unsupported Jinja feature 'int(base=...)'");
     tj_value d = dflt ? *dflt : tj_int(0);
     tj_require_defined(r, pos, v);
     switch (v.kind) {
@@ -210,6 +211,11 @@ static tj_value do_indent(tj_rt *r, size_t pos, tj_value v, const tj_args *a) {
 }
 
 tj_value tj_apply_filter(tj_rt *r, size_t pos, int fid, tj_value v, const tj_args *a) {
+    static const int no_args[] = {F_LENGTH, F_UPPER, F_LOWER, F_TITLE, F_CAPITALIZE, F_STRING, F_SAFE, F_ESCAPE,
+                                  F_LIST, F_FIRST, F_LAST, F_ITEMS, F_ABS, F_REVERSE};
+    for (size_t k = 0; k < sizeof no_args / sizeof *no_args; k++)
+        if (fid == no_args[k]) tj_args_check(r, pos, a, FILTERS[fid], 0, "");
+    if (fid == F_INT || fid == F_FLOAT) tj_args_check(r, pos, a, FILTERS[fid], fid == F_INT ? 2 : 1, "default,base");
     switch (fid) {
     case F_TRIM:
         tj_args_check(r, pos, a, "trim", 1, "chars");
@@ -294,7 +300,9 @@ tj_value tj_apply_filter(tj_rt *r, size_t pos, int fid, tj_value v, const tj_arg
         tj_args_check(r, pos, a, "replace", 3, "old,new,count");
         const tj_value *o = arg(a, 0, "old"), *n = arg(a, 1, "new"), *c = arg(a, 2, "count");
         if (!o || !n) tj_fail(r->c, pos, "replace needs the old and the new string");
-        int64_t count = c && c->kind == TV_INT ? c->u.i : -1;
+        if (c && c->kind != TV_INT && c->kind != TV_NONE && c->kind != TV_BOOL)
+            tj_fail(r->c, pos, "'%s' object cannot be interpreted as an integer", tj_type_name(*c));
+        int64_t count = c && c->kind == TV_INT ? c->u.i : c && c->kind == TV_BOOL ? c->u.b : -1;
         return tj_replace(r, pos, tj_str_of(r, pos, v), tj_str_of(r, pos, *o), tj_str_of(r, pos, *n), count);
     }
     case F_STRING:
@@ -401,7 +409,17 @@ static bool all_ascii_case(tj_rt *r, size_t pos, tj_value v, bool upper) {
     return cased;
 }
 
+/* Tests that take one argument (the rest take none). */
+static bool test_takes_arg(int tid) {
+    return tid == T_DIVISIBLEBY || tid == T_EQ || tid == T_NE || tid == T_LT || tid == T_LE || tid == T_GT ||
+           tid == T_GE || tid == T_IN || tid == T_SAMEAS;
+}
+
 bool tj_apply_test(tj_rt *r, size_t pos, int tid, tj_value v, const tj_args *a) {
+    const size_t want = test_takes_arg(tid) ? 1 : 0;
+    if (a->n_pos != want || a->n_kw)
+        tj_fail(r->c, pos, "this test takes %zu argument%s (%zu given)", want, want == 1 ? "" : "s",
+                a->n_pos + a->n_kw);
     const tj_value *x = a->n_pos ? &a->pos[0] : NULL;
     int64_t i, j;
     switch (tid) {

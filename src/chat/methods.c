@@ -165,7 +165,9 @@ tj_value tj_case(tj_rt *r, tj_value s, int mode) {
 
 static tj_value do_split(tj_rt *r, size_t pos, tj_value s, const tj_value *sep, const tj_value *maxsplit) {
     int64_t max = -1;
-    if (maxsplit && maxsplit->kind == TV_INT) max = maxsplit->u.i;
+    if (maxsplit && maxsplit->kind != TV_INT)
+        tj_fail(r->c, pos, "'%s' object cannot be interpreted as an integer", tj_type_name(*maxsplit));
+    if (maxsplit) max = maxsplit->u.i;
     tj_buf parts = {0};
     size_t count = 0;
     const char *p = s.u.s.p;
@@ -359,6 +361,8 @@ static tj_value call_method(tj_rt *r, size_t pos, int id, tj_value self, const t
     }
     case M_REPLACE: {
         const tj_value *cnt = arg(a, 2, "count");
+        if (cnt && cnt->kind != TV_INT)
+            tj_fail(r->c, pos, "'%s' object cannot be interpreted as an integer", tj_type_name(*cnt));
         return tj_replace(r, pos, self, need_str(r, pos, arg(a, 0, "old"), "replace()"),
                           need_str(r, pos, arg(a, 1, "new"), "replace()"), cnt && cnt->kind == TV_INT ? cnt->u.i : -1);
     }
