@@ -272,6 +272,7 @@ struct tj_node {
     tj_node **kids;
     size_t n_kids;
     int *ops;    /* N_COMPARE: one per kid */
+    int height;  /* expressions: 1 + the tallest operand (leaves 0 or 1), bounded so evaluation cannot overflow the stack */
     tj_kwarg *kw;
     size_t n_kw;
 };
@@ -296,6 +297,10 @@ tj_node *tj_parse_expression(tj_parser *p, bool with_condexpr);
 /* parse_tuple of Jinja: expressions separated by commas; a tuple when there is a comma. */
 tj_node *tj_parse_tuple(tj_parser *p, bool with_condexpr, bool explicit_parens);
 tj_node *tj_node_new(tj_parser *p, tj_node_kind kind, size_t pos);
+/* Sets n->height from its operands; fails past TJ_MAX_EXPR_HEIGHT (long chains like 1+1+1+... grow it without
+ * nesting). Returns n. */
+#define TJ_MAX_EXPR_HEIGHT 256
+tj_node *tj_seal(tj_parser *p, tj_node *n);
 void tj_node_push(tj_parser *p, tj_node *parent, tj_node *kid, size_t *cap);
 void tj_parse_enter(tj_parser *p, size_t pos);
 bool tj_tok_op(const tj_token *t, const char *op);

@@ -47,6 +47,23 @@ tj_node *tj_node_new(tj_parser *p, tj_node_kind kind, size_t pos) {
     return n;
 }
 
+static int height_of(const tj_node *n) { return n ? (n->height > 0 ? n->height : 1) : 0; }
+
+tj_node *tj_seal(tj_parser *p, tj_node *n) {
+    int h = height_of(n->a);
+    if (height_of(n->b) > h) h = height_of(n->b);
+    if (height_of(n->c) > h) h = height_of(n->c);
+    if (height_of(n->d) > h) h = height_of(n->d);
+    for (size_t k = 0; k < n->n_kids; k++)
+        if (height_of(n->kids[k]) > h) h = height_of(n->kids[k]);
+    for (size_t k = 0; k < n->n_kw; k++)
+        if (height_of(n->kw[k].val) > h) h = height_of(n->kw[k].val);
+    n->height = h + 1;
+    if (n->height > TJ_MAX_EXPR_HEIGHT)
+        tj_fail(p->c, n->pos, "expression nested more than %d levels deep (the limit)", TJ_MAX_EXPR_HEIGHT);
+    return n;
+}
+
 void tj_node_push(tj_parser *p, tj_node *parent, tj_node *kid, size_t *cap) {
     if (parent->n_kids == *cap) {
         size_t nc = *cap ? *cap * 2 : 4;
@@ -98,7 +115,7 @@ static tj_node *binary(tj_parser *p, tj_node_kind kind, int op, tj_node *a, tj_n
     n->op = op;
     n->a = a;
     n->b = b;
-    return n;
+    return tj_seal(p, n);
 }
 
 tj_node *tj_parse_expression(tj_parser *p, bool with_condexpr) {
@@ -110,7 +127,7 @@ tj_node *tj_parse_expression(tj_parser *p, bool with_condexpr) {
         cond->b = e;
         cond->a = parse_or(p);
         if (skip_name(p, "else")) cond->c = tj_parse_expression(p, true);
-        e = cond;
+        e = tj_seal(p, cond);
     }
     p->depth--;
     return e;
@@ -138,7 +155,7 @@ tj_node *tj_parse_tuple(tj_parser *p, bool with_condexpr, bool explicit_parens) 
         if (tup->n_kids == 1) return tup->kids[0];
         if (!explicit_parens) tj_fail(p->c, cur(p)->pos, "expected an expression, got %s", tj_tok_describe(p, cur(p)));
     }
-    return tup;
+    return tj_seal(p, tup);
 }
 
 static tj_node *parse_and(tj_parser *p);
@@ -200,7 +217,7 @@ static tj_node *parse_compare(tj_parser *p) {
         cmp->ops[cmp->n_kids] = op;
         tj_node_push(p, cmp, parse_math1(p), &cap);
     }
-    return cmp ? cmp : first;
+    return cmp ? tj_seal(p, cmp) : first;
 }
 
 static tj_node *parse_not(tj_parser *p) {
@@ -210,7 +227,7 @@ static tj_node *parse_not(tj_parser *p) {
         tj_node *n = tj_node_new(p, N_NOT, pos);
         n->a = parse_not(p);
         p->depth--;
-        return n;
+        return tj_seal(p, n);
     }
     return parse_compare(p);
 }
@@ -269,6 +286,7 @@ static tj_node *parse_unary(tj_parser *p, bool with_filter) {
         tj_parse_enter(p, pos);
         node = tj_node_new(p, tj_tok_op(t, "-") ? N_NEG : N_POS, pos);
         node->a = parse_unary(p, false);
+        tj_seal(p, node);
         p->depth--;
     } else {
         node = parse_postfix(p, parse_primary(p));
@@ -335,7 +353,7 @@ static tj_node *parse_primary(tj_parser *p) {
         }
         expect_op(p, close);
         p->depth--;
-        return n;
+        return tj_seal(p, n);
     }
     tj_fail(p->c, pos, "unexpected %s", tj_tok_describe(p, t));
 }
@@ -381,7 +399,7 @@ static tj_node *parse_subscript(tj_parser *p, tj_node *node) {
             n->a = node;
             n->name = tj_strdup(p->c, a->s, a->n);
             n->name_n = a->n;
-            return n;
+            return tj_seal(p, n);
         }
         if (a->kind == TK_INT) {
             next(p);
@@ -389,7 +407,7 @@ static tj_node *parse_subscript(tj_parser *p, tj_node *node) {
             n->a = node;
             n->b = tj_node_new(p, N_CONST, a->pos);
             n->b->val = tj_int(a->i);
-            return n;
+            return tj_seal(p, n);
         }
         tj_fail(p->c, a->pos, "expected a name after '.', got %s", tj_tok_describe(p, a));
     }
@@ -423,14 +441,14 @@ static tj_node *parse_subscript(tj_parser *p, tj_node *node) {
         for (int k = 0; k < 3; k++) n->kids[k] = part[k];
     }
     n->a = node;
-    return n;
+    return tj_seal(p, n);
 }
 
 static tj_node *parse_call(tj_parser *p, tj_node *node) {
     tj_node *n = tj_node_new(p, N_CALL, node->pos); /* errors point at the callee */
     n->a = node;
     parse_call_args(p, n);
-    return n;
+    return tj_seal(p, n);
 }
 
 static tj_node *parse_postfix(tj_parser *p, tj_node *node) {
@@ -456,7 +474,7 @@ static tj_node *parse_filter_expr(tj_parser *p, tj_node *node) {
             n->fid = tj_filter_id(name->s, name->n);
             if (n->fid < 0) tj_fail(p->c, name->pos, "unsupported Jinja filter '%s'", n->name);
             if (tj_tok_op(cur(p), "(")) parse_call_args(p, n);
-            node = n;
+            node = tj_seal(p, n);
         } else if (tj_tok_name(t, "is")) {
             next(p);
             bool negated = skip_name(p, "not");
@@ -479,7 +497,7 @@ static tj_node *parse_filter_expr(tj_parser *p, tj_node *node) {
                 n->kids[0] = parse_postfix(p, parse_primary(p));
                 n->n_kids = 1;
             }
-            node = n;
+            node = tj_seal(p, n);
         } else if (tj_tok_op(t, "(")) {
             node = parse_call(p, node);
         } else {

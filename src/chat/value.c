@@ -162,9 +162,9 @@ static int cmp_int_float(int64_t i, double f) {
 
 /* -1 / 0 / 1, or 2 when unordered (NaN). */
 static int cmp_numbers(tj_value a, tj_value b) {
-    double fa, fb;
-    int64_t ia, ib;
-    bool inta, intb;
+    double fa = 0, fb = 0;
+    int64_t ia = 0, ib = 0;
+    bool inta = false, intb = false;
     as_number(a, &fa, &ia, &inta);
     as_number(b, &fb, &ib, &intb);
     if (inta && intb) return ia < ib ? -1 : ia > ib;
@@ -177,10 +177,15 @@ static int cmp_numbers(tj_value a, tj_value b) {
     return fa < fb ? -1 : fa > fb;
 }
 
+/* The recursion depth guard of == and ordering on nested lists and dicts (as in value_str.c). */
+static void enter(tj_rt *r, size_t pos) {
+    if (++r->vdepth > 256) tj_fail(r->c, pos, "a value nested more than 256 levels deep (the limit)");
+}
+
 bool tj_equal(tj_rt *r, tj_value a, tj_value b) {
-    double f;
-    int64_t i;
-    bool is_int;
+    double f = 0;
+    int64_t i = 0;
+    bool is_int = false;
     if (as_number(a, &f, &i, &is_int) && as_number(b, &f, &i, &is_int)) return cmp_numbers(a, b) == 0;
     if (a.kind != b.kind) return false;
     switch (a.kind) {
@@ -192,20 +197,25 @@ bool tj_equal(tj_rt *r, tj_value a, tj_value b) {
         if (x == y) return true;
         if (x->generator || y->generator || x->tuple != y->tuple || x->n != y->n) return false;
         tj_charge(r, TJ_NOPOS, x->n);
-        for (size_t k = 0; k < x->n; k++)
-            if (!tj_equal(r, x->v[k], y->v[k])) return false;
-        return true;
+        enter(r, TJ_NOPOS);
+        bool same = true;
+        for (size_t k = 0; k < x->n && same; k++) same = tj_equal(r, x->v[k], y->v[k]);
+        r->vdepth--;
+        return same;
     }
     case TV_DICT: {
         const tj_dict *x = a.u.dict, *y = b.u.dict;
         if (x == y) return true;
         if (x->n != y->n) return false;
         tj_charge(r, TJ_NOPOS, x->n);
-        for (size_t k = 0; k < x->n; k++) {
+        enter(r, TJ_NOPOS);
+        bool same = true;
+        for (size_t k = 0; k < x->n && same; k++) {
             tj_value *o = tj_dict_get(r, y, x->k[k]);
-            if (!o || !tj_equal(r, x->v[k], *o)) return false;
+            same = o && tj_equal(r, x->v[k], *o);
         }
-        return true;
+        r->vdepth--;
+        return same;
     }
     case TV_NS: return a.u.dict == b.u.dict;
     case TV_LOOP: return a.u.loop == b.u.loop;
@@ -216,9 +226,9 @@ bool tj_equal(tj_rt *r, tj_value a, tj_value b) {
 }
 
 static int cmp_values(tj_rt *r, size_t pos, const char *op, tj_value a, tj_value b) {
-    double f;
-    int64_t i;
-    bool is_int;
+    double f = 0;
+    int64_t i = 0;
+    bool is_int = false;
     if (as_number(a, &f, &i, &is_int) && as_number(b, &f, &i, &is_int)) return cmp_numbers(a, b);
     if (a.kind == TV_STR && b.kind == TV_STR) {
         size_t n = a.u.s.n < b.u.s.n ? a.u.s.n : b.u.s.n;
@@ -232,9 +242,15 @@ static int cmp_values(tj_rt *r, size_t pos, const char *op, tj_value a, tj_value
         const tj_list *x = a.u.list, *y = b.u.list;
         size_t n = x->n < y->n ? x->n : y->n;
         tj_charge(r, pos, n);
+        enter(r, pos);
+        int c = x->n < y->n ? -1 : x->n > y->n;
         for (size_t k = 0; k < n; k++)
-            if (!tj_equal(r, x->v[k], y->v[k])) return cmp_values(r, pos, op, x->v[k], y->v[k]);
-        return x->n < y->n ? -1 : x->n > y->n;
+            if (!tj_equal(r, x->v[k], y->v[k])) {
+                c = cmp_values(r, pos, op, x->v[k], y->v[k]);
+                break;
+            }
+        r->vdepth--;
+        return c;
     }
     tj_fail(r->c, pos, "'%s' not supported between instances of '%s' and '%s'", op, tj_type_name(a),
             tj_type_name(b));
