@@ -210,6 +210,8 @@ FEATURES = [
     ("undefined printing", "[{{ missing }}][{{ missing | trim }}][{{ missing ~ 'x' }}][{% for x in missing %}{{ x }}{% endfor %}][{{ missing | length }}][{{ missing is none }}][{{ d.nope is defined }}]", {"d": {}}),
     ("truthiness", "{% for v in [0, 1, '', 'a', [], [0], {}, {'a': 1}, none, 0.0, 0.5] %}{{ 'T' if v else 'F' }}{% endfor %}", {}),
     ("messages with tool calls", "{% for m in messages %}{% if m.tool_calls is defined %}{% for c in m.tool_calls %}{{ c.function.name }}({{ c.function.arguments | tojson }}){% endfor %}{% elif m.content is string %}{{ m.content }}{% endif %}{% endfor %}", {"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": {"a": [1, "b"]}}}]}, {"role": "tool", "content": "r"}]}),
+    ("unicode case", "{% for s in ['straße', 'İstanbul', 'ΟΔΟΣ ΚΑΙ ΣΟΦΙΑ', 'Ωμέγα', 'ДОБРЫЙ день', 'éCOLE ÇA', 'x 日本 🙂', 'ŉ ſ ĸ ÿ µ'] %}{{ s.upper() }}|{{ s.lower() }}|{{ s.title() }}|{{ s.capitalize() }}|{{ s | title }}|{{ s is upper }}{{ s is lower }};{% endfor %}", {}),
+    ("number strings", "{% for s in ['42', ' 42 ', '4.7', '-3', '+5', '1_000', '_1', '1__0', '0x10', '1e3', '1e', '.5', '5.', 'nan', '', 'abc', '1_0.5', '007', '+.5e-3'] %}[{{ s | int }}|{{ s | float }}]{% endfor %}{{ 'inf' | float }}{{ '-Infinity' | float }}", {}),
     ("content parts", "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}{% if p.type == 'text' %}{{ p.text }}{% endif %}{% endfor %}{% endif %}{% endfor %}", {"messages": [{"role": "user", "content": [{"type": "text", "text": "part1 "}, {"type": "image"}, {"type": "text", "text": "part2"}]}]}),
 ]
 

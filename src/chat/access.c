@@ -113,7 +113,8 @@ tj_value tj_slice(tj_rt *r, size_t pos, tj_value obj, const tj_value *start, con
     if (obj.kind == TV_UNDEF) undefined_use(r, pos, obj, "item", "slice", 5);
     int64_t st = 1, lo, hi;
     /* slices bypass jinja's getitem (compiler.visit_Getitem), so every problem is an error, as in Python */
-    if (step && step->kind != TV_NONE && !as_index(*step, &st)) tj_fail(r->c, pos, "slice indices must be integers or None");
+    if (step && step->kind != TV_NONE && !as_index(*step, &st))
+        tj_fail(r->c, pos, "slice indices must be integers or None");
     if (st == 0) tj_fail(r->c, pos, "slice step cannot be zero");
     if (st == INT64_MIN) st = -INT64_MAX;
     bool is_str = obj.kind == TV_STR;

@@ -19,7 +19,8 @@ static const builtin BUILTINS[] = {
     "' + message['content'] + '<|im_end|>' + '\n"
     "'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n"
     "' }}{% endif %}"},
-    /* HuggingFaceTB/SmolLM2-135M/360M/1.7B-Instruct tokenizer_config.json: ChatML with SmolLM's default system prompt. */
+    /* HuggingFaceTB/SmolLM2-135M/360M/1.7B-Instruct tokenizer_config.json: ChatML with SmolLM's default system
+     * prompt. */
     {"smollm2",
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>s"
     "ystem\n"
@@ -46,7 +47,8 @@ static const builtin BUILTINS[] = {
     "{{ '<|assistant|>' }}\n"
     "{% endif %}\n"
     "{% endfor %}"},
-    /* meta-llama/Llama-2-7b-chat-hf tokenizer_config.json (byte-identical to the copy in ../shared/testdata/realmeta). */
+    /* meta-llama/Llama-2-7b-chat-hf tokenizer_config.json (byte-identical to the copy in
+     * ../shared/testdata/realmeta). */
     {"llama2",
     "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message ="
     " messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %"

@@ -9,8 +9,8 @@
  * {% generation %}, comments, whitespace control (- and +), the usual operators, literals, filters, tests,
  * string/dict methods and Python slicing. Not supported (a clear "unsupported Jinja feature 'X'" error): macros,
  * call blocks, include/import/extends/block, raw, filter blocks, recursive loops, `%` string formatting.
- * Known differences from CPython: integers are 64-bit (overflow is an error), upper/lower/title/capitalize change
- * ASCII letters only, and names are ASCII identifiers. */
+ * Known differences from CPython: integers are 64-bit (overflow is an error), case mapping covers ASCII, Latin-1,
+ * Latin Extended-A, Greek and Cyrillic (other scripts stay as they are), and names are ASCII identifiers. */
 #ifndef TG_CHAT_TEMPLATE_H
 #define TG_CHAT_TEMPLATE_H
 

@@ -2,9 +2,12 @@
  * and transformers' tojson. Filters that produce a generator in Python (map, select, reject, selectattr,
  * rejectattr, items, reverse on lists) return a list marked as a generator, so printing it, len() and indexing
  * fail the way they do in Python. */
+#define _DEFAULT_SOURCE /* strncasecmp */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "chat/jinja.h"
 
@@ -110,8 +113,8 @@ static tj_value filter_items(tj_rt *r, size_t pos, tj_value v, const tj_args *a,
         if (a->pos[first].kind != TV_STR) tj_fail(r->c, pos, "the test name must be a string");
         tid = tj_test_id(a->pos[first].u.s.p, a->pos[first].u.s.n);
         if (tid < 0)
-            tj_fail(r->c, pos, "unsupported Jinja test '%.*s'", (int)(a->pos[first].u.s.n > 40 ? 40 : a->pos[first].u.s.n),
-                    a->pos[first].u.s.p);
+            tj_fail(r->c, pos, "unsupported Jinja test '%.*s'",
+                    (int)(a->pos[first].u.s.n > 40 ? 40 : a->pos[first].u.s.n), a->pos[first].u.s.p);
     }
     tj_args targs = {.pos = a->n_pos > first + 1 ? a->pos + first + 1 : NULL,
                      .n_pos = a->n_pos > first + 1 ? a->n_pos - first - 1 : 0};
@@ -150,32 +153,83 @@ static tj_value do_map(tj_rt *r, size_t pos, tj_value v, const tj_args *a) {
     return gen(out);
 }
 
+/* Python's digitpart, digit (_? digit)*, copied without the underscores; returns the number of digits. */
+static size_t digitpart(const char **pp, const char *end, char *out, size_t *n) {
+    const char *p = *pp;
+    size_t digits = 0;
+    while (p < end && *p >= '0' && *p <= '9') {
+        out[(*n)++] = *p++;
+        digits++;
+        if (p + 1 < end && *p == '_' && p[1] >= '0' && p[1] <= '9') p++;
+    }
+    *pp = p;
+    return digits;
+}
+
+/* Whether the string v (surrounding whitespace aside) is what Python's int() (as_int) or float() accepts: digits
+ * with single underscores between them, a sign, for floats a fraction, an exponent, inf/infinity/nan. On success
+ * out holds it without whitespace and underscores, for strtoll/strtod (which alone would also take "0x1f", "1e",
+ * embedded NULs...). */
+static bool py_number_text(tj_value v, bool as_int, char *out, size_t cap) {
+    tj_value s = tj_strip(v, NULL);
+    const char *p = s.u.s.p, *end = p + s.u.s.n;
+    size_t n = 0;
+    if (s.u.s.n == 0 || s.u.s.n >= cap) return false;
+    if (*p == '+' || *p == '-') out[n++] = *p++;
+    if (!as_int) {
+        static const char *const words[] = {"inf", "infinity", "nan"};
+        for (size_t k = 0; k < 3; k++) {
+            size_t wl = strlen(words[k]);
+            if ((size_t)(end - p) == wl && strncasecmp(p, words[k], wl) == 0) {
+                memcpy(out + n, p, wl);
+                out[n + wl] = '\0';
+                return true;
+            }
+        }
+    }
+    size_t int_digits = digitpart(&p, end, out, &n), frac_digits = 0;
+    if (!as_int && p < end && *p == '.') {
+        out[n++] = *p++;
+        frac_digits = digitpart(&p, end, out, &n);
+    }
+    if (int_digits + frac_digits == 0) return false;
+    if (!as_int && p < end && (*p == 'e' || *p == 'E')) {
+        out[n++] = *p++;
+        if (p < end && (*p == '+' || *p == '-')) out[n++] = *p++;
+        if (digitpart(&p, end, out, &n) == 0) return false;
+    }
+    out[n] = '\0';
+    return p == end && (!as_int || frac_digits == 0);
+}
+
 static tj_value do_int(tj_rt *r, size_t pos, tj_value v, const tj_args *a) {
     const tj_value *dflt = arg(a, 0, "default"), *base = arg(a, 1, "base");
-    if (base && !(base->kind == TV_INT && base->u.i == 10)) tj_fail(r->c, pos, "unsupported Jinja feature 'int(base=...)'");
+    if (base && !(base->kind == TV_INT && base->u.i == 10))
+        tj_fail(r->c, pos, "unsupported Jinja feature 'int(base=...)'");
     tj_value d = dflt ? *dflt : tj_int(0);
     tj_require_defined(r, pos, v);
     switch (v.kind) {
     case TV_INT: return v;
     case TV_BOOL: return tj_int(v.u.b);
     case TV_FLOAT:
-        if (isnan(v.u.f) || isinf(v.u.f)) tj_fail(r->c, pos, "cannot convert float %s to integer", isnan(v.u.f) ? "NaN" : "infinity");
+        if (isnan(v.u.f) || isinf(v.u.f))
+            tj_fail(r->c, pos, "cannot convert float %s to integer", isnan(v.u.f) ? "NaN" : "infinity");
         if (fabs(v.u.f) >= 9.2e18) tj_fail(r->c, pos, "integer overflow (integers are 64-bit)");
         return tj_int((int64_t)v.u.f);
     case TV_STR: {
-        char tmp[64];
-        tj_value s = tj_strip(v, NULL);
-        if (s.u.s.n == 0 || s.u.s.n >= sizeof tmp) return d;
-        size_t n = 0;
-        for (size_t i = 0; i < s.u.s.n; i++)
-            if (s.u.s.p[i] != '_') tmp[n++] = s.u.s.p[i];
-        tmp[n] = '\0';
-        char *end;
-        long long x = strtoll(tmp, &end, 10);
-        if (*end == '\0' && end != tmp && (tmp[0] != '+' && tmp[0] != '-' ? true : n > 1)) return tj_int(x);
-        double f = strtod(tmp, &end);
-        if (*end == '\0' && end != tmp && isfinite(f) && fabs(f) < 9.2e18) return tj_int((int64_t)f);
-        return d;
+        char tmp[80];
+        if (py_number_text(v, true, tmp, sizeof tmp)) {
+            errno = 0;
+            long long x = strtoll(tmp, NULL, 10);
+            if (errno == ERANGE) tj_fail(r->c, pos, "integer overflow (integers are 64-bit)");
+            return tj_int(x);
+        }
+        if (!py_number_text(v, false, tmp, sizeof tmp)) return d;
+        double f = strtod(tmp, NULL);
+        if (isnan(f)) return d;
+        if (isinf(f)) tj_fail(r->c, pos, "cannot convert float infinity to integer");
+        if (fabs(f) >= 9.2e18) tj_fail(r->c, pos, "integer overflow (integers are 64-bit)");
+        return tj_int((int64_t)f);
     }
     default: return d;
     }
@@ -257,26 +311,8 @@ tj_value tj_apply_filter(tj_rt *r, size_t pos, int fid, tj_value v, const tj_arg
     }
     case F_UPPER: return tj_case(r, tj_str_of(r, pos, v), 0);
     case F_LOWER: return tj_case(r, tj_str_of(r, pos, v), 1);
-    case F_CAPITALIZE: {
-        tj_value low = tj_case(r, tj_str_of(r, pos, v), 1);
-        char *p = (char *)low.u.s.p;
-        if (low.u.s.n && p[0] >= 'a' && p[0] <= 'z') p[0] = (char)(p[0] & ~0x20);
-        return low;
-    }
-    case F_TITLE: { /* jinja's do_title: each word after [-\s({\[<]+ gets an upper first letter, the rest lower */
-        tj_value s = tj_case(r, tj_str_of(r, pos, v), 1);
-        char *p = (char *)s.u.s.p;
-        bool start = true;
-        for (size_t i = 0; i < s.u.s.n;) {
-            size_t j = i;
-            uint32_t cp = tj_utf8_next(p, s.u.s.n, &j);
-            bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || tj_py_isspace(cp);
-            if (!sep && start && p[i] >= 'a' && p[i] <= 'z') p[i] = (char)(p[i] & ~0x20);
-            start = sep;
-            i = j;
-        }
-        return s;
-    }
+    case F_CAPITALIZE: return tj_case(r, tj_str_of(r, pos, v), 3);
+    case F_TITLE: return tj_title_words(r, tj_str_of(r, pos, v));
     case F_DEFAULT: {
         tj_args_check(r, pos, a, "default", 2, "default_value,boolean");
         const tj_value *d = arg(a, 0, "default_value"), *boolean = arg(a, 1, "boolean");
@@ -315,12 +351,8 @@ tj_value tj_apply_filter(tj_rt *r, size_t pos, int fid, tj_value v, const tj_arg
         const tj_value *d = arg(a, 0, "default");
         if (v.kind == TV_FLOAT) return v;
         if (v.kind == TV_INT || v.kind == TV_BOOL) return tj_float(v.kind == TV_INT ? (double)v.u.i : v.u.b);
-        if (v.kind == TV_STR) {
-            tj_value s = tj_strip(v, NULL);
-            char *tmp = tj_strdup(r->c, s.u.s.p, s.u.s.n), *end;
-            double f = strtod(tmp, &end);
-            if (s.u.s.n && *end == '\0') return tj_float(f);
-        }
+        char tmp[80];
+        if (v.kind == TV_STR && py_number_text(v, false, tmp, sizeof tmp)) return tj_float(strtod(tmp, NULL));
         tj_require_defined(r, pos, v);
         return d ? *d : tj_float(0.0);
     }
@@ -393,22 +425,6 @@ static bool need_int(tj_rt *r, size_t pos, tj_value v, int64_t *i, const char *t
     return true;
 }
 
-static bool all_ascii_case(tj_rt *r, size_t pos, tj_value v, bool upper) {
-    tj_value s = tj_str_of(r, pos, v);
-    bool cased = false;
-    for (size_t i = 0; i < s.u.s.n; i++) {
-        char ch = s.u.s.p[i];
-        if (ch >= 'a' && ch <= 'z') {
-            if (upper) return false;
-            cased = true;
-        } else if (ch >= 'A' && ch <= 'Z') {
-            if (!upper) return false;
-            cased = true;
-        }
-    }
-    return cased;
-}
-
 /* Tests that take one argument (the rest take none). */
 static bool test_takes_arg(int tid) {
     return tid == T_DIVISIBLEBY || tid == T_EQ || tid == T_NE || tid == T_LT || tid == T_LE || tid == T_GT ||
@@ -474,8 +490,8 @@ bool tj_apply_test(tj_rt *r, size_t pos, int tid, tj_value v, const tj_args *a) 
         if (v.kind == TV_LIST) return v.u.list == x->u.list;
         if (v.kind == TV_DICT || v.kind == TV_NS) return v.u.dict == x->u.dict;
         return false;
-    case T_LOWER: return all_ascii_case(r, pos, v, false);
-    case T_UPPER: return all_ascii_case(r, pos, v, true);
+    case T_LOWER: return tj_is_case(r, tj_str_of(r, pos, v), false);
+    case T_UPPER: return tj_is_case(r, tj_str_of(r, pos, v), true);
     }
     tj_fail(r->c, pos, "internal error: unknown test");
 }

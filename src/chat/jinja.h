@@ -272,7 +272,8 @@ struct tj_node {
     tj_node **kids;
     size_t n_kids;
     int *ops;    /* N_COMPARE: one per kid */
-    int height;  /* expressions: 1 + the tallest operand (leaves 0 or 1), bounded so evaluation cannot overflow the stack */
+    int height;  /* expressions: 1 + the tallest operand (leaves 0 or 1); bounded, so evaluating cannot overflow
+                  * the stack */
     tj_kwarg *kw;
     size_t n_kw;
 };
@@ -337,11 +338,14 @@ const tj_value *tj_kwarg_get(const tj_args *args, const char *name);
 /* Fails unless args has at most max_pos positional arguments and only the keywords listed (comma-separated). */
 void tj_args_check(tj_rt *r, size_t pos, const tj_args *args, const char *what, size_t max_pos, const char *kws);
 
-/* String helpers shared by methods and filters: str.strip(chars) (chars NULL or none: whitespace); ASCII case
- * mapping (mode 0 upper, 1 lower, 2 str.title; non-ASCII bytes are kept and count as letters for title);
- * str.replace(old, new, count) (count < 0: all). */
+/* String helpers shared by methods and filters: str.strip(chars) (chars NULL or none: whitespace);
+ * str.replace(old, new, count) (count < 0: all); and in casemap.c Python's case mapping (mode 0 upper, 1 lower,
+ * 2 str.title, 3 capitalize), jinja's title filter (each word after [-\s({[<] upper-cased first) and
+ * str.isupper / str.islower, for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (others are uncased). */
 tj_value tj_strip(tj_value s, const tj_value *chars);
 tj_value tj_case(tj_rt *r, tj_value s, int mode);
+tj_value tj_title_words(tj_rt *r, tj_value s);
+bool tj_is_case(tj_rt *r, tj_value s, bool upper);
 tj_value tj_replace(tj_rt *r, size_t pos, tj_value s, tj_value old, tj_value new_, int64_t count);
 
 /* Iteration (for loops, list(), join, ...): the items of a list/tuple, the keys of a dict, the characters of a

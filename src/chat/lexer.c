@@ -274,7 +274,8 @@ static size_t lex_tag(lexer *L, size_t open, size_t i, bool block) {
             tj_fail(L->c, i, "unexpected character '%c' inside a tag", ch >= 0x20 && ch < 0x7f ? ch : '?');
         }
         if (oplen == 1 && (ch == '{' || ch == '(' || ch == '[')) {
-            if (depth == sizeof stack) tj_fail(L->c, i, "brackets nested more than %zu levels deep (the limit)", sizeof stack);
+            if (depth == sizeof stack)
+                tj_fail(L->c, i, "brackets nested more than %zu levels deep (the limit)", sizeof stack);
             stack[depth++] = ch == '{' ? '}' : ch == '(' ? ')' : ']';
         } else if (oplen == 1 && (ch == '}' || ch == ')' || ch == ']')) {
             if (depth == 0) tj_fail(L->c, i, "unexpected '%c'", ch);

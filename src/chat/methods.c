@@ -145,24 +145,6 @@ static tj_value do_strip(tj_value s, const tj_value *chars, bool left, bool righ
 
 tj_value tj_strip(tj_value s, const tj_value *chars) { return do_strip(s, chars, true, true); }
 
-tj_value tj_case(tj_rt *r, tj_value s, int mode) {
-    char *o = tj_alloc(r->c, s.u.s.n + 1);
-    bool prev_cased = false;
-    for (size_t i = 0; i < s.u.s.n; i++) {
-        unsigned char ch = (unsigned char)s.u.s.p[i];
-        bool letter = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
-        bool up;
-        if (mode == 0) up = true;
-        else if (mode == 1) up = false;
-        else if (mode == 2) up = !prev_cased;
-        else up = i == 0;
-        if (letter) ch = up ? (unsigned char)(ch & ~0x20) : (unsigned char)(ch | 0x20);
-        o[i] = (char)ch;
-        prev_cased = letter || ch >= 0x80;
-    }
-    return tj_str(o, s.u.s.n);
-}
-
 static tj_value do_split(tj_rt *r, size_t pos, tj_value s, const tj_value *sep, const tj_value *maxsplit) {
     int64_t max = -1;
     if (maxsplit && maxsplit->kind != TV_INT)
@@ -353,12 +335,7 @@ static tj_value call_method(tj_rt *r, size_t pos, int id, tj_value self, const t
     case M_UPPER: return tj_case(r, self, 0);
     case M_LOWER: return tj_case(r, self, 1);
     case M_TITLE: return tj_case(r, self, 2);
-    case M_CAPITALIZE: {
-        tj_value low = tj_case(r, self, 1);
-        char *p = (char *)low.u.s.p;
-        if (low.u.s.n && p[0] >= 'a' && p[0] <= 'z') p[0] = (char)(p[0] & ~0x20);
-        return low;
-    }
+    case M_CAPITALIZE: return tj_case(r, self, 3);
     case M_REPLACE: {
         const tj_value *cnt = arg(a, 2, "count");
         if (cnt && cnt->kind != TV_INT)
@@ -371,7 +348,8 @@ static tj_value call_method(tj_rt *r, size_t pos, int id, tj_value self, const t
         if (self.kind == TV_LIST) {
             size_t hits = 0;
             tj_charge(r, pos, self.u.list->n);
-            for (size_t k = 0; k < self.u.list->n; k++) hits += tj_equal(r, self.u.list->v[k], a->n_pos ? a->pos[0] : tj_none());
+            tj_value item = a->n_pos ? a->pos[0] : tj_none();
+            for (size_t k = 0; k < self.u.list->n; k++) hits += tj_equal(r, self.u.list->v[k], item);
             return tj_int((int64_t)hits);
         } else {
             if (a->n_pos > 1) tj_fail(r->c, pos, "unsupported Jinja feature 'find/count with start, end'");

@@ -165,7 +165,8 @@ static tj_node *parse_statement(tj_parser *p) {
     if (tj_tok_name(t, "if")) return parse_if(p, pos);
     if (tj_tok_name(t, "set")) return parse_set(p, pos);
     if (tj_tok_name(t, "break") || tj_tok_name(t, "continue")) {
-        if (p->loop_depth == 0) tj_fail(p->c, pos, "'%s' outside a loop", tj_tok_name(t, "break") ? "break" : "continue");
+        if (p->loop_depth == 0)
+            tj_fail(p->c, pos, "'%s' outside a loop", tj_tok_name(t, "break") ? "break" : "continue");
         expect_block_end(p);
         return tj_node_new(p, tj_tok_name(t, "break") ? N_BREAK : N_CONTINUE, pos);
     }

@@ -220,7 +220,8 @@ static void test_hostile_nesting(void **state) {
                  "{{ ns.v | tojson }}",
                  NULL, NULL, "a value nested more than 256 levels deep (the limit)");
     /* within the limit: fine */
-    expect_output("{% for a in [1] %}{% for b in [2] %}{% if a < b %}{{ ((a + b)) }}{% endif %}{% endfor %}{% endfor %}",
+    expect_output("{% for a in [1] %}{% for b in [2] %}{% if a < b %}{{ ((a + b)) }}{% endif %}{% endfor %}"
+                  "{% endfor %}",
                   NULL, "3");
 }
 
@@ -257,7 +258,8 @@ static void test_syntax_errors(void **state) {
     (void)state;
     expect_error("{% if x %}yes", NULL, NULL, "'if' block is never closed (expected 'endif') at line 1:4");
     expect_error("{% for m in messages %}\n{{ m }}", NULL, NULL, "'for' block is never closed (expected 'endfor')");
-    expect_error("abc\n  {{ x ", NULL, NULL, "unclosed '{{' (expected '}}' before the end of the template) at line 2:3");
+    expect_error("abc\n  {{ x ", NULL, NULL,
+                 "unclosed '{{' (expected '}}' before the end of the template) at line 2:3");
     expect_error("{% if x", NULL, NULL, "unclosed '{%'");
     expect_error("{# comment", NULL, NULL, "missing end of comment tag '#}' at line 1:1");
     expect_error("{% endfor %}", NULL, NULL, "unexpected 'endfor' (no open block it could close) at line 1:4");
