@@ -1,8 +1,8 @@
 /* casemap.c — Python's str.upper/lower/title/capitalize/isupper/islower for the scripts chat text mostly uses:
- * ASCII, Latin-1, Latin Extended-A, Greek (with the final-sigma rule) and basic Cyrillic, including the special
- * full mappings there (ß -> SS / Ss, İ -> i̇, ŉ -> ʼN, ΐ, ΰ). Other code points count as uncased and stay as they
- * are (right for CJK, emoji, digits and punctuation; an approximation for the rarer cased scripts, e.g. Latin
- * Extended-B, archaic Greek, Armenian, Georgian). */
+ * ASCII, Latin-1, Latin Extended-A, the regular pairs of Latin Extended-B, Greek (with the final-sigma rule) and
+ * basic Cyrillic, including the special full mappings there (ß -> SS / Ss, İ -> i̇, ŉ -> ʼN, ΐ, ΰ). Other code
+ * points count as uncased and stay as they are (right for CJK, emoji, digits and punctuation; an approximation for
+ * the rarer cased scripts: the rest of Latin Extended-B and IPA, archaic Greek, Armenian, Georgian, ...). */
 #include <string.h>
 
 #include "chat/jinja.h"
@@ -18,6 +18,18 @@ static int latin_ext_a(uint32_t cp) {
     return LOWER; /* 0131 ı, 0138 ĸ, 0149 ŉ, 017F ſ */
 }
 
+/* The regular pairs of Latin Extended-B (Ǎǎ ... ǜ, Ǟǟ ... ǯ, Ǹǹ ... ȟ, Ȣȣ ... ȳ, Ɇɇ ... ɏ): whether cp is in one
+ * and whether the upper letter of its pair is the even one. */
+static bool latin_ext_b_pair(uint32_t cp, bool *upper_even) {
+    *upper_even = true;
+    if (cp >= 0x01CD && cp <= 0x01DC) {
+        *upper_even = false;
+        return true;
+    }
+    return (cp >= 0x01DE && cp <= 0x01EF) || (cp >= 0x01F8 && cp <= 0x021F) || (cp >= 0x0222 && cp <= 0x0233) ||
+           (cp >= 0x0246 && cp <= 0x024F);
+}
+
 static int case_class(uint32_t cp) {
     if (cp >= 'a' && cp <= 'z') return LOWER;
     if (cp >= 'A' && cp <= 'Z') return UPPER;
@@ -26,6 +38,8 @@ static int case_class(uint32_t cp) {
     if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return UPPER;
     if (cp >= 0xDF && cp <= 0xFF && cp != 0xF7) return LOWER;
     if (cp >= 0x0100 && cp <= 0x017F) return latin_ext_a(cp);
+    bool upper_even;
+    if (latin_ext_b_pair(cp, &upper_even)) return (cp % 2 == 0) == upper_even ? UPPER : LOWER;
     if (cp == 0x0386 || (cp >= 0x0388 && cp <= 0x038A) || cp == 0x038C || cp == 0x038E || cp == 0x038F ||
         (cp >= 0x0391 && cp <= 0x03A1) || (cp >= 0x03A3 && cp <= 0x03AB))
         return UPPER;
@@ -55,7 +69,7 @@ static size_t to_upper(uint32_t cp, bool title, uint32_t out[3]) {
         out[1] = 'N';
         return 2;
     } else if (cp == 0x017F) out[0] = 'S';
-    else if (cp < 0x0180) out[0] = cp - 1;
+    else if (cp < 0x0250) out[0] = cp - 1; /* Latin Extended-A and the Extended-B pairs */
     else if (cp == 0x0390 || cp == 0x03B0) {
         out[0] = cp == 0x0390 ? 0x0399 : 0x03A5;
         out[1] = 0x0308;
@@ -83,7 +97,7 @@ static size_t to_lower(uint32_t cp, bool final, uint32_t out[3]) {
         out[1] = 0x0307;
         return 2;
     } else if (cp == 0x0178) out[0] = 0xFF;
-    else if (cp < 0x0180) out[0] = cp + 1;
+    else if (cp < 0x0250) out[0] = cp + 1;
     else if (cp == 0x0386) out[0] = 0x03AC;
     else if (cp >= 0x0388 && cp <= 0x038A) out[0] = cp + 0x25;
     else if (cp == 0x038C) out[0] = 0x03CC;

@@ -10,7 +10,8 @@
  * string/dict methods and Python slicing. Not supported (a clear "unsupported Jinja feature 'X'" error): macros,
  * call blocks, include/import/extends/block, raw, filter blocks, recursive loops, `%` string formatting.
  * Known differences from CPython: integers are 64-bit (overflow is an error), case mapping covers ASCII, Latin-1,
- * Latin Extended-A, Greek and Cyrillic (other scripts stay as they are), and names are ASCII identifiers. */
+ * Latin Extended-A and -B's regular pairs, Greek and Cyrillic (other scripts stay as they are), and names are
+ * ASCII identifiers. */
 #ifndef TG_CHAT_TEMPLATE_H
 #define TG_CHAT_TEMPLATE_H
 

@@ -341,7 +341,7 @@ void tj_args_check(tj_rt *r, size_t pos, const tj_args *args, const char *what, 
 /* String helpers shared by methods and filters: str.strip(chars) (chars NULL or none: whitespace);
  * str.replace(old, new, count) (count < 0: all); and in casemap.c Python's case mapping (mode 0 upper, 1 lower,
  * 2 str.title, 3 capitalize), jinja's title filter (each word after [-\s({[<] upper-cased first) and
- * str.isupper / str.islower, for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (others are uncased). */
+ * str.isupper / str.islower, for ASCII, Latin-1, Latin Extended-A/B, Greek and Cyrillic (others are uncased). */
 tj_value tj_strip(tj_value s, const tj_value *chars);
 tj_value tj_case(tj_rt *r, tj_value s, int mode);
 tj_value tj_title_words(tj_rt *r, tj_value s);

@@ -160,7 +160,7 @@ static size_t lex_number(lexer *L, size_t i, tj_token *tok) {
     }
 not_float:;
     int base = 10;
-    if (j + 2 < n + 1 && s[j] == '0' && j + 1 < n && strchr("bBoOxX", s[j + 1]) && s[j + 1]) {
+    if (j + 1 < n && s[j] == '0' && s[j + 1] != '\0' && strchr("bBoOxX", s[j + 1])) {
         char p = (char)(s[j + 1] | 0x20);
         base = p == 'b' ? 2 : p == 'o' ? 8 : 16;
         size_t k = j + 2;
@@ -205,8 +205,9 @@ not_float:;
 static const char *const OPS2[] = {"//", "**", "==", "!=", ">=", "<="};
 static const char OPS1[] = "+-/*%~[](){}|.,:;=<>";
 
-/* The tokens inside {{ }} or {% %} starting at i (after the opening tag); returns the position after the end tag
- * and sets *trim_ws (a '-' end tag: strip what follows) / *keep_nl (a '+' end tag). */
+/* The tokens inside {{ }} or {% %} starting at i (after the opening tag at `open`), with the end tag's whitespace
+ * rule applied: returns the position after the end tag and what it strips (`-%}` all whitespace, `%}` one newline,
+ * `+%}` nothing). End tags only count outside brackets, as in jinja2 (`{{ {'a': 1}}}` ends at the last `}}`). */
 static size_t lex_tag(lexer *L, size_t open, size_t i, bool block) {
     char stack[256];
     size_t depth = 0;
