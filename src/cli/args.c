@@ -214,7 +214,9 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
         size_t name_len = eq ? (size_t)(eq - a) : strlen(a);
         tg_opt *o = NULL;
         for (size_t j = 0; j < n_opts; j++) {
-            if (strlen(opts[j].name) == name_len && strncmp(opts[j].name, a, name_len) == 0) {
+            const char *alias = opts[j].alias;
+            if ((strlen(opts[j].name) == name_len && strncmp(opts[j].name, a, name_len) == 0) ||
+                (alias && strlen(alias) == name_len && strncmp(alias, a, name_len) == 0)) {
                 o = &opts[j];
                 break;
             }

@@ -25,20 +25,23 @@
 #define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
 
 static const char USAGE[] =
-    "usage: tinygpt sample [MODEL] --prompt TEXT [options]\n"
+    "usage: tinygpt sample [MODEL] --prompt TEXT | --prompt-file FILE [options]\n"
     "\n"
     "Streams TEXT and a generated continuation to stdout; a banner and a report (speed, KV cache) go to stderr.\n"
     "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " BUNDLED_MODEL "\n"
     "next to the executable is used.\n"
     "\n"
     "sampling:\n"
-    "  --prompt TEXT                  text to continue (default: empty, i.e. start from BOS)\n"
-    "  --tokens N                     tokens to generate (default 128)\n"
+    "  -p, --prompt TEXT              text to continue (default: empty, i.e. start from BOS)\n"
+    "  -f, --prompt-file FILE         read the prompt from FILE, '-' = standard input (any length up to\n"
+    "                                 " TG_TEXT_FILE_LIMIT_TEXT "; beyond the context it needs --streaming-llm-window)\n"
+    "  -m, --model MODEL              the model (instead of the MODEL argument)\n"
+    "  -n, --tokens N                 tokens to generate (default 128)\n"
     "  --temperature T                0 = greedy (default 0.8)\n"
     "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
     "  --top-p P                      keep the smallest set with probability >= P, 1 = off (default 0.95)\n"
-    "  --seed S                       PRNG seed (default: from the clock; the banner prints it)\n"
-    "  --threads N                    worker threads, 0 = all cores (default 0)\n"
+    "  -s, --seed S                   PRNG seed (default: from the clock; the banner prints it)\n"
+    "  -t, --threads N                worker threads, 0 = all cores (default 0)\n"
     "  --no-echo                      do not print the prompt (an incomplete UTF-8 character at its end is\n"
     "                                 dropped, not joined to the generated text)\n"
     "  --ignore-eos                   keep generating after the end-of-sequence token\n"
@@ -120,6 +123,8 @@ static int emit(const char *text, size_t len, int *write_errno) {
 typedef struct {
     const char *model_path;
     const char *prompt;
+    size_t prompt_len;
+    char *prompt_owned; /* the text of --prompt-file (malloc'ed), or NULL */
     int64_t n_tokens;
     tg_sampler_params sp;
     int threads;
@@ -133,20 +138,22 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     int64_t tokens = 128, top_k = 40, threads = 0, progress = 0;
     double temperature = 0.8, top_p = 0.95;
     uint64_t seed = 0;
-    const char *prompt = "";
+    const char *prompt = "", *prompt_file = NULL, *model = NULL;
     bool no_echo = false, ignore_eos = false;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_OWN };
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
-        [O_PROMPT] = {.name = "--prompt", .kind = TG_OPT_STRING, .dest = &prompt},
-        [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
+        [O_PROMPT] = {.name = "--prompt", .alias = "-p", .kind = TG_OPT_STRING, .dest = &prompt},
+        [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
         [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
         [O_TOPK] = {.name = "--top-k", .kind = TG_OPT_INT, .dest = &top_k, .lo = 0, .hi = INT32_MAX},
         [O_TOPP] = {.name = "--top-p", .kind = TG_OPT_FLOAT, .dest = &top_p, .flo = 0, .fhi = 1},
-        [O_SEED] = {.name = "--seed", .kind = TG_OPT_U64, .dest = &seed},
-        [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
+        [O_SEED] = {.name = "--seed", .alias = "-s", .kind = TG_OPT_U64, .dest = &seed},
+        [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
         [O_IGNEOS] = {.name = "--ignore-eos", .kind = TG_OPT_FLAG, .dest = &ignore_eos},
         [O_PROGRESS] = {.name = "--progress", .kind = TG_OPT_INT, .dest = &progress, .lo = 1, .hi = INT64_MAX},
+        [O_PFILE] = {.name = "--prompt-file", .alias = "-f", .kind = TG_OPT_STRING, .dest = &prompt_file},
+        [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -157,8 +164,19 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    a->model_path = n_pos ? pos[0] : NULL;
+    if (o[O_PROMPT].seen && o[O_PFILE].seen)
+        return tg_usage_error("sample", "--prompt and --prompt-file: give one of them, not both");
+    if (o[O_MODEL].seen && n_pos)
+        return tg_usage_error("sample", "--model and a MODEL argument: give one of them, not both");
+    a->model_path = n_pos ? pos[0] : model;
     a->prompt = prompt;
+    a->prompt_len = strlen(prompt);
+    if (o[O_PFILE].seen) {
+        char msg[600];
+        a->prompt_owned = tg_read_text_file(prompt_file, TG_TEXT_FILE_LIMIT, &a->prompt_len, msg, sizeof msg);
+        if (!a->prompt_owned) return tg_usage_error("sample", "--prompt-file %s", msg);
+        a->prompt = a->prompt_owned;
+    }
     a->n_tokens = tokens;
     a->sp.temperature = (float)temperature;
     a->sp.top_k = (int)top_k;
@@ -195,8 +213,7 @@ static void run_free(sample_run *r) {
 /* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
 static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
     tg_error err = {0};
-    size_t len = strlen(a->prompt);
-    if (!tg_tokenize(r->model, a->prompt, len, tg_model_adds_bos(r->model), &r->ids, n, &err))
+    if (!tg_tokenize(r->model, a->prompt, a->prompt_len, tg_model_adds_bos(r->model), &r->ids, n, &err))
         return tg_runtime_error("%s", err.msg);
     if (*n > 0) return TG_EXIT_OK;
     int32_t bos = tg_token_bos(r->model);
@@ -334,16 +351,25 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     return TG_EXIT_OK;
 }
 
+static int sample_main(sample_args *ap);
+
 int tg_cmd_sample(int argc, char **argv) {
     sample_args a = {0};
     int status = parse_sample_args(argc, argv, &a);
-    if (status < 0) {
+    if (status == TG_EXIT_OK) status = sample_main(&a);
+    else if (status < 0) {
         fputs(USAGE, stdout);
         fputs(TG_CACHE_FLAGS_HELP, stdout);
-        return TG_EXIT_OK;
+        status = TG_EXIT_OK;
     }
-    if (status != TG_EXIT_OK) return status;
+    free(a.prompt_owned);
+    return status;
+}
 
+/* Loads the model and runs the sampling of the parsed arguments (the caller frees the prompt). */
+static int sample_main(sample_args *ap) {
+    sample_args a = *ap;
+    int status;
     char bundled[4200];
     if (!a.model_path) {
         char looked[4096];

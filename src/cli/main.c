@@ -8,6 +8,9 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 
+/* The tool's version (the library has no version of its own yet). */
+#define TINYGPT_VERSION "0.15.0"
+
 static const char USAGE[] =
     "tinygpt — a small inference engine for Llama-family models with a bounded, compressed KV cache\n"
     "\n"
@@ -21,6 +24,7 @@ static const char USAGE[] =
     "  compare MODEL --prompts FILE   greedy prefix match of each cache precision against an fp32 cache\n"
     "  bench MODEL [--depth D,...]    prompt and generation speed, peak RSS and the memory-bandwidth roofline\n"
     "  help                           print this message\n"
+    "  --version                      print the version\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json).\n"
     "`tinygpt <command> --help` describes a command's options.\n"
@@ -45,6 +49,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(USAGE, stdout);
+        return TG_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        fputs("tinygpt " TINYGPT_VERSION "\n", stdout);
         return TG_EXIT_OK;
     }
     if (strcmp(cmd, "sample") == 0) return tg_cmd_sample(sub_argc, sub_argv);
