@@ -18,6 +18,7 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  sample [MODEL] --prompt TEXT   generate a continuation of TEXT (MODEL defaults to the bundled model)\n"
+    "  chat MODEL                     talk to an instruction-tuned model through its chat template\n"
     "  tokenize MODEL TEXT [--bos]    print the token ids of TEXT\n"
     "  info MODEL [--cache-table]     print the model's hyper-parameters and KV cache sizes\n"
     "  perplexity MODEL FILE          perplexity of FILE through the KV cache (teacher-forced)\n"
@@ -56,6 +57,7 @@ int main(int argc, char **argv) {
         return TG_EXIT_OK;
     }
     if (strcmp(cmd, "sample") == 0) return tg_cmd_sample(sub_argc, sub_argv);
+    if (strcmp(cmd, "chat") == 0) return tg_cmd_chat(sub_argc, sub_argv);
     if (strcmp(cmd, "tokenize") == 0) return tg_cmd_tokenize(sub_argc, sub_argv);
     if (strcmp(cmd, "info") == 0) return tg_cmd_info(sub_argc, sub_argv);
     if (strcmp(cmd, "perplexity") == 0) return tg_cmd_perplexity(sub_argc, sub_argv);
