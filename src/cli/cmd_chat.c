@@ -2,8 +2,8 @@
  * whole conversation and feeds the session only the text past what the cache already holds (no re-prefill of the
  * history); when a rendering does not extend the previous one the session is rebuilt from the full text, which is
  * said on stderr. Replies stream to stdout and end at EOS, the template's end-of-turn token or --tokens; a report
- * goes to stderr after each turn. User turns come from standard input, one per line (a terminal gets a "> "
- * prompt on stderr; lines are read with getline, without line editing), after the history of --messages FILE. */
+ * goes to stderr after each turn. User turns come from standard input, one per line (on a terminal through
+ * libedit, with line editing and history), after the history of --messages FILE. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include "cli/cache_errors.h"
 #include "cli/chat_conv.h"
 #include "cli/cli.h"
+#include "cli/line_input.h"
 #include "cli/report.h"
 #include "cli/text.h"
 
@@ -360,16 +361,6 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     return status;
 }
 
-/* Reads the next user line from stdin (NULL at the end). A terminal gets a "> " prompt on stderr. */
-static char *read_turn(bool tty, char **line, size_t *cap) {
-    if (tty) fputs("> ", stderr);
-    errno = 0;
-    ssize_t n = getline(line, cap, stdin);
-    if (n < 0) return NULL;
-    while (n > 0 && ((*line)[n - 1] == '\n' || (*line)[n - 1] == '\r')) (*line)[--n] = '\0';
-    return *line;
-}
-
 /* Adds the system message and --messages to the conversation. */
 static int add_history(const chat_args *a, tg_chat_conv *c) {
     char msg[1200];
@@ -394,12 +385,13 @@ static int add_history(const chat_args *a, tg_chat_conv *c) {
 static int print_prompt(tg_chat_conv *c) {
     char msg[1200];
     if (!isatty(STDIN_FILENO)) {
-        char *line = NULL;
-        size_t cap = 0;
+        tg_line_input in;
+        tg_line_input_open(&in);
         bool ok = true;
-        while (ok && read_turn(false, &line, &cap))
+        const char *line;
+        while (ok && (line = tg_line_input_read(&in, "")) != NULL)
             if (line[0]) ok = tg_chat_conv_add(c, "user", line, strlen(line), msg, sizeof msg);
-        free(line);
+        tg_line_input_close(&in);
         if (!ok) return tg_runtime_error("standard input: %s", msg);
     }
     size_t len = 0;
@@ -416,12 +408,12 @@ static int converse(const chat_args *a, chat_run *r) {
         int st = assistant_turn(a, r);
         if (st != TG_EXIT_OK) return st < 0 ? TG_EXIT_OK : st;
     }
-    bool tty = isatty(STDIN_FILENO);
-    char *line = NULL;
-    size_t cap = 0;
+    tg_line_input in;
+    tg_line_input_open(&in);
     int status = TG_EXIT_OK;
     char msg[1200];
-    while (status == TG_EXIT_OK && read_turn(tty, &line, &cap)) {
+    const char *line;
+    while (status == TG_EXIT_OK && (line = tg_line_input_read(&in, "> ")) != NULL) {
         if (!line[0]) continue;
         if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) break;
         if (strcmp(line, "/stats") == 0) {
@@ -437,8 +429,8 @@ static int converse(const chat_args *a, chat_run *r) {
         }
         status = assistant_turn(a, r);
     }
-    if (tty && status == TG_EXIT_OK) fputc('\n', stderr);
-    free(line);
+    if (in.tty && status == TG_EXIT_OK) fputc('\n', stderr);
+    tg_line_input_close(&in);
     return status < 0 ? TG_EXIT_OK : status;
 }
 
