@@ -184,6 +184,15 @@ static bool take_value(const char *cmd, tg_opt *o, const char *v) {
         *(tg_kv_precision *)o->dest = p;
         return true;
     }
+    case TG_OPT_LIST: {
+        tg_opt_list *l = o->dest;
+        if (l->n == TG_OPT_LIST_MAX) {
+            tg_usage_error(cmd, "%s: given more than %d times", o->name, TG_OPT_LIST_MAX);
+            return false;
+        }
+        l->items[l->n++] = v;
+        return true;
+    }
     case TG_OPT_FLAG:
         break;
     }

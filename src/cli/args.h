@@ -22,7 +22,16 @@ typedef enum {
                        * [lo, hi]; dest: int64_t */
     TG_OPT_STRING,    /* any text; dest: const char * (points into argv) */
     TG_OPT_PRECISION, /* fp32 | fp16 | bf16 | int8 | int4 | int2; dest: tg_kv_precision */
+    TG_OPT_LIST,      /* repeatable text (--stop A --stop B), at most TG_OPT_LIST_MAX; dest: tg_opt_list */
 } tg_opt_kind;
+
+#define TG_OPT_LIST_MAX 16
+
+/* The values of a TG_OPT_LIST option, in the order given (pointers into argv). */
+typedef struct {
+    const char *items[TG_OPT_LIST_MAX];
+    size_t n;
+} tg_opt_list;
 
 typedef struct {
     const char *name;  /* with the dashes: "--tokens" */

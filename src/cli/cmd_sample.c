@@ -1,6 +1,6 @@
 /* cmd_sample.c — `tinygpt sample`: tokenise a prompt, run it through a session whose KV cache follows the cache
  * flags, then sample tokens and stream their text to stdout, with a banner and a speed/cache report on stderr.
- * Stops at EOS, after --tokens, when the context is full (without a streaming policy), on Ctrl-C, or when stdout
+ * Stops at EOS, after --tokens, at a --stop string (not printed), when the context is full (without a streaming policy), on Ctrl-C, or when stdout
  * is closed (a pipe into `head`), which is not an error. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -19,6 +19,7 @@
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "cli/stop_text.h"
 #include "cli/text.h"
 
 #define BUNDLED_MODEL "models/tinygpt-flagship.gguf"
@@ -45,6 +46,13 @@ static const char USAGE[] =
     "  --no-echo                      do not print the prompt (an incomplete UTF-8 character at its end is\n"
     "                                 dropped, not joined to the generated text)\n"
     "  --ignore-eos                   keep generating after the end-of-sequence token\n"
+    "  --stop STRING                  end the output before STRING (repeatable; STRING is not printed: text that\n"
+    "                                 could be its start is held back until it cannot)\n"
+    "  --repeat-penalty R             llama.cpp's: divide positive logits (multiply negative ones) by R for the\n"
+    "                                 ids of the last --repeat-last-n tokens, prompt included; 1 = off (default)\n"
+    "  --repeat-last-n N              tokens the repeat penalty looks at (default 64; 0 = off)\n"
+    "  --min-p P                      keep ids at least P times as likely as the top one (before temperature);\n"
+    "                                 0 = off (default)\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
@@ -129,6 +137,7 @@ typedef struct {
     tg_sampler_params sp;
     int threads;
     bool echo, ignore_eos;
+    tg_opt_list stops;
     int64_t progress; /* a progress line every this many generated tokens; 0 = none */
     tg_cache_params cache;
 } sample_args;
@@ -136,11 +145,13 @@ typedef struct {
 /* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
     int64_t tokens = 128, top_k = 40, threads = 0, progress = 0;
-    double temperature = 0.8, top_p = 0.95;
+    double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
+    int64_t repeat_last_n = 64;
     uint64_t seed = 0;
     const char *prompt = "", *prompt_file = NULL, *model = NULL;
     bool no_echo = false, ignore_eos = false;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_OWN };
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_STOP, O_REPPEN, O_REPN,
+           O_MINP, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt", .alias = "-p", .kind = TG_OPT_STRING, .dest = &prompt},
         [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
@@ -154,6 +165,12 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_PROGRESS] = {.name = "--progress", .kind = TG_OPT_INT, .dest = &progress, .lo = 1, .hi = INT64_MAX},
         [O_PFILE] = {.name = "--prompt-file", .alias = "-f", .kind = TG_OPT_STRING, .dest = &prompt_file},
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
+        [O_STOP] = {.name = "--stop", .kind = TG_OPT_LIST, .dest = &a->stops},
+        [O_REPPEN] = {.name = "--repeat-penalty", .kind = TG_OPT_FLOAT, .dest = &repeat_penalty, .flo = 0,
+                      .fhi = 1e4},
+        [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
+                    .hi = TG_SAMPLER_MAX_LAST_N},
+        [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -182,6 +199,11 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->sp.top_k = (int)top_k;
     a->sp.top_p = (float)top_p;
     a->sp.seed = o[O_SEED].seen ? seed : clock_seed();
+    a->sp.repeat_penalty = (float)repeat_penalty;
+    a->sp.repeat_last_n = (int)repeat_last_n;
+    a->sp.min_p = (float)min_p;
+    for (size_t i = 0; i < a->stops.n; i++)
+        if (!a->stops.items[i][0]) return tg_usage_error("sample", "--stop: expected a non-empty string");
     a->threads = (int)threads;
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
@@ -198,6 +220,7 @@ typedef struct {
     tg_detok *detok;
     int32_t *ids;    /* [n_prompt] the prompt's token ids */
     float *logits;   /* [vocab] the distribution after the last evaluated token */
+    tg_stop_text stop; /* the --stop filter of the generated text */
     int write_errno; /* errno of a failed write to stdout */
 } sample_run;
 
@@ -208,6 +231,7 @@ static void run_free(sample_run *r) {
     tg_model_free(r->model);
     free(r->ids);
     free(r->logits);
+    tg_stop_text_free(&r->stop);
 }
 
 /* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
@@ -234,6 +258,23 @@ static int emit_token(sample_run *r, int32_t id) {
     size_t len = 0;
     tg_detok_push(r->detok, id, &text, &len);
     return emit(text, len, &r->write_errno);
+}
+
+/* A generated token: through the detokeniser and the --stop filter; 2 when a stop string appeared (the text before
+ * it printed), else as emit_token. */
+static int emit_generated(sample_run *r, int32_t id) {
+    const char *text = NULL;
+    size_t len = 0;
+    tg_detok_push(r->detok, id, &text, &len);
+    if (r->stop.n_stops == 0) return emit(text, len, &r->write_errno);
+    bool oom = false;
+    const bool stopped = tg_stop_text_push(&r->stop, text, len, &text, &len, &oom);
+    if (oom) {
+        r->write_errno = ENOMEM;
+        return -1;
+    }
+    int w = emit(text, len, &r->write_errno);
+    return w == 0 && stopped ? 2 : w;
 }
 
 /* Resident memory of this process in KiB (from /proc/self/statm), or -1 where that is not available. */
@@ -299,6 +340,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i]);
     else
         tg_detok_skip_prompt(r->detok, r->ids, n_prompt);
+    for (size_t i = 0; i < n_prompt; i++) tg_sampler_accept(r->sampler, r->ids[i]); /* the repeat penalty's history */
 
     const char *stop = NULL;
     int64_t generated = 0;
@@ -312,7 +354,12 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             break;
         }
         generated++;
-        write_state = emit_token(r, id);
+        write_state = emit_generated(r, id);
+        if (write_state == 2) {
+            write_state = 0;
+            stop = "stop string";
+            break;
+        }
         if (a->progress > 0 && generated % a->progress == 0) {
             double t = now_s();
             report_progress(r, generated, a->progress, t - t_mark);
@@ -334,13 +381,20 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     double t_gen = now_s() - t0;
     if (interrupted) stop = "interrupted";
 
-    if (write_state == 0) {
+    if (write_state == 0 && !r->stop.stopped) {
         const char *text = NULL;
         size_t len = 0;
         tg_detok_flush(r->detok, &text, &len);
+        bool oom = false;
+        if (r->stop.n_stops > 0 && tg_stop_text_push(&r->stop, text, len, &text, &len, &oom)) stop = "stop string";
+        if (oom) return tg_runtime_error("out of memory");
         write_state = emit(text, len, &r->write_errno);
-        if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1, &r->write_errno);
+        if (write_state == 0 && !r->stop.stopped) {
+            tg_stop_text_flush(&r->stop, &text, &len);
+            write_state = emit(text, len, &r->write_errno);
+        }
     }
+    if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1, &r->write_errno);
     if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
 
     tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
@@ -405,6 +459,7 @@ static int sample_main(sample_args *ap) {
         return tg_runtime_error("%s", err.msg);
     }
     r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model));
+    tg_stop_text_init(&r.stop, a.stops.items, a.stops.n);
     r.detok = tg_detok_new(r.model);
     r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
     if (!r.sampler || !r.detok || !r.logits) {
