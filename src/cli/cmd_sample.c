@@ -118,14 +118,28 @@ static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looke
     return false;
 }
 
+/* What has been written to stdout: the errno of a failed write, and whether the text ends inside a line. */
+typedef struct {
+    int write_errno;
+    bool mid_line;
+} stdout_state;
+
 /* Writes to stdout and flushes. 0: written; 1: the reader has gone (EPIPE), stop quietly; -1: another error, whose
- * errno is left in *write_errno. */
-static int emit(const char *text, size_t len, int *write_errno) {
+ * errno is left in o->write_errno. */
+static int emit(const char *text, size_t len, stdout_state *o) {
     if ((len > 0 && fwrite(text, 1, len, stdout) != len) || fflush(stdout) != 0) {
-        *write_errno = errno;
+        o->write_errno = errno;
         return errno == EPIPE ? 1 : -1;
     }
+    if (len > 0) o->mid_line = text[len - 1] != '\n';
     return 0;
+}
+
+/* Whether stdout and stderr are the same file, terminal or pipe (`2>&1`): the report must then start a new line. */
+static bool stdout_is_stderr(void) {
+    struct stat a, b;
+    return fstat(STDOUT_FILENO, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 typedef struct {
@@ -221,7 +235,7 @@ typedef struct {
     int32_t *ids;    /* [n_prompt] the prompt's token ids */
     float *logits;   /* [vocab] the distribution after the last evaluated token */
     tg_stop_text stop; /* the --stop filter of the generated text */
-    int write_errno; /* errno of a failed write to stdout */
+    stdout_state out; /* errno of a failed write to stdout, and whether the text ends inside a line */
 } sample_run;
 
 static void run_free(sample_run *r) {
@@ -257,7 +271,7 @@ static int emit_token(sample_run *r, int32_t id) {
     const char *text = NULL;
     size_t len = 0;
     tg_detok_push(r->detok, id, &text, &len);
-    return emit(text, len, &r->write_errno);
+    return emit(text, len, &r->out);
 }
 
 /* A generated token: through the detokeniser and the --stop filter; 2 when a stop string appeared (the text before
@@ -266,14 +280,14 @@ static int emit_generated(sample_run *r, int32_t id) {
     const char *text = NULL;
     size_t len = 0;
     tg_detok_push(r->detok, id, &text, &len);
-    if (r->stop.n_stops == 0) return emit(text, len, &r->write_errno);
+    if (r->stop.n_stops == 0) return emit(text, len, &r->out);
     bool oom = false;
     const bool stopped = tg_stop_text_push(&r->stop, text, len, &text, &len, &oom);
     if (oom) {
-        r->write_errno = ENOMEM;
+        r->out.write_errno = ENOMEM;
         return -1;
     }
-    int w = emit(text, len, &r->write_errno);
+    int w = emit(text, len, &r->out);
     return w == 0 && stopped ? 2 : w;
 }
 
@@ -388,14 +402,16 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         bool oom = false;
         if (r->stop.n_stops > 0 && tg_stop_text_push(&r->stop, text, len, &text, &len, &oom)) stop = "stop string";
         if (oom) return tg_runtime_error("out of memory");
-        write_state = emit(text, len, &r->write_errno);
+        write_state = emit(text, len, &r->out);
         if (write_state == 0 && !r->stop.stopped) {
             tg_stop_text_flush(&r->stop, &text, &len);
-            write_state = emit(text, len, &r->write_errno);
+            write_state = emit(text, len, &r->out);
         }
     }
-    if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1, &r->write_errno);
-    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
+    /* a final newline on a terminal, and wherever the report would otherwise be glued to the text (2>&1) */
+    if (write_state == 0 && r->out.mid_line && (isatty(STDOUT_FILENO) || stdout_is_stderr()))
+        write_state = emit("\n", 1, &r->out);
+    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->out.write_errno));
 
     tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
     tg_report_speed(stderr, "generated", generated, t_gen);
