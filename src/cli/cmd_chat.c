@@ -51,6 +51,11 @@ static const char USAGE[] =
     "  --temperature T                0 = greedy (default 0.8)\n"
     "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
     "  --top-p P                      nucleus, 1 = off (default 0.95)\n"
+    "  --repeat-penalty R             llama.cpp's repeat penalty over the last --repeat-last-n tokens (default 1 =\n"
+    "                                 off; 64 tokens)\n"
+    "  --repeat-last-n N              tokens the repeat penalty looks at (default 64; 0 = off)\n"
+    "  --min-p P                      keep ids at least P times as likely as the top one; 0 = off (default)\n"
+    "  -c, --context N                tokens an unbounded cache holds instead of the model's training context\n"
     "  -s, --seed S                   PRNG seed (default: from the clock; the banner prints it)\n"
     "  -t, --threads N                worker threads, 0 = all cores (default 0)\n"
     "\n"
@@ -82,12 +87,12 @@ typedef struct {
 } chat_args;
 
 static int parse_chat_args(int argc, char **argv, chat_args *a) {
-    int64_t tokens = 512, top_k = 40, threads = 0;
-    double temperature = 0.8, top_p = 0.95;
+    int64_t tokens = 512, top_k = 40, threads = 0, repeat_last_n = 64, context = 0;
+    double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
     uint64_t seed = 0;
     const char *model = NULL;
     enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED,
-           O_THREADS, O_OWN };
+           O_THREADS, O_REPPEN, O_REPN, O_MINP, O_CONTEXT, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
         [O_TMPL] = {.name = "--chat-template", .kind = TG_OPT_STRING, .dest = &a->template_name},
@@ -104,6 +109,13 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
         [O_SEED] = {.name = "--seed", .alias = "-s", .kind = TG_OPT_U64, .dest = &seed},
         [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &threads, .lo = 0,
                        .hi = 4096},
+        [O_REPPEN] = {.name = "--repeat-penalty", .kind = TG_OPT_FLOAT, .dest = &repeat_penalty, .flo = 0,
+                      .fhi = 1e4},
+        [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
+                    .hi = TG_SAMPLER_MAX_LAST_N},
+        [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
+        [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
+                       .hi = INT32_MAX},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -122,6 +134,9 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     a->sp.temperature = (float)temperature;
     a->sp.top_k = (int)top_k;
     a->sp.top_p = (float)top_p;
+    a->sp.repeat_penalty = (float)repeat_penalty;
+    a->sp.repeat_last_n = (int)repeat_last_n;
+    a->sp.min_p = (float)min_p;
     if (o[O_SEED].seen) {
         a->sp.seed = seed;
     } else {
@@ -131,6 +146,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     }
     a->threads = (int)threads;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }
 
@@ -287,6 +303,7 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     ok = feed(r, ids, n_ids);
     double t_prompt = now_s() - t0;
     tg_detok_skip_prompt(r->detok, ids, n_ids);
+    for (size_t i = 0; i < n_ids; i++) tg_sampler_accept(r->sampler, ids[i]); /* the repeat penalty's history */
     free(ids);
     if (!ok) return TG_EXIT_ERROR;
 

@@ -42,6 +42,8 @@ static const char USAGE[] =
     "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
     "  --top-p P                      keep the smallest set with probability >= P, 1 = off (default 0.95)\n"
     "  -s, --seed S                   PRNG seed (default: from the clock; the banner prints it)\n"
+    "  -c, --context N                tokens an unbounded cache holds instead of the model's training context\n"
+    "                                 (less caps memory; more runs at positions the model was never trained on)\n"
     "  -t, --threads N                worker threads, 0 = all cores (default 0)\n"
     "  --no-echo                      do not print the prompt (an incomplete UTF-8 character at its end is\n"
     "                                 dropped, not joined to the generated text)\n"
@@ -160,12 +162,12 @@ typedef struct {
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
     int64_t tokens = 128, top_k = 40, threads = 0, progress = 0;
     double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
-    int64_t repeat_last_n = 64;
+    int64_t repeat_last_n = 64, context = 0;
     uint64_t seed = 0;
     const char *prompt = "", *prompt_file = NULL, *model = NULL;
     bool no_echo = false, ignore_eos = false;
     enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_STOP, O_REPPEN, O_REPN,
-           O_MINP, O_OWN };
+           O_MINP, O_CONTEXT, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt", .alias = "-p", .kind = TG_OPT_STRING, .dest = &prompt},
         [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
@@ -185,6 +187,8 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
                     .hi = TG_SAMPLER_MAX_LAST_N},
         [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
+        [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
+                       .hi = INT32_MAX},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -223,6 +227,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->ignore_eos = ignore_eos;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }
 

@@ -62,6 +62,25 @@ printf '/stats\n' | "$T" chat "$M" "${C[@]}" --messages "$tmp/m.json" >"$tmp/o" 
 cmp -s <(head -c "$(stat -c %s "$tmp/reply3")" "$tmp/o") "$tmp/reply3" && ok || bad "--messages: reply differs"
 grep -q '^turns 1, position ' "$tmp/e" && ok || bad "/stats printed no report: $(cat "$tmp/e")"
 
+# a long conversation through a StreamingLLM window: past the fixture's 256-token context, the cache stays bounded
+for i in $(seq 40); do echo "Turn number $i, tell me more."; done >"$tmp/long_turns"
+"$T" chat "$M" "${C[@]}" --tokens 8 --streaming-llm-window 48 <"$tmp/long_turns" >"$tmp/o" 2>"$tmp/e" ||
+    bad "chat with a window: exit $?: $(tail -1 "$tmp/e")"
+python3 - "$tmp/e" <<'PY' && ok || bad "chat with a window: $(grep -E '^(turn 40|cache: stored)' "$tmp/e" | tail -2)"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+turns = [l for l in lines if l.startswith("turn ")]
+assert len(turns) == 40 and not any("re-read" in l for l in turns)
+assert int(re.search(r"position (\d+)$", turns[-1])[1]) > 256 * 2
+stored = [int(m[1]) for l in lines for m in [re.match(r"cache: stored (\d+) of", l)] if m]
+assert stored and max(stored) <= 52, stored
+PY
+# without a window the same conversation ends with the context error, after the turns that fit
+"$T" chat "$M" "${C[@]}" --tokens 8 <"$tmp/long_turns" >"$tmp/o" 2>"$tmp/e"
+st=$?
+[ "$st" -eq 1 ] && grep -q "the context holds .* more; bound the cache with --streaming-llm-window M" "$tmp/e" && ok ||
+    bad "chat past the context: exit $st, $(tail -1 "$tmp/e")"
+
 # ---- 2. --print-prompt against jinja2 on the real templates (no weights in these folders) -----------------------
 python3 - "$tmp" <<'PY'
 import json, os, sys

@@ -44,6 +44,11 @@ python3 -c 'print(" ".join(["the cat sat on the mat and looked at the dog."] * 4
 grep -q "StreamingLLM cap" "$tmp/err" && ok || bad "long prompt with a window: no capped cache in the report"
 check_fail 1 "--streaming-llm-window M" sample "$M" --prompt-file "$tmp/long.txt" "${G[@]}"
 
+# -c / --context caps an unbounded cache
+check_fail 1 "the context holds 16" sample "$M" -c 16 --prompt-file "$tmp/long.txt" "${G[@]}"
+"$T" sample "$M" --context 300 "${G[@]}" -p hi 2>"$tmp/err" >/dev/null && grep -q "unbounded (context 300)" "$tmp/err" &&
+    ok || bad "--context 300: $(cat "$tmp/err")"
+
 "$T" --version >"$tmp/v" 2>&1 && grep -qE '^tinygpt [0-9]+\.[0-9]+\.[0-9]+$' "$tmp/v" && ok || bad "--version: $(cat "$tmp/v")"
 
 echo "input: $passed passed, $failed failed"
