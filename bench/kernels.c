@@ -3,10 +3,14 @@
  * the L3 cache), as decoding a real model does; "cpu GB/s" divides by CPU time per thread instead of wall time,
  * which is steadier on a shared machine.
  *
+ * Threads: the production team (util/thread_pool.h), the one the forward pass runs on, so this measures the path
+ * production runs.
+ *
  * Build and run from the repository root (release flags; the kernel sources are every .c file in src/kernels plus
- * src/util/error.c):
- *   cc -std=c11 -O3 -march=native -fopenmp -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
- *      src/util/error.c -o build/bench_kernels -lm && build/bench_kernels [rows cols n_tokens threads pool_MiB]
+ * src/util/error.c and src/util/thread_pool.c):
+ *   cc -std=c11 -O3 -march=native -pthread -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
+ *      src/util/error.c src/util/thread_pool.c -o build/bench_kernels -lm && \
+ *      build/bench_kernels [rows cols n_tokens threads pool_MiB]
  */
 #include <math.h>
 #include <stdint.h>
@@ -18,6 +22,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "util/half.h"
+#include "util/thread_pool.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -76,7 +81,9 @@ int main(int argc, char **argv) {
     float *x = malloc((size_t)(cols * ntok) * sizeof(float));
     float *y = malloc((size_t)(rows * ntok) * sizeof(float));
     float *yr = malloc((size_t)rows * sizeof(float));
-    if (!x || !y || !yr) return 1;
+    tg_pool *team = tg_pool_new(threads, NULL);
+    if (!x || !y || !yr || !team) return 1;
+    threads = tg_pool_threads(team);
     for (int64_t i = 0; i < cols * ntok; i++) x[i] = unit(&seed);
     printf("W [%lld, %lld], matmul over %lld tokens, %d threads\n", (long long)rows, (long long)cols,
            (long long)ntok, threads);
@@ -91,7 +98,7 @@ int main(int argc, char **argv) {
         tg_tensor head = w;
         head.rows = rows < 256 ? rows : 256;
         tg_matvec_ref(&head, x, yr);
-        tg_matvec(&head, x, y, threads);
+        tg_matvec(&head, x, y, team);
         double maxerr = 0.0, ymax = 0.0;
         for (int64_t i = 0; i < head.rows; i++) ymax = fmax(ymax, fabs(yr[i]));
         for (int64_t i = 0; i < head.rows; i++) maxerr = fmax(maxerr, fabs(y[i] - yr[i]) / ymax);
@@ -106,7 +113,7 @@ int main(int argc, char **argv) {
         do {
             tg_tensor wc = w;
             wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
-            tg_matvec(&wc, x, y, threads);
+            tg_matvec(&wc, x, y, team);
             reps++;
             t1 = now_s();
         } while (t1 - t0 < 0.5);
@@ -116,7 +123,7 @@ int main(int argc, char **argv) {
         reps = 0;
         t0 = now_s();
         do {
-            tg_matmul(&w, x, ntok, y, threads);
+            tg_matmul(&w, x, ntok, y, team);
             reps++;
             t1 = now_s();
         } while (t1 - t0 < 0.3);
@@ -126,6 +133,7 @@ int main(int argc, char **argv) {
                mm * 1e3 / (double)ntok, 2.0 * (double)rows * (double)cols * (double)ntok / mm / 1e9);
         free(data);
     }
+    tg_pool_free(team);
     free(x);
     free(y);
     free(yr);

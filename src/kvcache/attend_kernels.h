@@ -6,11 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define TG_ATTEND_AVX2 1
-#else
-#define TG_ATTEND_AVX2 0
-#endif
+#include "util/cpu_features.h"
+
+#define TG_ATTEND_AVX2 TG_HAVE_AVX2 /* the one feature test (util/cpu_features.h) */
 
 /* How the rows of a block are stored. */
 enum { TG_SEG_F32, TG_SEG_F16, TG_SEG_BF16, TG_SEG_CODES };

@@ -22,6 +22,25 @@
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "util/half.h"
+#include "util/thread_pool.h"
+
+/* teams[n]: the production thread team (util/thread_pool.h) of n threads, the kind the forward pass runs on;
+ * teams[1] = NULL, the calling thread alone. Built once by the group setup. */
+static tg_pool *teams[4];
+
+static int make_teams(void **state) {
+    (void)state;
+    teams[2] = tg_pool_new(2, NULL);
+    teams[3] = tg_pool_new(3, NULL);
+    return teams[2] && teams[3] ? 0 : -1;
+}
+
+static int free_teams(void **state) {
+    (void)state;
+    tg_pool_free(teams[2]);
+    tg_pool_free(teams[3]);
+    return 0;
+}
 
 /* ---- a tiny deterministic RNG (state on the caller's stack) ---------------------------------------------------- */
 
@@ -121,7 +140,7 @@ static void test_q8_0_dequant_exact(void **state) {
         e[j] = 1.0f;
         tg_matvec_ref(&t, e, &y);
         assert_true(y == out[j]);
-        tg_matvec(&t, e, &y, 1); /* the integer path scales by d_w * (1/127) * 127: two fp32 roundings */
+        tg_matvec(&t, e, &y, NULL); /* the integer path scales by d_w * (1/127) * 127: two fp32 roundings */
         assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
         e[j] = 0.0f;
     }
@@ -153,7 +172,7 @@ static void test_q4_0_dequant_exact(void **state) {
         e[j] = 1.0f;
         tg_matvec_ref(&t, e, &y);
         assert_true(y == out[j]);
-        tg_matvec(&t, e, &y, 2);
+        tg_matvec(&t, e, &y, teams[2]);
         assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
         e[j] = 0.0f;
     }
@@ -280,14 +299,16 @@ static void check_matvec(rng_t *r, tg_dtype type, int64_t rows, int64_t cols) {
     float *tmp = malloc((size_t)cols * sizeof(float));
     assert_true(ref && y1 && y2 && tmp);
     tg_matvec_ref(&w, x, ref);
-    tg_matvec(&w, x, y1, 1);
-    tg_matvec(&w, x, y2, 2);
+    tg_matvec(&w, x, y1, NULL);
+    tg_matvec(&w, x, y2, teams[2]);
     /* rows are never split between threads, so the thread count cannot change a result */
+    assert_memory_equal(y1, y2, (size_t)rows * sizeof(float));
+    tg_matvec(&w, x, y2, teams[3]);
     assert_memory_equal(y1, y2, (size_t)rows * sizeof(float));
     for (int64_t i = 0; i < rows; i++) {
         double e = abs_dot(&w, i, x, tmp);
         double tol = 1e-5 * e;
-        if (is_quant(type) && TG_KERNELS_AVX2) {
+        if (is_quant(type) && TG_HAVE_AVX2) {
             tol += xq_bound(&w, i, x, tmp) * 1.001;
             double exact_q = dot_with_qx(&w, i, x, tmp);
             if (fabs(y1[i] - exact_q) > 1e-5 * e)
@@ -343,9 +364,9 @@ static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
     float *yv = malloc((size_t)rows * sizeof(float));
     float *tmp = malloc((size_t)cols * sizeof(float));
     assert_true(y && yv && tmp);
-    tg_matmul(&w, x, n, y, threads);
+    tg_matmul(&w, x, n, y, teams[threads]);
     for (int64_t t = 0; t < n; t++) {
-        tg_matvec(&w, x + t * cols, yv, 1);
+        tg_matvec(&w, x + t * cols, yv, NULL);
         for (int64_t i = 0; i < rows; i++) {
             /* one arithmetic order per (row, activation) in every kernel: the bits agree */
             if (memcmp(&y[t * rows + i], &yv[i], sizeof(float)) != 0)
@@ -372,6 +393,7 @@ static void test_matmul_equals_matvecs(void **state) {
             check_matmul(&r, (tg_dtype)t, 13, cols, ns[k], 2);
         }
         check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
+        check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 9, 3);
     }
 }
 
@@ -394,7 +416,7 @@ static void test_matmul_rows_splits(void **state) {
             const size_t sb = tg_act_scratch_bytes(n, cols);
             uint8_t *scratch = malloc(sb + 1);
             assert_true(want && got && scratch);
-            tg_matmul(&w, x, n, want, 1);
+            tg_matmul(&w, x, n, want, NULL);
             tg_act a = tg_act_prepare(type, x, n, cols, sb ? scratch : NULL);
             const int64_t cuts[] = {0, 1, 4, 11, 12, 13, 30, 45};
             for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++)
@@ -414,9 +436,9 @@ static void test_matmul_empty(void **state) {
     (void)state;
     float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
     tg_tensor t = {TG_DT_F32, 2, 2, w};
-    tg_matmul(&t, x, 0, y, 2);
+    tg_matmul(&t, x, 0, y, teams[2]);
     assert_true(y[0] == -7.0f && y[1] == -7.0f);
-    tg_matvec(&t, x, y, 0); /* n_threads < 1 means 1 */
+    tg_matvec(&t, x, y, NULL); /* no team: the calling thread */
     assert_true(y[0] == 3.0f && y[1] == 7.0f);
 }
 
@@ -434,5 +456,5 @@ int main(void) {
         cmocka_unit_test(test_matmul_rows_splits),
         cmocka_unit_test(test_matmul_empty),
     };
-    return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);
 }
