@@ -622,13 +622,6 @@ const tg_gguf_tensor *tg_gguf_find_tensor(const tg_gguf *g, const char *name) {
     return i == SIZE_MAX ? NULL : &g->tensors[i];
 }
 
-/* "N" or "any" for an expected dimension. */
-static const char *dim_text(char *buf, size_t n, int64_t v) {
-    if (v < 0) snprintf(buf, n, "any");
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
 bool tg_gguf_tensor_view(const tg_gguf *g, const char *name, int64_t expect_rows, int64_t expect_cols,
                          tg_tensor *out, tg_error *err) {
     const tg_gguf_tensor *t = tg_gguf_find_tensor(g, name);
@@ -646,12 +639,7 @@ bool tg_gguf_tensor_view(const tg_gguf *g, const char *name, int64_t expect_rows
                        g->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3]);
     int64_t rows = t->ne[1], cols = t->ne[0];
-    if ((expect_rows >= 0 && rows != expect_rows) || (expect_cols >= 0 && cols != expect_cols)) {
-        char r[24], c[24];
-        return tg_fail(err, "%s: tensor '%s' has shape [%lld, %lld] (rows, cols), expected [%s, %s]", g->path, name,
-                       (long long)rows, (long long)cols, dim_text(r, sizeof r, expect_rows),
-                       dim_text(c, sizeof c, expect_cols));
-    }
+    if (!tg_tensor_check_shape(g->path, name, rows, cols, expect_rows, expect_cols, err)) return false;
     if ((uintptr_t)t->data % align != 0)
         return tg_fail(err, "%s: tensor '%s' data is not aligned to %zu bytes (general.alignment = %zu)", g->path, name,
                        align, g->alignment);

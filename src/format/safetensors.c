@@ -357,13 +357,6 @@ const tg_st_tensor *tg_safetensors_find(const tg_safetensors *st, const char *na
     return i == SIZE_MAX ? NULL : &st->tensors[i];
 }
 
-/* "N" or "any" for an expected dimension. */
-static const char *dim_text(char *buf, size_t n, int64_t v) {
-    if (v < 0) snprintf(buf, n, "any");
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
 bool tg_safetensors_view(const tg_safetensors *st, const char *name, int64_t expect_rows, int64_t expect_cols,
                          tg_tensor *out, tg_error *err) {
     size_t i = find_index(st, name);
@@ -382,12 +375,7 @@ bool tg_safetensors_view(const tg_safetensors *st, const char *name, int64_t exp
         return tg_fail(err, "%s: tensor '%s' has %d dimensions, expected a matrix or vector", path, name, t->n_dims);
     int64_t rows = t->n_dims == 2 ? t->shape[0] : 1;
     int64_t cols = t->n_dims == 2 ? t->shape[1] : t->n_dims == 1 ? t->shape[0] : 1;
-    if ((expect_rows >= 0 && rows != expect_rows) || (expect_cols >= 0 && cols != expect_cols)) {
-        char r[24], c[24];
-        return tg_fail(err, "%s: tensor '%s' has shape [%lld, %lld] (rows, cols), expected [%s, %s]", path, name,
-                       (long long)rows, (long long)cols, dim_text(r, sizeof r, expect_rows),
-                       dim_text(c, sizeof c, expect_cols));
-    }
+    if (!tg_tensor_check_shape(path, name, rows, cols, expect_rows, expect_cols, err)) return false;
     if ((uintptr_t)t->data % align != 0)
         return tg_fail(err, "%s: tensor '%s' data is not aligned to %zu bytes", path, name, align);
     out->type = dt;

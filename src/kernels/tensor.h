@@ -2,8 +2,11 @@
 #ifndef TG_KERNELS_TENSOR_H
 #define TG_KERNELS_TENSOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tinygpt.h"
 
 typedef enum {
     TG_DT_F32 = 0,
@@ -26,5 +29,11 @@ typedef struct {
 /* Bytes of one row of `cols` elements; 0 if cols is not a multiple of the type's block size (or type is invalid). */
 size_t tg_row_bytes(tg_dtype type, int64_t cols);
 const char *tg_dtype_name(tg_dtype type);
+
+/* Whether a tensor `name` of `file` with shape [rows, cols] is what the model expects (want_rows / want_cols < 0:
+ * any); otherwise false with "FILE: tensor 'NAME' has shape [r, c] (rows, cols), expected [R, C]" in err. The one
+ * shape check of every reader. */
+bool tg_tensor_check_shape(const char *file, const char *name, int64_t rows, int64_t cols, int64_t want_rows,
+                           int64_t want_cols, tg_error *err);
 
 #endif

@@ -75,6 +75,27 @@ static int64_t non_finite_scales(const uint8_t *p, int64_t n, size_t block_bytes
 static int64_t non_finite_q8_0(const uint8_t *p, int64_t n) { return non_finite_scales(p, n, sizeof(tg_block_q8_0)); }
 static int64_t non_finite_q4_0(const uint8_t *p, int64_t n) { return non_finite_scales(p, n, sizeof(tg_block_q4_0)); }
 
+/* ---- reference encoders ---- */
+
+static void encode_f32(const float *x, uint8_t *dst, int64_t n) { memcpy(dst, x, (size_t)n * sizeof(float)); }
+
+static void encode_f16(const float *x, uint8_t *dst, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        const uint16_t h = tg_f32_to_f16(x[j]);
+        memcpy(dst + 2 * j, &h, 2);
+    }
+}
+
+static void encode_bf16(const float *x, uint8_t *dst, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        const uint16_t h = tg_f32_to_bf16(x[j]);
+        memcpy(dst + 2 * j, &h, 2);
+    }
+}
+
+static void encode_q8_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_row_q8_0(x, dst, n); }
+static void encode_q4_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_row_q4_0(x, dst, n); }
+
 /* ---- the table ---- */
 
 #if TG_HAVE_AVX2
@@ -84,15 +105,18 @@ static int64_t non_finite_q4_0(const uint8_t *p, int64_t n) { return non_finite_
 #endif
 
 static const tg_weight_type table[TG_DT_COUNT] = {
-    [TG_DT_F32] = {"F32", 0, "F32", 1, 4, 4, decode_f32, non_finite_f32, TG_ACT_F32,
+    [TG_DT_F32] = {"F32", 0, "F32", 1, 4, 4, decode_f32, non_finite_f32, encode_f32, TG_ACT_F32,
                    FAST(tg_avx2_gemv_f32, tg_avx2_tile_f32, NULL)},
-    [TG_DT_F16] = {"F16", 1, "F16", 1, 2, 2, decode_f16, non_finite_f16, TG_ACT_F32,
+    [TG_DT_F16] = {"F16", 1, "F16", 1, 2, 2, decode_f16, non_finite_f16, encode_f16, TG_ACT_F32,
                    FAST(tg_avx2_gemv_f16, tg_avx2_tile_f16, NULL)},
-    [TG_DT_BF16] = {"BF16", 30, "BF16", 1, 2, 2, decode_bf16, non_finite_bf16, TG_ACT_F32,
+    [TG_DT_BF16] = {"BF16", 30, "BF16", 1, 2, 2, decode_bf16, non_finite_bf16, encode_bf16,
+                    TG_ACT_F32,
                     FAST(tg_avx2_gemv_bf16, tg_avx2_tile_bf16, NULL)},
-    [TG_DT_Q8_0] = {"Q8_0", 8, NULL, TG_QK, sizeof(tg_block_q8_0), 2, decode_q8_0, non_finite_q8_0, TG_ACT_Q8X,
+    [TG_DT_Q8_0] = {"Q8_0", 8, NULL, TG_QK, sizeof(tg_block_q8_0), 2, decode_q8_0, non_finite_q8_0,
+                    encode_q8_0, TG_ACT_Q8X,
                     FAST(tg_avx2_gemv_q8_0, NULL, tg_avx2_gemm_q8_0)},
-    [TG_DT_Q4_0] = {"Q4_0", 2, NULL, TG_QK, sizeof(tg_block_q4_0), 2, decode_q4_0, non_finite_q4_0, TG_ACT_Q8X,
+    [TG_DT_Q4_0] = {"Q4_0", 2, NULL, TG_QK, sizeof(tg_block_q4_0), 2, decode_q4_0, non_finite_q4_0,
+                    encode_q4_0, TG_ACT_Q8X,
                     FAST(tg_avx2_gemv_q4_0, NULL, tg_avx2_gemm_q4_0)},
 };
 #undef FAST

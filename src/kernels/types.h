@@ -45,6 +45,9 @@ typedef struct {
     /* Index of the first of n elements (n a multiple of block_elems) that decodes to NaN or an infinity, or -1;
      * a bit test, no decoding. */
     int64_t (*first_non_finite)(const uint8_t *src, int64_t n);
+    /* The reference encoder: n floats (a multiple of block_elems) into a row at dst (any alignment), rounding to
+     * nearest (quant.h says how for the block types); NULL for a type tinygpt reads but never writes. */
+    void (*encode_row)(const float *x, uint8_t *dst, int64_t n);
     /* The fast kernels: all NULL (the generic scalar path) or all that act needs (gemv + tile for TG_ACT_F32, gemv
      * + gemm_q8x for TG_ACT_Q8X), so that prefill and decode follow one arithmetic order. */
     tg_act_form act;

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/checked.h"
 
 static uint64_t hash_u64(uint64_t x) { /* splitmix64 finaliser */
     x ^= x >> 30;
@@ -13,18 +12,6 @@ static uint64_t hash_u64(uint64_t x) { /* splitmix64 finaliser */
     x ^= x >> 27;
     x *= 0x94d049bb133111ebull;
     return x ^ (x >> 31);
-}
-
-/* Smallest power of two >= 2n (and >= 16); 0 on overflow. */
-static size_t table_size(size_t n) {
-    size_t want;
-    if (!tg_mul_size(n, 2, &want)) return 0;
-    size_t cap = 16;
-    while (cap < want) {
-        if (cap > SIZE_MAX / 2) return 0;
-        cap *= 2;
-    }
-    return cap;
 }
 
 bool tg_strmap_init(tg_strmap *m, size_t n, const char *text, const size_t *off) {
@@ -52,10 +39,9 @@ int32_t tg_strmap_get(const tg_strmap *m, const char *s, size_t len) {
 
 bool tg_pairmap_init(tg_pairmap *m, size_t n) {
     memset(m, 0, sizeof *m);
-    const size_t cap = table_size(n);
-    size_t bytes;
-    if (cap == 0 || !tg_mul_size(cap, sizeof(tg_pair_slot), &bytes)) return false;
-    m->slots = malloc(bytes);
+    const size_t cap = tg_hash_slots(n, sizeof(tg_pair_slot));
+    if (cap == 0) return false;
+    m->slots = malloc(cap * sizeof(tg_pair_slot));
     if (!m->slots) return false;
     for (size_t i = 0; i < cap; i++) m->slots[i].key = UINT64_MAX;
     m->mask = cap - 1;

@@ -15,16 +15,22 @@ static uint64_t hash_bytes(const char *s, size_t len) {
     return h ^ (h >> 29); /* fold the well-mixed high bits into the low ones the mask keeps */
 }
 
+size_t tg_hash_slots(size_t n, size_t slot_bytes) {
+    size_t want;
+    if (slot_bytes == 0 || !tg_mul_size(n, 2, &want)) return 0;
+    size_t cap = 16;
+    while (cap < want) {
+        if (cap > SIZE_MAX / 2 / slot_bytes) return 0;
+        cap *= 2;
+    }
+    return cap <= SIZE_MAX / slot_bytes ? cap : 0;
+}
+
 bool tg_name_map_init(tg_name_map *m, size_t n) {
     m->slots = NULL;
     m->mask = 0;
-    size_t want;
-    if (!tg_mul_size(n, 2, &want)) return false;
-    size_t cap = 16;
-    while (cap < want) {
-        if (cap > SIZE_MAX / 2 / sizeof *m->slots) return false;
-        cap *= 2;
-    }
+    const size_t cap = tg_hash_slots(n, sizeof *m->slots);
+    if (cap == 0) return false;
     m->slots = calloc(cap, sizeof *m->slots);
     if (!m->slots) return false;
     m->mask = cap - 1;

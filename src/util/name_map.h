@@ -22,6 +22,10 @@ typedef struct {
     size_t mask;
 } tg_name_map;
 
+/* Slots of an open-addressing table for n entries kept at most half full: the smallest power of two >= 2n and
+ * >= 16; 0 when that overflows or the slots (slot_bytes each) would not fit in a size_t. */
+size_t tg_hash_slots(size_t n, size_t slot_bytes);
+
 /* An empty map with room for n names. False on allocation failure or size overflow (the map is then empty and
  * tg_name_map_free is still safe). */
 bool tg_name_map_init(tg_name_map *m, size_t n);

@@ -108,11 +108,49 @@ static void test_non_finite_matches_decoder(void **state) {
     }
 }
 
+/* Every encoder against its decoder: decode(encode(x)) within the format's rounding of x (per block: F32 exact,
+ * F16 2^-11 and BF16 2^-8 relative, Q8_0 one step d = amax/127 plus the fp16 rounding of d, Q4_0 one step
+ * amax/8 plus the same). */
+static void test_encode_decode(void **state) {
+    (void)state;
+    enum { N = 256 };
+    float x[N], y[N];
+    uint64_t s = 11;
+    for (int i = 0; i < N; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(s >> 11) * 0x1.0p-53 * 2.0 - 1.0) * (i % 64 == 0 ? 100.0f : 1.0f);
+    }
+    x[5] = 0.0f;
+    for (int t = 0; t < TG_DT_COUNT; t++) {
+        const tg_weight_type *wt = tg_weight_type_of((tg_dtype)t);
+        if (!wt->encode_row) continue;
+        uint8_t row[N * 4];
+        assert_true(tg_row_bytes((tg_dtype)t, N) <= sizeof row);
+        wt->encode_row(x, row, N);
+        wt->decode_row(row, y, N);
+        for (int b = 0; b < N / 32; b++) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
+            for (int j = 0; j < 32; j++) {
+                const int i = 32 * b + j;
+                double tol = t == TG_DT_F32    ? 0.0
+                             : t == TG_DT_F16  ? fabs(x[i]) * 0x1.0p-11
+                             : t == TG_DT_BF16 ? fabs(x[i]) * 0x1.0p-8
+                             : t == TG_DT_Q8_0 ? amax / 127.0 * 1.01
+                                               : amax / 8.0 * 1.01;
+                if (fabs((double)y[i] - (double)x[i]) > tol)
+                    fail_msg("%s element %d: %.9g -> %.9g (tol %.3g)", wt->name, i, (double)x[i], (double)y[i], tol);
+            }
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_consistent),
         cmocka_unit_test(test_known_numbers),
         cmocka_unit_test(test_non_finite_matches_decoder),
+        cmocka_unit_test(test_encode_decode),
     };
     return cmocka_run_group_tests_name("types", tests, NULL, NULL);
 }
