@@ -62,27 +62,24 @@ static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0
 
 /* A random [rows, cols] matrix of `type` in a malloc'ed buffer, placed at an odd byte offset (1) when misalign so
  * that the kernels' unaligned handling is exercised (UBSan checks alignment). Q8_0 / Q4_0 blocks are random
- * bytes (all 256 int8 values occur, including -128) with random fp16 scales of either sign. *base receives the
- * pointer to free. */
+ * bytes (all 256 int8 values occur, including -128) with random fp16 scales of either sign; every other type is
+ * uniform values through its reference encoder (types.h). *base receives the pointer to free. */
 static void *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, int misalign, void **base) {
     size_t rb = tg_row_bytes(type, cols);
     uint8_t *buf = malloc(rb * (size_t)rows + 1);
     assert_non_null(buf);
     *base = buf;
     uint8_t *p = buf + (misalign ? 1 : 0);
+    const tg_weight_type *wt = tg_weight_type_of(type);
+    float *v = malloc((size_t)cols * sizeof *v);
+    assert_non_null(v);
     for (int64_t i = 0; i < rows; i++) {
         uint8_t *row = p + (size_t)i * rb;
-        for (int64_t j = 0; j < cols; j++) {
-            float v = rng_unit(r);
-            uint16_t h;
-            switch (type) {
-            case TG_DT_F32: memcpy(row + 4 * j, &v, 4); break;
-            case TG_DT_F16: h = tg_f32_to_f16(v); memcpy(row + 2 * j, &h, 2); break;
-            case TG_DT_BF16: h = tg_f32_to_bf16(v); memcpy(row + 2 * j, &h, 2); break;
-            default: break;
-            }
-        }
-        if (type == TG_DT_Q8_0 || type == TG_DT_Q4_0) {
+        if (type != TG_DT_Q8_0 && type != TG_DT_Q4_0) {
+            assert_non_null(wt->encode_row); /* a type without an encoder needs its own case here */
+            for (int64_t j = 0; j < cols; j++) v[j] = rng_unit(r);
+            wt->encode_row(v, row, cols);
+        } else {
             size_t bs = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
             for (size_t b = 0; b < rb / bs; b++) {
                 uint8_t *blk = row + b * bs;
@@ -92,6 +89,7 @@ static void *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
             }
         }
     }
+    free(v);
     return p;
 }
 
@@ -112,7 +110,10 @@ static double abs_dot(const tg_tensor *w, int64_t r, const float *x, float *tmp)
     return e;
 }
 
-static bool is_quant(tg_dtype t) { return t == TG_DT_Q8_0 || t == TG_DT_Q4_0; }
+/* Whether the fast kernels of t take quantised activations (the x-quantisation bound applies), and whether t stores
+ * blocks (cols a multiple of 32). */
+static bool is_quant(tg_dtype t) { return tg_weight_type_of(t)->act == TG_ACT_Q8X; }
+static bool is_block(tg_dtype t) { return tg_weight_type_of(t)->block_elems > 1; }
 
 /* ---- hand-made blocks ------------------------------------------------------------------------------------------ */
 
@@ -387,13 +388,13 @@ static void test_matmul_equals_matvecs(void **state) {
     rng_t r = {6};
     const int64_t ns[] = {1, 2, 3, 4, 5, 9};
     for (int t = 0; t < TG_DT_COUNT; t++) {
-        int64_t cols = is_quant((tg_dtype)t) ? 96 : 45;
+        int64_t cols = is_block((tg_dtype)t) ? 96 : 45;
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
             check_matmul(&r, (tg_dtype)t, 7, cols, ns[k], 1);
             check_matmul(&r, (tg_dtype)t, 13, cols, ns[k], 2);
         }
-        check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
-        check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 9, 3);
+        check_matmul(&r, (tg_dtype)t, 517, is_block((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
+        check_matmul(&r, (tg_dtype)t, 517, is_block((tg_dtype)t) ? 128 : 131, 9, 3);
     }
 }
 
@@ -406,7 +407,7 @@ static void test_matmul_rows_splits(void **state) {
     const int64_t rows = 45, ns[] = {1, 2, 7, 8, 9, 19};
     for (int ty = 0; ty < TG_DT_COUNT; ty++) {
         const tg_dtype type = (tg_dtype)ty;
-        const int64_t cols = is_quant(type) ? 160 : 77;
+        const int64_t cols = is_block(type) ? 160 : 77;
         void *base;
         tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 1, &base)};
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
