@@ -389,9 +389,7 @@ void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, fl
     tg_kvcache_query(c, layer, pos, q, c->scratch_q);
     const int n_split = tg_kvcache_attend_splits(c, layer, pos);
     const size_t wf = tg_kvcache_work_floats(c), pf = tg_kvcache_part_floats(c);
-    const int nt = n_threads > 1 ? n_threads : 1;
-    (void)nt; /* read only by the OpenMP pragma */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && H > 1)
+    (void)n_threads; /* one thread: OpenMP is gone (this test-only entry point is removed on i12-kv) */
     for (int h = 0; h < (int)H; h++) {
         float *parts = c->parts + (size_t)h * TG_ATTN_MAX_SPLITS * pf;
         for (int s = 0; s < n_split; s++)

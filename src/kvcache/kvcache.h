@@ -47,7 +47,7 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
  * out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v per head, GQA heads sharing KV heads. q is pre-RoPE
  * [n_heads * head_dim]; the cache rotates it. Reads quantised storage directly; never dequantises the whole cache.
  * Keys after pos are masked (so a chunk may be appended first, as long as nothing it needs was evicted), and so are
- * keys outside the layer's sliding window (pos - key_pos >= layer_window). n_threads > 1 splits the kv-heads. */
+ * keys outside the layer's sliding window (pos - key_pos >= layer_window). One thread (n_threads is ignored). */
 void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads);
 
 /* ---- attention in pieces, for callers that run their own threads (the forward pass) --------------------------
