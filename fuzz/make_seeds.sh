@@ -67,4 +67,58 @@ w --kv-budget 64M --kv-quantize-keys int2 --kv-quantize-values fp16 --streaming-
 w --top-k=5 --top-p=0.9 --threads=2 --no-echo -- --prompt >fuzz/seeds/args/equals
 w --kv-budget 1K --streaming-llm-sink 100000 >fuzz/seeds/args/too-small
 w --kv-group-size 3 --kv-residual 8 --kv-quantize int8 --streaming-llm-window 8 >fuzz/seeds/args/group
+# folder: part 0 = one kind byte per file (fuzz_folder.c: 0 absent, 1 file, 2 empty, 3 FIFO, 4 directory, 5 link
+# inside, 6 link outside, 7 link into blobs/, 8 link to a secret file, 9 dangling, 10 link to /dev/zero), in the
+# order config.json, tokenizer.json, tokenizer_config.json, generation_config.json, special_tokens_map.json,
+# model.safetensors, model.safetensors.index.json, model-00001-of-00002, model-00002-of-00002; then each file's bytes
+mkdir -p fuzz/seeds/folder
+python3 - "$tmp/m/good-hf" fuzz/seeds/folder "$sep" <<'EOF'
+import json, struct, sys
+src, out, sep = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+rd = lambda f: open("%s/%s" % (src, f), "rb").read()
+cfg, tok, st = rd("config.json"), rd("tokenizer.json"), rd("model.safetensors")
+n = struct.unpack("<Q", st[:8])[0]
+head = json.loads(st[8:8 + n])
+data = st[8 + n:]
+names = sorted((k for k in head if k != "__metadata__"), key=lambda k: head[k]["data_offsets"][0])
+def shard(keys):
+    h, blob = {}, b""
+    for k in keys:
+        b, e = head[k]["data_offsets"]
+        h[k] = dict(head[k], data_offsets=[len(blob), len(blob) + e - b])
+        blob += data[b:e]
+    j = json.dumps(h, separators=(",", ":")).encode()
+    j += b" " * ((-len(j)) % 8)
+    return struct.pack("<Q", len(j)) + j + blob
+half = len(names) // 2
+s1, s2 = shard(names[:half]), shard(names[half:])
+wmap = {k: "model-0000%d-of-00002.safetensors" % (1 if i < half else 2) for i, k in enumerate(names)}
+index = json.dumps({"metadata": {}, "weight_map": wmap}).encode()
+tcfg = b'{"add_bos_token": false, "eos_token": "<|endoftext|>"}'
+gcfg = b'{"bos_token_id": 262, "eos_token_id": 262}'
+files = [cfg, tok, tcfg, gcfg, b"{}", st, index, s1, s2]
+seeds = {
+    "good": [1, 1, 0, 0, 0, 1],
+    "all-configs": [1, 1, 1, 1, 1, 1],
+    "sharded": [1, 1, 1, 1, 0, 0, 1, 1, 1],
+    "hub-blobs": [7, 7, 7, 7, 0, 0, 7, 7, 7],
+    "links-inside": [5, 5, 0, 0, 0, 5],
+    "fifo-config": [3, 1, 0, 0, 0, 1],
+    "fifo-tokenizer": [1, 3, 0, 0, 0, 1],
+    "fifo-shard": [1, 1, 0, 0, 0, 0, 1, 1, 3],
+    "fifo-index": [1, 1, 0, 0, 0, 0, 3, 1, 1],
+    "fifo-tokenizer-config": [1, 1, 3, 1, 0, 1],
+    "dir-config": [4, 1, 0, 0, 0, 1],
+    "dir-shard": [1, 1, 0, 0, 0, 0, 1, 4, 1],
+    "empty-everything": [2, 2, 2, 2, 2, 2],
+    "link-out-config": [6, 1, 0, 0, 0, 1],
+    "secret-shard": [1, 1, 0, 0, 0, 0, 1, 8, 1],
+    "secret-tokenizer": [1, 8, 0, 0, 0, 1],
+    "dangling-weights": [1, 1, 0, 0, 0, 9],
+    "dev-zero-generation-config": [1, 1, 0, 10, 0, 1],
+}
+for name, layout in seeds.items():
+    open("%s/%s" % (out, name), "wb").write(sep.join([bytes(layout)] + files))
+EOF
+
 echo "seeds: $(find fuzz/seeds -type f | wc -l) files, $(du -sh fuzz/seeds | cut -f1)"

@@ -453,6 +453,23 @@ static bool parse_tensors(parser *ps, tg_gguf *g, uint64_t n_tensors) {
             goto done;
         }
         t->data = ps->p + abs;
+        /* Like llama.cpp, the data of the tensors must follow their order in the header without overlapping (the
+         * ends cannot overflow: both ranges were checked against the file above). */
+        if (i > 0 && offsets[i] < offsets[i - 1] + g->tensors[i - 1].nbytes) {
+            const tg_gguf_tensor *p = &g->tensors[i - 1];
+            if (offsets[i] < offsets[i - 1])
+                tg_fail(ps->err, "%s: tensor data out of order: tensor '%.*s' (data offset %llu) is listed after "
+                                 "tensor '%.*s' (data offset %llu) but stored before it", ps->path, nl, t->name.ptr,
+                        (unsigned long long)offsets[i], shown(p->name.len), p->name.ptr,
+                        (unsigned long long)offsets[i - 1]);
+            else
+                tg_fail(ps->err, "%s: tensors '%.*s' and '%.*s' overlap: '%.*s' data [%llu, %llu) begins before '%.*s' "
+                                 "data [%llu, %llu) ends", ps->path, shown(p->name.len), p->name.ptr, nl, t->name.ptr,
+                        nl, t->name.ptr, (unsigned long long)offsets[i], (unsigned long long)offsets[i] + t->nbytes,
+                        shown(p->name.len), p->name.ptr, (unsigned long long)offsets[i - 1],
+                        (unsigned long long)offsets[i - 1] + p->nbytes);
+            goto done;
+        }
     }
     ok = true;
 done:

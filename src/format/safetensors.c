@@ -10,6 +10,8 @@
 #include "kernels/types.h"
 #include "util/checked.h"
 #include "util/error.h"
+#include "util/json_file.h"
+#include "util/model_file.h"
 #include "util/mapped_file.h"
 #include "util/name_map.h"
 
@@ -59,24 +61,6 @@ static char *copy_str(const char *s) {
     char *p = malloc(n);
     if (p) memcpy(p, s, n);
     return p;
-}
-
-/* dir + "/" + name, malloc'd; NULL on OOM. */
-static char *join_path(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
-static bool file_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    fclose(f);
-    return true;
 }
 
 /* The name of tensor i (util/name_map.h). */
@@ -174,6 +158,61 @@ static bool add_tensor(tg_safetensors *st, size_t fi, const char *name, const js
 }
 
 /* Maps `path` as a new file of st and appends all its tensors. */
+/* Sort order of tensors by data range: begin, then end, then position (so that the order is total). */
+typedef struct {
+    size_t begin, end, index;
+} st_range;
+
+static int range_cmp(const void *a, const void *b) {
+    const st_range *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The format requires the data section to be entirely indexed without holes (no polyglot files) and, as every
+ * reader assumes, without overlaps: sorted by offset, the tensors [first, n_tensors) of file fi must tile
+ * [0, dsize) exactly. False with a message naming the tensors on either side of the problem. */
+static bool check_tiling(const tg_safetensors *st, size_t fi, size_t first, const uint8_t *data, size_t dsize,
+                         tg_error *err) {
+    const char *path = st->files[fi].path;
+    size_t n = st->n_tensors - first;
+    if (n == 0) {
+        if (dsize != 0)
+            return tg_fail(err, "%s: %zu bytes of data after a header that lists no tensors", path, dsize);
+        return true;
+    }
+    st_range *r = malloc(n * sizeof *r); /* n <= the header's size / a few bytes, bounded by the file */
+    if (!r) return tg_fail(err, "%s: out of memory", path);
+    for (size_t i = 0; i < n; i++) {
+        const tg_st_tensor *t = &st->tensors[first + i];
+        r[i].begin = (size_t)((const uint8_t *)t->data - data);
+        r[i].end = r[i].begin + t->nbytes;
+        r[i].index = first + i;
+    }
+    qsort(r, n, sizeof *r, range_cmp);
+    bool ok = true;
+    size_t at = 0;
+    const char *prev = NULL;
+    for (size_t i = 0; i < n && ok; i++) {
+        const char *name = st->tensors[r[i].index].name;
+        if (r[i].begin < at)
+            ok = tg_fail(err, "%s: tensors '%s' and '%s' overlap: '%s' data_offsets [%zu, %zu) begin before '%s' "
+                              "ends at %zu", path, prev, name, name, r[i].begin, r[i].end, prev, at);
+        else if (r[i].begin > at)
+            ok = tg_fail(err, "%s: a hole in the data: bytes [%zu, %zu) between %s%s%s and '%s' belong to no tensor "
+                              "(the format forbids holes)", path, at, r[i].begin, prev ? "'" : "",
+                         prev ? prev : "the start", prev ? "'" : "", name);
+        at = r[i].end;
+        prev = name;
+    }
+    if (ok && at != dsize)
+        ok = tg_fail(err, "%s: %zu bytes of data after the last tensor '%s' belong to no tensor (the format forbids "
+                          "holes)", path, dsize - at, prev);
+    free(r);
+    return ok;
+}
+
 static bool load_file(tg_safetensors *st, const char *path, tg_error *err) {
     if (st->n_files == st->cap_files) {
         size_t cap = st->cap_files ? st->cap_files * 2 : 4;
@@ -197,12 +236,14 @@ static bool load_file(tg_safetensors *st, const char *path, tg_error *err) {
                        path, size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | p[i];
-    if (n > size - 8)
-        return tg_fail(err, "%s: bad header length %llu: exceeds the file size (%zu bytes); not a safetensors file?",
-                       path, (unsigned long long)n, size);
+    /* The length is checked against the format's limit first: a larger value is most likely not a length at all
+     * (text, another format), and printing it would echo the file's first bytes. */
     if (n > ST_MAX_HEADER)
-        return tg_fail(err, "%s: bad header length %llu: over the format's limit of %u bytes", path,
-                       (unsigned long long)n, ST_MAX_HEADER);
+        return tg_fail(err, "%s: bad header length: the first 8 bytes give more than the format's limit of %u bytes; "
+                            "not a safetensors file?", path, ST_MAX_HEADER);
+    if (n > size - 8)
+        return tg_fail(err, "%s: bad header length %llu: exceeds the file size (%zu bytes); truncated?", path,
+                       (unsigned long long)n, size);
     if (n < 2) return tg_fail(err, "%s: bad header length %llu: too short for a JSON object", path, (unsigned long long)n);
     json_error_t jerr;
     json_t *root = json_loadb((const char *)p + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
@@ -214,6 +255,7 @@ static bool load_file(tg_safetensors *st, const char *path, tg_error *err) {
     json_t *val;
     const uint8_t *data = p + 8 + n;
     size_t dsize = size - 8 - (size_t)n;
+    size_t first = st->n_tensors;
     if (ok) {
         json_object_foreach(root, key, val) {
             if (strcmp(key, "__metadata__") == 0) {
@@ -229,6 +271,7 @@ static bool load_file(tg_safetensors *st, const char *path, tg_error *err) {
             }
         }
     }
+    if (ok) ok = check_tiling(st, fi, first, data, dsize, err);
     json_decref(root);
     return ok;
 }
@@ -258,11 +301,11 @@ tg_safetensors *tg_safetensors_open_file(const char *path, tg_error *err) {
 
 /* The shards of a sharded checkpoint: opens each distinct file named in weight_map once, then checks that every
  * listed tensor is in the shard the index names. */
+/* The shards of a sharded checkpoint: opens each distinct file named in weight_map once (each a plain file name of
+ * the folder: model_file.h), then checks that every listed tensor is in the shard the index names. */
 static bool load_sharded(tg_safetensors *st, const char *dir, const char *index_path, tg_error *err) {
-    json_error_t jerr;
-    json_t *root = json_load_file(index_path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return tg_fail(err, "%s: bad JSON: %s (line %d, column %d)", index_path, jerr.text, jerr.line, jerr.column);
+    json_t *root = tg_json_load_path(index_path, JSON_REJECT_DUPLICATES, NULL, err);
+    if (!root) return false;
     bool ok = true;
     json_t *map = json_object_get(root, "weight_map");
     if (!json_is_object(map)) ok = tg_fail(err, "%s: missing or non-object \"weight_map\"", index_path);
@@ -271,25 +314,24 @@ static bool load_sharded(tg_safetensors *st, const char *dir, const char *index_
     if (ok) {
         json_object_foreach(map, key, val) {
             const char *shard = json_is_string(val) ? json_string_value(val) : NULL;
-            if (!shard || !*shard || strchr(shard, '/') || strcmp(shard, "..") == 0) {
-                ok = tg_fail(err, "%s: weight_map entry '%s' does not name a shard file in the folder", index_path, key);
+            if (!shard) {
+                ok = tg_fail(err, "%s: weight_map entry '%s' is not a file name", index_path, key);
                 break;
             }
-            char *path = join_path(dir, shard);
-            if (!path) {
-                ok = tg_fail(err, "%s: out of memory", index_path);
+            char path[4096], what[512];
+            snprintf(what, sizeof what, "%.300s: weight_map entry '%.100s'", index_path, key);
+            bool missing;
+            if (!tg_folder_file(dir, shard, what, path, sizeof path, &missing, err)) {
+                if (missing) tg_fail(err, "%s: shard '%s' (holding tensor '%s') is missing", index_path, shard, key);
+                ok = false;
                 break;
             }
             bool seen = false;
             for (size_t i = 0; i < st->n_files && !seen; i++) seen = strcmp(st->files[i].path, path) == 0;
             if (!seen && !load_file(st, path, err)) {
-                if (!file_exists(path))
-                    tg_fail(err, "%s: shard '%s' (holding tensor '%s') is missing", index_path, shard, key);
-                free(path);
                 ok = false;
                 break;
             }
-            free(path);
         }
     }
     if (ok) ok = build_index(st, err);
@@ -309,23 +351,25 @@ static bool load_sharded(tg_safetensors *st, const char *dir, const char *index_
 }
 
 tg_safetensors *tg_safetensors_open_dir(const char *dir, tg_error *err) {
-    char *index_path = join_path(dir, ST_INDEX_NAME), *single_path = join_path(dir, ST_SINGLE_NAME);
+    char index_path[4096], single_path[4096];
+    bool no_index, no_single;
+    tg_error why = {{0}};
     tg_safetensors *st = NULL;
-    if (!index_path || !single_path) {
-        tg_fail(err, "%s: out of memory", dir);
-    } else if (file_exists(index_path)) {
+    if (tg_folder_file(dir, ST_INDEX_NAME, NULL, index_path, sizeof index_path, &no_index, err)) {
         st = new_handle(dir, err);
         if (st && !load_sharded(st, dir, index_path, err)) {
             tg_safetensors_close(st);
             st = NULL;
         }
-    } else if (file_exists(single_path)) {
+    } else if (!no_index) {
+        /* the index is there but not usable (a symlink out of the folder, a bad name): err says why */
+    } else if (tg_folder_file(dir, ST_SINGLE_NAME, NULL, single_path, sizeof single_path, &no_single, &why)) {
         st = tg_safetensors_open_file(single_path, err);
+    } else if (!no_single) {
+        if (err) *err = why;
     } else {
         tg_fail(err, "%s: no weights: neither %s nor %s in this folder", dir, ST_SINGLE_NAME, ST_INDEX_NAME);
     }
-    free(index_path);
-    free(single_path);
     return st;
 }
 

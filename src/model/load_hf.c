@@ -8,6 +8,8 @@
 
 #include "model/model.h"
 #include "util/error.h"
+#include "util/json_file.h"
+#include "util/model_file.h"
 
 typedef struct {
     const json_t *root;
@@ -203,17 +205,16 @@ static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t col
 
 bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
     char path[4096];
-    int n = snprintf(path, sizeof path, "%s/config.json", dir);
-    if (n < 0 || (size_t)n >= sizeof path) return tg_fail(err, "%s: path too long", dir);
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) return tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder with "
-                                    "config.json)", dir);
-        fclose(f);
-        return tg_fail(err, "%s: line %d: %s", path, jerr.line, jerr.text);
+    bool missing;
+    tg_error why = {{0}};
+    if (!tg_folder_file(dir, "config.json", NULL, path, sizeof path, &missing, &why)) {
+        if (missing) return tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder with "
+                                         "config.json)", dir);
+        if (err) *err = why;
+        return false;
     }
+    json_t *root = tg_json_load_path(path, 0, NULL, err);
+    if (!root) return false;
     config c = {root, path};
     bool ok = read_config(&c, &m->hp, err) && tg_hparams_validate(&m->hp, path, err) &&
               tg_model_init_kv_source(m, err) && read_kv_source(&c, &m->hp, err);

@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernels/matmul.h"
 #include "kernels/types.h"
 #include "util/checked.h"
 #include "util/error.h"
+#include "util/model_file.h"
 
 /* Largest layer count we accept from a file: far beyond any real model, small enough that per-layer arrays
  * allocated before the tensors are looked at stay tiny. */
@@ -270,6 +272,8 @@ tg_model *tg_model_load(const char *path, tg_error *err) {
         tg_fail(err, "no model path given");
         return NULL;
     }
+    /* stat never blocks; a regular file is then opened non-blocking (model_file.h), so a FIFO or device given as
+     * the model is refused at once, even if the path changes in between. */
     struct stat st;
     if (stat(path, &st) != 0) {
         tg_fail(err, "%s: cannot open: %s", path, strerror(errno));
@@ -277,18 +281,18 @@ tg_model *tg_model_load(const char *path, tg_error *err) {
     }
     bool is_dir = S_ISDIR(st.st_mode), is_gguf = false;
     if (!is_dir && !S_ISREG(st.st_mode)) {
-        tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder)", path);
+        tg_fail(err, "%s: not a model (%s; expected a GGUF file or a Hugging Face folder)", path,
+                S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file");
         return NULL;
     }
     if (!is_dir) {
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            tg_fail(err, "%s: cannot open: %s", path, strerror(errno));
-            return NULL;
-        }
+        size_t size;
+        int fd = tg_file_open_regular(path, &size, NULL, err);
+        if (fd < 0) return NULL;
         char magic[4];
-        is_gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
-        fclose(f);
+        is_gguf = read(fd, magic, 4) == 4 && memcmp(magic, "GGUF", 4) == 0;
+        close(fd);
         if (!is_gguf) {
             tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder)", path);
             return NULL;

@@ -8,6 +8,8 @@
 #include "tokenizer/tok_internal.h"
 #include "util/checked.h"
 #include "util/error.h"
+#include "util/json_file.h"
+#include "util/model_file.h"
 
 static const char METASPACE[] = "\xE2\x96\x81"; /* U+2581 */
 
@@ -33,23 +35,26 @@ static bool is_type(const json_t *o, const char *type) {
     return s && strcmp(s, type) == 0;
 }
 
-static json_t *load_json(const char *path, bool required, tg_error *err, bool *failed) {
+/* dir/name into path[cap] and its JSON object, through model_file.h (inside the folder, a regular file, opened
+ * non-blocking). A missing optional file gives NULL with *failed false; every other problem sets *failed and err. */
+static json_t *load_json(const char *dir, const char *name, char *path, size_t cap, bool required, tg_error *err,
+                         bool *failed) {
     *failed = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (required) {
-            *failed = true;
-            tg_fail(err, "%s: cannot open (a Hugging Face folder needs tokenizer.json)", path);
-        }
+    bool missing;
+    tg_error why = {{0}};
+    json_t *root = NULL;
+    if (tg_folder_file(dir, name, NULL, path, cap, &missing, &why))
+        root = tg_json_load_path(path, JSON_ALLOW_NUL, &missing, &why);
+    if (!root) {
+        if (missing && !required) return NULL;
+        *failed = true;
+        if (missing) tg_fail(err, "%s: cannot open (a Hugging Face folder needs %s)", path, name);
+        else if (err) *err = why;
         return NULL;
     }
-    fclose(f);
-    json_error_t je;
-    json_t *root = json_load_file(path, JSON_ALLOW_NUL, &je);
-    if (!root || !json_is_object(root)) {
+    if (!json_is_object(root)) {
         *failed = true;
-        if (root) tg_fail(err, "%s: not a JSON object", path);
-        else tg_fail(err, "%s:%d: %s", path, je.line, je.text);
+        tg_fail(err, "%s: not a JSON object", path);
         json_decref(root);
         return NULL;
     }
@@ -402,11 +407,9 @@ static bool load_specials(hf_ctx *c, const char *dir, const json_t *root) {
     tg_tokenizer *t = c->t;
     char path[4096];
     bool failed;
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    json_t *tcfg = load_json(path, false, c->err, &failed);
+    json_t *tcfg = load_json(dir, "tokenizer_config.json", path, sizeof path, false, c->err, &failed);
     if (failed) return false;
-    snprintf(path, sizeof path, "%s/generation_config.json", dir);
-    json_t *gcfg = load_json(path, false, c->err, &failed);
+    json_t *gcfg = load_json(dir, "generation_config.json", path, sizeof path, false, c->err, &failed);
     if (failed) {
         json_decref(tcfg);
         return false;
@@ -426,12 +429,8 @@ static bool load_specials(hf_ctx *c, const char *dir, const json_t *root) {
 
 tg_tokenizer *tg_tokenizer_load_hf(const char *dir, tg_error *err) {
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= sizeof path) {
-        tg_fail(err, "%s: path too long", dir);
-        return NULL;
-    }
     bool failed;
-    json_t *root = load_json(path, true, err, &failed);
+    json_t *root = load_json(dir, "tokenizer.json", path, sizeof path, true, err, &failed);
     if (!root) return NULL;
     hf_ctx c = {NULL, path, err};
     const json_t *model = json_object_get(root, "model");

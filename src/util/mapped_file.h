@@ -12,8 +12,8 @@ typedef struct {
     size_t size;
 } tg_mapped_file;
 
-/* Maps path read-only. False (err names the path and the reason) if it cannot be opened, is a directory, or
- * cannot be mapped. An empty file maps to data == NULL, size == 0. */
+/* Maps path read-only. False (err names the path and the reason) if it cannot be opened, is not a regular file
+ * (opened non-blocking, so a FIFO or device is refused at once: tg_file_open_regular), or cannot be mapped. An empty file maps to data == NULL, size == 0. */
 bool tg_mapped_file_open(tg_mapped_file *f, const char *path, tg_error *err);
 /* Unmaps; safe on a zeroed or already closed struct. */
 void tg_mapped_file_close(tg_mapped_file *f);

@@ -117,11 +117,11 @@ model_fails nan-f16 "the output weights hold a NaN or infinite value"
 model_fails inf-q8 "the down weights of layer 0 hold a NaN or infinite value"
 
 # ---- Hugging Face folders ---------------------------------------------------------------------------------------
-model_fails hf-badjson "hf-badjson/config.json: line 1"
+model_fails hf-badjson "hf-badjson/config.json: bad JSON at line 1"
 model_fails hf-arch "unsupported architecture 'GPT2LMHeadModel'"
 model_fails hf-shape "expected [66, 32]"
 model_fails hf-dtype "has dtype I8, which is not supported"
-model_fails hf-headerlen "bad header length 9223372036854775808"
+model_fails hf-headerlen "bad header length: the first 8 bytes give more than"
 model_fails hf-trunc "truncated: tensor 'lm_head.weight' data_offsets"
 model_fails hf-offsets "extend past the end of the data section"
 model_fails hf-shape-overflow "element count overflows"

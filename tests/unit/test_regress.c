@@ -9,6 +9,9 @@
 #define LLVMFuzzerTestOneInput regress_hf_one
 #include "../../fuzz/fuzz_hf.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput regress_folder_one
+#include "../../fuzz/fuzz_folder.c"
+#undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput regress_tokenizer_json_one
 #include "../../fuzz/fuzz_tokenizer_json.c"
 #undef LLVMFuzzerTestOneInput
@@ -87,6 +90,11 @@ static void test_hf(void **state) {
     replay(regress_hf_one, "hf", 1);
 }
 
+static void test_folder(void **state) {
+    (void)state;
+    replay(regress_folder_one, "folder", 0);
+}
+
 static void test_tokenizer_json(void **state) {
     (void)state;
     replay(regress_tokenizer_json_one, "tokenizer_json", 0);
@@ -106,7 +114,8 @@ static void test_args(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gguf),          cmocka_unit_test(test_hf),   cmocka_unit_test(test_tokenizer_json),
+        cmocka_unit_test(test_gguf),          cmocka_unit_test(test_hf),   cmocka_unit_test(test_folder),
+        cmocka_unit_test(test_tokenizer_json),
         cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

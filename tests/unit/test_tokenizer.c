@@ -548,7 +548,7 @@ static void test_hf_errors(void **state) {
     char *dir = gguf_builder_tmpdir();
     expect_load_error(dir, "tokenizer.json", "cannot open");
     write_text(dir, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [");
-    expect_load_error(dir, "tokenizer.json:1", "");
+    expect_load_error(dir, "tokenizer.json: bad JSON at line 1", "");
     write_text(dir, "tokenizer.json", "{\"model\": {\"type\": \"Unigram\", \"vocab\": {\"a\": 0}}}");
     expect_load_error(dir, "tokenizer.json", "unsupported model type 'Unigram'");
     write_text(dir, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, "
