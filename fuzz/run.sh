@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — runs one libFuzzer harness: fuzz/run.sh HARNESS [SECONDS] [extra libFuzzer flags...]
-# HARNESS is gguf, hf, folder, tokenizer_json, tokenize or args (fuzz/build/fuzz_HARNESS, built by `make fuzz`).
+# HARNESS is gguf, hf, folder, tokenizer_json, tokenize, args or cli_text (fuzz/build/fuzz_HARNESS, built by `make fuzz`).
 # The growing corpus lives in fuzz/build/corpus/HARNESS (seeded from fuzz/seeds/HARNESS, which stays untouched),
 # crashes land in fuzz/build/crashes/HARNESS/, the log in fuzz/build/logs/HARNESS.log; one job, one process.
 # At the end it prints the executions, the coverage (libFuzzer's "cov" = covered edges) and the corpus size.

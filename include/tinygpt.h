@@ -103,6 +103,10 @@ typedef struct {
                            * fp32 slots, so the bytes do not change (default false) */
     tg_kv_precision residual_precision; /* KIVI: storage of the full-precision residual ring: fp32 (default), fp16
                                          * or bf16 (half the residual's bytes) */
+    int64_t max_memory;   /* the most bytes of K/V storage a session may allocate (the report's bytes_total),
+                           * checked before anything is allocated: > 0 = this many; 0 (default) = the machine's
+                           * physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; no limit where the system does
+                           * not say); < 0 = no limit. The message names the CLI's --max-memory. */
 } tg_cache_params;
 
 tg_cache_params tg_cache_default_params(void);

@@ -15,7 +15,15 @@
  * value or a file name) become '?'; a message longer than 1 KiB is cut. */
 static void print_line(const char *prefix, const char *fmt, va_list ap) {
     char buf[1024];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    const int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= (int)sizeof buf) {
+        /* cut: drop a multi-byte character that the cut left incomplete, so the line stays valid UTF-8 */
+        size_t i = sizeof buf - 1;
+        while (i > 0 && ((unsigned char)buf[i - 1] & 0xC0) == 0x80) i--;
+        const unsigned char lead = i > 0 ? (unsigned char)buf[i - 1] : 0;
+        const size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (lead >= 0xC0 && sizeof buf - 1 - (i - 1) < want) buf[i - 1] = '\0';
+    }
     for (char *c = buf; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     fprintf(stderr, "%s%s\n", prefix, buf);
@@ -254,10 +262,13 @@ const char TG_CACHE_FLAGS_HELP[] =
     "  --kv-group-size G              KIVI key group along time (default 32; 0 = one group for the whole history)\n"
     "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default 128)\n"
     "  --kv-residual-precision P      KIVI: storage of the residual: fp32 (default), fp16 or bf16\n"
-    "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept in fp32)\n";
+    "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept in fp32)\n"
+    "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"
+    "                                 allocating it (default: the machine's physical memory)\n";
 
 enum {
-    C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS, C_END
+    C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,
+    C_MAXMEM, C_END
 };
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
 
@@ -281,6 +292,8 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
     opts[C_RPREC] = (tg_opt){.name = "--kv-residual-precision", .kind = TG_OPT_PRECISION,
                              .dest = &f->residual_precision};
     opts[C_QSINKS] = (tg_opt){.name = "--kv-quantize-sinks", .kind = TG_OPT_FLAG, .dest = &f->quantize_sinks};
+    opts[C_MAXMEM] = (tg_opt){.name = "--max-memory", .kind = TG_OPT_SIZE, .dest = &f->max_memory, .lo = 1,
+                              .hi = INT64_MAX};
 }
 
 tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opts) {
@@ -296,5 +309,6 @@ tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opt
     c.reposition = f->reposition;
     c.quantize_sinks = f->quantize_sinks;
     if (opts[C_RPREC].seen) c.residual_precision = f->residual_precision;
+    if (opts[C_MAXMEM].seen) c.max_memory = f->max_memory;
     return c;
 }

@@ -50,12 +50,12 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
 
 /* Where the cache flags are parsed to. */
 typedef struct {
-    int64_t sink, window, group, residual, budget;
+    int64_t sink, window, group, residual, budget, max_memory;
     bool reposition, quantize_sinks;
     tg_kv_precision both, keys, values, residual_precision;
 } tg_cache_flags;
 
-enum { TG_CACHE_OPT_COUNT = 11 };
+enum { TG_CACHE_OPT_COUNT = 12 };
 
 /* The --help text of the cache flags (one paragraph, ends with a newline). */
 extern const char TG_CACHE_FLAGS_HELP[];

@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/text.h"
 
 static const char USAGE[] =
     "usage: tinygpt compare MODEL --prompts FILE [options]\n"
@@ -21,7 +22,8 @@ static const char USAGE[] =
     "other cache flags (window, sinks, re-positioning, group, residual) apply to every run, the reference included.\n"
     "The end-of-sequence token does not stop a run.\n"
     "\n"
-    "  --prompts FILE          the prompts, one per line\n"
+    "  --prompts FILE          the prompts, one per line (at most " TG_TEXT_FILE_LIMIT_TEXT "; the table shows the first\n"
+    "                          40 characters of each)\n"
     "  --tokens N              tokens generated per prompt (default 60)\n"
     "  --kv-quantize LIST      comma-separated precisions (default fp16,bf16,int8,int4,int2); an item KEYS/VALUES\n"
     "                          such as int8/int4 sets keys and values apart\n"
@@ -124,52 +126,28 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     return parse_columns(list, a) ? TG_EXIT_OK : TG_EXIT_USAGE;
 }
 
-/* The prompts: the non-empty lines of the file (a trailing '\r' dropped), in *lines (malloc'ed array of malloc'ed
- * strings). False (message printed) on error. */
+/* The prompts: the non-empty lines of the file (a trailing '\r' dropped; a line ends at a NUL byte too), in *lines
+ * (malloc'ed array of malloc'ed strings). The file is read up to TG_TEXT_FILE_LIMIT. False (message printed) on
+ * error. */
 static bool read_prompts(const char *path, char ***lines, size_t *n) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        tg_runtime_error("%s: %s", path, strerror(errno));
+    char msg[512];
+    size_t len = 0;
+    char *text = tg_read_text_file(path, TG_TEXT_FILE_LIMIT, &len, msg, sizeof msg);
+    if (!text) {
+        tg_runtime_error("%s", msg);
         return false;
     }
     char **out = NULL;
-    size_t count = 0, cap = 0;
-    char *line = NULL;
-    size_t line_cap = 0;
-    ssize_t got;
-    bool ok = true;
-    while (ok && (got = getline(&line, &line_cap, f)) >= 0) {
-        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = '\0';
-        if (got == 0) continue;
-        if (count == cap) {
-            size_t nc = cap ? 2 * cap : 8;
-            char **bigger = realloc(out, nc * sizeof *bigger);
-            if (!bigger) {
-                ok = false;
-                break;
-            }
-            out = bigger;
-            cap = nc;
-        }
-        out[count] = strdup(line);
-        if (!out[count]) ok = false;
-        else count++;
-    }
-    if (ok && ferror(f)) {
-        tg_runtime_error("%s: %s", path, strerror(errno));
-        ok = false;
-    } else if (!ok) {
+    size_t count = 0;
+    const bool split = tg_text_lines(text, len, &out, &count);
+    free(text);
+    if (!split) {
         tg_runtime_error("out of memory");
+        return false;
     }
-    free(line);
-    fclose(f);
-    if (ok && count == 0) {
+    if (count == 0) {
+        tg_text_lines_free(out, count);
         tg_runtime_error("%s: no prompts (one per line)", path);
-        ok = false;
-    }
-    if (!ok) {
-        for (size_t i = 0; i < count; i++) free(out[i]);
-        free(out);
         return false;
     }
     *lines = out;
@@ -217,34 +195,6 @@ fail:
     tg_runtime_error("%s", err.msg);
     tg_session_free(s);
     return -1;
-}
-
-/* Up to max_chars characters of a prompt for the table (cut on a UTF-8 boundary, '|' escaped in Markdown), with
- * an ellipsis when cut. */
-static void short_prompt(const char *p, size_t max_chars, bool markdown, char *buf, size_t cap) {
-    size_t used = 0, chars = 0;
-    for (const char *s = p; *s && used + 8 < cap; chars++) {
-        if (chars == max_chars) {
-            memcpy(buf + used, "\xe2\x80\xa6", 3); /* U+2026 */
-            used += 3;
-            break;
-        }
-        size_t len = 1;
-        while ((s[len] & 0xC0) == 0x80) len++;
-        if (markdown && *s == '|') buf[used++] = '\\';
-        memcpy(buf + used, s, len);
-        used += len;
-        s += len;
-    }
-    buf[used] = '\0';
-}
-
-/* Prints the text left-aligned in `width` characters (UTF-8 aware). */
-static void print_padded(const char *s, size_t width) {
-    size_t chars = 0;
-    for (const char *c = s; *c; c++) chars += ((unsigned char)*c & 0xC0) != 0x80;
-    fputs(s, stdout);
-    for (; chars < width; chars++) putchar(' ');
 }
 
 static int run_compare(const compare_args *a, const tg_model *model, char **prompts, size_t n_prompts) {
@@ -302,15 +252,15 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
             for (int c = 0; c < a->n_cols; c++) printf("---:|");
             putchar('\n');
         } else {
-            print_padded("prompt", width);
+            tg_print_padded(stdout, "prompt", width);
             for (int c = 0; c < a->n_cols; c++) printf(" %12s", a->cols[c].name);
             putchar('\n');
         }
         for (size_t i = 0; i < n_prompts; i++) {
             char sp_buf[256];
-            short_prompt(prompts[i], 40, a->markdown, sp_buf, sizeof sp_buf);
+            tg_text_cell(prompts[i], 40, a->markdown, sp_buf, sizeof sp_buf);
             if (a->markdown) printf("| %s |", sp_buf);
-            else print_padded(sp_buf, width);
+            else tg_print_padded(stdout, sp_buf, width);
             for (int c = 0; c < a->n_cols; c++) {
                 int64_t m = match[i * (size_t)a->n_cols + (size_t)c];
                 if (a->markdown) printf(" %" PRId64 " |", m);
@@ -319,7 +269,7 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
             putchar('\n');
         }
         if (a->markdown) printf("| **mean match** |");
-        else print_padded("mean match", width);
+        else tg_print_padded(stdout, "mean match", width);
         for (int c = 0; c < a->n_cols; c++) {
             double sum = 0.0;
             for (size_t i = 0; i < n_prompts; i++) sum += (double)match[i * (size_t)a->n_cols + (size_t)c];
@@ -363,8 +313,7 @@ int tg_cmd_compare(int argc, char **argv) {
             status = run_compare(&a, model, prompts, n_prompts);
     }
     tg_model_free(model);
-    for (size_t i = 0; i < n_prompts; i++) free(prompts[i]);
-    free(prompts);
+    tg_text_lines_free(prompts, n_prompts);
     if (status == TG_EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
         if (errno == EPIPE) return TG_EXIT_OK;
         return tg_runtime_error("writing to stdout: %s", strerror(errno));

@@ -1,8 +1,11 @@
 /* cmd_info.c — `tinygpt info MODEL [--cache-table]`: the model's hyper-parameters, its KV cache bytes per token at
  * every precision, and optionally the cache-bytes table of the design note (T x precision x policy). */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/args.h"
@@ -32,32 +35,32 @@ static tg_cache_params params_for(tg_kv_precision p, int64_t sink, int64_t windo
 }
 
 /* "KV cache/token" line: bytes of a full-context cache divided by the context, per precision. */
-static void print_bytes_per_token(const tg_model *model, const tg_model_info *info) {
+static void print_bytes_per_token(FILE *out, const tg_model *model, const tg_model_info *info) {
     int64_t t = info->context_length;
     if (t <= 0) {
-        printf("KV cache/token   n/a (no context length)\n");
+        fprintf(out, "KV cache/token   n/a (no context length)\n");
         return;
     }
-    printf("KV cache/token  ");
+    fprintf(out, "KV cache/token  ");
     for (size_t i = 0; i < N_PRECISIONS; i++) {
         tg_cache_params c = params_for(ALL_PRECISIONS[i], 0, 0);
         tg_error err = {{0}};
         size_t bytes = tg_cache_bytes(model, &c, t, &err);
         if (bytes == 0) {
-            printf(" n/a (%s)\n", err.msg);
+            fprintf(out, " n/a (%s)\n", err.msg);
             return;
         }
         char buf[32];
         tg_fmt_bytes((double)bytes / (double)t, 1, buf, sizeof buf);
-        printf("%s %s %s", i ? " ·" : "", tg_kv_precision_name(ALL_PRECISIONS[i]), buf);
+        fprintf(out, "%s %s %s", i ? " ·" : "", tg_kv_precision_name(ALL_PRECISIONS[i]), buf);
     }
     tg_cache_params d = tg_cache_default_params();
-    printf("  (full context of %" PRId64 " tokens; KIVI group %d, full-precision residual %d)\n", t, d.group_size,
+    fprintf(out, "  (full context of %" PRId64 " tokens; KIVI group %d, full-precision residual %d)\n", t, d.group_size,
            d.residual);
 }
 
 /* The design note's table: rows = policy x precision, columns = T, cells = bytes and the ratio to bf16 unbounded. */
-static int print_cache_table(const tg_model *model, const tg_model_info *info) {
+static int print_cache_table(FILE *out, const tg_model *model, const tg_model_info *info) {
     static const int64_t TS[] = {128, 256, 512, 1024, 2048, 8192};
     enum { N_T = sizeof TS / sizeof TS[0] };
     const struct {
@@ -72,67 +75,67 @@ static int print_cache_table(const tg_model *model, const tg_model_info *info) {
         if (bf16[j] == 0) return tg_runtime_error("%s", err.msg);
     }
     tg_cache_params d = tg_cache_default_params();
-    printf("\nKV cache bytes (%d of %d layers hold K/V, %d KV heads x %d dims; KIVI group %d, residual %d)\n",
+    fprintf(out, "\nKV cache bytes (%d of %d layers hold K/V, %d KV heads x %d dims; KIVI group %d, residual %d)\n",
            info->n_kv_layers, info->n_layers, info->n_kv_heads, info->head_dim, d.group_size, d.residual);
-    printf("x = ratio to an unbounded bf16 cache at the same T; T beyond the context (%d) is extrapolated\n\n",
+    fprintf(out, "x = ratio to an unbounded bf16 cache at the same T; T beyond the context (%d) is extrapolated\n\n",
            info->context_length);
-    printf("%-19s %-5s", "policy", "prec");
+    fprintf(out, "%-19s %-5s", "policy", "prec");
     for (size_t j = 0; j < N_T; j++) {
         char head[16];
         snprintf(head, sizeof head, "T=%" PRId64, TS[j]);
-        printf(" %18s", head);
+        fprintf(out, " %18s", head);
     }
-    putchar('\n');
+    fputc('\n', out);
     for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
         for (size_t i = 0; i < N_PRECISIONS; i++) {
-            printf("%-19s %-5s", policies[pi].name, tg_kv_precision_name(ALL_PRECISIONS[i]));
+            fprintf(out, "%-19s %-5s", policies[pi].name, tg_kv_precision_name(ALL_PRECISIONS[i]));
             for (size_t j = 0; j < N_T; j++) {
                 tg_cache_params c = params_for(ALL_PRECISIONS[i], policies[pi].sink, policies[pi].window);
                 size_t bytes = tg_cache_bytes(model, &c, TS[j], &err);
                 if (bytes == 0) {
-                    putchar('\n');
+                    fputc('\n', out);
                     return tg_runtime_error("%s", err.msg);
                 }
                 char b[32], cell[48];
                 tg_fmt_bytes((double)bytes, 2, b, sizeof b);
                 snprintf(cell, sizeof cell, "%s %5.2fx", b, (double)bytes / (double)bf16[j]);
-                printf(" %18s", cell);
+                fprintf(out, " %18s", cell);
             }
-            putchar('\n');
+            fputc('\n', out);
         }
     }
     return TG_EXIT_OK;
 }
 
-static int print_info(const char *path, const tg_model *model, bool table) {
+static int print_info(FILE *out, const char *path, const tg_model *model, bool table) {
     tg_model_info in;
     tg_model_get_info(model, &in);
     char count[32];
     tg_fmt_count(in.n_params, count, sizeof count);
-    printf("model            %s\n", path);
-    printf("architecture     %s\n", in.architecture);
+    fprintf(out, "model            %s\n", path);
+    fprintf(out, "architecture     %s\n", in.architecture);
     if (in.has_weights) {
-        printf("parameters       %s (%" PRId64 ")\n", count, in.n_params);
-        printf("weight types     %s\n", in.weight_types);
+        fprintf(out, "parameters       %s (%" PRId64 ")\n", count, in.n_params);
+        fprintf(out, "weight types     %s\n", in.weight_types);
     } else {
-        printf("weights          none (vocab-only: it can tokenize, not run)\n");
+        fprintf(out, "weights          none (vocab-only: it can tokenize, not run)\n");
     }
-    printf("context length   %d\n", in.context_length);
-    printf("layers           %d (%d hold their own K/V)\n", in.n_layers, in.n_kv_layers);
-    printf("heads            %d query, %d KV, head dim %d\n", in.n_heads, in.n_kv_heads, in.head_dim);
-    printf("d_model          %d\n", in.d_model);
-    printf("ffn              %d\n", in.ffn_dim);
-    printf("vocab            %d\n", in.vocab_size);
-    printf("rope theta       %g\n", (double)in.rope_theta);
-    printf("norm eps         %g\n", (double)in.norm_eps);
-    if (in.sliding_window > 0) printf("sliding window   %d\n", in.sliding_window);
-    else printf("sliding window   none\n");
-    printf("tied embeddings  %s\n", in.tied_embeddings ? "yes" : "no");
-    printf("BOS / EOS        %" PRId32 " / %" PRId32 "%s\n", tg_token_bos(model), tg_token_eos(model),
+    fprintf(out, "context length   %d\n", in.context_length);
+    fprintf(out, "layers           %d (%d hold their own K/V)\n", in.n_layers, in.n_kv_layers);
+    fprintf(out, "heads            %d query, %d KV, head dim %d\n", in.n_heads, in.n_kv_heads, in.head_dim);
+    fprintf(out, "d_model          %d\n", in.d_model);
+    fprintf(out, "ffn              %d\n", in.ffn_dim);
+    fprintf(out, "vocab            %d\n", in.vocab_size);
+    fprintf(out, "rope theta       %g\n", (double)in.rope_theta);
+    fprintf(out, "norm eps         %g\n", (double)in.norm_eps);
+    if (in.sliding_window > 0) fprintf(out, "sliding window   %d\n", in.sliding_window);
+    else fprintf(out, "sliding window   none\n");
+    fprintf(out, "tied embeddings  %s\n", in.tied_embeddings ? "yes" : "no");
+    fprintf(out, "BOS / EOS        %" PRId32 " / %" PRId32 "%s\n", tg_token_bos(model), tg_token_eos(model),
            tg_model_adds_bos(model) ? " (BOS added to prompts)" : "");
     if (in.n_layers <= 0 || in.n_kv_heads <= 0 || in.head_dim <= 0) return TG_EXIT_OK;
-    print_bytes_per_token(model, &in);
-    return table ? print_cache_table(model, &in) : TG_EXIT_OK;
+    print_bytes_per_token(out, model, &in);
+    return table ? print_cache_table(out, model, &in) : TG_EXIT_OK;
 }
 
 int tg_cmd_info(int argc, char **argv) {
@@ -151,8 +154,19 @@ int tg_cmd_info(int argc, char **argv) {
     tg_error err = {{0}};
     tg_model *model = tg_model_load(pos[0], &err);
     if (!model) return tg_runtime_error("%s", err.msg);
-    int status = print_info(pos[0], model, table);
+    /* everything is computed into a buffer first: a failure leaves nothing on stdout */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out) {
+        tg_model_free(model);
+        return tg_runtime_error("out of memory");
+    }
+    int status = print_info(out, pos[0], model, table);
     tg_model_free(model);
+    if (fclose(out) != 0 && status == TG_EXIT_OK) status = tg_runtime_error("out of memory");
+    if (status == TG_EXIT_OK) fwrite(text, 1, len, stdout);
+    free(text);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (errno == EPIPE) return TG_EXIT_OK;
         return tg_runtime_error("writing to stdout: %s", strerror(errno));

@@ -17,6 +17,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/text.h"
 
 static const char USAGE[] =
     "usage: tinygpt perplexity MODEL FILE [options]\n"
@@ -27,7 +28,8 @@ static const char USAGE[] =
     "context length (a fresh cache each; the last logits of a segment score the first token of the next one);\n"
     "with --streaming-llm-window (or --kv-budget) it streams through one cache.\n"
     "\n"
-    "  --max-tokens N          use the first N tokens of FILE (default: all)\n"
+    "  --max-tokens N          use the first N tokens of FILE (default: all); only as much of FILE is read as\n"
+    "                          that needs. FILE is read up to " TG_TEXT_FILE_LIMIT_TEXT " (a pipe or device too)\n"
     "  --ids                   FILE holds token ids separated by white space, not text\n"
     "  --csv PATH              per-position lines: index,context,token,nll[,kl,top1] (index = the scored token's\n"
     "                          place in the text, context = tokens before it in the same cache)\n"
@@ -118,43 +120,15 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
 
 /* ---- the tokens ------------------------------------------------------------------------------------------------ */
 
-/* Reads the whole file into a malloc'ed buffer (NUL-terminated; *len excludes it). NULL on error (errno kept). */
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap) {
-            if (ferror(f)) break;
-            buf[n] = '\0';
-            fclose(f);
-            *len = n;
-            return buf;
-        }
-        if (cap > SIZE_MAX / 2) break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) break;
-        buf = bigger;
-        cap *= 2;
-    }
-    int e = ferror(f) ? errno : ENOMEM;
-    free(buf);
-    fclose(f);
-    errno = e;
-    return NULL;
-}
-
-/* Parses white-space separated token ids in [0, vocab); false (message printed) on anything else. */
-static bool parse_ids(const char *path, const char *text, int32_t vocab, int32_t **ids, size_t *n) {
+/* Parses white-space separated token ids in [0, vocab) from text[0 .. len) (text[len] is a NUL; a NUL byte before
+ * it is not an id); false (message printed) on anything else. */
+static bool parse_ids(const char *path, const char *text, size_t len, int32_t vocab, int32_t **ids, size_t *n) {
     size_t cap = 256, count = 0;
     int32_t *out = malloc(cap * sizeof *out);
     const char *p = text;
     while (out) {
         while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',') p++;
-        if (*p == '\0') {
+        if (p == text + len) {
             *ids = out;
             *n = count;
             return true;
@@ -180,6 +154,63 @@ static bool parse_ids(const char *path, const char *text, int32_t vocab, int32_t
     free(out);
     tg_runtime_error("out of memory");
     return false;
+}
+
+/* Bytes first read from FILE when --max-tokens bounds what is needed (doubled until enough tokens come out), and the
+ * tokens that must come out beyond --max-tokens before the rest of the file is left unread: a prefix may tokenise
+ * differently from the whole text only near its cut, well within this margin of tokens. */
+#define FIRST_READ ((size_t)64 << 10)
+#define TOKEN_MARGIN 256
+
+/* The tokens of FILE into *ids / *n_ids: text tokenised, or ids parsed (--ids). With --max-tokens only a prefix is
+ * read (64 KiB, doubled while it yields fewer than max_tokens + TOKEN_MARGIN tokens); *whole tells whether the
+ * whole file was read, *n_bytes how many bytes were. At most TG_TEXT_FILE_LIMIT bytes are read. False (message
+ * printed) on error. */
+static bool load_tokens(const ppl_args *a, const tg_model *model, int32_t **ids, size_t *n_ids, bool *whole,
+                        size_t *n_bytes) {
+    char msg[512];
+    tg_text_reader r;
+    if (!tg_text_reader_open(&r, a->text_path, TG_TEXT_FILE_LIMIT, msg, sizeof msg)) {
+        tg_runtime_error("%s", msg);
+        return false;
+    }
+    const size_t enough = a->max_tokens > 0 ? (size_t)a->max_tokens + TOKEN_MARGIN : SIZE_MAX;
+    size_t want = a->max_tokens > 0 ? FIRST_READ : SIZE_MAX;
+    bool ok = true;
+    *ids = NULL;
+    for (;;) {
+        if (!tg_text_reader_fill(&r, a->text_path, want, msg, sizeof msg)) {
+            tg_runtime_error("%s", msg);
+            ok = false;
+            break;
+        }
+        if (a->ids_file) {
+            /* before the end of the file, only the ids that a separator ends (the last one may be cut) */
+            size_t use = r.len;
+            if (!r.eof)
+                while (use > 0 && !strchr(" \t\n\r,", r.buf[use - 1])) use--;
+            const char saved = r.buf[use];
+            r.buf[use] = '\0';
+            ok = parse_ids(a->text_path, r.buf, use, tg_vocab_size(model), ids, n_ids);
+            r.buf[use] = saved;
+        } else {
+            tg_error err = {{0}};
+            ok = tg_tokenize(model, r.buf, r.len, tg_model_adds_bos(model), ids, n_ids, &err);
+            if (!ok) tg_runtime_error("%s", err.msg);
+        }
+        if (!ok || r.eof || *n_ids >= enough) break;
+        free(*ids);
+        *ids = NULL;
+        want = want > SIZE_MAX / 2 ? SIZE_MAX : want * 2;
+    }
+    *whole = r.eof;
+    *n_bytes = r.len;
+    tg_text_reader_close(&r);
+    if (!ok) {
+        free(*ids);
+        *ids = NULL;
+    }
+    return ok;
 }
 
 /* ---- scoring --------------------------------------------------------------------------------------------------- */
@@ -363,12 +394,17 @@ static bool evaluate(ppl_eval *e) {
     return true;
 }
 
-static void print_summary(const ppl_eval *e, size_t n_tokens, double seconds) {
+/* n_bytes > 0: only the file's first n_bytes were read (--max-tokens), giving n_tokens. */
+static void print_summary(const ppl_eval *e, size_t n_tokens, size_t n_bytes, double seconds) {
     const ppl_args *a = e->a;
     const bool bounded = e->params.window > 0 || e->params.budget_bytes > 0;
     const double mean = e->n_scored ? e->sum_nll / (double)e->n_scored : NAN;
     printf("model           %s\n", a->model_path);
-    printf("text            %s (%zu tokens, %" PRId64 " used)\n", a->text_path, n_tokens, e->n_ids);
+    if (n_bytes > 0)
+        printf("text            %s (%zu tokens in its first %zu bytes, %" PRId64 " used)\n", a->text_path, n_tokens,
+               n_bytes, e->n_ids);
+    else
+        printf("text            %s (%zu tokens, %" PRId64 " used)\n", a->text_path, n_tokens, e->n_ids);
     printf("cache           %s\n", e->rep.policy);
     tg_cache_params bf = e->params;
     bf.key_precision = bf.value_precision = TG_KV_BF16;
@@ -422,23 +458,10 @@ int tg_cmd_perplexity(int argc, char **argv) {
         tg_model_free(model);
         return tg_runtime_error("%s has no weights (a vocab-only file): it can tokenize but not run", a.model_path);
     }
-    size_t len = 0;
-    char *text = read_file(a.text_path, &len);
-    if (!text) {
-        int e = errno;
-        tg_model_free(model);
-        return tg_runtime_error("%s: %s", a.text_path, strerror(e));
-    }
     int32_t *ids = NULL;
-    size_t n_ids = 0;
-    bool ok;
-    if (a.ids_file) {
-        ok = parse_ids(a.text_path, text, tg_vocab_size(model), &ids, &n_ids);
-    } else {
-        ok = tg_tokenize(model, text, len, tg_model_adds_bos(model), &ids, &n_ids, &err);
-        if (!ok) tg_runtime_error("%s", err.msg);
-    }
-    free(text);
+    size_t n_ids = 0, n_bytes = 0;
+    bool whole = true;
+    bool ok = load_tokens(&a, model, &ids, &n_ids, &whole, &n_bytes);
     if (!ok) {
         tg_model_free(model);
         return TG_EXIT_ERROR;
@@ -450,6 +473,13 @@ int tg_cmd_perplexity(int argc, char **argv) {
         tg_model_free(model);
         return tg_runtime_error("%s has %zu token%s: at least 2 are needed to score one", a.text_path, n_ids,
                                 n_ids == 1 ? "" : "s");
+    }
+
+    if ((int64_t)(n_ids - 1) < a.every) {
+        free(ids);
+        tg_model_free(model);
+        return tg_runtime_error("--every %" PRId64 " scores nothing: the %zu tokens used of %s have scored indices 1 "
+                                "to %zu; use a smaller --every", a.every, n_ids, a.text_path, n_ids - 1);
     }
 
     ppl_eval e = {
@@ -489,7 +519,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
         ok = false;
         tg_runtime_error("writing %s: %s", a.csv_path, strerror(errno));
     }
-    if (ok) print_summary(&e, n_all, now_s() - t_start);
+    if (ok) print_summary(&e, n_all, whole ? 0 : n_bytes, now_s() - t_start);
     free(e.lt);
     free(e.lb);
     free(ids);

@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "cli/text.h"
 
 #define BUNDLED_MODEL "models/tinygpt-flagship.gguf"
 #define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
@@ -37,7 +38,8 @@ static const char USAGE[] =
     "  --top-p P                      keep the smallest set with probability >= P, 1 = off (default 0.95)\n"
     "  --seed S                       PRNG seed (default: from the clock; the banner prints it)\n"
     "  --threads N                    worker threads, 0 = all cores (default 0)\n"
-    "  --no-echo                      do not print the prompt\n"
+    "  --no-echo                      do not print the prompt (an incomplete UTF-8 character at its end is\n"
+    "                                 dropped, not joined to the generated text)\n"
     "  --ignore-eos                   keep generating after the end-of-sequence token\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
@@ -208,12 +210,12 @@ static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
     return TG_EXIT_OK;
 }
 
-/* Pushes id through the detokeniser and prints its text when `print`; 0, 1 (reader gone) or -1 (write error). */
-static int emit_token(sample_run *r, int32_t id, bool print) {
+/* Pushes id through the detokeniser and prints its text; 0, 1 (reader gone) or -1 (write error). */
+static int emit_token(sample_run *r, int32_t id) {
     const char *text = NULL;
     size_t len = 0;
     tg_detok_push(r->detok, id, &text, &len);
-    return print ? emit(text, len, &r->write_errno) : 0;
+    return emit(text, len, &r->write_errno);
 }
 
 /* Resident memory of this process in KiB (from /proc/self/statm), or -1 where that is not available. */
@@ -261,19 +263,22 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     tg_session_cache_report(r->session, &rep);
     tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->session));
 
-    int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
-    for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i], a->echo);
-
     double t0 = now_s();
     size_t done = 0;
-    while (done < n_prompt && write_state == 0 && !interrupted) {
+    while (done < n_prompt && !interrupted) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
         if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
-            return tg_runtime_error("%s", err.msg);
+            return tg_runtime_error("%s", err.msg); /* before the echo: nothing on stdout */
         }
         done += n;
     }
     double t_prompt = now_s() - t0;
+
+    int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
+    if (a->echo)
+        for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i]);
+    else
+        tg_detok_skip_prompt(r->detok, r->ids, n_prompt);
 
     const char *stop = NULL;
     int64_t generated = 0;
@@ -287,7 +292,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             break;
         }
         generated++;
-        write_state = emit_token(r, id, true);
+        write_state = emit_token(r, id);
         if (a->progress > 0 && generated % a->progress == 0) {
             double t = now_s();
             report_progress(r, generated, a->progress, t - t_mark);

@@ -95,6 +95,10 @@ typedef struct {
     int64_t qend;       /* grouped: first non-sink token still in the residual */
 } tg_layer_cache;
 
+/* Slots whose re-positioning RoPE angles are tabulated up front (65536: 8 MiB at head_dim 64); slots beyond are
+ * rotated by the same formula computed per read (tg_rope_table_apply), with identical results. */
+#define TG_REPOSITION_TABLE_SLOTS ((int64_t)1 << 16)
+
 struct tg_kvcache {
     tg_cache_shape shape;    /* kv_source / layer_window point at the copies below */
     int *kv_source;          /* [n_layers] */
@@ -102,7 +106,7 @@ struct tg_kvcache {
     tg_cache_params params;
     tg_cache_geom g;
     tg_layer_cache *layers;  /* [n_layers]; only layers with kv_source[l] == l have storage */
-    tg_rope_table *rope_tab; /* reposition: cos / sin of slots [0, max_stored) */
+    tg_rope_table *rope_tab; /* reposition: cos / sin of slots [0, min(max_stored, TG_REPOSITION_TABLE_SLOTS)) */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
     float *scratch_q;        /* [n_heads * head_dim] rotated, scaled queries */
     float *work;             /* [n_kv_heads][tg_kvcache_work_floats] one attention piece's work space per kv-head */

@@ -1,8 +1,10 @@
 /* kvcache.c — the KV cache's storage: allocation (once, in tg_kvcache_new), appending with RoPE, StreamingLLM
  * eviction in whole blocks, KIVI group flushes from the fp32 residual, whole-history re-quantisation, read-back and
  * the byte report. Attention over this storage lives in attend.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/vec.h"
 #include "kvcache/cache_internal.h"
@@ -43,9 +45,42 @@ static void store_free(tg_store *s) {
     free(s->sink);
 }
 
+/* "45.78 GiB": bytes in the binary unit that suits them. */
+static void fmt_bytes(double bytes, char *buf, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (u < 6 && bytes >= 1024.0) {
+        bytes /= 1024.0;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
+}
+
+/* The memory check of tg_cache_params.max_memory: false (message with the numbers) when the K/V storage of g would
+ * not fit the limit. */
+static bool fits_memory(const tg_cache_geom *g, int64_t max_memory, tg_error *err) {
+    if (max_memory < 0) return true;
+    double limit = (double)max_memory;
+    if (max_memory == 0) {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages <= 0 || page <= 0) return true; /* the system does not say */
+        limit = (double)pages * (double)page;
+    }
+    const size_t need = tg_cache_geom_bytes(g);
+    if ((double)need <= limit) return true;
+    char a[32], b[32];
+    fmt_bytes((double)need, a, sizeof a);
+    fmt_bytes(limit, b, sizeof b);
+    if (max_memory == 0)
+        return tg_fail(err, "KV cache needs %s but the machine has %s of memory (--max-memory to change the limit)",
+                       a, b);
+    return tg_fail(err, "KV cache needs %s, more than --max-memory %s", a, b);
+}
+
 tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err) {
     tg_cache_geom g;
     if (!tg_cache_geom_resolve(shape, params, &g, err)) return NULL;
+    if (!fits_memory(&g, params->max_memory, err)) return NULL;
     tg_kvcache *c = calloc(1, sizeof *c);
     if (!c) {
         tg_fail(err, "KV cache: out of memory");
@@ -91,14 +126,17 @@ tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *p
         c->sink_grid = cache_alloc(c, 2 * D * sizeof(uint16_t), false, &ok);
     }
     if (ok && g.reposition) {
-        /* cos / sin of every slot, bit-for-bit tg_rope's rotation without trigonometry per read */
-        c->rope_tab = tg_rope_table_new(g.head_dim, shape->rope_theta, g.max_stored, err);
+        /* cos / sin of the first slots, bit-for-bit tg_rope's rotation without trigonometry per read; slots past the
+         * table (a window beyond TG_REPOSITION_TABLE_SLOTS) are rotated by the same formula computed directly, so
+         * a huge window costs neither the table's memory nor its time up front */
+        const int64_t slots = g.max_stored < TG_REPOSITION_TABLE_SLOTS ? g.max_stored : TG_REPOSITION_TABLE_SLOTS;
+        c->rope_tab = tg_rope_table_new(g.head_dim, shape->rope_theta, slots, err);
         if (!c->rope_tab) {
             tg_kvcache_free(c);
             return NULL;
         }
         c->n_allocs++;
-        c->bytes_meta += (size_t)g.max_stored * D * sizeof(float) + D / 2 * sizeof(double);
+        c->bytes_meta += (size_t)slots * D * sizeof(float) + D / 2 * sizeof(double);
     }
     if (!ok) {
         tg_kvcache_free(c);

@@ -26,6 +26,7 @@ tg_cache_params tg_cache_default_params(void) {
         .context = 0,
         .quantize_sinks = false,
         .residual_precision = TG_KV_FP32,
+        .max_memory = 0,
     };
     return p;
 }

@@ -576,6 +576,66 @@ static void test_memory_never_grows(void **state) {
     }
 }
 
+/* Re-positioning with a window far beyond what is stored (issue 11, 4c): the RoPE table is capped at
+ * TG_REPOSITION_TABLE_SLOTS instead of being built for the whole window up front, and the keys at slots past the
+ * table are still rotated exactly as tg_rope rotates them at their slot. */
+static void test_reposition_table_capped(void **state) {
+    (void)state;
+    enum { D = 8 };
+    tg_cache_shape shape = small_shape(1, 1, 1, D, 64);
+    tg_cache_params p = tg_cache_default_params();
+    p.window = (int64_t)1 << 24;
+    p.sink = 0;
+    p.reposition = true;
+    tg_error err = {{0}};
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    assert_int_equal(c->rope_tab->n_pos, TG_REPOSITION_TABLE_SLOTS);
+    const int64_t T = TG_REPOSITION_TABLE_SLOTS + 40;
+    float k[D], v[D];
+    for (int64_t t = 0; t < T; t++) {
+        for (int i = 0; i < D; i++) {
+            k[i] = (float)((t * 7 + i * 3) % 11) - 5.0f;
+            v[i] = (float)i;
+        }
+        tg_kvcache_append(c, 0, t, k, v);
+    }
+    float *keys = malloc((size_t)T * D * sizeof *keys);
+    assert_non_null(keys);
+    assert_int_equal(tg_kvcache_read_back(c, 0, T - 1, keys, NULL, NULL), T);
+    for (int64_t t = TG_REPOSITION_TABLE_SLOTS - 2; t < T; t++) {
+        for (int i = 0; i < D; i++) k[i] = (float)((t * 7 + i * 3) % 11) - 5.0f;
+        tg_rope(k, 1, D, t, 10000.0f, TG_ROPE_HALF);
+        assert_memory_equal(keys + t * D, k, sizeof k);
+    }
+    free(keys);
+    tg_kvcache_free(c);
+}
+
+/* The memory check (issue 11, 4e): a cache larger than max_memory, or than the machine's memory by default, is
+ * refused by tg_kvcache_new before anything is allocated, with both numbers; a negative limit turns it off. */
+static void test_max_memory(void **state) {
+    (void)state;
+    tg_cache_shape shape = small_shape(2, 2, 1, 8, 1024);
+    tg_cache_params p = tg_cache_default_params();
+    tg_error err = {{0}};
+    p.max_memory = 1000; /* the cache needs 2 layers x 2 x 1024 x 8 x 4 = 128 KiB */
+    assert_null(tg_kvcache_new(&shape, &p, &err));
+    assert_string_equal(err.msg, "KV cache needs 128.00 KiB, more than --max-memory 1000 B");
+    p.max_memory = 128 << 10;
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    tg_kvcache_free(c);
+    /* 2^40 tokens of a bounded window: 2^40 x 2 x 2 x 8 x 4 bytes = 128 TiB, more than any test machine has */
+    p = tg_cache_default_params();
+    p.window = (int64_t)1 << 40;
+    assert_null(tg_kvcache_new(&shape, &p, &err));
+    assert_non_null(strstr(err.msg, "KV cache needs 128.00 TiB but the machine has "));
+    assert_non_null(strstr(err.msg, "(--max-memory to change the limit)"));
+    /* the cache table still answers for such a policy: it allocates nothing */
+    assert_true(tg_kvcache_bytes_for(&shape, &p, 100, &err) > 0);
+}
+
 /* ---- policy: validation, budget, banner ------------------------------------------------------------------------ */
 
 static void expect_invalid(tg_cache_params p, const char *flag) {
@@ -790,6 +850,8 @@ int main(void) {
         cmocka_unit_test(test_eviction_geometry_sweep),
         cmocka_unit_test(test_byte_accounting),
         cmocka_unit_test(test_memory_never_grows),
+        cmocka_unit_test(test_reposition_table_capped),
+        cmocka_unit_test(test_max_memory),
         cmocka_unit_test(test_invalid_policies_name_the_flag),
         cmocka_unit_test(test_budget_chooses_largest_window),
         cmocka_unit_test(test_policy_string_and_names),

@@ -1,7 +1,8 @@
 /* test_regress.c — replays the inputs that once crashed a fuzz harness (tests/regress/<harness>/, kept after the
  * fix) and the seed corpora (fuzz/seeds/<harness>/) through the harnesses' own checks, in the sanitizer build:
  * any broken contract aborts, any memory or undefined-behaviour error is reported by ASan/UBSan. The harness
- * sources are compiled in here with their libFuzzer entry points renamed; src/cli/args.c (not in the library) too.
+ * sources are compiled in here with their libFuzzer entry points renamed; src/cli/args.c and src/cli/text.c (not in
+ * the library) too.
  * Run from the repository root (tests/run.sh does). */
 #define LLVMFuzzerTestOneInput regress_gguf_one
 #include "../../fuzz/fuzz_gguf.c"
@@ -25,7 +26,13 @@
 #include "../../fuzz/fuzz_args.c"
 #undef LLVMFuzzerTestOneInput
 #undef LLVMFuzzerInitialize
+#define LLVMFuzzerTestOneInput regress_cli_text_one
+#define LLVMFuzzerInitialize regress_cli_text_init
+#include "../../fuzz/fuzz_cli_text.c"
+#undef LLVMFuzzerTestOneInput
+#undef LLVMFuzzerInitialize
 #include "../../src/cli/args.c"
+#include "../../src/cli/text.c"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,11 +119,17 @@ static void test_args(void **state) {
     replay(regress_args_one, "args", 1);
 }
 
+static void test_cli_text(void **state) {
+    (void)state;
+    regress_cli_text_init(NULL, NULL);
+    replay(regress_cli_text_one, "cli_text", 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf),          cmocka_unit_test(test_hf),   cmocka_unit_test(test_folder),
         cmocka_unit_test(test_tokenizer_json),
-        cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_args),
+        cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_args), cmocka_unit_test(test_cli_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
