@@ -19,7 +19,7 @@ static size_t tok_n_vocabs;
 
 static void tok_add_vocab(const char *path, bool byte_level) {
     if (access(path, R_OK) != 0) return;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(path, &err);
     if (!m) fuzz_die("loading a vocabulary", err.msg);
     tok_vocabs[tok_n_vocabs].model = m;
@@ -54,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 /* Runs ids through a fresh streaming detokeniser; every chunk it hands out must be valid UTF-8 on its own. Returns
  * the concatenated text (malloc'ed, *len bytes). */
 static char *tok_detok_all(const tg_model *m, const int32_t *ids, size_t n, size_t *len) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_detok *d = tg_detok_new(m, &err);
     if (!d) fuzz_die("tg_detok_new", err.msg);
     size_t cap = 256, used = 0;
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     int32_t *ids = NULL;
     size_t n = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     if (!tg_tokenize(v->model, text, len, add_bos, &ids, &n, &err)) {
         fuzz_check_error(&err, "tg_tokenize");
         return 0;

@@ -219,7 +219,7 @@ static void test_low_temperature_overflow(void **state) {
 static void test_invalid_params(void **state) {
     (void)state;
     tg_sampler_params p = tg_sampler_default_params();
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_sampler_new(&p, 0, &err));
     assert_string_equal(err.msg, "sampler: the vocabulary is empty");
     p.temperature = -1.0f;
