@@ -500,10 +500,14 @@ int tg_cmd_chat(int argc, char **argv) {
         chat_free(&r);
         return tg_runtime_error("%s", err.msg);
     }
-    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model));
-    r.detok = tg_detok_new(r.model);
+    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model), &err);
+    if (r.sampler) r.detok = tg_detok_new(r.model, &err);
+    if (!r.sampler || !r.detok) {
+        chat_free(&r);
+        return tg_runtime_error("%s", err.msg);
+    }
     r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
-    if (!r.sampler || !r.detok || !r.logits) {
+    if (!r.logits) {
         chat_free(&r);
         return tg_runtime_error("out of memory");
     }
@@ -511,8 +515,7 @@ int tg_cmd_chat(int argc, char **argv) {
     if (!a.quiet) {
         tg_cache_report rep;
         tg_session_cache_report(r.session, &rep);
-        int threads = a.threads > 0 ? a.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-        tg_report_banner(stderr, a.model_path, &info, &rep, &a.sp, threads);
+        tg_report_banner(stderr, a.model_path, &info, &rep, &a.sp, tg_session_threads(r.session));
         fprintf(stderr, "tinygpt: chat template: %s\n", r.conv.origin);
     }
 

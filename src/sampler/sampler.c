@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "tinygpt.h"
+#include "util/error.h"
 
 struct tg_sampler {
     tg_sampler_params p;
@@ -71,15 +72,26 @@ tg_sampler_params tg_sampler_default_params(void) {
     return p;
 }
 
-tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size) {
-    if (!p || vocab_size <= 0) return NULL;
-    if (!(p->temperature >= 0.0f) || isinf(p->temperature)) return NULL; /* rejects NaN too */
-    if (p->top_k < 0 || !(p->top_p >= 0.0f && p->top_p <= 1.0f)) return NULL;
-    if (!(p->repeat_penalty >= 0.0f) || isinf(p->repeat_penalty)) return NULL;
-    if (p->repeat_last_n < 0 || p->repeat_last_n > TG_SAMPLER_MAX_LAST_N) return NULL;
-    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) return NULL;
+/* NULL after filling err: the sampler's failures all end here. */
+static tg_sampler *refuse(tg_error *err, const char *what) {
+    tg_fail(err, "sampler: %s", what);
+    return NULL;
+}
+
+tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err) {
+    if (!p) return refuse(err, "no parameters");
+    if (vocab_size <= 0) return refuse(err, "the vocabulary is empty");
+    if (!(p->temperature >= 0.0f) || isinf(p->temperature)) /* rejects NaN too */
+        return refuse(err, "the temperature must be a finite number >= 0");
+    if (p->top_k < 0) return refuse(err, "top-k must be >= 0");
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f)) return refuse(err, "top-p must be in [0, 1]");
+    if (!(p->repeat_penalty >= 0.0f) || isinf(p->repeat_penalty))
+        return refuse(err, "the repeat penalty must be a finite number >= 0");
+    if (p->repeat_last_n < 0 || p->repeat_last_n > TG_SAMPLER_MAX_LAST_N)
+        return refuse(err, "repeat-last-n must be in 0..1048576");
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) return refuse(err, "min-p must be in [0, 1]");
     tg_sampler *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) return refuse(err, "out of memory");
     s->p = *p;
     s->vocab = vocab_size;
     size_t n = (size_t)vocab_size;
@@ -95,7 +107,7 @@ tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size) {
     if (!s->z || !s->heap || !s->kept || !s->weight ||
         (penalty_on(p) && (!s->penalized || !s->seen || !s->recent))) {
         tg_sampler_free(s);
-        return NULL;
+        return refuse(err, "out of memory");
     }
     uint64_t x = p->seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);

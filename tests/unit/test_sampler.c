@@ -15,7 +15,7 @@
 
 static tg_sampler *make(float temperature, int top_k, float top_p, uint64_t seed, int32_t vocab) {
     tg_sampler_params p = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .seed = seed};
-    tg_sampler *s = tg_sampler_new(&p, vocab);
+    tg_sampler *s = tg_sampler_new(&p, vocab, NULL);
     assert_non_null(s);
     return s;
 }
@@ -219,18 +219,27 @@ static void test_low_temperature_overflow(void **state) {
 static void test_invalid_params(void **state) {
     (void)state;
     tg_sampler_params p = tg_sampler_default_params();
-    assert_null(tg_sampler_new(&p, 0));
+    tg_error err = {0};
+    assert_null(tg_sampler_new(&p, 0, &err));
+    assert_string_equal(err.msg, "sampler: the vocabulary is empty");
     p.temperature = -1.0f;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: the temperature must be a finite number >= 0");
     p.temperature = NAN;
-    assert_null(tg_sampler_new(&p, 10));
+    err.msg[0] = '\0';
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: the temperature must be a finite number >= 0");
     p = tg_sampler_default_params();
     p.top_p = 1.5f;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: top-p must be in [0, 1]");
     p = tg_sampler_default_params();
     p.top_k = -2;
-    assert_null(tg_sampler_new(&p, 10));
-    assert_null(tg_sampler_new(NULL, 10));
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: top-k must be >= 0");
+    assert_null(tg_sampler_new(NULL, 10, &err));
+    assert_string_equal(err.msg, "sampler: no parameters");
+    assert_null(tg_sampler_new(NULL, 10, NULL)); /* no error slot: still refused */
     tg_sampler_free(NULL);
 }
 
@@ -273,7 +282,7 @@ static void test_repeat_penalty(void **state) {
     p.temperature = 0.0f;
     p.repeat_penalty = 2.0f;
     p.repeat_last_n = 2;
-    tg_sampler *s = tg_sampler_new(&p, 4);
+    tg_sampler *s = tg_sampler_new(&p, 4, NULL);
     assert_non_null(s);
     const float pos[4] = {5.0f, 4.0f, 1.0f, 0.0f};
     assert_int_equal(tg_sampler_sample(s, pos), 0); /* no history yet: the argmax */
@@ -283,7 +292,7 @@ static void test_repeat_penalty(void **state) {
     assert_int_equal(tg_sampler_sample(s, pos), 0);
     tg_sampler_free(s);
 
-    s = tg_sampler_new(&p, 4);
+    s = tg_sampler_new(&p, 4, NULL);
     const float neg[4] = {-1.0f, -1.5f, -3.0f, -4.0f};
     tg_sampler_accept(s, 0); /* -1 * 2 = -2 < -1.5 */
     assert_int_equal(tg_sampler_sample(s, neg), 1);
@@ -291,14 +300,14 @@ static void test_repeat_penalty(void **state) {
 
     /* the window: with repeat_last_n 1, only the latest token is penalised */
     p.repeat_last_n = 1;
-    s = tg_sampler_new(&p, 4);
+    s = tg_sampler_new(&p, 4, NULL);
     tg_sampler_accept(s, 0);
     tg_sampler_accept(s, 3);
     assert_int_equal(tg_sampler_sample(s, pos), 0);
     /* the same id twice in the window is penalised once: 5 / 2 = 2.5 > 1 */
     tg_sampler_free(s);
     p.repeat_last_n = 4;
-    s = tg_sampler_new(&p, 4);
+    s = tg_sampler_new(&p, 4, NULL);
     const float close[4] = {5.0f, 2.4f, 0.0f, 0.0f};
     tg_sampler_accept(s, 0);
     tg_sampler_accept(s, 0);
@@ -313,7 +322,7 @@ static void test_repeat_penalty(void **state) {
     p.top_k = 0;
     p.top_p = 1.0f;
     p.seed = 42;
-    tg_sampler *b = tg_sampler_new(&p, 5);
+    tg_sampler *b = tg_sampler_new(&p, 5, NULL);
     const float l[5] = {1.0f, 0.5f, 0.2f, -0.3f, 0.9f};
     for (int i = 0; i < 200; i++) assert_int_equal(tg_sampler_sample(a, l), tg_sampler_sample(b, l));
     tg_sampler_free(a);
@@ -329,7 +338,7 @@ static void test_min_p(void **state) {
     p.top_p = 1.0f;
     p.min_p = 0.2f;
     p.seed = 7;
-    tg_sampler *s = tg_sampler_new(&p, 4);
+    tg_sampler *s = tg_sampler_new(&p, 4, NULL);
     assert_non_null(s);
     /* relative probabilities exp(l - max): 1, 0.5, 0.25, 0.1 -> the last one (< 0.2) is dropped */
     const float l[4] = {0.0f, logf(0.5f), logf(0.25f), logf(0.1f)};
@@ -342,20 +351,27 @@ static void test_invalid_new_params(void **state) {
     (void)state;
     tg_sampler_params p = tg_sampler_default_params();
     p.repeat_penalty = -1.0f;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, NULL));
     p = tg_sampler_default_params();
     p.repeat_penalty = INFINITY;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, NULL));
     p = tg_sampler_default_params();
     p.repeat_last_n = -1;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, NULL));
     p.repeat_last_n = TG_SAMPLER_MAX_LAST_N + 1;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, NULL));
     p = tg_sampler_default_params();
     p.min_p = 1.5f;
-    assert_null(tg_sampler_new(&p, 10));
+    tg_error err = {0};
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_non_null(strstr(err.msg, "min-p"));
+    p = tg_sampler_default_params();
+    p.repeat_penalty = -2.0f;
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_non_null(strstr(err.msg, "repeat penalty"));
+    p = tg_sampler_default_params();
     p.min_p = NAN;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, NULL));
     tg_sampler_accept(NULL, 3); /* no crash */
 }
 
