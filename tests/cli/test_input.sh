@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prompts from files and standard input (issue 15): `sample --prompt-file FILE` and `--prompt-file -` give the same
 # text as `--prompt TEXT`; a prompt longer than the context goes through a StreamingLLM window and without one
-# fails with the context error; the short forms -p -f -n -s -t -m; `tinygpt --version`.
+# fails with the context error; `perplexity -` and `compare --prompts -` read standard input; -c caps the context;
+# the short forms -p -f -n -s -t -m; `tinygpt --version`.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 . tests/cli/lib.sh
@@ -43,6 +44,16 @@ python3 -c 'print(" ".join(["the cat sat on the mat and looked at the dog."] * 4
     bad "long prompt with a window: $(tail -1 "$tmp/err")"
 grep -q "StreamingLLM cap" "$tmp/err" && ok || bad "long prompt with a window: no capped cache in the report"
 check_fail 1 "--streaming-llm-window M" sample "$M" --prompt-file "$tmp/long.txt" "${G[@]}"
+
+# '-' is standard input for the other commands that read text: perplexity FILE, compare --prompts FILE
+"$T" perplexity "$M" "$tmp/long.txt" --max-tokens 200 --quiet >"$tmp/ppl_file" 2>/dev/null || bad "perplexity FILE failed"
+"$T" perplexity "$M" - --max-tokens 200 --quiet <"$tmp/long.txt" >"$tmp/ppl_stdin" 2>/dev/null || bad "perplexity - failed"
+[ "$(grep '^perplexity ' "$tmp/ppl_file")" = "$(grep '^perplexity ' "$tmp/ppl_stdin")" ] && grep -q '^perplexity ' "$tmp/ppl_file" &&
+    ok || bad "perplexity - differs from perplexity FILE"
+printf 'The quick brown fox\nOnce upon a time\n' >"$tmp/prompts"
+"$T" compare "$M" --prompts "$tmp/prompts" --tokens 8 >"$tmp/cmp_file" 2>/dev/null || bad "compare --prompts FILE failed"
+"$T" compare "$M" --prompts - --tokens 8 <"$tmp/prompts" >"$tmp/cmp_stdin" 2>/dev/null || bad "compare --prompts - failed"
+cmp -s "$tmp/cmp_file" "$tmp/cmp_stdin" && ok || bad "compare --prompts - differs from --prompts FILE"
 
 # -c / --context caps an unbounded cache
 check_fail 1 "the context holds 16" sample "$M" -c 16 --prompt-file "$tmp/long.txt" "${G[@]}"
