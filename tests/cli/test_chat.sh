@@ -3,7 +3,8 @@
 #  1. a scripted three-turn conversation on the smollm2 fixture with the ChatML built-in, greedy: the replies equal
 #     what `sample` generates from `chat --print-prompt` of the same conversation re-rendered from scratch (so the
 #     cache kept across turns holds exactly the conversation), each turn feeds only its new tokens (the report's
-#     counts add up, and no turn re-reads the history), and two runs print the same;
+#     counts add up, and no turn re-reads the history), and two runs print the same; a template that re-renders a
+#     reply differently (trimmed) makes the turn re-read the conversation and say so; 40 turns through a window;
 #  2. --print-prompt on the real templates of ../shared/testdata/realmeta (folders without weights) equals jinja2's
 #     rendering in tests/data/chat/refs.json, byte for byte, for every conversation with the generation prompt;
 #  3. a template the engine cannot render, a model without one, an unknown built-in, bad --messages: one error line.
@@ -61,6 +62,41 @@ cmp -s "$tmp/chat.out" "$tmp/ref.out" && ok ||
 printf '/stats\n' | "$T" chat "$M" "${C[@]}" --messages "$tmp/m.json" >"$tmp/o" 2>"$tmp/e" || bad "--messages run failed"
 cmp -s <(head -c "$(stat -c %s "$tmp/reply3")" "$tmp/o") "$tmp/reply3" && ok || bad "--messages: reply differs"
 grep -q '^turns 1, position ' "$tmp/e" && ok || bad "/stats printed no report: $(cat "$tmp/e")"
+
+# a template that re-renders a reply differently (trimmed): the turn re-reads the conversation, says so, and the
+# reply is still the one of the conversation rendered from scratch
+mkdir "$tmp/trim"
+cp "$M"/config.json "$M"/tokenizer.json "$M"/tokenizer_config.json "$M"/model.safetensors "$tmp/trim/"
+printf '%s' '{% for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content | trim }}<|im_end|>
+{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% endif %}' >"$tmp/trim/chat_template.jinja"
+printf 'Hello there!\nWhat is the capital of France?\n' | "$T" chat "$tmp/trim" --temperature 0 --tokens 12 -t 1 \
+    --system-file "$tmp/turns" >"$tmp/trim.out" 2>"$tmp/trim.err" || bad "chat (trim): exit $?: $(tail -1 "$tmp/trim.err")"
+grep -q "^tinygpt chat: turn 2: .*re-reading the whole conversation" "$tmp/trim.err" && ok ||
+    bad "chat (trim): no re-read on turn 2: $(grep turn "$tmp/trim.err")"
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+json.dump([{"role": "system", "content": open(f"{d}/turns").read()}, {"role": "user", "content": "Hello there!"}],
+          open(f"{d}/t1.json", "w"))
+PY
+"$T" chat "$tmp/trim" --messages "$tmp/t1.json" --print-prompt </dev/null >"$tmp/tp1"
+"$T" sample "$tmp/trim" "${S[@]}" --prompt-file "$tmp/tp1" >"$tmp/tr1" 2>/dev/null
+cmp -s <(head -c "$(stat -c %s "$tmp/tr1")" "$tmp/trim.out") "$tmp/tr1" && ok ||
+    bad "chat (trim): turn 1 differs from sample"
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+r1 = open(f"{d}/tr1", encoding="utf-8").read()
+json.dump([{"role": "system", "content": open(f"{d}/turns").read()}, {"role": "user", "content": "Hello there!"},
+           {"role": "assistant", "content": r1}, {"role": "user", "content": "What is the capital of France?"}],
+          open(f"{d}/t2.json", "w"))
+PY
+"$T" chat "$tmp/trim" --messages "$tmp/t2.json" --print-prompt </dev/null >"$tmp/tp2"
+"$T" sample "$tmp/trim" "${S[@]}" --prompt-file "$tmp/tp2" >"$tmp/tr2" 2>/dev/null
+{ cat "$tmp/tr1"; echo; cat "$tmp/tr2"; echo; } | cmp -s - "$tmp/trim.out" && ok ||
+    bad "chat (trim): the re-read turn differs from sample on the re-rendered conversation"
 
 # a long conversation through a StreamingLLM window: past the fixture's 256-token context, the cache stays bounded
 for i in $(seq 40); do echo "Turn number $i, tell me more."; done >"$tmp/long_turns"
