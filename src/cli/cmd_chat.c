@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/line_input.h"
 #include "cli/report.h"
+#include "cli/stop_text.h"
 #include "cli/text.h"
 
 #define PROMPT_CHUNK 128  /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed */
@@ -48,6 +49,8 @@ static const char USAGE[] =
     "\n"
     "sampling:\n"
     "  -n, --tokens N                 most tokens per reply (default 512)\n"
+    "  --stop STRING                  end a reply before STRING (repeatable; not printed, not in the conversation;\n"
+    "                                 the next turn then re-reads the conversation)\n"
     "  --temperature T                0 = greedy (default 0.8)\n"
     "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
     "  --top-p P                      nucleus, 1 = off (default 0.95)\n"
@@ -80,6 +83,7 @@ static double now_s(void) {
 typedef struct {
     const char *model_path, *template_name, *system, *system_file, *messages_path;
     bool print_prompt, quiet;
+    tg_opt_list stops;
     int64_t n_tokens;
     tg_sampler_params sp;
     int threads;
@@ -92,7 +96,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     uint64_t seed = 0;
     const char *model = NULL;
     enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED,
-           O_THREADS, O_REPPEN, O_REPN, O_MINP, O_CONTEXT, O_OWN };
+           O_THREADS, O_REPPEN, O_REPN, O_MINP, O_CONTEXT, O_STOP, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
         [O_TMPL] = {.name = "--chat-template", .kind = TG_OPT_STRING, .dest = &a->template_name},
@@ -116,6 +120,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
         [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
         [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
                        .hi = INT32_MAX},
+        [O_STOP] = {.name = "--stop", .kind = TG_OPT_LIST, .dest = &a->stops},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -130,6 +135,8 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     a->model_path = n_pos ? pos[0] : model;
     if (!a->model_path) return tg_usage_error("chat", "no MODEL given (tinygpt chat MODEL; see --help)");
     if (o[O_SYS].seen && o[O_SYSF].seen) return tg_usage_error("chat", "--system and --system-file: give one of them");
+    for (size_t i = 0; i < a->stops.n; i++)
+        if (!a->stops.items[i][0]) return tg_usage_error("chat", "--stop: expected a non-empty string");
     a->n_tokens = tokens;
     a->sp.temperature = (float)temperature;
     a->sp.top_k = (int)top_k;
@@ -307,7 +314,10 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     free(ids);
     if (!ok) return TG_EXIT_ERROR;
 
-    buf_t reply = {0};
+    buf_t reply = {0}, shown = {0}; /* the reply's text as generated (in the cache) / as printed (in the messages) */
+    tg_stop_text filter;
+    tg_stop_text_init(&filter, a->stops.items, a->stops.n);
+    bool oom = false;
     const char *stop = "--tokens";
     int64_t generated = 0;
     int status = TG_EXIT_OK;
@@ -331,11 +341,15 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
         const char *piece = NULL;
         size_t piece_len = 0;
         tg_detok_push(r->detok, id, &piece, &piece_len);
-        if (!buf_append(&reply, piece, piece_len)) {
+        const char *show = piece;
+        size_t show_len = piece_len;
+        const bool hit = filter.n_stops > 0 && tg_stop_text_push(&filter, piece, piece_len, &show, &show_len, &oom);
+        if (oom || !buf_append(&reply, piece, piece_len) || !buf_append(&shown, show, show_len)) {
             status = tg_runtime_error("out of memory");
             break;
         }
-        if (emit(r, piece, piece_len) != 0) break;
+        if (hit) stop = "stop string";
+        if (emit(r, show, show_len) != 0) break;
         /* every reply token goes into the cache, the last one too: the next turn's text starts after it */
         if (tg_session_remaining(r->session) < 1) {
             stop = "the context is full (--streaming-llm-window M keeps a conversation going)";
@@ -346,14 +360,24 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
             status = tg_runtime_error("%s", err.msg);
             break;
         }
+        if (hit) break;
     }
     double t_gen = now_s() - t0;
     const char *rest = NULL;
     size_t rest_len = 0;
     tg_detok_flush(r->detok, &rest, &rest_len);
     if (status == TG_EXIT_OK) {
-        if (!buf_append(&reply, rest, rest_len)) status = tg_runtime_error("out of memory");
-        else if (r->write_errno == 0 && emit(r, rest, rest_len) == 0) (void)emit(r, "\n", 1);
+        const char *show = rest, *held = NULL;
+        size_t show_len = rest_len, held_len = 0;
+        if (filter.n_stops > 0 && tg_stop_text_push(&filter, rest, rest_len, &show, &show_len, &oom))
+            stop = "stop string";
+        if (!oom && !buf_append(&reply, rest, rest_len)) oom = true;
+        if (!oom && !buf_append(&shown, show, show_len)) oom = true;
+        if (!oom && r->write_errno == 0) (void)emit(r, show, show_len);
+        tg_stop_text_flush(&filter, &held, &held_len); /* the held-back tail did not become a stop string */
+        if (!oom && !buf_append(&shown, held ? held : "", held_len)) oom = true;
+        if (oom) status = tg_runtime_error("out of memory");
+        else if (r->write_errno == 0 && emit(r, held, held_len) == 0) (void)emit(r, "\n", 1);
         if (r->write_errno == EPIPE) status = -1; /* the reader has gone: end quietly */
         else if (r->write_errno != 0) status = tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
     }
@@ -361,11 +385,13 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
         /* The cache now holds the rendering and the reply's tokens (not the end-of-turn token: the next rendering
          * brings it, as text the tokenizer turns into the same special token). */
         if (!buf_append(&r->fed, reply.p ? reply.p : "", reply.len) ||
-            !tg_chat_conv_add(&r->conv, "assistant", reply.p ? reply.p : "", reply.len, msg, sizeof msg))
+            !tg_chat_conv_add(&r->conv, "assistant", shown.p ? shown.p : "", shown.len, msg, sizeof msg))
             status = tg_runtime_error("%s", "the reply could not be added to the conversation (out of memory or "
                                             "not UTF-8)");
     }
     free(reply.p);
+    free(shown.p);
+    tg_stop_text_free(&filter);
     if (!a->quiet && status == TG_EXIT_OK) {
         fprintf(stderr, "turn %d: prompt %zu new tokens%s in %.3f s, generated %" PRId64 " tokens in %.3f s "
                         "(%.1f tokens/s), stopped: %s, position %" PRId64 "\n",

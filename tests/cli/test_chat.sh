@@ -98,6 +98,20 @@ PY
 { cat "$tmp/tr1"; echo; cat "$tmp/tr2"; echo; } | cmp -s - "$tmp/trim.out" && ok ||
     bad "chat (trim): the re-read turn differs from sample on the re-rendered conversation"
 
+# --stop ends a reply before the stop string (never printed); the cache then holds more than the conversation's
+# text, so the next turn re-reads it
+printf 'Hello there!\nWhat is the capital of France?\n' | "$T" chat "$M" "${C[@]}" --system "You are terse." --stop "sure" \
+    >"$tmp/o" 2>"$tmp/e" || bad "chat --stop: exit $?"
+"$T" chat "$M" "${C[@]}" --system "You are terse." <<<"Hello there!" >"$tmp/plain" 2>/dev/null
+python3 - "$tmp/plain" "$tmp/o" "sure" <<'PY' && ok || bad "chat --stop: turn 1 is not the plain reply cut before the stop"
+import sys
+plain, got, stop = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
+i = plain.find(stop)
+assert i > 0 and got.startswith(plain[:i] + "\n") and stop not in got
+PY
+[ "$(grep -c 'stopped: stop string' "$tmp/e")" -ge 1 ] && grep -q "turn 2: .*re-reading" "$tmp/e" && ok ||
+    bad "chat --stop: $(grep turn "$tmp/e")"
+
 # a long conversation through a StreamingLLM window: past the fixture's 256-token context, the cache stays bounded
 for i in $(seq 40); do echo "Turn number $i, tell me more."; done >"$tmp/long_turns"
 "$T" chat "$M" "${C[@]}" --tokens 8 --streaming-llm-window 48 <"$tmp/long_turns" >"$tmp/o" 2>"$tmp/e" ||
