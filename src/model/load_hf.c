@@ -199,6 +199,10 @@ static bool check_shared_layers(const struct tg_model *m, const char *path, tg_e
     return true;
 }
 
+/* The transformers names of the token embedding and the output head. */
+#define EMBED_NAME "model.embed_tokens.weight"
+#define LM_HEAD_NAME "lm_head.weight"
+
 static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
     return tg_safetensors_view(ctx, name, rows, cols, out, err);
 }
@@ -231,10 +235,10 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
         return tg_fail(err, "%s: the tokenizer has %d tokens but \"vocab_size\" is %d", path,
                        (int)tg_tokenizer_vocab_size(m->tokenizer), m->hp.vocab_size);
 
-    static const tg_weight_names names = {
-        .tok_embd = "model.embed_tokens.weight",
+    tg_weight_names names = {
+        .tok_embd = EMBED_NAME,
         .out_norm = "model.norm.weight",
-        .lm_head = "lm_head.weight",
+        .lm_head = LM_HEAD_NAME,
         .layer_prefix = "model.layers.",
         .attn_norm = "input_layernorm.weight",
         .wq = "self_attn.q_proj.weight",
@@ -246,5 +250,9 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
         .w_up = "mlp.up_proj.weight",
         .w_down = "mlp.down_proj.weight",
     };
+    /* A tied model's one matrix may be stored under either name (transformers saves whichever it meets first:
+     * TinyStories-656K has lm_head.weight only); with both, the embedding's copy is used. */
+    if (m->hp.tied_embeddings && !tg_safetensors_find(m->st, EMBED_NAME) && tg_safetensors_find(m->st, LM_HEAD_NAME))
+        names.tok_embd = LM_HEAD_NAME;
     return tg_model_bind_weights(m, &names, st_view, m->st, err);
 }
