@@ -72,6 +72,14 @@ void tg_rope_angles(int head_dim, int64_t pos, float theta, float *c, float *s) 
     }
 }
 
+void tg_rope_angles_freqs(int head_dim, int64_t pos, const double *inv_freq, float *c, float *s) {
+    for (int i = 0; i < head_dim / 2; i++) {
+        const double a = (double)pos * inv_freq[i];
+        c[i] = (float)cos(a);
+        s[i] = (float)sin(a);
+    }
+}
+
 void tg_rope_apply(float *x, int n_heads, int head_dim, const float *c, const float *s, tg_rope_style style) {
     if (n_heads <= 0 || head_dim < 2) return;
     rope_rotate(x, n_heads, head_dim, 0, head_dim / 2, c, s, style);

@@ -26,6 +26,8 @@ void tg_rope(float *x, int n_heads, int head_dim, int64_t pos, float theta, tg_r
  * them; tg_rope_apply then rotates with them, bit-for-bit tg_rope. For callers that rotate several vectors at one
  * position (a token's keys and queries) and compute the trigonometry once. */
 void tg_rope_angles(int head_dim, int64_t pos, float theta, float *c, float *s);
+/* The same with the frequencies given: angle pos * inv_freq[i] (a model that scales its RoPE frequencies). */
+void tg_rope_angles_freqs(int head_dim, int64_t pos, const double *inv_freq, float *c, float *s);
 void tg_rope_apply(float *x, int n_heads, int head_dim, const float *c, const float *s, tg_rope_style style);
 
 /* Precomputed RoPE cos/sin for positions [0, n_pos): applying it gives bit-for-bit the result of tg_rope without

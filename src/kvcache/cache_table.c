@@ -16,6 +16,7 @@ size_t tg_cache_bytes(const tg_model *model, const tg_cache_params *params, int6
         .n_kv_heads = hp->n_kv_heads,
         .head_dim = hp->head_dim,
         .rope_theta = hp->rope_theta,
+        .rope_inv_freq = hp->rope_inv_freq,
         .rope_style = hp->rope_style,
         .context_length = hp->context_length,
         .kv_source = hp->kv_source,

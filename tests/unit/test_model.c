@@ -657,10 +657,23 @@ static void test_hf_errors(void **state) {
     expect_hf_error(&w, "GPT2LMHeadModel", NULL, NULL, "unsupported architecture 'GPT2LMHeadModel'");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}", NULL,
                     "rope_scaling type 'yarn' is not supported");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 8.0}}",
+                    NULL, "rope_parameters type 'dynamic' is not supported (supported: default, linear, llama3)");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
-                    NULL, "rope_scaling type 'llama3' is not supported");
-    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}", NULL,
-                    "rope_scaling type 'linear' is not supported");
+                    NULL, "rope_parameters type 'llama3' needs \"low_freq_factor\"");
+    expect_hf_error(&w, "LlamaForCausalLM",
+                    "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4, "
+                    "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 16}}",
+                    NULL, "\"high_freq_factor\" 4 must exceed \"low_freq_factor\" 4");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": -2.0}}", NULL,
+                    "rope_scaling \"factor\" must be a positive number");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"type\": \"linear\"}}", NULL,
+                    "rope_scaling type 'linear' needs \"factor\"");
+    expect_hf_error(&w, "LlamaForCausalLM",
+                    "{\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}}}", NULL,
+                    "rope_parameters per layer type ('full_attention') is not supported");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"partial_rotary_factor\": 0.5, \"rope_parameters\": {\"rope_type\": "
+                    "\"default\", \"partial_rotary_factor\": 0.5}}", NULL, "partial RoPE) is not supported");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"hidden_size\": 64}", NULL, "model.embed_tokens.weight");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"num_key_value_heads\": 3}", NULL, "must divide");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"hidden_act\": \"gelu\"}", NULL, "hidden_act 'gelu'");
