@@ -29,7 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     char path[1024];
     snprintf(path, sizeof path, "%s/tiny.gguf", fuzz_data_dir());
-    tg_error err = {{0}};
+    tg_error err = {0};
     args_model = tg_model_load(path, &err);
     if (!args_model) fuzz_die("loading the tiny model", err.msg);
     atexit(args_cleanup);
@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             !(top_p >= 0 && top_p <= 1))
             fuzz_die("tg_args_parse", "a value outside its range");
         tg_cache_params c = tg_cache_flags_params(&cf, o + O_OWN);
-        tg_error err = {{0}};
+        tg_error err = {0};
         size_t bytes = tg_cache_bytes(args_model, &c, 1000, &err);
         if (bytes == 0) {
             fuzz_check_error(&err, "tg_cache_bytes");

@@ -27,7 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     char path[1024];
     snprintf(path, sizeof path, "%s/tiny.gguf", fuzz_data_dir());
-    tg_error err = {{0}};
+    tg_error err = {0};
     clitext_model = tg_model_load(path, &err);
     if (!clitext_model) fuzz_die("loading the tiny model", err.msg);
     atexit(clitext_cleanup);
@@ -79,7 +79,7 @@ static void clitext_cells(const char *prompt) {
 static void clitext_no_echo(const char *prompt, const char *generated) {
     int32_t *ids = NULL, *gen = NULL;
     size_t n = 0, n_gen = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     if (!tg_tokenize(clitext_model, prompt, strlen(prompt), false, &ids, &n, &err)) {
         fuzz_check_error(&err, "tg_tokenize");
         return;

@@ -156,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         materialise(repo, dir, i, kind[i], bytes, bytes ? len[1 + i] : 0);
     }
 
-    tg_error err = {{0}};
+    tg_error err = {0};
     double t0 = now_seconds();
     tg_model *m = tg_model_load(dir, &err);
     double took = now_seconds() - t0;

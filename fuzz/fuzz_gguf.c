@@ -45,7 +45,7 @@ static void gguf_walk(const tg_gguf *g) {
         if (tg_gguf_find_tensor(g, name) == NULL && !memchr(t->name.ptr, '\0', t->name.len) && t->name.len < 255)
             fuzz_die("tg_gguf_find_tensor", name);
         tg_tensor view;
-        tg_error err = {{0}};
+        tg_error err = {0};
         if (tg_gguf_tensor_view(g, name, -1, -1, &view, &err)) {
             size_t row = tg_row_bytes(view.type, view.cols);
             if (row && view.rows > 0) sink += ((const uint8_t *)view.data)[row * (size_t)view.rows - 1];
@@ -61,7 +61,7 @@ static void gguf_walk(const tg_gguf *g) {
 static void gguf_exercise(tg_model *m) {
     tg_model_info info;
     tg_model_get_info(m, &info);
-    tg_error err = {{0}};
+    tg_error err = {0};
     int32_t *ids = NULL;
     size_t n = 0;
     static const char text[] = "Hello world \xF0\x9F\x98\x80 \xFF tinygpt";
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char path[512];
     snprintf(path, sizeof path, "%s/model.gguf", dir);
 
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = tg_gguf_open(path, &err);
     if (g) {
         gguf_walk(g);

@@ -17,7 +17,7 @@ static void hf_walk(const tg_safetensors *st) {
         if (t->nbytes) sink += ((const uint8_t *)t->data)[0] + ((const uint8_t *)t->data)[t->nbytes - 1];
         if (tg_safetensors_find(st, t->name) == NULL) fuzz_die("tg_safetensors_find", t->name);
         tg_tensor view;
-        tg_error err = {{0}};
+        tg_error err = {0};
         if (tg_safetensors_view(st, t->name, -1, -1, &view, &err)) {
             size_t row = tg_row_bytes(view.type, view.cols);
             if (row && view.rows > 0) sink += ((const uint8_t *)view.data)[row * (size_t)view.rows - 1];
@@ -31,7 +31,7 @@ static void hf_walk(const tg_safetensors *st) {
 static void hf_exercise(tg_model *m) {
     tg_model_info info;
     tg_model_get_info(m, &info);
-    tg_error err = {{0}};
+    tg_error err = {0};
     int32_t *ids = NULL;
     size_t n = 0;
     static const char text[] = "The quick brown fox \xE2\x96\x81 \xC3";
@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (n > 3) fuzz_write_file(dir, "model-00001-of-00001.safetensors", part[1], len[1]);
     else fuzz_remove_file(dir, "model-00001-of-00001.safetensors");
 
-    tg_error err = {{0}};
+    tg_error err = {0};
     if (n > 1) {
         char path[512];
         snprintf(path, sizeof path, "%s/model.safetensors", dir);

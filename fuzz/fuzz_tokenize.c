@@ -19,7 +19,7 @@ static size_t tok_n_vocabs;
 
 static void tok_add_vocab(const char *path, bool byte_level) {
     if (access(path, R_OK) != 0) return;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(path, &err);
     if (!m) fuzz_die("loading a vocabulary", err.msg);
     tok_vocabs[tok_n_vocabs].model = m;
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     int32_t *ids = NULL;
     size_t n = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     if (!tg_tokenize(v->model, text, len, add_bos, &ids, &n, &err)) {
         fuzz_check_error(&err, "tg_tokenize");
         return 0;

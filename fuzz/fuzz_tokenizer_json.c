@@ -18,7 +18,7 @@ static void tokjson_exercise(const tg_tokenizer *t) {
     for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
         int32_t *ids = NULL;
         size_t n = 0;
-        tg_error err = {{0}};
+        tg_error err = {0};
         if (!tg_tokenizer_encode(t, texts[k], strlen(texts[k]), k % 2 == 0, &ids, &n, &err)) {
             fuzz_check_error(&err, "tg_tokenizer_encode");
             continue;
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (i < n) fuzz_write_file(dir, TOKJSON_FILES[i], part[i], len[i]);
         else fuzz_remove_file(dir, TOKJSON_FILES[i]);
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (t) {
         tokjson_exercise(t);

@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 python3 tests/cli/errors_mkmodel.py "$tmp/m" --small
 
 rm -rf fuzz/seeds fuzz/data
-mkdir -p fuzz/seeds/{gguf,hf,tokenizer_json,tokenize,args} fuzz/data/tiny-hf
+mkdir -p fuzz/seeds/{gguf,hf,tokenizer_json,tokenizer_text,tokenize,args} fuzz/data/tiny-hf
 cp "$tmp/m/good.gguf" fuzz/data/tiny.gguf
 cp "$tmp/m/good-hf/"* fuzz/data/tiny-hf/
 
@@ -40,6 +40,92 @@ cp "$tmp/m/spm-hf/tokenizer.json" fuzz/seeds/tokenizer_json/spm
 { cat "$tmp/m/spm-hf/tokenizer.json"; printf '%s' "$sep"
   printf '{"add_bos_token": true, "bos_token": {"content": "<s>"}, "eos_token": "</s>"}'; printf '%s' "$sep"
   printf '{"bos_token_id": 1, "eos_token_id": 2}'; } >fuzz/seeds/tokenizer_json/spm-configs
+
+# tokenizer_text: tokenizer.json SEP text, for the configurations that rewrite text: Metaspace with 1- to 4-byte
+# replacements (an emoji among them) and each prepend scheme, chains of Replace / Prepend normalizers, ByteLevel with
+# a prefix space, Split, overlapping added tokens with lstrip / rstrip. The texts are ordinary (few spaces): the
+# fuzzer has to find the hostile ones.
+python3 - "$tmp/m/good-hf/tokenizer.json" "$tmp/m/spm-hf/tokenizer.json" fuzz/seeds/tokenizer_text "$sep" <<'EOF'
+import copy, json, sys
+byte_level, spm = (json.load(open(p)) for p in sys.argv[1:3])
+out, sep = sys.argv[3], sys.argv[4].encode()
+texts = ["Hello world, the cat sat on the mat.", "def f(x):\n    return x  # two  spaces",
+         "caf\u00e9 \u4f60\u597d \U0001F600 <|endoftext|> <s>a</s>", "\u2581already \u2581 marked"]
+# indented code, the shape of issue 11's reproducer (a deeply indented Python file): most bytes are spaces
+code = "".join(" " * (4 * d) + line + "\n" for d, line in
+               [(0, "class A:"), (1, "def f(self, x):"), (2, "if x:"), (3, "for i in x:"), (4, "while i:"),
+                (5, "try:"), (6, "yield i"), (5, "except E:"), (6, "pass"), (0, ""), (6, "# end")])
+
+
+def seed(name, base, edit, text):
+    tok = copy.deepcopy(base)
+    edit(tok)
+    with open("%s/%s" % (out, name), "wb") as f:
+        f.write(json.dumps(tok, ensure_ascii=False).encode() + sep + text.encode())
+
+
+# a small SentencePiece-style tokenizer.json (a few pieces, unk, no byte fallback): small seeds leave most of each
+# input to the text, where the mutations should land
+small = {"version": "1.0", "normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+         "added_tokens": [{"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False,
+                           "normalized": False, "special": True}],
+         "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                   "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": False, "ignore_merges": False,
+                   "vocab": {"<unk>": 0, "\u2581": 1, "\U0001F600": 2, "x": 3, "i": 4, "f": 5, "\u2581x": 6,
+                             "_": 7, "\u00e9": 8},
+                   "merges": ["\u2581 x"]}}
+
+
+def metaspace(rep, scheme, split):  # Mistral's layout: no normalizer, the spaces reach the pre-tokenizer
+    def edit(t):
+        t["normalizer"] = None
+        t["pre_tokenizer"] = {"type": "Metaspace", "replacement": rep, "prepend_scheme": scheme, "split": split}
+    return edit
+
+
+seed("byte-level", byte_level, lambda t: None, texts[0])
+seed("spm", spm, lambda t: None, texts[2])
+for i, (rep, scheme, split) in enumerate([("\U0001F600", "always", True), ("\U0001F600", "first", False),
+                                          ("\u2581", "never", True), ("\u00e9", "always", False),
+                                          ("_", "first", True)]):
+    seed("metaspace-%d" % i, small, metaspace(rep, scheme, split), texts[i % len(texts)])
+
+
+def chain(t):
+    t["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        {"type": "Replace", "pattern": {"String": "a"}, "content": "aa"},
+        {"type": "Replace", "pattern": {"String": "aa"}, "content": "\U0001F600a"},
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": "\u2581\u2581"}]}
+
+
+seed("replace-chain", spm, chain, texts[1])
+
+
+def byte_level_prefix(t):
+    t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "MergedWithNext", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]}
+
+
+seed("byte-level-prefix", byte_level, byte_level_prefix, texts[1])
+seed("byte-level-code", byte_level, lambda t: None, code)
+seed("metaspace-code", small, metaspace("\u2581", "always", False), code)
+seed("metaspace-emoji-code", small, metaspace("\U0001F600", "first", False), code)
+
+
+def added(t):
+    n = max([a["id"] for a in t["added_tokens"]] + list(t["model"]["vocab"].values())) + 1
+    for i, (content, l, r) in enumerate([("<x>", True, False), ("<x>y", False, True), ("x>", False, False),
+                                         ("the", True, True), ("\U0001F600", False, False), (" ", False, False)]):
+        t["added_tokens"].append({"id": n + i, "content": content, "single_word": False, "lstrip": l, "rstrip": r,
+                                  "normalized": False, "special": i % 2 == 0})
+
+
+seed("added-tokens", byte_level, added, "a<x>y <x> the  x> <x>y\U0001F600  the<x")
+seed("added-tokens-spm", spm, added, "the <x>y\u2581<x> \U0001F600 </s>")
+EOF
 
 # tokenize: byte 0 = vocabulary (0 gpt-2, 1 llama-spm, 2 tiny-hf), byte 1 = flags, then llama.cpp's test texts
 i=0
@@ -121,4 +207,21 @@ for name, layout in seeds.items():
     open("%s/%s" % (out, name), "wb").write(sep.join([bytes(layout)] + files))
 EOF
 
+# chat_template: every template of tests/data/chat/refs.json (the real ones, the built-ins, the feature snippets),
+# then FUZZ_SEP and the variables of its first case
+mkdir -p fuzz/seeds/chat_template
+python3 - fuzz/seeds/chat_template "$sep" <<'EOF'
+import json, re, sys
+doc = json.load(open("tests/data/chat/refs.json", encoding="utf-8"))
+seen = set()
+for case in doc["cases"]:
+    name = case["template"]
+    if name in seen:
+        continue
+    seen.add(name)
+    text = doc["templates"][name]["text"]
+    file = re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
+    with open("%s/%s" % (sys.argv[1], file), "wb") as f:
+        f.write(text.encode() + sys.argv[2].encode() + json.dumps(case["vars"], ensure_ascii=False).encode())
+EOF
 echo "seeds: $(find fuzz/seeds -type f | wc -l) files, $(du -sh fuzz/seeds | cut -f1)"

@@ -21,9 +21,36 @@ extern "C" {
 
 /* ---- errors -------------------------------------------------------------------------------------------------- */
 
-/* One line naming the file or flag and the problem. */
+/* What went wrong, for callers that word a failure in their own terms (the command-line tool names its flags). The
+ * message always says it all in the library's terms; the code says which setting or condition it is about. */
+typedef enum {
+    TG_ERR_NONE = 0,
+    TG_ERR_OTHER,                       /* anything below does not cover: the message names the file or problem */
+    TG_ERR_CONTEXT_FULL,                /* an unbounded cache is full ("context window of N tokens is full") */
+    /* tg_cache_params rejected (session, tg_cache_bytes) */
+    TG_ERR_CACHE_KEY_PRECISION,         /* key_precision is no tg_kv_precision */
+    TG_ERR_CACHE_VALUE_PRECISION,       /* value_precision is no tg_kv_precision */
+    TG_ERR_CACHE_SINK,                  /* sink < -1 */
+    TG_ERR_CACHE_WINDOW,                /* window < 0 */
+    TG_ERR_CACHE_WINDOW_TOO_LARGE,      /* the window's cache would not fit in memory */
+    TG_ERR_CACHE_BUDGET,                /* budget_bytes < 0 */
+    TG_ERR_CACHE_BUDGET_AND_WINDOW,     /* budget_bytes and window both set */
+    TG_ERR_CACHE_BUDGET_TOO_SMALL,      /* not even the sinks and a window of 1 fit; the message ends with
+                                         * "even S sink tokens and a window of 1 need N bytes" */
+    TG_ERR_CACHE_SINK_WITHOUT_WINDOW,   /* sink > 0 without a window or a budget */
+    TG_ERR_CACHE_GROUP_SIZE,            /* group_size outside 0..TG_KV_MAX_GROUP_SIZE */
+    TG_ERR_CACHE_RESIDUAL,              /* residual outside 0..TG_KV_MAX_RESIDUAL */
+    TG_ERR_CACHE_RESIDUAL_PRECISION,    /* residual_precision not fp32, fp16 or bf16 */
+    TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE, /* residual not a multiple of group_size */
+    TG_ERR_CACHE_MEMORY,                /* the cache's bytes exceed the machine's physical memory (max_memory 0) */
+    TG_ERR_CACHE_MEMORY_LIMIT,          /* the cache's bytes exceed max_memory; the message ends with
+                                         * "more than the memory limit N" */
+} tg_error_code;
+
+/* One line naming the file or setting and the problem, and what it is about. */
 typedef struct {
     char msg[512];
+    tg_error_code code; /* TG_ERR_OTHER unless a more precise code applies */
 } tg_error;
 
 /* ---- model ----------------------------------------------------------------------------------------------------- */
@@ -130,6 +157,10 @@ typedef struct {
                            * physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; no limit where the system does
                            * not say); < 0 = no limit. The message names the CLI's --max-memory. */
 } tg_cache_params;
+
+/* The largest group_size and residual a policy may ask for. */
+#define TG_KV_MAX_GROUP_SIZE 4096
+#define TG_KV_MAX_RESIDUAL (1 << 20)
 
 tg_cache_params tg_cache_default_params(void);
 /* "fp32" ... "int2" -> precision; false for an unknown name. */

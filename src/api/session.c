@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "api/cache_shape.h"
 #include "forward/forward.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
@@ -19,7 +20,6 @@ struct tg_session {
     const tg_model *model;
     tg_kvcache *cache;
     tg_forward *fwd;
-    int *layer_window;   /* [n_layers] sliding window per layer, or NULL when the model has none */
     int64_t pos;         /* tokens evaluated so far */
     int64_t context;     /* the cache's capacity when unbounded */
     bool bounded;        /* a streaming policy bounds the cache: it never fills up */
@@ -47,56 +47,38 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
     s->model = model;
     if (p.context < 0) {
         tg_fail(err, "KV cache: context %lld must be >= 0 (0 = the model's)", (long long)p.context);
-        tg_session_free(s);
-        return NULL;
+        goto fail;
     }
     s->context = p.context > 0 ? p.context : hp->context_length;
-    s->bounded = p.window > 0 || p.budget_bytes > 0;
-    /* A layer reading another layer's K/V finds the whole chunk already appended there. The cache masks keys after
-     * the query's position, but a bounded cache may also have evicted keys the query should still see: such
-     * models decode one token at a time under a streaming policy. */
-    s->chunk = TG_PREFILL_CHUNK;
-    for (int l = 0; l < hp->n_layers; l++)
-        if (hp->kv_source[l] != l && s->bounded) s->chunk = 1;
+    int *layer_window = NULL; /* [n_layers] the model's sliding window for every layer; the cache keeps a copy */
     if (hp->sliding_window > 0) {
-        s->layer_window = malloc((size_t)hp->n_layers * sizeof *s->layer_window);
-        if (!s->layer_window) {
+        layer_window = malloc((size_t)hp->n_layers * sizeof *layer_window);
+        if (!layer_window) {
             tg_fail(err, "out of memory");
-            tg_session_free(s);
-            return NULL;
+            goto fail;
         }
-        for (int l = 0; l < hp->n_layers; l++) s->layer_window[l] = hp->sliding_window;
+        for (int l = 0; l < hp->n_layers; l++) layer_window[l] = hp->sliding_window;
     }
-    tg_cache_shape shape = {
-        .n_layers = hp->n_layers,
-        .n_heads = hp->n_heads,
-        .n_kv_heads = hp->n_kv_heads,
-        .head_dim = hp->head_dim,
-        .rope_theta = hp->rope_theta,
-        .rope_inv_freq = hp->rope_inv_freq,
-        .rope_style = hp->rope_style,
-        .context_length = s->context,
-        .kv_source = hp->kv_source,
-        .layer_window = s->layer_window,
-    };
+    const tg_cache_shape shape = tg_model_cache_shape(model, s->context, layer_window);
     s->cache = tg_kvcache_new(&shape, &p, err);
-    if (!s->cache) {
-        tg_session_free(s);
-        return NULL;
-    }
+    free(layer_window);
+    if (!s->cache) goto fail;
+    /* the cache says how it must be fed: bounded or not, and the largest chunk it can take */
+    const tg_cache_plan plan = tg_kvcache_plan(s->cache);
+    s->bounded = plan.bounded;
+    s->chunk = plan.max_chunk > 0 && plan.max_chunk < TG_PREFILL_CHUNK ? plan.max_chunk : TG_PREFILL_CHUNK;
     s->fwd = tg_forward_new(model, s->cache, s->chunk, n_threads, err);
-    if (!s->fwd) {
-        tg_session_free(s);
-        return NULL;
-    }
+    if (!s->fwd) goto fail;
     return s;
+fail:
+    tg_session_free(s);
+    return NULL;
 }
 
 void tg_session_free(tg_session *s) {
     if (!s) return;
     tg_forward_free(s->fwd);
     tg_kvcache_free(s->cache);
-    free(s->layer_window);
     free(s);
 }
 
@@ -118,15 +100,14 @@ bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_
             return tg_fail(err, "token id %ld (at index %zu) is outside the vocabulary [0, %lld)", (long)ids[i], i,
                            (long long)vocab);
     if (!s->bounded && (n > (size_t)INT64_MAX || (int64_t)n > s->context - s->pos))
-        return tg_fail(err, "context window of %lld tokens is full; use --streaming-llm-window (and "
-                            "--streaming-llm-sink) to keep generating", (long long)s->context);
+        return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full", (long long)s->context);
 
     const int64_t start = s->pos;
     for (size_t i = 0; i < n;) {
         int c = n - i < (size_t)s->chunk ? (int)(n - i) : s->chunk;
         if (!tg_kvcache_has_room(s->cache))
-            return tg_fail(err, "context window of %lld tokens is full; use --streaming-llm-window (and "
-                                "--streaming-llm-sink) to keep generating", (long long)s->context);
+            return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full",
+                                (long long)s->context);
         bool last = i + (size_t)c == n;
         tg_forward_chunk(s->fwd, s->cache, ids + i, c, s->pos, logits_all ? logits_all + (int64_t)i * vocab : NULL,
                          last ? logits_last : NULL);

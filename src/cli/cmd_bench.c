@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
 
@@ -219,11 +220,14 @@ static double cpu_now(void) {
 }
 
 static tg_session *new_session(bench_run *r) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_cache_params p = r->a->cache;
     p.context = r->context;
     tg_session *s = tg_session_new(r->model, &p, (int)r->a->threads, &err);
-    if (!s) snprintf(r->err, sizeof r->err, "%s", err.msg);
+    if (!s) {
+        tg_cli_word_error(&err, &p);
+        snprintf(r->err, sizeof r->err, "%s", err.msg);
+    }
     return s;
 }
 
@@ -239,12 +243,13 @@ static void fill_ids(int32_t *ids, int64_t n, int32_t vocab, uint64_t *state) {
 
 /* Evaluates random tokens until the session holds `depth` tokens. */
 static bool fill_to(bench_run *r, tg_session *s, int64_t depth, uint64_t *state) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     while (tg_session_position(s) < depth) {
         int64_t n = depth - tg_session_position(s);
         if (n > FILL_CHUNK) n = FILL_CHUNK;
         fill_ids(r->ids, n, r->info.vocab_size, state);
         if (!tg_session_eval(s, r->ids, (size_t)n, NULL, NULL, &err)) {
+            tg_cli_word_error(&err, NULL);
             snprintf(r->err, sizeof r->err, "%s", err.msg);
             return false;
         }
@@ -262,13 +267,14 @@ static int32_t argmax(const float *x, int32_t n) {
 /* Generates n tokens greedily, one evaluation each; stamps[2i] = seconds since the start after token i, stamps[2i + 1]
  * the process's CPU seconds since the start. */
 static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, double *seconds, double *cpu) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     uint64_t state = 0x2545f4914f6cdd1dull;
     int32_t id;
     fill_ids(&id, 1, r->info.vocab_size, &state);
     double t0 = now_s(), c0 = cpu_now();
     for (int64_t i = 0; i < n; i++) {
         if (!tg_session_eval(s, &id, 1, NULL, r->logits, &err)) {
+            tg_cli_word_error(&err, NULL);
             snprintf(r->err, sizeof r->err, "%s", err.msg);
             return false;
         }
@@ -299,7 +305,7 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
     uint64_t state = 0x9e3779b97f4a7c15ull;
     double secs[MAX_REPS], cpus[MAX_REPS];
     double tg_secs[MAX_DEPTHS][MAX_REPS], tg_cpus[MAX_DEPTHS][MAX_REPS];
-    tg_error err = {{0}};
+    tg_error err = {0};
     *n_res = 0;
     if (a->warmup) {
         /* one unmeasured prompt and two generated tokens: the weights' pages mapped, code and caches warm */
@@ -331,6 +337,7 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
             p->kv_held = rep_c.bytes_total;
             tg_session_free(s);
             if (!ok) {
+                tg_cli_word_error(&err, NULL);
                 snprintf(r->err, sizeof r->err, "%s", err.msg);
                 return false;
             }
@@ -501,7 +508,7 @@ int tg_cmd_bench(int argc, char **argv) {
     if (status != TG_EXIT_OK) return status;
 
     bench_run r = {.a = &a};
-    tg_error err = {{0}};
+    tg_error err = {0};
     r.model = tg_model_load(a.model_path, &err);
     if (!r.model) return tg_runtime_error("%s", err.msg);
     tg_model_get_info(r.model, &r.info);

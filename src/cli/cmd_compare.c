@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/text.h"
 
@@ -160,9 +161,10 @@ static bool read_prompts(const char *path, char ***lines, size_t *n) {
  * (message printed). */
 static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threads, const int32_t *ids, size_t n_ids,
                       int64_t n_gen, const int32_t *ref, int32_t *out, float *logits, tg_sampler *sampler) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_session *s = tg_session_new(model, p, threads, &err);
     if (!s) {
+        tg_cli_word_error(&err, p);
         tg_runtime_error("%s", err.msg);
         return -1;
     }
@@ -192,6 +194,7 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
     tg_session_free(s);
     return made;
 fail:
+    tg_cli_word_error(&err, NULL);
     tg_runtime_error("%s", err.msg);
     tg_session_free(s);
     return -1;
@@ -211,7 +214,7 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
     for (size_t i = 0; i < n_prompts && status == TG_EXIT_OK; i++) {
         int32_t *ids = NULL;
         size_t n_ids = 0;
-        tg_error err = {{0}};
+        tg_error err = {0};
         if (!tg_tokenize(model, prompts[i], strlen(prompts[i]), tg_model_adds_bos(model), &ids, &n_ids, &err)) {
             status = tg_runtime_error("prompt %zu: %s", i + 1, err.msg);
             break;
@@ -299,7 +302,7 @@ int tg_cmd_compare(int argc, char **argv) {
     char **prompts = NULL;
     size_t n_prompts = 0;
     if (!read_prompts(a.prompts_path, &prompts, &n_prompts)) return TG_EXIT_ERROR;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *model = tg_model_load(a.model_path, &err);
     if (!model) {
         status = tg_runtime_error("%s", err.msg);

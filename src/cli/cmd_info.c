@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
 
@@ -46,9 +47,10 @@ static void print_bytes_per_token(FILE *out, const tg_model *model, const tg_mod
     fprintf(out, "KV cache/token  ");
     for (size_t i = 0; i < N_PRECISIONS; i++) {
         tg_cache_params c = params_for(ALL_PRECISIONS[i], 0, 0);
-        tg_error err = {{0}};
+        tg_error err = {0};
         size_t bytes = tg_cache_bytes(model, &c, t, &err);
         if (bytes == 0) {
+            tg_cli_word_error(&err, &c);
             fprintf(out, " n/a (%s)\n", err.msg);
             return;
         }
@@ -70,11 +72,14 @@ static int print_cache_table(FILE *out, const tg_model *model, const tg_model_in
         int64_t sink, window;
     } policies[] = {{"unbounded", 0, 0}, {"StreamingLLM 4+256", 4, 256}};
     size_t bf16[N_T];
-    tg_error err = {{0}};
+    tg_error err = {0};
     for (size_t j = 0; j < N_T; j++) {
         tg_cache_params c = params_for(TG_KV_BF16, 0, 0);
         bf16[j] = tg_cache_bytes(model, &c, TS[j], &err);
-        if (bf16[j] == 0) return tg_runtime_error("%s", err.msg);
+        if (bf16[j] == 0) {
+            tg_cli_word_error(&err, &c);
+            return tg_runtime_error("%s", err.msg);
+        }
     }
     tg_cache_params d = tg_cache_default_params();
     fprintf(out, "\nKV cache bytes (%d of %d layers hold K/V, %d KV heads x %d dims; KIVI group %d, residual %d)\n",
@@ -95,6 +100,7 @@ static int print_cache_table(FILE *out, const tg_model *model, const tg_model_in
                 tg_cache_params c = params_for(ALL_PRECISIONS[i], policies[pi].sink, policies[pi].window);
                 size_t bytes = tg_cache_bytes(model, &c, TS[j], &err);
                 if (bytes == 0) {
+                    tg_cli_word_error(&err, &c);
                     fputc('\n', out);
                     return tg_runtime_error("%s", err.msg);
                 }
@@ -161,7 +167,7 @@ int tg_cmd_info(int argc, char **argv) {
     case TG_ARGS_OK: break;
     }
     if (n_pos < 1) return tg_usage_error("info", "expected MODEL (see tinygpt info --help)");
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *model = tg_model_load_for(pos[0], TG_NEED_CONFIG, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     /* everything is computed into a buffer first: a failure leaves nothing on stdout */

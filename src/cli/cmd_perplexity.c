@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/text.h"
 
@@ -194,7 +195,7 @@ static bool load_tokens(const ppl_args *a, const tg_model *model, int32_t **ids,
             ok = parse_ids(a->text_path, r.buf, use, tg_vocab_size(model), ids, n_ids);
             r.buf[use] = saved;
         } else {
-            tg_error err = {{0}};
+            tg_error err = {0};
             ok = tg_tokenize(model, r.buf, r.len, tg_model_adds_bos(model), ids, n_ids, &err);
             if (!ok) tg_runtime_error("%s", err.msg);
         }
@@ -310,9 +311,12 @@ static tg_session *new_session(ppl_eval *e, bool base, const tg_cache_report *te
         p.window = test_rep->window;
         p.sink = test_rep->window > 0 ? test_rep->sink : -1;
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_session *s = tg_session_new(e->model, &p, e->a->threads, &err);
-    if (!s) tg_runtime_error("%s", err.msg);
+    if (!s) {
+        tg_cli_word_error(&err, &p);
+        tg_runtime_error("%s", err.msg);
+    }
     return s;
 }
 
@@ -336,7 +340,7 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
         e->have_rep = true;
     }
     bool ok = true;
-    tg_error err = {{0}};
+    tg_error err = {0};
     const int64_t chunk = only_last ? n : e->a->chunk;
     for (int64_t done = 0; done < n && ok;) {
         const int64_t c = n - done < chunk ? n - done : chunk;
@@ -351,6 +355,7 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
             e->t_base += now_s() - t1;
         }
         if (!ok) {
+            tg_cli_word_error(&err, NULL);
             tg_runtime_error("%s", err.msg);
             break;
         }
@@ -408,7 +413,7 @@ static void print_summary(const ppl_eval *e, size_t n_tokens, size_t n_bytes, do
     printf("cache           %s\n", e->rep.policy);
     tg_cache_params bf = e->params;
     bf.key_precision = bf.value_precision = TG_KV_BF16;
-    tg_error err = {{0}};
+    tg_error err = {0};
     printf("cache_bytes     %zu (allocated for %" PRId64 " tokens; bf16: %zu)\n", e->rep.bytes_total, e->rep.capacity,
            tg_cache_bytes(e->model, &bf, e->rep.capacity, &err));
     if (a->recompute > 0)
@@ -449,7 +454,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
     if (status != TG_EXIT_OK) return status;
 
     const double t_start = now_s();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *model = tg_model_load(a.model_path, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     tg_model_info info;

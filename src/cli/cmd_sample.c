@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/text.h"
@@ -224,7 +225,7 @@ static void run_free(sample_run *r) {
 
 /* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
 static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     size_t len = strlen(a->prompt);
     if (!tg_tokenize(r->model, a->prompt, len, tg_model_adds_bos(r->model), &r->ids, n, &err))
         return tg_runtime_error("%s", err.msg);
@@ -278,7 +279,7 @@ static void report_progress(const sample_run *r, int64_t generated, int64_t sinc
 }
 
 static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const char *model_path) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model_info info;
     tg_model_get_info(r->model, &info);
 
@@ -300,6 +301,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     while (done < n_prompt && !interrupted) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
         if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
+            tg_cli_word_error(&err, NULL);
             return tg_runtime_error("%s", err.msg); /* before the echo: nothing on stdout */
         }
         done += n;
@@ -338,7 +340,10 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
                     generated, info.context_length);
             break;
         }
-        if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) return tg_runtime_error("%s", err.msg);
+        if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) {
+            tg_cli_word_error(&err, NULL);
+            return tg_runtime_error("%s", err.msg);
+        }
     }
     double t_gen = now_s() - t0;
     if (interrupted) stop = "interrupted";
@@ -382,7 +387,7 @@ int tg_cmd_sample(int argc, char **argv) {
     }
 
     sample_run r = {0};
-    tg_error err = {{0}};
+    tg_error err = {0};
     r.model = tg_model_load(a.model_path, &err);
     if (!r.model) return tg_runtime_error("%s", err.msg);
     tg_model_info info;
@@ -400,6 +405,7 @@ int tg_cmd_sample(int argc, char **argv) {
     }
     r.session = tg_session_new(r.model, &a.cache, a.threads, &err);
     if (!r.session) {
+        tg_cli_word_error(&err, &a.cache);
         run_free(&r);
         return tg_runtime_error("%s", err.msg);
     }

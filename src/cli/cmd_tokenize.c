@@ -34,7 +34,7 @@ int tg_cmd_tokenize(int argc, char **argv) {
         return tg_usage_error("tokenize", "expected MODEL and TEXT, got %s (see tinygpt tokenize --help)",
                               n_pos == 0 ? "neither" : "only MODEL");
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *model = tg_model_load_for(pos[0], TG_NEED_TOKENIZER, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     int32_t *ids = NULL;

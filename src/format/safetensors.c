@@ -369,7 +369,7 @@ static bool load_sharded(tg_safetensors *st, const char *dir, const char *index_
 tg_safetensors *tg_safetensors_open_dir(const char *dir, tg_error *err) {
     char index_path[4096], single_path[4096];
     bool no_index, no_single;
-    tg_error why = {{0}};
+    tg_error why = {0};
     tg_safetensors *st = NULL;
     if (tg_folder_file(dir, ST_INDEX_NAME, NULL, index_path, sizeof index_path, &no_index, err)) {
         st = new_handle(dir, err);

@@ -397,13 +397,6 @@ static void attn_pieces(team *tm, tg_forward *f, const tg_kvcache *cache, int l,
     step_end(tm, units);
 }
 
-/* Whether appending token t + 1 may change what token t sees (so a chunk must attend token by token). */
-static bool attend_token_by_token(const tg_kvcache *cache) {
-    tg_cache_report r;
-    tg_kvcache_report(cache, 0, &r);
-    return r.window > 0 || r.bytes_scales > 0;
-}
-
 /* ---- the pass -------------------------------------------------------------------------------------------------------- */
 
 /* One call's arguments, shared by the team. */
@@ -495,7 +488,7 @@ void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int 
     const tg_hparams *hp = &m->hp;
     const int64_t d = hp->d_model, vocab = hp->vocab_size;
     if (n < 1 || n > f->max_chunk) return;
-    const bool serial_attn = n > 1 && attend_token_by_token(cache);
+    const bool serial_attn = n > 1 && tg_kvcache_plan(cache).token_by_token;
     const int64_t n_steps = (int64_t)hp->n_layers * (serial_attn ? 2 * (int64_t)n + 4 : 6) + 1;
     for (int64_t i = 0; i < n_steps; i++) {
         atomic_store_explicit(&f->steps[i].next, 0, memory_order_relaxed);

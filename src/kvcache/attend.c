@@ -2,10 +2,11 @@
  * their own threads.
  *
  * A piece is (kv-head h, share s of n_split of the visible non-sink tokens; the visible sinks go with share 0). It
- * walks its tokens as segments (runs of rows stored alike: a plain ring up to its wrap, one KIVI group, the fp32
- * residual, the sinks) and widens the key rows to fp32 eight at a time into a small tile, in registers (fp32 rows are
- * read in place; fp16 / bf16 rows are converted; KIVI codes become u * scale + zero with the group's per-channel grid,
- * widened once per segment, or with the token's own scale for values; re-positioned keys are rotated to their slot).
+ * walks its tokens as segments, which the stores' codecs hand out (codec.h: runs of rows stored alike, a plain ring
+ * up to its wrap, one KIVI group, the residual, the sinks) and widens the key rows to fp32 eight at a time into a
+ * small tile, in registers (fp32 rows are read in place; fp16 / bf16 rows are converted; KIVI codes become
+ * u * scale + zero with the group's per-channel grid, widened once per segment, or with the token's own scale for
+ * values; re-positioned keys are rotated to their slot).
  * It scores them against the gq query heads that share h (eight rows' dot products reduced together), takes the
  * softmax over its share (max m, l = sum of exp(score - m), exp eight lanes at a time), then widens the value rows
  * the same way and accumulates o = sum exp(score - m) v per query head. tg_kvcache_attend_combine merges the shares
@@ -17,7 +18,7 @@
 
 #include "kernels/vec.h"
 #include "kvcache/attend_kernels.h"
-#include "kvcache/cache_internal.h"
+#include "kvcache/codec.h"
 #include "util/half.h"
 
 #if TG_ATTEND_AVX2
@@ -87,104 +88,10 @@ void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, flo
     tg_scale_f32(q_out, 1.0f / sqrtf((float)D), NH * D);
 }
 
-/* ---- segments: runs of rows stored alike ------------------------------------------------------------------------- */
-
-/* count rows of one kv-head that sit at a fixed stride and share one way of widening. */
-typedef struct {
-    int kind;                       /* TG_SEG_F32 rows are read in place; the others are widened into a tile */
-    int bits;                       /* TG_SEG_CODES: 8, 4, 2 */
-    const uint8_t *p;               /* the first row */
-    size_t stride;                  /* bytes from one row to the next */
-    int64_t count;
-    int64_t slot0;                  /* cache slot of the first row (re-positioned keys are rotated to it) */
-    const uint16_t *gscale, *gzero; /* TG_SEG_CODES keys: the per-channel grid [head_dim] */
-    const uint16_t *tscale, *tzero; /* TG_SEG_CODES values: the first row's own scale and zero */
-    size_t tstride;                 /* TG_SEG_CODES values: elements from one row's scale to the next */
-} segment;
-
-static int plain_kind(tg_kv_precision p) { return p == TG_KV_FP32 ? TG_SEG_F32 : p == TG_KV_FP16 ? TG_SEG_F16 : TG_SEG_BF16; }
-
-/* The visible sinks [s0, s1] of kv-head h. */
-static segment seg_sinks(const view *vw, int h, bool keys, int64_t s0, int64_t s1) {
-    const tg_kvcache *c = vw->c;
-    const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
-    const tg_store *s = keys ? &vw->L->k : &vw->L->v;
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
-    segment g = {.count = s1 - s0 + 1, .slot0 = s0};
-    if (sg->kind == TG_STORE_PLAIN) {
-        g.kind = plain_kind(sg->precision);
-        g.p = s->sink + (size_t)(s0 * H + h) * sg->row_bytes;
-        g.stride = (size_t)H * sg->row_bytes;
-    } else { /* KIVI stores keep their sinks in fp32 */
-        g.kind = TG_SEG_F32;
-        g.p = s->sink + (size_t)(s0 * H + h) * (size_t)D * sizeof(float);
-        g.stride = (size_t)(H * D) * sizeof(float);
-    }
-    return g;
-}
-
-/* The longest run of kv-head h's non-sink tokens that starts at n, ends at most at last and is stored alike
- * (a ring buffer's wrap, a KIVI group's end and the residual's start end a run). */
-static segment seg_at(const view *vw, int h, bool keys, int64_t n, int64_t last) {
-    const tg_kvcache *c = vw->c;
-    const tg_layer_cache *L = vw->L;
-    const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
-    const tg_store *s = keys ? &L->k : &L->v;
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
-    segment g = {.slot0 = L->n_sink + (n - L->first)};
-    int64_t room;
-    if (sg->kind == TG_STORE_PLAIN || sg->kind == TG_STORE_WHOLE) {
-        const int64_t row = n % c->g.row_cap;
-        room = c->g.row_cap - row;
-        if (sg->kind == TG_STORE_PLAIN) { /* head-major rows */
-            g.kind = plain_kind(sg->precision);
-            g.p = s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes;
-            g.stride = sg->row_bytes;
-        } else {
-            g.p = s->data + (size_t)(row * H + h) * sg->row_bytes;
-            g.stride = (size_t)H * sg->row_bytes;
-            g.kind = TG_SEG_CODES;
-            g.bits = sg->range->bits;
-            if (sg->per_channel) {
-                g.gscale = s->scale + h * D;
-                g.gzero = s->zero + h * D;
-            } else {
-                g.tscale = s->scale + row * H + h;
-                g.tzero = s->zero + row * H + h;
-                g.tstride = (size_t)H;
-            }
-        }
-    } else if (n >= L->qend) { /* grouped: the residual ring (fp32, fp16 or bf16) */
-        const int64_t row = n % c->g.res_cap;
-        room = c->g.res_cap - row;
-        g.kind = plain_kind(c->g.resid_precision);
-        g.p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
-        g.stride = (size_t)(H * D) * c->g.resid_elem;
-    } else { /* grouped: the rest of n's quantised group, contiguous for one kv-head */
-        const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
-        room = G - t;
-        if (L->qend - n < room) room = L->qend - n;
-        g.kind = TG_SEG_CODES;
-        g.bits = sg->range->bits;
-        g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
-        g.stride = sg->row_bytes;
-        if (sg->per_channel) {
-            g.gscale = s->scale + uh * D;
-            g.gzero = s->zero + uh * D;
-        } else {
-            g.tscale = s->scale + uh * G + t;
-            g.tzero = s->zero + uh * G + t;
-            g.tstride = 1;
-        }
-    }
-    g.count = last - n + 1 < room ? last - n + 1 : room;
-    return g;
-}
-
 /* ---- blocks: the kernels' view of up to eight rows ------------------------------------------------------------ */
 
 /* Rows [i0, i0 + nr) of a segment as a block; grid is the segment's widened per-channel grid (keys' codes). */
-static void make_block(const segment *g, int64_t i0, int nr, const float *grid, tg_attn_block *b) {
+static void make_block(const tg_segment *g, int64_t i0, int nr, const float *grid, tg_attn_block *b) {
     b->kind = g->kind;
     b->bits = g->bits;
     b->nr = nr;
@@ -240,8 +147,8 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
  * sc[j * ld + i]). Re-positioned keys are widened into tile and rotated to their slots first. */
-static void run_segment(const view *vw, bool keys, const segment *g, const float *qh, float *sc, int64_t ld, float *o,
-                        float *tile, float *grid, float *qfold) {
+static void run_segment(const view *vw, bool keys, const tg_segment *g, const float *qh, float *sc, int64_t ld,
+                        float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
     const bool simd = TG_ATTEND_AVX2 && c->simd && D % 8 == 0, repo = keys && c->g.reposition;
@@ -304,12 +211,12 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
                      float *sc, int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     int64_t t = 0;
     if (s1 >= s0) {
-        const segment g = seg_sinks(vw, h, keys, s0, s1);
+        const tg_segment g = tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1);
         run_segment(vw, keys, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
     for (int64_t n = a; n <= b;) {
-        const segment g = seg_at(vw, h, keys, n, b);
+        const tg_segment g = tg_store_segment(vw->c, vw->L, keys, h, n, b);
         run_segment(vw, keys, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
         n += g.count;
@@ -379,24 +286,5 @@ void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_sp
             tg_axpy_f32(w, p + 2 * gq + (int64_t)i * D, oi, D);
         }
         tg_scale_f32(oi, (float)(1.0 / den), D);
-    }
-}
-
-void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads) {
-    if (!c || !q || !out || layer < 0 || layer >= c->g.n_layers) return;
-    const tg_cache_geom *g = &c->g;
-    const int64_t H = g->n_kv_heads, D = g->head_dim, gq = g->n_heads / H;
-    tg_kvcache_query(c, layer, pos, q, c->scratch_q);
-    const int n_split = tg_kvcache_attend_splits(c, layer, pos);
-    const size_t wf = tg_kvcache_work_floats(c), pf = tg_kvcache_part_floats(c);
-    const int nt = n_threads > 1 ? n_threads : 1;
-    (void)nt; /* read only by the OpenMP pragma */
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && H > 1)
-    for (int h = 0; h < (int)H; h++) {
-        float *parts = c->parts + (size_t)h * TG_ATTN_MAX_SPLITS * pf;
-        for (int s = 0; s < n_split; s++)
-            tg_kvcache_attend_piece(c, layer, pos, c->scratch_q, h, s, n_split, parts + (size_t)s * pf,
-                                    c->work + (size_t)h * wf);
-        tg_kvcache_attend_combine(c, parts, n_split, out + (int64_t)h * gq * D);
     }
 }

@@ -168,30 +168,28 @@ TG_INLINE void values_kind(const tg_attn_block *b, int kind, int bits, const flo
     }
 }
 
+/* KERNEL(b, kind, bits, args...) with b's row kind and code bits as compile-time constants (each specialisation
+ * inlined on its own). */
+#define DISPATCH(KERNEL, b, ...)                                                                                      \
+    do {                                                                                                              \
+        switch ((b)->kind) {                                                                                          \
+        case TG_SEG_F32: KERNEL(b, TG_SEG_F32, 0, __VA_ARGS__); break;                                                \
+        case TG_SEG_F16: KERNEL(b, TG_SEG_F16, 0, __VA_ARGS__); break;                                                \
+        case TG_SEG_BF16: KERNEL(b, TG_SEG_BF16, 0, __VA_ARGS__); break;                                              \
+        default:                                                                                                      \
+            if ((b)->bits == 8) KERNEL(b, TG_SEG_CODES, 8, __VA_ARGS__);                                              \
+            else if ((b)->bits == 4) KERNEL(b, TG_SEG_CODES, 4, __VA_ARGS__);                                         \
+            else KERNEL(b, TG_SEG_CODES, 2, __VA_ARGS__);                                                             \
+            break;                                                                                                    \
+        }                                                                                                             \
+    } while (0)
+
 void tg_attn_avx2_scores(const tg_attn_block *b, const float *qh, int gq, int64_t D, float *sc, int64_t ld) {
-    switch (b->kind) {
-    case TG_SEG_F32: scores_kind(b, TG_SEG_F32, 0, qh, gq, D, sc, ld); break;
-    case TG_SEG_F16: scores_kind(b, TG_SEG_F16, 0, qh, gq, D, sc, ld); break;
-    case TG_SEG_BF16: scores_kind(b, TG_SEG_BF16, 0, qh, gq, D, sc, ld); break;
-    default:
-        if (b->bits == 8) scores_kind(b, TG_SEG_CODES, 8, qh, gq, D, sc, ld);
-        else if (b->bits == 4) scores_kind(b, TG_SEG_CODES, 4, qh, gq, D, sc, ld);
-        else scores_kind(b, TG_SEG_CODES, 2, qh, gq, D, sc, ld);
-        break;
-    }
+    DISPATCH(scores_kind, b, qh, gq, D, sc, ld);
 }
 
 void tg_attn_avx2_values(const tg_attn_block *b, const float *p, int64_t ld, int gq, int64_t D, float *o) {
-    switch (b->kind) {
-    case TG_SEG_F32: values_kind(b, TG_SEG_F32, 0, p, ld, gq, D, o); break;
-    case TG_SEG_F16: values_kind(b, TG_SEG_F16, 0, p, ld, gq, D, o); break;
-    case TG_SEG_BF16: values_kind(b, TG_SEG_BF16, 0, p, ld, gq, D, o); break;
-    default:
-        if (b->bits == 8) values_kind(b, TG_SEG_CODES, 8, p, ld, gq, D, o);
-        else if (b->bits == 4) values_kind(b, TG_SEG_CODES, 4, p, ld, gq, D, o);
-        else values_kind(b, TG_SEG_CODES, 2, p, ld, gq, D, o);
-        break;
-    }
+    DISPATCH(values_kind, b, p, ld, gq, D, o);
 }
 
 void tg_attn_avx2_widen(const tg_attn_block *b, int r, int64_t D, float *out) {

@@ -1,14 +1,11 @@
 /* cache_internal.h — internal to src/kvcache: the resolved policy geometry (capacities and byte counts in closed
- * form), the storage structs, and the functions shared by policy.c, kvcache.c and attend.c.
+ * form), the storage structs, and the functions shared by policy.c, kvcache.c, attend.c and the store codecs.
  *
  * Token bookkeeping of one layer. Tokens at absolute positions < sink go to the sink rows (bounded caches only). The
- * others are numbered n = pos - sink ("non-sink index") and live in [first, n_appended):
- *   - plain stores (fp32/fp16/bf16) keep token n in row n mod row_cap;
- *   - grouped KIVI stores keep tokens [first, qend) quantised, token n in group unit (n / G) mod n_units, row n mod
- *     G, and tokens [qend, n_appended) in the fp32 residual ring, row n mod res_cap;
- *   - whole-history KIVI stores (group size 0) keep token n in row n mod row_cap, keys with one (scale, zero) per
- *     (kv-head, channel) for all rows.
- * first and qend only move forward in whole blocks (G tokens in grouped mode), so eviction is O(1) per token. */
+ * others are numbered n = pos - sink ("non-sink index") and live in [first, n_appended); where a store keeps token n
+ * is its codec's business (codec.h: plain rows, KIVI groups with a residual ring, whole-history KIVI). Grouped
+ * stores keep tokens [qend, n_appended) in their residual ring. first and qend only move forward in whole blocks (G
+ * tokens when a KIVI group exists), so eviction is O(1) per token. */
 #ifndef TG_KVCACHE_INTERNAL_H
 #define TG_KVCACHE_INTERNAL_H
 
@@ -19,18 +16,15 @@
 #include "kvcache/kivi.h"
 #include "kvcache/kvcache.h"
 
-/* Where a store keeps its tokens. */
-typedef enum {
-    TG_STORE_PLAIN = 0,  /* fp32 / fp16 / bf16 rows */
-    TG_STORE_GROUPED,    /* KIVI with groups of G and a full-precision (fp32, fp16 or bf16) residual */
-    TG_STORE_WHOLE,      /* KIVI, the design note's scheme: per-channel key scales over the whole history */
-} tg_store_kind;
+/* How a store keeps its tokens (codec.h); which tokens a layer keeps (eviction.h). */
+typedef struct tg_store_codec tg_store_codec;
+typedef struct tg_eviction tg_eviction;
 
 /* The byte layout of one store (the keys or the values of one layer), identical for every layer. */
 typedef struct {
     tg_kv_precision precision;
-    tg_store_kind kind;
-    const tg_kivi_range *range; /* NULL for plain */
+    const tg_store_codec *codec;
+    const tg_kivi_range *range; /* KIVI codecs; NULL for plain */
     bool per_channel;           /* keys: scales per channel; values: per token */
     size_t elem_bytes;          /* plain: 4 or 2 */
     size_t row_bytes;           /* one kv-head row of head_dim elements in storage */
@@ -38,13 +32,16 @@ typedef struct {
     size_t data_bytes;          /* rows / quantised units */
     size_t scale_bytes;         /* scale + zero arrays together (fp16 each) */
     size_t resid_bytes;         /* residual ring (at resid_precision) */
-    size_t sink_bytes;          /* sink rows: fp32 for KIVI stores, the plain precision otherwise */
+    size_t sink_bytes;          /* sink rows [sink][n_kv_heads][head_dim] at sink_precision */
+    tg_kv_precision sink_precision; /* fp32 for KIVI stores, the plain precision otherwise */
+    bool rewrites;              /* an append may re-code rows already held (a group quantised, a grid re-fitted) */
 } tg_store_geom;
 
 /* The policy resolved against a shape: every capacity the cache allocates, in closed form. */
 typedef struct {
     int n_layers, n_kv_layers;
     int n_heads, n_kv_heads, head_dim;
+    const tg_eviction *eviction; /* which tokens are kept */
     bool bounded;         /* StreamingLLM: sinks + window */
     int64_t sink;         /* sink tokens (0 when unbounded) */
     int64_t window;       /* window (0 when unbounded) */
@@ -62,29 +59,33 @@ typedef struct {
     int64_t row_cap;      /* rows of plain and whole-history stores */
     int64_t max_nonsink;  /* most non-sink tokens held after an append */
     int64_t max_stored;   /* sink + max_nonsink */
+    const tg_store_codec *force_k, *force_v; /* tests: codecs forced by name (NULL: the table's choice) */
     tg_store_geom k, v;
     size_t bytes_layer;   /* all store bytes of one K/V layer */
 } tg_cache_geom;
 
-/* Validates params against shape and resolves them (the budget into a window). False with a message naming the
- * flag. */
-bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *params, tg_cache_geom *g,
-                           tg_error *err);
+/* Validates params against shape and resolves them (the budget into a window), with the store codecs forced to
+ * force_k / force_v where not NULL. False with a message about the policy. */
+bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *params, const tg_store_codec *force_k,
+                           const tg_store_codec *force_v, tg_cache_geom *g, tg_error *err);
+/* Test hook: tg_kvcache_new with the keys' and the values' stores kept by the codecs of these names (codec.c's table;
+ * NULL = the policy's choice). NULL with a message for an unknown name. */
+tg_kvcache *tg_kvcache_new_with_codecs(const tg_cache_shape *shape, const tg_cache_params *params,
+                                       const char *key_codec, const char *value_codec, tg_error *err);
+/* The schedule a cache of this geometry needs (tg_kvcache_plan). */
+tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g);
 /* One-line policy description for the banner. */
 void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *params, char *buf, size_t size);
 /* Bytes of all stores of all K/V layers (the report's bytes_total). */
 size_t tg_cache_geom_bytes(const tg_cache_geom *g);
 
-/* One store of one layer. */
+/* One store of one layer: buffers of the sizes its tg_store_geom gives, laid out by its codec. */
 typedef struct {
-    uint8_t *data;    /* plain: [n_kv_heads][row_cap][head_dim] elems (head-major: attention streams one kv-head's
-                       * rows); grouped: [n_units][n_kv_heads][G][row_bytes];
-                       * whole: [row_cap][n_kv_heads][row_bytes] */
-    uint16_t *scale;  /* fp16. grouped keys: [n_units][n_kv_heads][head_dim]; grouped values: [n_units][n_kv_heads][G];
-                       * whole keys: [n_kv_heads][head_dim]; whole values: [row_cap][n_kv_heads] */
-    uint16_t *zero;   /* same shape as scale */
+    uint8_t *data;    /* rows / quantised units */
+    uint16_t *scale;  /* fp16 scales (KIVI) */
+    uint16_t *zero;   /* fp16 zeros, same shape as scale */
     uint8_t *resid;   /* grouped: [res_cap][n_kv_heads][head_dim] at resid_precision */
-    uint8_t *sink;    /* [sink][n_kv_heads][head_dim], fp32 for KIVI stores, plain precision otherwise */
+    uint8_t *sink;    /* [sink][n_kv_heads][head_dim] at sink_precision */
 } tg_store;
 
 typedef struct {
@@ -105,12 +106,11 @@ struct tg_kvcache {
     int *layer_window;       /* [n_layers] */
     tg_cache_params params;
     tg_cache_geom g;
+    tg_cache_plan plan;      /* from g, once */
+    char policy[sizeof ((tg_cache_report *)0)->policy]; /* the banner's policy line, formatted once */
     tg_layer_cache *layers;  /* [n_layers]; only layers with kv_source[l] == l have storage */
     tg_rope_table *rope_tab; /* reposition: cos / sin of slots [0, min(max_stored, TG_REPOSITION_TABLE_SLOTS)) */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
-    float *scratch_q;        /* [n_heads * head_dim] rotated, scaled queries */
-    float *work;             /* [n_kv_heads][tg_kvcache_work_floats] one attention piece's work space per kv-head */
-    float *parts;            /* [n_kv_heads][TG_ATTN_MAX_SPLITS][tg_kvcache_part_floats] pieces' partial results */
     int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
     float *rope_cos;         /* [head_dim / 2] */
     float *rope_sin;         /* [head_dim / 2] */
@@ -121,6 +121,8 @@ struct tg_kvcache {
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers) */
     size_t bytes_meta;       /* allocated for everything else */
+    void **owned;            /* [max_owned] every block allocated above (tg_kvcache_free frees them) */
+    size_t n_owned, max_owned;
     int64_t n_allocs;        /* allocation calls made (all in tg_kvcache_new) */
 };
 
@@ -130,7 +132,7 @@ void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos);
 /* Rotates x[head_dim] (one head) to cache slot `slot` with the precomputed table (reposition mode only). */
 void tg_kvcache_rotate_slot(const tg_kvcache *c, float *x, int64_t slot);
 /* Dequantised / widened key or value row of non-sink token n (or sink j when is_sink) of kv-head h into out
- * [head_dim], as stored (no rotation). */
+ * [head_dim], as stored (no rotation); read through the store's segments. */
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,
                          float *out);
 

@@ -1,18 +1,11 @@
-/* kivi.c — KIVI affine quantisation: the q-range table, fp16 (scale, zero) fitting, row / channel quantisers and the
- * integer-weighted dot / axpy kernels on packed codes (scalar reference and AVX2). */
+/* kivi.c — KIVI affine quantisation: the q-range table, fp16 (scale, zero) fitting, the row / channel quantisers
+ * and dequantisers. */
 #include "kvcache/kivi.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "util/half.h"
-
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define TG_KIVI_AVX2 1
-#else
-#define TG_KIVI_AVX2 0
-#endif
 
 /* A collapsed or inverted range (bug class 3) fails to compile. */
 _Static_assert(TG_KIVI_INT8_QMAX - TG_KIVI_INT8_QMIN + 1 == 1 << 8, "int8 q-range must span 256 codes");
@@ -129,87 +122,4 @@ void tg_kivi_dequantize_row_channels(const tg_kivi_range *r, const uint8_t *row,
                                      const uint16_t *zero, float *out) {
     for (int64_t i = 0; i < n; i++)
         out[i] = (float)tg_kivi_get(row, r->bits, i) * tg_f16_to_f32(scale[i]) + tg_f16_to_f32(zero[i]);
-}
-
-/* ---- kernels ------------------------------------------------------------------------------------------------ */
-
-static float dot_scalar(int bits, const uint8_t *row, const float *w, int64_t i0, int64_t n) {
-    float s = 0.0f;
-    for (int64_t i = i0; i < n; i++) s += w[i] * (float)tg_kivi_get(row, bits, i);
-    return s;
-}
-
-static void axpy_scalar(int bits, float a, const uint8_t *row, float *y, int64_t i0, int64_t n) {
-    for (int64_t i = i0; i < n; i++) y[i] += a * (float)tg_kivi_get(row, bits, i);
-}
-
-#if TG_KIVI_AVX2
-/* The 8 codes starting at element i (i a multiple of 8) as 8 floats. */
-static inline __m256 codes8(int bits, const uint8_t *row, int64_t i) {
-    if (bits == 8) {
-        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(row + i));
-        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-    }
-    if (bits == 4) {
-        uint32_t w;
-        memcpy(&w, row + i / 2, 4);
-        __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-        return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0xf)));
-    }
-    uint16_t w;
-    memcpy(&w, row + i / 4, 2);
-    __m256i v = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
-    return _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x3)));
-}
-
-static float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-#endif
-
-float tg_kivi_dot(int bits, const uint8_t *row, const float *w, int64_t n, bool simd) {
-#if TG_KIVI_AVX2
-    if (simd) {
-        const int64_t n8 = n & ~(int64_t)7;
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t i = 0; i < n8; i += 8) acc = _mm256_fmadd_ps(codes8(bits, row, i), _mm256_loadu_ps(w + i), acc);
-        return hsum8(acc) + dot_scalar(bits, row, w, n8, n);
-    }
-#else
-    (void)simd;
-#endif
-    return dot_scalar(bits, row, w, 0, n);
-}
-
-void tg_kivi_axpy(int bits, float a, const uint8_t *row, float *y, int64_t n, bool simd) {
-#if TG_KIVI_AVX2
-    if (simd) {
-        const int64_t n8 = n & ~(int64_t)7;
-        const __m256 va = _mm256_set1_ps(a);
-        for (int64_t i = 0; i < n8; i += 8)
-            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, codes8(bits, row, i), _mm256_loadu_ps(y + i)));
-        axpy_scalar(bits, a, row, y, n8, n);
-        return;
-    }
-#else
-    (void)simd;
-#endif
-    axpy_scalar(bits, a, row, y, 0, n);
-}
-
-void tg_kivi_dequantize_row_f32(int bits, const uint8_t *row, int64_t n, const float *scale, const float *zero,
-                                float *out, bool simd) {
-    int64_t i = 0;
-#if TG_KIVI_AVX2
-    if (simd)
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(out + i, _mm256_fmadd_ps(codes8(bits, row, i), _mm256_loadu_ps(scale + i),
-                                                      _mm256_loadu_ps(zero + i)));
-#else
-    (void)simd;
-#endif
-    for (; i < n; i++) out[i] = (float)tg_kivi_get(row, bits, i) * scale[i] + zero[i];
 }

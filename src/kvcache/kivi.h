@@ -1,6 +1,8 @@
 /* kivi.h — KIVI's asymmetric affine quantisation (int8 / int4 / int2): the q-range table, fitting an fp16
- * (scale, zero) pair to a range, quantising and packing rows, per-channel groups, and the integer-weighted dot and
- * axpy kernels that attention runs directly on packed rows (scalar reference beside AVX2). Knows nothing of caches.
+ * (scale, zero) pair to a range, quantising and packing rows, per-channel groups, and dequantising rows (the
+ * quantised sinks' round trip; the tests' reference). Knows nothing of caches: the KIVI store codecs
+ * (codec_kivi_*.c) lay the codes out, and attention reads them in place through segments (attend.c, and the AVX2
+ * kernels of attend_avx2.c, which widen eight codes at a time in registers).
  *
  * Conventions. A quantised element is stored as the unsigned code u = q - qmin in [0, qmax - qmin], so that
  *   q = clamp(round((x - zero) / scale + qmin), qmin, qmax)   and   x' = (q - qmin) * scale + zero = u * scale + zero.
@@ -96,15 +98,5 @@ void tg_kivi_dequantize_row(const tg_kivi_range *r, const uint8_t *row, int64_t 
 /* out[i] = u_i * scale[i] + zero[i] (per-channel fp16 scales, widened). */
 void tg_kivi_dequantize_row_channels(const tg_kivi_range *r, const uint8_t *row, int64_t n, const uint16_t *scale,
                                      const uint16_t *zero, float *out);
-
-/* out[i] = u_i * scale[i] + zero[i] with per-channel scale / zero already widened to fp32 (the attention path:
- * one key row into registers, never the whole cache). */
-void tg_kivi_dequantize_row_f32(int bits, const uint8_t *row, int64_t n, const float *scale, const float *zero,
-                                float *out, bool simd);
-
-/* Integer-weighted kernels on a packed row of n codes (n a multiple of 8 takes the SIMD path in full; any n works).
- * dot returns sum_i w[i] * u_i; axpy does y[i] += a * u_i. `simd` false forces the scalar reference. */
-float tg_kivi_dot(int bits, const uint8_t *row, const float *w, int64_t n, bool simd);
-void tg_kivi_axpy(int bits, float a, const uint8_t *row, float *y, int64_t n, bool simd);
 
 #endif

@@ -45,17 +45,14 @@ void tg_kvcache_free(tg_kvcache *c);
  * k, v: [n_kv_heads * head_dim]. */
 void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v);
 
-/* Attention of the query of the token at position pos (already appended) over what `layer` may see:
- * out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v per head, GQA heads sharing KV heads. q is pre-RoPE
- * [n_heads * head_dim]; the cache rotates it. Reads quantised storage directly; never dequantises the whole cache.
- * Keys after pos are masked (so a chunk may be appended first, as long as nothing it needs was evicted), and so are
- * keys outside the layer's sliding window (pos - key_pos >= layer_window). n_threads > 1 splits the kv-heads. */
-void tg_kvcache_attend(tg_kvcache *c, int layer, int64_t pos, const float *q, float *out, int n_threads);
-
-/* ---- attention in pieces, for callers that run their own threads (the forward pass) --------------------------
- * tg_kvcache_attend above is tg_kvcache_query, then every piece (h, s) of every kv-head h, then
- * tg_kvcache_attend_combine per kv-head. Pieces only read the cache (and their own work space), so any number may run
- * concurrently between an append and the next append. */
+/* ---- attention, in pieces that callers run on their own threads (the forward pass's team) --------------------
+ * The attention of the query of the token at position pos (already appended) over what `layer` may see,
+ * out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v per head (GQA heads sharing kv-heads), is
+ * tg_kvcache_query, then every piece (h, s) of every kv-head h, then tg_kvcache_attend_combine per kv-head. Pieces
+ * read quantised storage directly (never a dequantised copy of the cache) and only read the cache (and their own
+ * work space), so any number may run concurrently between an append and the next append. Keys after pos are masked
+ * (so a chunk may be appended first, as long as nothing it needs was evicted; tg_kvcache_plan says when), and so are
+ * keys outside the layer's sliding window (pos - key_pos >= layer_window). */
 
 /* Most shares one kv-head's visible tokens are split into. */
 #define TG_ATTN_MAX_SPLITS 8
@@ -80,6 +77,21 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
 /* out[gq * head_dim] (the query heads of one kv-head) = its n_split parts (consecutive, tg_kvcache_part_floats
  * apart) combined; zeros for a head that sees nothing. */
 void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out);
+
+/* How callers must schedule tokens through a cache: fixed when the cache is made, so the decode path asks for it
+ * without cost. */
+typedef struct {
+    bool bounded;        /* StreamingLLM: the cache evicts, so it never fills up (tg_kvcache_has_room stays true) */
+    bool token_by_token; /* appending a token may change what an earlier token sees (an eviction, a KIVI group
+                          * quantised, a key grid re-fitted): a chunk must append and attend its tokens one at a time
+                          * to compute what decoding them one by one computes */
+    int max_chunk;       /* most tokens one forward call may take, 0 = no limit: 1 when a layer reads another layer's
+                          * K/V under eviction (the whole chunk is appended there before it attends, and a later token
+                          * may evict keys an earlier one still needs) */
+} tg_cache_plan;
+
+/* The cache's schedule (see tg_cache_plan). */
+tg_cache_plan tg_kvcache_plan(const tg_kvcache *c);
 
 /* True when one more token fits (always true for a bounded streaming cache). */
 bool tg_kvcache_has_room(const tg_kvcache *c);

@@ -1,17 +1,18 @@
-/* policy.c — the cache policy: defaults, precision names, validation with messages naming the flag, resolution of a
- * byte budget into a window, and the closed-form geometry (every capacity and byte count the cache allocates). */
+/* policy.c — the cache policy: defaults, precision names, validation (each rejection with its tg_error_code, worded
+ * in the cache's terms), resolution of a byte budget into a window, and the closed-form geometry (every capacity and
+ * byte count the cache allocates). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kvcache/cache_internal.h"
+#include "kvcache/codec.h"
+#include "kvcache/eviction.h"
 #include "util/checked.h"
 #include "util/error.h"
 
 /* Upper bounds that keep every product below comfortably checked. */
-#define MAX_GROUP 4096
-#define MAX_RESIDUAL (1 << 20)
-#define DEFAULT_SINK 4
+#define MAX_GROUP TG_KV_MAX_GROUP_SIZE
+#define MAX_RESIDUAL TG_KV_MAX_RESIDUAL
 
 tg_cache_params tg_cache_default_params(void) {
     tg_cache_params p = {
@@ -52,46 +53,14 @@ static bool precision_ok(tg_kv_precision p) { return (int)p >= 0 && (int)p < N_P
 
 /* ---- geometry ------------------------------------------------------------------------------------------------- */
 
-/* Checked a * b * c * d; sets *ok = false on overflow. */
-static size_t mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
-    size_t r;
-    if (!tg_mul_size(a, b, &r) || !tg_mul_size(r, c, &r) || !tg_mul_size(r, d, &r)) {
-        *ok = false;
-        return 0;
-    }
-    return r;
-}
-
-static bool store_geom(const tg_cache_geom *g, tg_kv_precision p, bool keys, tg_store_geom *s) {
-    bool ok = true;
-    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim;
+/* The layout of one store: its codec (forced, or the table's choice) fills it in. */
+static bool store_geom(const tg_cache_geom *g, tg_kv_precision p, bool keys, const tg_store_codec *force,
+                       tg_store_geom *s) {
     memset(s, 0, sizeof *s);
     s->precision = p;
-    s->range = tg_kivi_range_of(p);
     s->per_channel = keys;
-    if (!s->range) {
-        s->kind = TG_STORE_PLAIN;
-        s->elem_bytes = p == TG_KV_FP32 ? 4 : 2;
-        s->row_bytes = D * s->elem_bytes;
-        s->data_bytes = mul4(&ok, (size_t)g->row_cap, H, s->row_bytes, 1);
-        s->sink_bytes = mul4(&ok, (size_t)g->sink, H, s->row_bytes, 1);
-        return ok;
-    }
-    s->row_bytes = tg_kivi_row_bytes(s->range, (int64_t)D);
-    s->sink_bytes = mul4(&ok, (size_t)g->sink, H, D, sizeof(float));
-    if (g->grouped) {
-        s->kind = TG_STORE_GROUPED;
-        const size_t G = (size_t)g->group, U = (size_t)g->n_units;
-        s->data_bytes = mul4(&ok, U, H, G, s->row_bytes);
-        s->scale_bytes = mul4(&ok, U, H, keys ? D : G, 2 * sizeof(uint16_t));
-        s->resid_bytes = mul4(&ok, (size_t)g->res_cap, H, D, g->resid_elem);
-    } else {
-        s->kind = TG_STORE_WHOLE;
-        s->data_bytes = mul4(&ok, (size_t)g->row_cap, H, s->row_bytes, 1);
-        s->scale_bytes = keys ? mul4(&ok, H, D, 2 * sizeof(uint16_t), 1)
-                              : mul4(&ok, (size_t)g->row_cap, H, 2 * sizeof(uint16_t), 1);
-    }
-    return ok;
+    s->codec = force ? force : tg_store_codec_for(g, p);
+    return s->codec && s->codec->geometry(g, s);
 }
 
 static size_t store_total(const tg_store_geom *s, bool *ok) {
@@ -102,46 +71,24 @@ static size_t store_total(const tg_store_geom *s, bool *ok) {
     return t;
 }
 
-/* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens. */
+/* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens: the eviction
+ * policy sizes the history, the store codecs their buffers. */
 static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t window) {
     const bool any_kivi = tg_kivi_is_quantized(p->key_precision) || tg_kivi_is_quantized(p->value_precision);
+    g->eviction = tg_eviction_for(p, window);
     g->bounded = window > 0;
     g->window = window;
-    g->sink = g->bounded ? (p->sink < 0 ? DEFAULT_SINK : p->sink) : 0;
     g->reposition = p->reposition && g->bounded;
     g->grouped = any_kivi && p->group_size > 0;
     g->group = g->grouped ? p->group_size : 0;
     g->block = g->grouped ? g->group : 1;
     g->residual = g->res_cap = g->n_units = 0;
     g->resid_precision = p->residual_precision;
-    g->resid_elem = p->residual_precision == TG_KV_FP32 ? sizeof(float) : sizeof(uint16_t);
-    if (g->bounded && window > INT64_MAX / 4 - 2 * (int64_t)MAX_GROUP) return false;
-    if (g->grouped) {
-        const int64_t G = g->group;
-        if (g->bounded) {
-            const int64_t W = window;
-            const int64_t held = W + G - 1; /* most non-sink tokens held after an append */
-            g->residual = p->residual < G * (held / G) ? p->residual : G * (held / G);
-            g->res_cap = g->residual > G ? g->residual : G;
-            const int64_t units = (W + 2 * G - 2 - g->res_cap) / G;
-            g->n_units = units > 0 ? units : 0;
-            g->row_cap = held;
-            g->max_nonsink = held;
-        } else {
-            const int64_t T = g->context;
-            const int64_t C = p->residual > G ? p->residual : G;
-            g->residual = p->residual;
-            g->res_cap = C < T ? C : T;
-            g->n_units = T > C ? (T - 1 - C + G) / G : 0;
-            g->row_cap = T;
-            g->max_nonsink = T;
-        }
-    } else {
-        g->row_cap = g->bounded ? window : g->context;
-        g->max_nonsink = g->row_cap;
-    }
+    g->resid_elem = tg_plain_elem_bytes(p->residual_precision);
+    if (!g->eviction || !g->eviction->capacities(g, p)) return false;
     g->max_stored = g->sink + g->max_nonsink;
-    bool ok = store_geom(g, p->key_precision, true, &g->k) && store_geom(g, p->value_precision, false, &g->v);
+    bool ok = store_geom(g, p->key_precision, true, g->force_k, &g->k) &&
+              store_geom(g, p->value_precision, false, g->force_v, &g->v);
     size_t kb = store_total(&g->k, &ok), vb = store_total(&g->v, &ok);
     if (!ok || !tg_add_size(kb, vb, &g->bytes_layer)) return false;
     size_t all;
@@ -173,32 +120,49 @@ static bool shape_ok(const tg_cache_shape *s, int *n_kv_layers, tg_error *err) {
     return true;
 }
 
-bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p, tg_cache_geom *g, tg_error *err) {
+bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p, const tg_store_codec *force_k,
+                           const tg_store_codec *force_v, tg_cache_geom *g, tg_error *err) {
     memset(g, 0, sizeof *g);
+    g->force_k = force_k;
+    g->force_v = force_v;
     if (!p) return tg_fail(err, "KV cache: no parameters");
     if (!shape_ok(shape, &g->n_kv_layers, err)) return false;
     if (!precision_ok(p->key_precision))
-        return tg_fail(err, "--kv-quantize-keys: unknown precision %d", (int)p->key_precision);
+        return tg_fail_code(err, TG_ERR_CACHE_KEY_PRECISION, "KV cache: unknown key precision %d",
+                            (int)p->key_precision);
     if (!precision_ok(p->value_precision))
-        return tg_fail(err, "--kv-quantize-values: unknown precision %d", (int)p->value_precision);
-    if (p->sink < -1) return tg_fail(err, "--streaming-llm-sink %" PRId64 ": must be >= 0", p->sink);
-    if (p->window < 0) return tg_fail(err, "--streaming-llm-window %" PRId64 ": must be >= 0", p->window);
-    if (p->budget_bytes < 0) return tg_fail(err, "--kv-budget %" PRId64 ": must be > 0", p->budget_bytes);
+        return tg_fail_code(err, TG_ERR_CACHE_VALUE_PRECISION, "KV cache: unknown value precision %d",
+                            (int)p->value_precision);
+    if (p->sink < -1)
+        return tg_fail_code(err, TG_ERR_CACHE_SINK, "KV cache: sink of %" PRId64 " tokens: must be >= 0", p->sink);
+    if (p->window < 0)
+        return tg_fail_code(err, TG_ERR_CACHE_WINDOW, "KV cache: window of %" PRId64 " tokens: must be >= 0",
+                            p->window);
+    if (p->budget_bytes < 0)
+        return tg_fail_code(err, TG_ERR_CACHE_BUDGET, "KV cache: budget of %" PRId64 " bytes: must be > 0",
+                            p->budget_bytes);
     if (p->budget_bytes > 0 && p->window > 0)
-        return tg_fail(err, "--kv-budget and --streaming-llm-window are exclusive: the budget chooses the window");
+        return tg_fail_code(err, TG_ERR_CACHE_BUDGET_AND_WINDOW,
+                            "KV cache: a byte budget and a window are exclusive: the budget chooses the window");
     if (p->sink > 0 && p->window == 0 && p->budget_bytes == 0)
-        return tg_fail(err, "--streaming-llm-sink %" PRId64 " needs --streaming-llm-window (or --kv-budget): without "
-                            "a window nothing is evicted", p->sink);
+        return tg_fail_code(err, TG_ERR_CACHE_SINK_WITHOUT_WINDOW,
+                            "KV cache: %" PRId64 " sink tokens need a window (or a byte budget): without a window "
+                            "nothing is evicted", p->sink);
     if (p->group_size < 0 || p->group_size > MAX_GROUP)
-        return tg_fail(err, "--kv-group-size %d: must be in 0..%d", p->group_size, MAX_GROUP);
+        return tg_fail_code(err, TG_ERR_CACHE_GROUP_SIZE, "KV cache: KIVI group size %d: must be in 0..%d",
+                            p->group_size, MAX_GROUP);
     if (p->residual < 0 || p->residual > MAX_RESIDUAL)
-        return tg_fail(err, "--kv-residual %d: must be in 0..%d", p->residual, MAX_RESIDUAL);
+        return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL, "KV cache: KIVI residual of %d tokens: must be in 0..%d",
+                            p->residual, MAX_RESIDUAL);
     if (p->residual_precision != TG_KV_FP32 && p->residual_precision != TG_KV_FP16 &&
         p->residual_precision != TG_KV_BF16)
-        return tg_fail(err, "--kv-residual-precision %s: must be fp32, fp16 or bf16",
-                       tg_kv_precision_name(p->residual_precision));
+        return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_PRECISION,
+                            "KV cache: KIVI residual precision %s: must be fp32, fp16 or bf16",
+                            tg_kv_precision_name(p->residual_precision));
     if (p->group_size > 0 && p->residual % p->group_size != 0)
-        return tg_fail(err, "--kv-residual %d is not a multiple of --kv-group-size %d", p->residual, p->group_size);
+        return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE,
+                            "KV cache: KIVI residual of %d tokens is not a multiple of the group size %d", p->residual,
+                            p->group_size);
 
     g->n_layers = shape->n_layers;
     g->n_heads = shape->n_heads;
@@ -207,18 +171,21 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     g->context = shape->context_length;
 
     if (p->budget_bytes == 0) {
-        if (!geom_for_window(g, p, p->window))
-            return tg_fail(err, p->window > 0 ? "--streaming-llm-window %" PRId64 ": the cache would not fit in memory"
-                                              : "KV cache: context of %" PRId64 " tokens would not fit in memory",
-                           p->window > 0 ? p->window : g->context);
+        if (!geom_for_window(g, p, p->window)) {
+            if (p->window > 0)
+                return tg_fail_code(err, TG_ERR_CACHE_WINDOW_TOO_LARGE,
+                                    "KV cache: a window of %" PRId64 " tokens would not fit in memory", p->window);
+            return tg_fail(err, "KV cache: context of %" PRId64 " tokens would not fit in memory", g->context);
+        }
         return true;
     }
     /* the largest window in [1, context] whose cache fits the budget (bytes grow with the window) */
     const size_t budget = (size_t)p->budget_bytes;
     if (!geom_for_window(g, p, 1) || tg_cache_geom_bytes(g) > budget) {
         size_t need = geom_for_window(g, p, 1) ? tg_cache_geom_bytes(g) : SIZE_MAX;
-        return tg_fail(err, "--kv-budget %" PRId64 ": too small; even %" PRId64 " sink tokens and a window of 1 need "
-                            "%zu bytes", p->budget_bytes, g->sink, need);
+        return tg_fail_code(err, TG_ERR_CACHE_BUDGET_TOO_SMALL,
+                            "KV cache: a budget of %" PRId64 " bytes is too small; even %" PRId64 " sink tokens and a "
+                            "window of 1 need %zu bytes", p->budget_bytes, g->sink, need);
     }
     int64_t lo = 1, hi = g->context;
     while (lo < hi) {
@@ -229,6 +196,14 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     geom_for_window(g, p, lo);
     g->window_from_budget = true;
     return true;
+}
+
+tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g) {
+    tg_cache_plan plan = {.bounded = g->bounded};
+    /* evictions and re-coded rows (a group flush, a re-fitted grid: stores with scales) change what is seen */
+    plan.token_by_token = g->bounded || g->k.rewrites || g->v.rewrites;
+    plan.max_chunk = g->bounded && g->n_kv_layers < g->n_layers ? 1 : 0;
+    return plan;
 }
 
 /* ---- the banner's policy line ------------------------------------------------------------------------------- */
@@ -278,7 +253,7 @@ size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *
         return 0;
     }
     tg_cache_geom g;
-    if (!tg_cache_geom_resolve(shape, params, &g, err)) return 0;
+    if (!tg_cache_geom_resolve(shape, params, NULL, NULL, &g, err)) return 0;
     /* an unbounded cache sized for exactly n_tokens (all a streaming cache needs before its first eviction) */
     tg_cache_shape s = *shape;
     s.context_length = n_tokens;
@@ -287,7 +262,7 @@ size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *
     u.budget_bytes = 0;
     u.sink = -1;
     tg_cache_geom gu;
-    if (!tg_cache_geom_resolve(&s, &u, &gu, err)) return 0;
+    if (!tg_cache_geom_resolve(&s, &u, NULL, NULL, &gu, err)) return 0;
     size_t unbounded = tg_cache_geom_bytes(&gu);
     if (!g.bounded) return unbounded;
     size_t bounded = tg_cache_geom_bytes(&g);

@@ -75,7 +75,7 @@ bool tg_hf_read_generation(struct tg_model *m, const char *dir, const json_t *co
     }
     char path[4096];
     bool missing = false;
-    tg_error why = {{0}};
+    tg_error why = {0};
     if (!tg_folder_file(dir, "generation_config.json", NULL, path, sizeof path, &missing, &why)) {
         if (missing) return true;
         if (err) *err = why;

@@ -60,7 +60,7 @@ static bool read_kv_source(const tg_gguf *g, tg_hparams *hp, tg_error *err) {
                                 "earlier layer's)", path, KEY, l, (long long)v, l);
         hp->kv_source[l] = (int)v;
     }
-    char where[sizeof(tg_error){{0}}.msg];
+    char where[sizeof(tg_error){0}.msg];
     snprintf(where, sizeof where, "%.400s: %s", path, KEY);
     if (!tg_kv_source_check(hp->kv_source, hp->n_layers, where, err)) return false;
     for (int l = 0; l < hp->n_layers; l++) {

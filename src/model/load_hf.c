@@ -238,7 +238,7 @@ static bool read_kv_source(const config *c, tg_hparams *hp, tg_error *err) {
                                 "or an earlier layer's)", c->path, l, l);
         hp->kv_source[l] = (int)s;
     }
-    char where[sizeof(tg_error){{0}}.msg];
+    char where[sizeof(tg_error){0}.msg];
     snprintf(where, sizeof where, "%.400s: \"kv_source\"", c->path);
     return tg_kv_source_check(hp->kv_source, hp->n_layers, where, err);
 }
@@ -272,7 +272,7 @@ static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t col
 static int folder_has(const char *dir, const char *name, tg_error *err) {
     char path[4096];
     bool missing = false;
-    tg_error why = {{0}};
+    tg_error why = {0};
     if (tg_folder_file(dir, name, NULL, path, sizeof path, &missing, &why)) return 1;
     if (missing) return 0;
     if (err) *err = why;
@@ -316,7 +316,7 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, t
     if (need == TG_NEED_TOKENIZER) return load_tokenizer_only(m, dir, err);
     char path[4096];
     bool missing;
-    tg_error why = {{0}};
+    tg_error why = {0};
     if (!tg_folder_file(dir, "config.json", NULL, path, sizeof path, &missing, &why)) {
         if (missing) return tg_fail(err, "%s: not a model (expected a GGUF file or a Hugging Face folder with "
                                          "config.json)", dir);

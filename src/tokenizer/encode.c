@@ -1,5 +1,6 @@
 /* encode.c — text to ids: split on added tokens (leftmost, longest), then normalize, pre-tokenize and run the model
  * over each stretch of text in between. */
+#define _GNU_SOURCE /* memmem */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,8 @@ typedef struct {
     tg_pretok_ctx *pre;
     tg_word_scratch word;
     tg_idvec out;
+    size_t max_bytes; /* the call's expansion ceiling, tg_tok_max_bytes(len): also the most ids it may give */
+    size_t budget;    /* what is left of it after the sections encoded so far */
 } enc_ctx;
 
 static void enc_free(enc_ctx *c) {
@@ -39,35 +42,50 @@ static bool norm_reserve(enc_ctx *c, int which, size_t need) {
     return true;
 }
 
-/* Runs the normalizer steps over s[0..n); *out points at the result (s itself when there are no steps). */
-static bool normalize(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n, const char **out, size_t *out_n) {
+/* The exact length of s[0..n) with every non-overlapping occurrence of a (leftmost first) replaced by b. */
+static bool replaced_size(const char *s, size_t n, const tg_norm_step *st, size_t *size) {
+    size_t hits = 0;
+    for (const char *p = s, *end = s + n; (p = memmem(p, (size_t)(end - p), st->a, st->a_len)) != NULL;) {
+        hits++;
+        p += st->a_len;
+    }
+    size_t removed = hits * st->a_len, added; /* hits * a_len <= n */
+    if (!tg_mul_size(hits, st->b_len, &added)) return false;
+    return tg_add_size(n - removed, added, size);
+}
+
+/* Runs the normalizer steps over s[0..n); *out points at the result (s itself when there are no steps). Each step's
+ * output is sized exactly before it is written; one longer than max_bytes is not written: false with *over set. */
+static bool normalize(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n, size_t max_bytes, const char **out,
+                      size_t *out_n, bool *over) {
     const char *cur = s;
     size_t cur_n = n;
     int w = 0;
+    *over = false;
     for (size_t k = 0; k < t->n_norm; k++) {
         const tg_norm_step *st = &t->norm[k];
+        size_t need;
         if (st->kind == TG_NORM_PREPEND) {
             if (cur_n == 0) continue;
-            size_t need;
-            if (!tg_add_size(cur_n, st->a_len, &need) || !norm_reserve(c, w, need)) return false;
+            if (!tg_add_size(cur_n, st->a_len, &need) || need > max_bytes) return !(*over = true);
+            if (!norm_reserve(c, w, need)) return false;
             memcpy(c->norm[w], st->a, st->a_len);
             memcpy(c->norm[w] + st->a_len, cur, cur_n);
             cur_n = need;
         } else {
             if (st->a_len == 0) continue;
-            /* worst case: every byte starts a match */
-            size_t need, grow = st->b_len > st->a_len ? st->b_len : st->a_len;
-            if (!tg_mul_size(cur_n, grow, &need) || !tg_add_size(need, 1, &need) || !norm_reserve(c, w, need))
-                return false;
+            if (!replaced_size(cur, cur_n, st, &need) || need > max_bytes) return !(*over = true);
+            if (!norm_reserve(c, w, need + 1)) return false;
             size_t o = 0;
-            for (size_t i = 0; i < cur_n;) {
-                if (i + st->a_len <= cur_n && memcmp(cur + i, st->a, st->a_len) == 0) {
-                    memcpy(c->norm[w] + o, st->b, st->b_len);
-                    o += st->b_len;
-                    i += st->a_len;
-                } else {
-                    c->norm[w][o++] = cur[i++];
-                }
+            for (const char *p = cur, *end = cur + cur_n; p < end;) {
+                const char *hit = memmem(p, (size_t)(end - p), st->a, st->a_len);
+                const size_t keep = (size_t)((hit ? hit : end) - p);
+                memcpy(c->norm[w] + o, p, keep);
+                o += keep;
+                if (!hit) break;
+                memcpy(c->norm[w] + o, st->b, st->b_len);
+                o += st->b_len;
+                p = hit + st->a_len;
             }
             cur_n = o;
         }
@@ -79,14 +97,31 @@ static bool normalize(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n
     return true;
 }
 
-/* Encodes the text between two added tokens. first: it starts at offset 0 of the caller's text. */
+/* The expansion ceiling's wording, for the messages below: format "(limit: %dx the input + %d bytes)". */
+#define LIMIT_FMT "(limit: %dx the input + %d bytes)"
+#define LIMIT_ARGS TG_TOK_EXPAND_FACTOR, TG_TOK_EXPAND_SLACK
+
+/* Encodes the text between two added tokens. first: it starts at offset 0 of the caller's text. The section's
+ * normalized and pre-tokenized text is charged to c->budget (what is left of the call's expansion ceiling). */
 static bool encode_section(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n, bool first, tg_error *err) {
     if (n == 0) return true;
     const char *norm;
     size_t norm_n;
-    if (!normalize(t, c, s, n, &norm, &norm_n)) return tg_fail(err, "out of memory normalizing %zu bytes", n);
+    bool over;
+    if (!normalize(t, c, s, n, c->budget, &norm, &norm_n, &over)) {
+        if (over)
+            return tg_fail(err, "%s: normalizer expands the input beyond %zu bytes " LIMIT_FMT, t->source,
+                           c->max_bytes, LIMIT_ARGS);
+        return tg_fail(err, "%s: out of memory normalizing %zu bytes", t->source, n);
+    }
     if (!tg_pieces_set(&c->pieces, norm, norm_n, first)) return tg_fail(err, "out of memory");
-    if (!tg_pretok_run(t->pre, t->n_pre, &c->pieces, c->pre, err)) return false;
+    if (!tg_pretok_run(t->pre, t->n_pre, &c->pieces, c->budget, c->pre, &over, err)) {
+        if (over)
+            return tg_fail(err, "%s: pre-tokenizer expands the input beyond %zu bytes " LIMIT_FMT, t->source,
+                           c->max_bytes, LIMIT_ARGS);
+        return false;
+    }
+    c->budget -= c->pieces.len; /* <= budget: every pass checked its output against it */
     for (size_t i = 0; i < c->pieces.n; i++) {
         const tg_piece pc = c->pieces.p[i];
         const char *w = c->pieces.buf + pc.off;
@@ -94,6 +129,9 @@ static bool encode_section(const tg_tokenizer *t, enc_ctx *c, const char *s, siz
                                                     : tg_spm_word(t, w, pc.len, &c->word, &c->out);
         if (!ok) return tg_fail(err, "out of memory encoding a %zu-byte word", pc.len);
     }
+    if (c->out.n > c->max_bytes)
+        return tg_fail(err, "%s: the input gives more than %zu tokens " LIMIT_FMT, t->source, c->max_bytes,
+                       LIMIT_ARGS);
     return true;
 }
 
@@ -119,14 +157,12 @@ static size_t space_before(const char *s, size_t n) {
     return 0;
 }
 
-/* The longest added token at text[pos..len), or NULL. */
-static const tg_added_token *added_at(const tg_tokenizer *t, const char *text, size_t pos, size_t len) {
-    const uint8_t b = (uint8_t)text[pos];
-    for (size_t k = t->added_start[b]; k < t->added_start[b + 1]; k++) {
-        const tg_added_token *a = &t->added[k];
-        if (a->len <= len - pos && memcmp(text + pos, t->text + t->off[a->id], a->len) == 0) return a;
-    }
-    return NULL;
+/* The call's expansion ceiling: TG_TOK_EXPAND_FACTOR x len + TG_TOK_EXPAND_SLACK bytes (SIZE_MAX if that
+ * overflows). */
+static size_t max_bytes_for(size_t len) {
+    size_t n;
+    if (!tg_mul_size(len, TG_TOK_EXPAND_FACTOR, &n) || !tg_add_size(n, TG_TOK_EXPAND_SLACK, &n)) return SIZE_MAX;
+    return n;
 }
 
 bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n,
@@ -134,33 +170,42 @@ bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bo
     *ids = NULL;
     *n = 0;
     if (!t) return tg_fail(err, "tokenizer: no tokenizer");
-    if (!text && len) return tg_fail(err, "tokenizer: NULL text");
-    if (add_bos && t->bos < 0) return tg_fail(err, "tokenizer: BOS requested but the vocabulary has no BOS token");
+    if (!text && len) return tg_fail(err, "%s: NULL text to encode", t->source);
+    if (add_bos && t->bos < 0) return tg_fail(err, "%s: BOS requested but the vocabulary has no BOS token", t->source);
     enc_ctx c = {0};
-    c.pre = tg_pretok_ctx_new();
+    c.max_bytes = c.budget = max_bytes_for(len);
+    c.pre = tg_pretok_ctx_new(t->source);
     bool ok = c.pre != NULL;
     if (!ok) tg_fail(err, "out of memory");
     if (ok && add_bos && !tg_idvec_push(&c.out, t->bos)) ok = tg_fail(err, "out of memory");
 
+    tg_added_scan scan;
+    tg_added_scan_init(&scan, t->added_match, text, len);
     size_t sec = 0, pos = 0;
-    while (ok && pos < len) {
-        const tg_added_token *a = t->n_added ? added_at(t, text, pos, len) : NULL;
-        if (!a) {
+    while (ok && pos < len && t->n_added) {
+        int32_t k;
+        if (!tg_added_scan_at(&scan, pos, &k)) {
+            ok = tg_fail(err, "out of memory matching added tokens");
+            break;
+        }
+        if (k < 0) {
             pos++;
             continue;
         }
+        const tg_added_token *a = &t->added[k];
         size_t end = pos;
         if (a->lstrip) {
-            for (size_t k; (k = space_before(text + sec, end - sec)) > 0;) end -= k;
+            for (size_t s; (s = space_before(text + sec, end - sec)) > 0;) end -= s;
         }
         ok = encode_section(t, &c, text + sec, end - sec, sec == 0, err);
         if (ok && !tg_idvec_push(&c.out, a->id)) ok = tg_fail(err, "out of memory");
         pos += a->len;
         if (a->rstrip) {
-            for (size_t k; (k = space_after(text + pos, len - pos)) > 0;) pos += k;
+            for (size_t s; (s = space_after(text + pos, len - pos)) > 0;) pos += s;
         }
         sec = pos;
     }
+    tg_added_scan_free(&scan);
     if (ok) ok = encode_section(t, &c, text + sec, len - sec, sec == 0, err);
     enc_free(&c);
     if (!ok) {

@@ -152,7 +152,7 @@ static bool setup_bpe_pre(tg_tokenizer *t, const tg_gguf *g, const char *path, t
     if (!fam) return tg_fail(err, "%s: unsupported tokenizer.ggml.pre '%.*s'", path, (int)pre.len, pre.ptr);
     for (int i = 0; i < 5 && fam->regex[i]; i++) {
         tg_pre_step st = {.kind = TG_PRE_SPLIT, .behavior = TG_SPLIT_ISOLATED};
-        st.re = tg_regex_new(fam->regex[i], strlen(fam->regex[i]), false, err);
+        st.re = tg_regex_new(fam->regex[i], strlen(fam->regex[i]), false, path, err);
         if (!st.re || !tg_tok_add_pre(t, &st, err)) return false;
     }
     const tg_pre_step bl = {.kind = TG_PRE_BYTE_LEVEL};
@@ -185,7 +185,7 @@ tg_tokenizer *tg_tokenizer_load_gguf(const tg_gguf *g, tg_error *err) {
         tg_fail(err, "%s: bad vocabulary size %llu", path, (unsigned long long)tokens.count);
         return NULL;
     }
-    tg_tokenizer *t = tg_tok_alloc((int32_t)tokens.count, err);
+    tg_tokenizer *t = tg_tok_alloc((int32_t)tokens.count, path, err);
     if (!t) return NULL;
     bool ok = load_texts(t, &tokens, path, err) && load_types_scores(t, g, spm, path, err);
     if (ok && spm) {

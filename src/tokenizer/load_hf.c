@@ -41,7 +41,7 @@ static json_t *load_json(const char *dir, const char *name, char *path, size_t c
                          bool *failed) {
     *failed = false;
     bool missing;
-    tg_error why = {{0}};
+    tg_error why = {0};
     json_t *root = NULL;
     if (tg_folder_file(dir, name, NULL, path, cap, &missing, &why))
         root = tg_json_load_path(path, JSON_ALLOW_NUL, &missing, &why);
@@ -64,8 +64,8 @@ static json_t *load_json(const char *dir, const char *name, char *path, size_t c
 /* A pattern object {"String": s} or {"Regex": r}: compiled (literal for String). */
 static tg_regex *pattern_regex(hf_ctx *c, const json_t *pat, const char *what) {
     const json_t *s = json_object_get(pat, "String"), *r = json_object_get(pat, "Regex");
-    if (json_is_string(s)) return tg_regex_new(json_string_value(s), json_string_length(s), true, c->err);
-    if (json_is_string(r)) return tg_regex_new(json_string_value(r), json_string_length(r), false, c->err);
+    if (json_is_string(s)) return tg_regex_new(json_string_value(s), json_string_length(s), true, c->path, c->err);
+    if (json_is_string(r)) return tg_regex_new(json_string_value(r), json_string_length(r), false, c->path, c->err);
     tg_fail(c->err, "%s: %s pattern must be {\"String\": ...} or {\"Regex\": ...}", c->path, what);
     return NULL;
 }
@@ -155,7 +155,7 @@ static bool parse_pre(hf_ctx *c, const json_t *p) {
     if (strcmp(type, "ByteLevel") == 0) {
         tg_pre_step st = {.kind = TG_PRE_BYTE_LEVEL, .add_prefix_space = bool_field(p, "add_prefix_space", true)};
         if (bool_field(p, "use_regex", true)) {
-            st.re = tg_regex_new(TG_REGEX_GPT2, strlen(TG_REGEX_GPT2), false, c->err);
+            st.re = tg_regex_new(TG_REGEX_GPT2, strlen(TG_REGEX_GPT2), false, c->path, c->err);
             if (!st.re) return false;
         }
         return tg_tok_add_pre(c->t, &st, c->err);
@@ -168,7 +168,7 @@ static bool parse_pre(hf_ctx *c, const json_t *p) {
     }
     if (strcmp(type, "Digits") == 0) {
         const char *re = bool_field(p, "individual_digits", false) ? "\\p{N}" : "\\p{N}+";
-        return add_split(c, tg_regex_new(re, strlen(re), false, c->err), TG_SPLIT_ISOLATED, false);
+        return add_split(c, tg_regex_new(re, strlen(re), false, c->path, c->err), TG_SPLIT_ISOLATED, false);
     }
     if (strcmp(type, "Metaspace") == 0) {
         tg_pre_step st = {
@@ -178,11 +178,11 @@ static bool parse_pre(hf_ctx *c, const json_t *p) {
     }
     if (strcmp(type, "Whitespace") == 0) {
         const char *re = "\\w+|[^\\w\\s]+";
-        return add_split(c, tg_regex_new(re, strlen(re), false, c->err), TG_SPLIT_REMOVED, true);
+        return add_split(c, tg_regex_new(re, strlen(re), false, c->path, c->err), TG_SPLIT_REMOVED, true);
     }
     if (strcmp(type, "WhitespaceSplit") == 0) {
         const char *re = "\\s+";
-        return add_split(c, tg_regex_new(re, strlen(re), false, c->err), TG_SPLIT_REMOVED, false);
+        return add_split(c, tg_regex_new(re, strlen(re), false, c->path, c->err), TG_SPLIT_REMOVED, false);
     }
     return tg_fail(c->err, "%s: unsupported pre_tokenizer type '%s'", c->path, type);
 }
@@ -442,7 +442,7 @@ tg_tokenizer *tg_tokenizer_load_hf(const char *dir, tg_error *err) {
     if (ok && added && !json_is_array(added)) ok = tg_fail(err, "%s: added_tokens is not a list", path);
     if (ok) ok = vocab_size(&c, vocab, added, &n);
     if (ok) {
-        c.t = tg_tok_alloc(n, err);
+        c.t = tg_tok_alloc(n, path, err);
         ok = c.t != NULL;
     }
     if (ok) ok = load_vocab(&c, vocab, added, bool_field(model, "byte_fallback", false));

@@ -23,6 +23,7 @@ typedef struct {
 } tg_seg;
 
 struct tg_pretok_ctx {
+    const char *source; /* the tokenizer's file, for messages */
     pcre2_match_data *md;
     tg_pieces tmp;  /* the next state, swapped with the caller's pieces after each pass */
     tg_seg *seg;
@@ -88,10 +89,10 @@ static char *spell_out_spaces(const char *p, size_t len, size_t *out_len) {
     return o;
 }
 
-tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *err) {
+tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, const char *source, tg_error *err) {
     tg_regex *re = calloc(1, sizeof *re);
     if (!re) {
-        tg_fail(err, "out of memory compiling a tokenizer pattern");
+        tg_fail(err, "%s: out of memory compiling a tokenizer pattern", source);
         return NULL;
     }
     int code;
@@ -102,7 +103,7 @@ tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *
     char *spelled = literal ? NULL : spell_out_spaces(pattern, len, &n);
     if (!literal && !spelled) {
         free(re);
-        tg_fail(err, "out of memory compiling a tokenizer pattern");
+        tg_fail(err, "%s: out of memory compiling a tokenizer pattern", source);
         return NULL;
     }
     re->code = pcre2_compile((PCRE2_SPTR)(literal ? pattern : spelled), n, opts, &code, &at, NULL);
@@ -111,7 +112,8 @@ tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);
         (void)at; /* an offset into the rewritten pattern would mislead */
-        tg_fail(err, "tokenizer pattern '%.*s': %s", (int)(len > 200 ? 200 : len), pattern, (const char *)msg);
+        tg_fail(err, "%s: tokenizer pattern '%.*s': %s", source, (int)(len > 200 ? 200 : len), pattern,
+                (const char *)msg);
         free(re);
         return NULL;
     }
@@ -126,9 +128,10 @@ void tg_regex_free(tg_regex *re) {
     free(re);
 }
 
-tg_pretok_ctx *tg_pretok_ctx_new(void) {
+tg_pretok_ctx *tg_pretok_ctx_new(const char *source) {
     tg_pretok_ctx *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->source = source;
     c->md = pcre2_match_data_create(1, NULL);
     if (!c->md) {
         free(c);
@@ -212,7 +215,7 @@ static bool segments_regex(const tg_regex *re, const char *s, size_t n, tg_preto
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            return tg_fail(err, "tokenizer pre-tokenizer regex failed: %s", (const char *)msg);
+            return tg_fail(err, "%s: a pre-tokenizer pattern failed on the text: %s", c->source, (const char *)msg);
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
         const size_t ms = ov[0], me = ov[1];
@@ -335,18 +338,56 @@ static bool split_pass(tg_pieces *ps, const tg_regex *re, const char *lit, size_
 
 typedef enum { XF_PREFIX_SPACE, XF_METASPACE, XF_BYTE_MAP } tg_xform;
 
-/* Rewrites every piece into a fresh buffer. */
-static bool transform_pass(tg_pieces *ps, tg_xform xf, const tg_pre_step *st, tg_pretok_ctx *c, tg_error *err) {
+/* Whether the metaspace step puts a replacement in front of piece s[0..len) (len > 0). */
+static bool metaspace_prefixed(const tg_pre_step *st, const char *s, size_t len, bool first) {
+    const bool starts = len >= st->replacement_len && memcmp(s, st->replacement, st->replacement_len) == 0;
+    const bool starts_space = s[0] == ' '; /* becomes the replacement anyway */
+    const bool want = st->prepend == TG_PREPEND_ALWAYS || (st->prepend == TG_PREPEND_FIRST && first);
+    return want && !starts && !starts_space;
+}
+
+/* The exact number of bytes transformation xf turns piece s[0..len) (len > 0) into, counted from the piece itself
+ * (a metaspace replacement is 1..4 bytes, from tokenizer.json; a byte-level character 1 or 2). False on overflow. */
+static bool transform_size(tg_xform xf, const tg_pre_step *st, const char *s, size_t len, bool first,
+                           size_t *size) {
+    switch (xf) {
+    case XF_PREFIX_SPACE:
+        return tg_add_size(len, s[0] != ' ', size);
+    case XF_METASPACE: {
+        size_t spaces = 0;
+        for (size_t j = 0; j < len; j++) spaces += s[j] == ' ';
+        size_t n = len - spaces, rep;
+        if (!tg_add_size(spaces, metaspace_prefixed(st, s, len, first), &rep)) return false;
+        if (!tg_mul_size(rep, st->replacement_len, &rep)) return false;
+        return tg_add_size(n, rep, size);
+    }
+    case XF_BYTE_MAP: {
+        size_t n = 0;
+        for (size_t j = 0; j < len; j++) n += tg_byte_level_cp((uint8_t)s[j]) < 0x80 ? 1 : 2;
+        *size = n;
+        return true;
+    }
+    }
+    return false;
+}
+
+/* Rewrites every piece into a fresh buffer, each sized exactly from the piece before it is written. max_bytes: the
+ * most the rewritten text may take (the tokenizer's expansion ceiling); *over is set when it would take more. */
+static bool transform_pass(tg_pieces *ps, tg_xform xf, const tg_pre_step *st, size_t max_bytes, tg_pretok_ctx *c,
+                           bool *over, tg_error *err) {
     tg_pieces *out = &c->tmp;
     out->n = 0;
     out->len = 0;
     for (size_t i = 0; i < ps->n; i++) {
         const tg_piece pc = ps->p[i];
         const char *s = ps->buf + pc.off;
-        /* worst case growth: metaspace 3 bytes per space + a prefix; byte map 2 bytes per byte */
-        size_t room;
-        if (!tg_mul_size(pc.len, 3, &room) || !tg_add_size(room, 8, &room) || !buf_reserve(out, room))
-            return tg_fail(err, "out of memory");
+        size_t room, total;
+        if (!transform_size(xf, st, s, pc.len, pc.first, &room) || !tg_add_size(out->len, room, &total) ||
+            total > max_bytes) {
+            *over = true;
+            return false;
+        }
+        if (!buf_reserve(out, room)) return tg_fail(err, "out of memory");
         char *d = out->buf + out->len;
         size_t w = 0;
         switch (xf) {
@@ -355,11 +396,8 @@ static bool transform_pass(tg_pieces *ps, tg_xform xf, const tg_pre_step *st, tg
             memcpy(d + w, s, pc.len);
             w += pc.len;
             break;
-        case XF_METASPACE: {
-            const bool starts = pc.len >= st->replacement_len && memcmp(s, st->replacement, st->replacement_len) == 0;
-            const bool starts_space = s[0] == ' '; /* becomes the replacement below */
-            const bool want = st->prepend == TG_PREPEND_ALWAYS || (st->prepend == TG_PREPEND_FIRST && pc.first);
-            if (want && !starts && !starts_space) {
+        case XF_METASPACE:
+            if (metaspace_prefixed(st, s, pc.len, pc.first)) {
                 memcpy(d, st->replacement, st->replacement_len);
                 w += st->replacement_len;
             }
@@ -372,11 +410,12 @@ static bool transform_pass(tg_pieces *ps, tg_xform xf, const tg_pre_step *st, tg
                 }
             }
             break;
-        }
         case XF_BYTE_MAP:
             w = tg_byte_level_encode((const uint8_t *)s, pc.len, d);
             break;
         }
+        if (w != room) /* transform_size and the writer above disagree: a bug, caught by the tests and fuzzers */
+            return tg_fail(err, "tokenizer: internal error: a pre-tokenizer wrote %zu of %zu bytes", w, room);
         if (!piece_push(out, out->len, w, pc.first)) return tg_fail(err, "out of memory");
         out->len += w;
     }
@@ -384,7 +423,9 @@ static bool transform_pass(tg_pieces *ps, tg_xform xf, const tg_pre_step *st, tg
     return true;
 }
 
-bool tg_pretok_run(const tg_pre_step *steps, size_t n, tg_pieces *ps, tg_pretok_ctx *c, tg_error *err) {
+bool tg_pretok_run(const tg_pre_step *steps, size_t n, tg_pieces *ps, size_t max_bytes, tg_pretok_ctx *c,
+                   bool *over, tg_error *err) {
+    *over = false;
     for (size_t i = 0; i < n; i++) {
         const tg_pre_step *st = &steps[i];
         switch (st->kind) {
@@ -392,12 +433,13 @@ bool tg_pretok_run(const tg_pre_step *steps, size_t n, tg_pieces *ps, tg_pretok_
             if (!split_pass(ps, st->re, NULL, 0, st->behavior, st->invert, c, err)) return false;
             break;
         case TG_PRE_BYTE_LEVEL:
-            if (st->add_prefix_space && !transform_pass(ps, XF_PREFIX_SPACE, st, c, err)) return false;
+            if (st->add_prefix_space && !transform_pass(ps, XF_PREFIX_SPACE, st, max_bytes, c, over, err))
+                return false;
             if (st->re && !split_pass(ps, st->re, NULL, 0, TG_SPLIT_ISOLATED, false, c, err)) return false;
-            if (!transform_pass(ps, XF_BYTE_MAP, st, c, err)) return false;
+            if (!transform_pass(ps, XF_BYTE_MAP, st, max_bytes, c, over, err)) return false;
             break;
         case TG_PRE_METASPACE:
-            if (!transform_pass(ps, XF_METASPACE, st, c, err)) return false;
+            if (!transform_pass(ps, XF_METASPACE, st, max_bytes, c, over, err)) return false;
             if (st->split && !split_pass(ps, NULL, st->replacement, st->replacement_len, TG_SPLIT_MERGED_NEXT,
                                          false, c, err))
                 return false;

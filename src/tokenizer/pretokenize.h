@@ -15,8 +15,9 @@
 /* A compiled pattern. Matching treats the subject as UTF-8 with Unicode classes; invalid UTF-8 in a subject is
  * never matched by any part of the pattern (PCRE2_MATCH_INVALID_UTF), so such bytes end up between matches. */
 typedef struct tg_regex tg_regex;
-/* literal: the pattern is a plain string to find, not a regex. NULL with a message naming the pattern. */
-tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, tg_error *err);
+/* literal: the pattern is a plain string to find, not a regex. NULL with a message naming source (the file the
+ * pattern comes from) and the pattern. */
+tg_regex *tg_regex_new(const char *pattern, size_t len, bool literal, const char *source, tg_error *err);
 void tg_regex_free(tg_regex *re);
 
 typedef enum {
@@ -60,16 +61,20 @@ typedef struct {
     size_t n, cap_p;
 } tg_pieces;
 
-/* Working memory for running pre-tokenizer steps; reusable across calls. */
+/* Working memory for running pre-tokenizer steps; reusable across calls. source: the tokenizer's file, which
+ * messages name (not copied: it must outlive the context). */
 typedef struct tg_pretok_ctx tg_pretok_ctx;
-tg_pretok_ctx *tg_pretok_ctx_new(void);
+tg_pretok_ctx *tg_pretok_ctx_new(const char *source);
 void tg_pretok_ctx_free(tg_pretok_ctx *c);
 
 /* Replaces the pieces with one piece holding text[0..len). False on allocation failure. */
 bool tg_pieces_set(tg_pieces *ps, const char *text, size_t len, bool first);
 void tg_pieces_free(tg_pieces *ps);
 
-/* Runs steps[0..n) over ps in order. False with a message on allocation or regex-engine failure. */
-bool tg_pretok_run(const tg_pre_step *steps, size_t n, tg_pieces *ps, tg_pretok_ctx *c, tg_error *err);
+/* Runs steps[0..n) over ps in order. Every rewritten text is sized exactly before it is written; one that would
+ * exceed max_bytes is not written: false with *over set and err untouched (the caller names the tokenizer and the
+ * limit). Otherwise false with a message on allocation or regex-engine failure. */
+bool tg_pretok_run(const tg_pre_step *steps, size_t n, tg_pieces *ps, size_t max_bytes, tg_pretok_ctx *c,
+                   bool *over, tg_error *err);
 
 #endif

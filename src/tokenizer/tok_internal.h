@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tokenizer/added_match.h"
 #include "tokenizer/hashmap.h"
 #include "tokenizer/merge_heap.h"
 #include "tokenizer/pretokenize.h"
@@ -45,11 +46,22 @@ typedef struct {
 typedef struct {
     int32_t id;
     size_t len;          /* bytes of its text */
-    uint8_t first;       /* first byte of its text */
     bool lstrip, rstrip; /* swallow white space (Unicode White_Space) on that side */
 } tg_added_token;
 
+/* Ceilings on the work one encode call may do, whatever tokenizer.json says. Normalizers and pre-tokenizers may
+ * lengthen a text (Prepend, Replace, Metaspace, byte-level mapping); legitimate tokenizers at most triple it
+ * (spaces -> U+2581) and then double that (byte-level), so a call may produce at most
+ * TG_TOK_EXPAND_FACTOR x its input + TG_TOK_EXPAND_SLACK bytes of normalized / pre-tokenized text (every
+ * intermediate step counted, the sections between added tokens sharing one budget), and at most as many ids.
+ * Exceeding either is an error naming the tokenizer file and the limit (docs/errors.md). */
+#define TG_TOK_EXPAND_FACTOR 16
+#define TG_TOK_EXPAND_SLACK 4096
+/* At most this many normalizer and this many pre-tokenizer steps (Sequences flattened); real tokenizers use a few. */
+#define TG_TOK_MAX_STEPS 64
+
 struct tg_tokenizer {
+    char *source;             /* the file it was loaded from (tokenizer.json or the GGUF), for messages */
     int32_t n_vocab;
     char *text;               /* token texts, back to back */
     size_t *off;              /* [n_vocab + 1]: token i is text[off[i] .. off[i + 1]) */
@@ -73,9 +85,9 @@ struct tg_tokenizer {
     tg_pre_step *pre;         /* [n_pre] */
     size_t n_pre;
 
-    tg_added_token *added;    /* [n_added], sorted by (first byte, length descending) */
+    tg_added_token *added;    /* [n_added], by id */
     size_t n_added;
-    size_t added_start[257];  /* added tokens starting with byte b: added[added_start[b] .. added_start[b + 1]) */
+    tg_added_matcher *added_match; /* finds them: its index i is added[i] (NULL when n_added is 0) */
 
     /* decoder */
     bool dec_byte_level;      /* NORMAL tokens are byte-level characters */
@@ -86,8 +98,9 @@ struct tg_tokenizer {
 
 /* ---- construction helpers (tokenizer.c) ---- */
 
-/* A zeroed tokenizer with n_vocab empty UNUSED tokens reserved; texts are set with tg_tok_set_texts. */
-tg_tokenizer *tg_tok_alloc(int32_t n_vocab, tg_error *err);
+/* A zeroed tokenizer with n_vocab empty UNUSED tokens reserved, loaded from the file `source` (copied; messages from
+ * here on name it); texts are set with tg_tok_set_texts. */
+tg_tokenizer *tg_tok_alloc(int32_t n_vocab, const char *source, tg_error *err);
 /* Copies texts[i] (lens[i] bytes) into the arena, or "" where texts[i] is NULL, and builds the text -> id map. */
 bool tg_tok_set_texts(tg_tokenizer *t, const char *const *texts, const size_t *lens, tg_error *err);
 /* After types and texts are set: fills byte_id from <0xNN> tokens, and indexes the added tokens: every token of

@@ -1,5 +1,6 @@
 /* tokenizer.c — building and freeing a tokenizer (vocabulary arena, lookup maps, pipeline steps, added-token
  * index) and its small accessors; the loaders in load_gguf.c / load_hf.c fill it through these helpers. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,22 +8,23 @@
 #include "util/checked.h"
 #include "util/error.h"
 
-tg_tokenizer *tg_tok_alloc(int32_t n_vocab, tg_error *err) {
+tg_tokenizer *tg_tok_alloc(int32_t n_vocab, const char *source, tg_error *err) {
     if (n_vocab <= 0) {
-        tg_fail(err, "tokenizer: empty vocabulary");
+        tg_fail(err, "%s: empty vocabulary", source);
         return NULL;
     }
     tg_tokenizer *t = calloc(1, sizeof *t);
     if (!t) {
-        tg_fail(err, "out of memory allocating the tokenizer");
+        tg_fail(err, "%s: out of memory allocating the tokenizer", source);
         return NULL;
     }
     t->n_vocab = n_vocab;
+    t->source = strdup(source);
     t->off = calloc((size_t)n_vocab + 1, sizeof *t->off);
     t->type = malloc((size_t)n_vocab);
-    if (!t->off || !t->type) {
+    if (!t->source || !t->off || !t->type) {
         tg_tokenizer_free(t);
-        tg_fail(err, "out of memory for a vocabulary of %d tokens", (int)n_vocab);
+        tg_fail(err, "%s: out of memory for a vocabulary of %d tokens", source, (int)n_vocab);
         return NULL;
     }
     memset(t->type, TG_TOK_UNUSED, (size_t)n_vocab);
@@ -34,10 +36,11 @@ tg_tokenizer *tg_tok_alloc(int32_t n_vocab, tg_error *err) {
 bool tg_tok_set_texts(tg_tokenizer *t, const char *const *texts, const size_t *lens, tg_error *err) {
     size_t total = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
-        if (texts[i] && !tg_add_size(total, lens[i], &total)) return tg_fail(err, "tokenizer: vocabulary too large");
+        if (texts[i] && !tg_add_size(total, lens[i], &total))
+            return tg_fail(err, "%s: vocabulary too large", t->source);
     }
     t->text = malloc(total ? total : 1);
-    if (!t->text) return tg_fail(err, "out of memory for %zu bytes of token text", total);
+    if (!t->text) return tg_fail(err, "%s: out of memory for %zu bytes of token text", t->source, total);
     size_t at = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
         t->off[i] = at;
@@ -48,7 +51,7 @@ bool tg_tok_set_texts(tg_tokenizer *t, const char *const *texts, const size_t *l
     }
     t->off[t->n_vocab] = at;
     if (!tg_strmap_init(&t->vocab, (size_t)t->n_vocab, t->text, t->off))
-        return tg_fail(err, "out of memory for the token map");
+        return tg_fail(err, "%s: out of memory for the token map", t->source);
     for (int32_t i = 0; i < t->n_vocab; i++) {
         if (t->off[i + 1] > t->off[i]) tg_strmap_put(&t->vocab, i);
     }
@@ -71,13 +74,6 @@ bool tg_tok_parse_byte(const char *s, size_t len, uint8_t *out) {
     return true;
 }
 
-static int cmp_added(const void *pa, const void *pb) {
-    const tg_added_token *a = pa, *b = pb;
-    if (a->first != b->first) return a->first < b->first ? -1 : 1;
-    if (a->len != b->len) return a->len > b->len ? -1 : 1; /* longest first */
-    return a->id < b->id ? -1 : (a->id > b->id);
-}
-
 bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_error *err) {
     size_t n_added = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
@@ -89,25 +85,32 @@ bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_e
         if ((ty == TG_TOK_CONTROL || ty == TG_TOK_USER || ty == TG_TOK_UNKNOWN) && len > 0) n_added++;
     }
     free(t->added);
+    tg_added_matcher_free(t->added_match);
+    t->added_match = NULL;
+    t->n_added = 0;
     t->added = calloc(n_added ? n_added : 1, sizeof *t->added);
-    if (!t->added) return tg_fail(err, "out of memory for the added-token index");
+    const char **texts = calloc(n_added ? n_added : 1, sizeof *texts);
+    size_t *lens = calloc(n_added ? n_added : 1, sizeof *lens);
+    bool ok = t->added && texts && lens;
     size_t k = 0;
-    for (int32_t i = 0; i < t->n_vocab; i++) {
+    for (int32_t i = 0; ok && i < t->n_vocab; i++) {
         size_t len;
         const char *s = tg_tok_text(t, i, &len);
         const uint8_t ty = t->type[i];
         if ((ty == TG_TOK_CONTROL || ty == TG_TOK_USER || ty == TG_TOK_UNKNOWN) && len > 0) {
-            t->added[k++] = (tg_added_token){i, len, (uint8_t)s[0], lstrip && lstrip[i], rstrip && rstrip[i]};
+            t->added[k] = (tg_added_token){i, len, lstrip && lstrip[i], rstrip && rstrip[i]};
+            texts[k] = s;
+            lens[k++] = len;
         }
     }
-    t->n_added = n_added;
-    qsort(t->added, n_added, sizeof *t->added, cmp_added);
-    size_t j = 0;
-    for (int b = 0; b < 256; b++) {
-        t->added_start[b] = j;
-        while (j < n_added && t->added[j].first == b) j++;
+    if (ok && n_added) { /* ids ascending: of two added tokens with one text, the lower id wins */
+        t->added_match = tg_added_matcher_new(texts, lens, n_added);
+        ok = t->added_match != NULL;
     }
-    t->added_start[256] = n_added;
+    free(texts);
+    free(lens);
+    if (!ok) return tg_fail(err, "%s: out of memory for the added-token index", t->source);
+    t->n_added = n_added;
     return true;
 }
 
@@ -121,24 +124,31 @@ static char *dup_bytes(const char *s, size_t len) {
 
 bool tg_tok_add_norm(tg_tokenizer *t, tg_norm_kind kind, const char *a, size_t a_len, const char *b, size_t b_len,
                      tg_error *err) {
+    if (t->n_norm >= TG_TOK_MAX_STEPS)
+        return tg_fail(err, "%s: more than %d normalizers (limit: %d)", t->source, TG_TOK_MAX_STEPS, TG_TOK_MAX_STEPS);
     tg_norm_step *v = realloc(t->norm, (t->n_norm + 1) * sizeof *v);
-    if (!v) return tg_fail(err, "out of memory");
+    if (!v) return tg_fail(err, "%s: out of memory", t->source);
     t->norm = v;
     tg_norm_step st = {kind, dup_bytes(a, a_len), dup_bytes(b ? b : "", b ? b_len : 0), a_len, b ? b_len : 0};
     if (!st.a || !st.b) {
         free(st.a);
         free(st.b);
-        return tg_fail(err, "out of memory");
+        return tg_fail(err, "%s: out of memory", t->source);
     }
     t->norm[t->n_norm++] = st;
     return true;
 }
 
 bool tg_tok_add_pre(tg_tokenizer *t, const tg_pre_step *step, tg_error *err) {
+    if (t->n_pre >= TG_TOK_MAX_STEPS) {
+        tg_regex_free(step->re);
+        return tg_fail(err, "%s: more than %d pre-tokenizers (limit: %d)", t->source, TG_TOK_MAX_STEPS,
+                       TG_TOK_MAX_STEPS);
+    }
     tg_pre_step *v = realloc(t->pre, (t->n_pre + 1) * sizeof *v);
     if (!v) {
         tg_regex_free(step->re);
-        return tg_fail(err, "out of memory");
+        return tg_fail(err, "%s: out of memory", t->source);
     }
     t->pre = v;
     t->pre[t->n_pre++] = *step;
@@ -170,6 +180,7 @@ bool tg_tok_add_merge(tg_tokenizer *t, const char *a, size_t a_len, const char *
 
 void tg_tokenizer_free(tg_tokenizer *t) {
     if (!t) return;
+    free(t->source);
     free(t->text);
     free(t->off);
     free(t->type);
@@ -184,6 +195,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
     for (size_t i = 0; i < t->n_pre; i++) tg_regex_free(t->pre[i].re);
     free(t->pre);
     free(t->added);
+    tg_added_matcher_free(t->added_match);
     free(t);
 }
 

@@ -157,7 +157,7 @@ static double tolerance_for(const tg_model_info *info) {
 }
 
 static tg_model *load_or_report(const char *path) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(path, &err);
     if (!m) print_error("%s: %s\n", path, err.msg);
     return m;
@@ -199,7 +199,7 @@ static void test_fixture_logits(void **state) {
                 tg_model_free(m);
                 continue;
             }
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_cache_params p = tg_cache_default_params();
             tg_session *sess = tg_session_new(m, &p, 2, &err);
             float *got = malloc((size_t)(fx->T * fx->V) * sizeof *got);
@@ -270,7 +270,7 @@ static void test_fixture_greedy(void **state) {
             tg_model_info info;
             tg_model_get_info(m, &info);
             bool exact = tolerance_for(&info) == TOL_F32 && !(window > 0 && info.sliding_window == 0);
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_cache_params p = tg_cache_default_params();
             tg_session *sess = tg_session_new(m, &p, 2, &err);
             float *logits = malloc((size_t)info.vocab_size * sizeof *logits);

@@ -64,7 +64,7 @@ static void check_message(const fixture *fx, const tg_error *err, ...) {
 /* Builds b, expects the open to fail with a message holding the given phrases, frees b. */
 #define EXPECT_FAIL(fx, b, ...)                                                                                     \
     do {                                                                                                            \
-        tg_error err_ = {{0}};                                                                                      \
+        tg_error err_ = {0};                                                                                      \
         tg_gguf *g_ = open_built((fx), (b), &err_);                                                                 \
         if (g_) {                                                                                                   \
             tg_gguf_close(g_);                                                                                      \
@@ -117,7 +117,7 @@ static void test_every_metadata_type(void **state) {
                               4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};           /* u32 [] */
     gguf_builder_add_raw(b, "a.nested", GGUF_BUILDER_T_ARRAY, nested, sizeof nested);
 
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     gguf_builder_free(b);
@@ -207,7 +207,7 @@ static void test_large_string_array(void **state) {
     }
     gguf_builder *b = gguf_builder_new();
     gguf_builder_add_arr_str(b, "tokenizer.ggml.tokens", N, strs);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     gguf_builder_free(b);
@@ -243,7 +243,7 @@ static void test_tensor_views(void **state) {
     assert_int_equal(gguf_builder_add_tensor(b, "w.3d", GGUF_BUILDER_F32, 3, (int64_t[]){4, 2, 2}, NULL), 6);
     assert_int_equal(gguf_builder_add_tensor(b, "w.bad", GGUF_BUILDER_Q8_0, 1, (int64_t[]){33}, NULL), -1);
 
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     gguf_builder_free(b);
@@ -305,7 +305,7 @@ static void test_alignment(void **state) {
     gguf_builder_set_alignment(b, 256);
     gguf_builder_add_tensor(b, "a", GGUF_BUILDER_F32, 1, (int64_t[]){3}, x);
     gguf_builder_add_tensor(b, "b", GGUF_BUILDER_F32, 1, (int64_t[]){3}, x);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     gguf_builder_free(b);
@@ -349,7 +349,7 @@ static void test_vocab_only_and_v2(void **state) {
     gguf_builder *b = gguf_builder_new();
     gguf_builder_set_version(b, 2);
     gguf_builder_add_u32(b, "x", 1);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(tg_gguf_version(g), 2);
@@ -374,7 +374,7 @@ static void test_bad_magic_and_version(void **state) {
     size_t n;
     uint8_t *p = gguf_builder_bytes(b, &n);
     gguf_builder_free(b);
-    tg_error err = {{0}};
+    tg_error err = {0};
     p[0] = 'X';
     assert_null(open_bytes(fx, p, n, &err));
     check_message(fx, &err, "not a GGUF file", "bad magic", (const char *)NULL);
@@ -423,7 +423,7 @@ static void test_every_prefix(void **state) {
     size_t n;
     uint8_t *p = gguf_builder_bytes(b, &n);
     gguf_builder_free(b);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_bytes(fx, p, n, &err);
     if (!g) fail_msg("%s", err.msg);
     tg_gguf_close(g);
@@ -465,7 +465,7 @@ static void test_byte_mutations(void **state) {
         for (size_t k = 0; k < sizeof values; k++) {
             if (values[k] == orig) continue;
             p[i] = values[k];
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_gguf *g = open_bytes(fx, p, n, &err);
             if (g) {
                 opened++;
@@ -508,7 +508,7 @@ static void test_huge_counts(void **state) {
     uint8_t *p = gguf_builder_bytes(b, &n);
     gguf_builder_free(b);
     memset(p + 24, 0xee, 8);
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(open_bytes(fx, p, n, &err));
     check_message(fx, &err, "key of metadata entry 0", "string length", (const char *)NULL);
     memcpy(p + 24, "\x01\0\0\0\0\0\0\0", 8);
@@ -552,7 +552,7 @@ static void test_bad_values(void **state) {
     EXPECT_FAIL(fx, b, "'deep'", "nested more than 8 deep");
     b = gguf_builder_new(); /* 8 deep is fine */
     gguf_builder_add_raw(b, "deep", GGUF_BUILDER_T_ARRAY, deep + 12, sizeof deep - 12);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     tg_gguf_close(g);
@@ -628,7 +628,7 @@ static void test_bad_tensors(void **state) {
     uint8_t *p = gguf_builder_bytes(b, &n);
     gguf_builder_free(b);
     memset(p + 24, 0x7f, 8);
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(open_bytes(fx, p, n, &err));
     check_message(fx, &err, "name of tensor info 0", "string length", (const char *)NULL);
     free(p);
@@ -646,7 +646,7 @@ static void check_vocab_file(const char *file, const char *model, uint64_t n_tok
         skip();
     }
     fclose(f);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = tg_gguf_open(path, &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(tg_gguf_n_tensors(g), 0);

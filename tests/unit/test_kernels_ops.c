@@ -169,7 +169,7 @@ static void test_rope_half_equals_interleaved_on_permuted(void **state) {
 
 static void test_rope_table(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_rope_table_new(7, 10000.0f, 16, &err));
     assert_true(strlen(err.msg) > 0);
     assert_null(tg_rope_table_new(8, 0.0f, 16, &err));

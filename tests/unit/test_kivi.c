@@ -1,6 +1,6 @@
 /* test_kivi.c — the KIVI quantiser on its own: the q-range table, fp16 directed rounding, (scale, zero) fitting,
  * round trips for every integer precision (error <= half a step), constant and all-zero slices, scales at the
- * 1e-5 floor, NaN inputs, packing, and the AVX2 dot / axpy kernels against the scalar reference. */
+ * 1e-5 floor, NaN inputs and packing (attention on the codes is test_kvcache.c's). */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -246,38 +246,6 @@ static void test_packing(void **state) {
     }
 }
 
-/* The SIMD kernels equal the scalar reference (relative 1e-5) for lengths with and without tails. */
-static void test_kernels_simd_vs_scalar(void **state) {
-    (void)state;
-    const int64_t lens[] = {1, 7, 8, 9, 33, 64, 128, 250};
-    uint64_t seed = 31;
-    uint8_t row[256];
-    float w[256], y1[256], y2[256];
-    for (int p = 0; p < 3; p++) {
-        const tg_kivi_range *r = tg_kivi_range_of(INTS[p]);
-        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-            const int64_t n = lens[li];
-            memset(row, 0, sizeof row);
-            for (int64_t i = 0; i < n; i++) {
-                tg_kivi_put(row, r->bits, i, (int)((frand(&seed) + 1.0f) * 0.5f * (float)(r->qmax - r->qmin) + 0.5f));
-                w[i] = frand(&seed);
-                y1[i] = y2[i] = frand(&seed);
-            }
-            float ref = 0.0f, mag = 0.0f;
-            for (int64_t i = 0; i < n; i++) {
-                ref += w[i] * (float)tg_kivi_get(row, r->bits, i);
-                mag += fabsf(w[i]) * (float)tg_kivi_get(row, r->bits, i);
-            }
-            float ds = tg_kivi_dot(r->bits, row, w, n, false), dv = tg_kivi_dot(r->bits, row, w, n, true);
-            assert_true(fabsf(ds - ref) <= 1e-5f * (mag + 1.0f));
-            assert_true(fabsf(dv - ref) <= 1e-5f * (mag + 1.0f));
-            tg_kivi_axpy(r->bits, 0.37f, row, y1, n, false);
-            tg_kivi_axpy(r->bits, 0.37f, row, y2, n, true);
-            for (int64_t i = 0; i < n; i++) assert_float_equal(y1[i], y2[i], 1e-5f * (fabsf(y1[i]) + 1.0f));
-        }
-    }
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_range_table),
@@ -287,7 +255,6 @@ int main(void) {
         cmocka_unit_test(test_constant_and_tiny_slices),
         cmocka_unit_test(test_non_finite_inputs),
         cmocka_unit_test(test_packing),
-        cmocka_unit_test(test_kernels_simd_vs_scalar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include "kernels/ops.h"
 #include "kvcache/cache_internal.h"
+#include "attend_team.h"
 #include "kvcache/kvcache.h"
 #include "tinygpt.h"
 
@@ -85,7 +86,7 @@ static void test_fp32_unbounded_matches_naive(void **state) {
     tg_cache_shape shape = small_shape(NL, NH, H, D, 64);
     shape.layer_window = window;
     tg_cache_params p = tg_cache_default_params();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
 
@@ -109,7 +110,7 @@ static void test_fp32_unbounded_matches_naive(void **state) {
         }
         /* layer 0: query at t over the rotated raw keys */
         for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
-        tg_kvcache_attend(c, 0, t, q, out, 1);
+        test_attend(c, 0, t, q, out, 1);
         float *kr = malloc((size_t)(t + 1) * H * D * sizeof(float));
         for (int s = 0; s <= t; s++) {
             memcpy(kr + s * H * D, kraw + s * H * D, (size_t)H * D * sizeof(float));
@@ -195,7 +196,7 @@ static void run_scenario(const scenario *sc, int T) {
     p.sink = sc->sink;
     p.window = sc->window;
     p.reposition = sc->reposition;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
     const tg_cache_geom *g = &c->g;
@@ -240,9 +241,9 @@ static void run_scenario(const scenario *sc, int T) {
         /* fused attention == naive attention over the read-back, for the owning and the sharing layer */
         for (int layer = 0; layer < 2; layer++) {
             for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
-            tg_kvcache_attend(c, layer, t, q, out, 2);
+            test_attend(c, layer, t, q, out, 2);
             tg_kvcache_set_simd(c, false);
-            tg_kvcache_attend(c, layer, t, q, out_scalar, 1);
+            test_attend(c, layer, t, q, out_scalar, 1);
             tg_kvcache_set_simd(c, true);
             memcpy(qr, q, sizeof q);
             tg_rope(qr, NH, D, g->reposition ? stored - 1 : t, 10000.0f, TG_ROPE_HALF);
@@ -313,7 +314,7 @@ static void test_future_tokens_and_window_masked(void **state) {
     tg_cache_shape shape = small_shape(2, NH, H, D, T);
     shape.layer_window = window;
     tg_cache_params p = tg_cache_default_params();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     float k[T][8], v[T][8], q[16], out[16], want[16], kr[T][8], qr[16];
@@ -335,7 +336,7 @@ static void test_future_tokens_and_window_masked(void **state) {
     for (int layer = 0; layer < 2; layer++)
         for (int pos = 0; pos < T; pos++) {
             for (int i = 0; i < NH * D; i++) q[i] = frand(&seed);
-            tg_kvcache_attend(c, layer, pos, q, out, 1);
+            test_attend(c, layer, pos, q, out, 1);
             memcpy(qr, q, sizeof q);
             tg_rope(qr, NH, D, pos, 10000.0f, TG_ROPE_HALF);
             for (int t = 0; t < T; t++) vis[t] = t <= pos && (window[layer] == 0 || pos - t < window[layer]);
@@ -365,7 +366,7 @@ static void test_constant_and_zero_kv_finite(void **state) {
                     p.window = 6;
                     p.sink = 2;
                     p.reposition = repo;
-                    tg_error err = {{0}};
+                    tg_error err = {0};
                     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                     assert_non_null(c);
                     float k[8], v[8], q[16], out[16];
@@ -373,7 +374,7 @@ static void test_constant_and_zero_kv_finite(void **state) {
                     for (int i = 0; i < NH * D; i++) q[i] = 0.25f * (float)(i % 5) - 0.5f;
                     for (int t = 0; t < 40; t++) {
                         tg_kvcache_append(c, 0, t, k, v);
-                        tg_kvcache_attend(c, 0, t, q, out, 1);
+                        test_attend(c, 0, t, q, out, 1);
                         for (int i = 0; i < NH * D; i++) {
                             assert_true(isfinite(out[i]));
                             assert_float_equal(out[i], consts[ci], 1e-6f); /* mean of identical values */
@@ -395,7 +396,7 @@ static void test_tiny_and_large_ranges_finite(void **state) {
             p.key_precision = p.value_precision = (tg_kv_precision)kp;
             p.group_size = 4;
             p.residual = 0;
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             assert_non_null(c);
             uint64_t seed = 7;
@@ -407,7 +408,7 @@ static void test_tiny_and_large_ranges_finite(void **state) {
                     q[i] = frand(&seed);
                 }
                 tg_kvcache_append(c, 0, t, k, v);
-                tg_kvcache_attend(c, 0, t, q, out, 1);
+                test_attend(c, 0, t, q, out, 1);
                 for (int i = 0; i < D; i++) assert_true(isfinite(out[i]) && fabsf(out[i]) <= 1.01f * mags[m] + 1e-5f);
             }
             int64_t n = tg_kvcache_read_back(c, 0, 31, kb, vb, NULL);
@@ -440,7 +441,7 @@ static void test_eviction_geometry_sweep(void **state) {
                     p.residual = rm * G;
                     p.window = W;
                     p.sink = S;
-                    tg_error err = {{0}};
+                    tg_error err = {0};
                     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                     if (!c) fail_msg("%s", err.msg);
                     assert_true(c->g.max_stored <= 80);
@@ -493,7 +494,7 @@ static void test_byte_accounting(void **state) {
                 p.residual = 32;
                 if (mode == 1) p.window = 50; /* sink 4 + window 50 */
                 if (mode == 2) p.group_size = 0;
-                tg_error err = {{0}};
+                tg_error err = {0};
                 tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                 assert_non_null(c);
                 const bool kivi = kp >= TG_KV_INT8 || vp >= TG_KV_INT8;
@@ -539,7 +540,7 @@ static void test_memory_never_grows(void **state) {
         p.residual = 16;
         p.window = 24;
         p.reposition = kp % 2;
-        tg_error err = {{0}};
+        tg_error err = {0};
         tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
         assert_non_null(c);
         size_t store0, meta0, store1, meta1;
@@ -558,7 +559,7 @@ static void test_memory_never_grows(void **state) {
             for (int i = 0; i < 16; i++) q[i] = frand(&seed);
             for (int l = 0; l < 2; l++) {
                 tg_kvcache_append(c, l, t, k, v);
-                tg_kvcache_attend(c, l, t, q, out, 1);
+                test_attend(c, l, t, q, out, 1);
             }
             assert_true(tg_kvcache_stored(c) <= r0.capacity);
             assert_true(tg_kvcache_has_room(c));
@@ -587,7 +588,7 @@ static void test_reposition_table_capped(void **state) {
     p.window = (int64_t)1 << 24;
     p.sink = 0;
     p.reposition = true;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     assert_int_equal(c->rope_tab->n_pos, TG_REPOSITION_TABLE_SLOTS);
@@ -618,10 +619,11 @@ static void test_max_memory(void **state) {
     (void)state;
     tg_cache_shape shape = small_shape(2, 2, 1, 8, 1024);
     tg_cache_params p = tg_cache_default_params();
-    tg_error err = {{0}};
+    tg_error err = {0};
     p.max_memory = 1000; /* the cache needs 2 layers x 2 x 1024 x 8 x 4 = 128 KiB */
     assert_null(tg_kvcache_new(&shape, &p, &err));
-    assert_string_equal(err.msg, "KV cache needs 128.00 KiB, more than --max-memory 1000 B");
+    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
+    assert_string_equal(err.msg, "KV cache needs 128.00 KiB, more than the memory limit 1000 B");
     p.max_memory = 128 << 10;
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
@@ -630,48 +632,56 @@ static void test_max_memory(void **state) {
     p = tg_cache_default_params();
     p.window = (int64_t)1 << 40;
     assert_null(tg_kvcache_new(&shape, &p, &err));
+    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY);
     assert_non_null(strstr(err.msg, "KV cache needs 128.00 TiB but the machine has "));
-    assert_non_null(strstr(err.msg, "(--max-memory to change the limit)"));
+    assert_null(strstr(err.msg, "--")); /* the library's terms; the CLI names --max-memory */
     /* the cache table still answers for such a policy: it allocates nothing */
     assert_true(tg_kvcache_bytes_for(&shape, &p, 100, &err) > 0);
 }
 
 /* ---- policy: validation, budget, banner ------------------------------------------------------------------------ */
 
-static void expect_invalid(tg_cache_params p, const char *flag) {
+/* The policy is rejected with `code`, in the cache's own terms (the CLI words it with its flags). */
+static void expect_invalid(tg_cache_params p, tg_error_code code) {
     tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
-    if (c) fail_msg("accepted an invalid policy (expected an error naming %s)", flag);
-    if (!strstr(err.msg, flag)) fail_msg("error \"%s\" does not name %s", err.msg, flag);
+    if (c) fail_msg("accepted an invalid policy (expected error code %d)", (int)code);
+    if (err.code != code) fail_msg("error \"%s\" has code %d, not %d", err.msg, (int)err.code, (int)code);
+    if (strncmp(err.msg, "KV cache: ", 10) != 0 || strstr(err.msg, "--"))
+        fail_msg("error \"%s\" is not in the cache's terms", err.msg);
 }
 
-static void test_invalid_policies_name_the_flag(void **state) {
+static void test_invalid_policies_have_codes(void **state) {
     (void)state;
     tg_cache_params d = tg_cache_default_params(), p;
     p = d, p.sink = 4; /* explicit sink without a window */
-    expect_invalid(p, "--streaming-llm-sink");
+    expect_invalid(p, TG_ERR_CACHE_SINK_WITHOUT_WINDOW);
     p = d, p.residual = 48; /* not a multiple of 32 */
-    expect_invalid(p, "--kv-residual");
+    expect_invalid(p, TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE);
     p = d, p.residual = -32;
-    expect_invalid(p, "--kv-residual");
+    expect_invalid(p, TG_ERR_CACHE_RESIDUAL);
     p = d, p.group_size = -1;
-    expect_invalid(p, "--kv-group-size");
+    expect_invalid(p, TG_ERR_CACHE_GROUP_SIZE);
     p = d, p.window = -5;
-    expect_invalid(p, "--streaming-llm-window");
+    expect_invalid(p, TG_ERR_CACHE_WINDOW);
     p = d, p.sink = -2, p.window = 8;
-    expect_invalid(p, "--streaming-llm-sink");
+    expect_invalid(p, TG_ERR_CACHE_SINK);
     p = d, p.budget_bytes = 100; /* not even the sinks */
-    expect_invalid(p, "--kv-budget");
+    expect_invalid(p, TG_ERR_CACHE_BUDGET_TOO_SMALL);
+    p = d, p.budget_bytes = -1;
+    expect_invalid(p, TG_ERR_CACHE_BUDGET);
     p = d, p.budget_bytes = 1 << 20, p.window = 64;
-    expect_invalid(p, "--kv-budget");
+    expect_invalid(p, TG_ERR_CACHE_BUDGET_AND_WINDOW);
     p = d, p.key_precision = (tg_kv_precision)17;
-    expect_invalid(p, "--kv-quantize-keys");
+    expect_invalid(p, TG_ERR_CACHE_KEY_PRECISION);
     p = d, p.value_precision = (tg_kv_precision)-1;
-    expect_invalid(p, "--kv-quantize-values");
+    expect_invalid(p, TG_ERR_CACHE_VALUE_PRECISION);
+    p = d, p.residual_precision = TG_KV_INT4;
+    expect_invalid(p, TG_ERR_CACHE_RESIDUAL_PRECISION);
     /* valid corners: sink 0 with a window, group 0 with any residual, re-positioning without a window */
     tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_cache_params ok[4] = {d, d, d, d};
     ok[0].sink = 0, ok[0].window = 10;
     ok[1].group_size = 0, ok[1].residual = 100, ok[1].key_precision = TG_KV_INT4;
@@ -693,10 +703,10 @@ static void test_budget_chooses_largest_window(void **state) {
             tg_cache_params p = tg_cache_default_params();
             p.key_precision = p.value_precision = (tg_kv_precision)kp;
             p.budget_bytes = budgets[b];
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             if (!c) {
-                assert_non_null(strstr(err.msg, "--kv-budget")); /* too small for this precision */
+                assert_int_equal(err.code, TG_ERR_CACHE_BUDGET_TOO_SMALL); /* too small for this precision */
                 continue;
             }
             tg_cache_report r;
@@ -721,7 +731,7 @@ static void test_policy_string_and_names(void **state) {
     tg_cache_params p = tg_cache_default_params();
     p.key_precision = p.value_precision = TG_KV_INT4;
     p.window = 256;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     tg_cache_report r;
@@ -756,7 +766,7 @@ static void test_bytes_for_table(void **state) {
         u.key_precision = u.value_precision = (tg_kv_precision)kp;
         s = u;
         s.window = 256;
-        tg_error err = {{0}};
+        tg_error err = {0};
         size_t prev = 0, bound = 0;
         for (int64_t T = 128; T <= 8192; T *= 2) {
             size_t bu = tg_kvcache_bytes_for(&shape, &u, T, &err), bs = tg_kvcache_bytes_for(&shape, &s, T, &err);
@@ -786,7 +796,7 @@ static void test_split_shares_match(void **state) {
             tg_cache_shape shape = small_shape(1, NH, H, D, T + 8);
             tg_cache_params p = tg_cache_default_params();
             p.key_precision = p.value_precision = (tg_kv_precision)kp;
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
             uint64_t seed = 99;
@@ -809,9 +819,9 @@ static void test_split_shares_match(void **state) {
             for (int i = 0; i < NH * D; i++) q[i] = 2.0f * frand(&seed);
             const int64_t pos = T - 1;
             assert_int_equal(tg_kvcache_attend_splits(c, 0, pos), 5);
-            tg_kvcache_attend(c, 0, pos, q, out, 2);
+            test_attend(c, 0, pos, q, out, 2);
             tg_kvcache_set_simd(c, false);
-            tg_kvcache_attend(c, 0, pos, q, ref, 1);
+            test_attend(c, 0, pos, q, ref, 1);
             tg_kvcache_set_simd(c, true);
             /* one share per kv-head, by hand */
             tg_kvcache_query(c, 0, pos, q, qr);
@@ -852,7 +862,7 @@ int main(void) {
         cmocka_unit_test(test_memory_never_grows),
         cmocka_unit_test(test_reposition_table_capped),
         cmocka_unit_test(test_max_memory),
-        cmocka_unit_test(test_invalid_policies_name_the_flag),
+        cmocka_unit_test(test_invalid_policies_have_codes),
         cmocka_unit_test(test_budget_chooses_largest_window),
         cmocka_unit_test(test_policy_string_and_names),
         cmocka_unit_test(test_bytes_for_table),

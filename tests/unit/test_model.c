@@ -372,7 +372,7 @@ static void tmp_remove(tmpfile_t *t) {
 
 /* Loading must fail with a message containing every one of the (NULL-terminated) fragments. */
 static void expect_load_error(const char *path, ...) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(path, &err);
     if (m) {
         tg_model_free(m);
@@ -392,7 +392,7 @@ static void expect_gguf_error(const wset *w, const gguf_opts *o, const char *fra
 }
 
 static tg_model *load_ok(const char *path) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(path, &err);
     if (!m) fail_msg("loading %s: %s", path, err.msg);
     return m;
@@ -400,7 +400,7 @@ static tg_model *load_ok(const char *path) {
 
 /* Logits [n, vocab] of a fixed 12-token sequence, prefilled at once (malloc'd). */
 static float *run_logits(const tg_model *m, int n) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_session *s = tg_session_new(m, NULL, 1, &err);
     if (!s) fail_msg("tg_session_new: %s", err.msg);
     int32_t ids[16];
@@ -551,7 +551,7 @@ static void test_gguf_vocab_only(void **state) {
     assert_false(info.has_weights);
     assert_string_equal(info.architecture, "gpt2");
     assert_int_equal(info.vocab_size, N_VOCAB);
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_session_new(m, NULL, 1, &err));
     assert_non_null(strstr(err.msg, "no weights"));
     tg_model_free(m);
@@ -716,7 +716,7 @@ static void test_hf_and_gguf_agree(void **state) {
     /* the two tokenizers are the same */
     int32_t *i1 = NULL, *i2 = NULL;
     size_t n1 = 0, n2 = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     if (!tg_tokenize(hf, "at tea", 6, false, &i1, &n1, &err)) fail_msg("tokenize: %s", err.msg);
     if (!tg_tokenize(g32, "at tea", 6, false, &i2, &n2, &err)) fail_msg("tokenize: %s", err.msg);
     assert_int_equal(n1, n2);

@@ -59,7 +59,7 @@ static void test_special_files(void **state) {
     snprintf(dir, sizeof dir, "%s/tokenizer.json", fx->dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     assert_int_equal(mkdir(dir, 0700), 0);
-    tg_error err = {{0}};
+    tg_error err = {0};
     size_t size;
     bool missing = true;
     assert_int_equal(tg_file_open_regular(fifo, &size, &missing, &err), -1);
@@ -124,7 +124,7 @@ static void test_json(void **state) {
     char path[128];
     snprintf(path, sizeof path, "%s/x.json", fx->dir);
     write_file(path, "{\"a\": [1, 2}");
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_json_load_path(path, 0, NULL, &err));
     expect_msg(&err, path, ": bad JSON at line 1, column");
     write_file(path, "{\"a\": [1, 2]}");
@@ -151,7 +151,7 @@ static void test_names_and_symlinks(void **state) {
     write_file(p, "x");
     snprintf(p, sizeof p, "%s/secret", fx->dir);
     write_file(p, "root:x:0:0");
-    tg_error err = {{0}};
+    tg_error err = {0};
     bool missing;
     assert_true(tg_folder_file(model, "real.safetensors", NULL, path, sizeof path, &missing, &err));
     assert_false(missing);
@@ -204,7 +204,7 @@ static void test_hub_snapshot(void **state) {
     assert_int_equal(symlink("../../other", p), 0);
     char snap[256];
     snprintf(snap, sizeof snap, "%s/models--o--m/snapshots/abc", fx->dir);
-    tg_error err = {{0}};
+    tg_error err = {0};
     bool missing;
     assert_true(tg_folder_file(snap, "config.json", NULL, path, sizeof path, &missing, &err));
     json_t *j = tg_json_load_path(path, 0, NULL, &err);

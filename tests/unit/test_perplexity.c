@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "kernels/quant.h"
+#include "attend_team.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
 #include "tinygpt.h"
@@ -151,7 +152,7 @@ static void pp_nlls(const float *logits, const int32_t *ids, int n, int vocab, d
 /* All n logits rows of ids through one session, `chunk` tokens per tg_session_eval call. */
 static float *pp_run(const pp_model *s, const tg_cache_params *p, const int32_t *ids, int n, int chunk) {
     const int vocab = s->m.hp.vocab_size;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_session *sess = tg_session_new(&s->m, p, 1, &err);
     if (!sess) fail_msg("tg_session_new: %s", err.msg);
     float *logits = malloc((size_t)n * (size_t)vocab * sizeof *logits);
@@ -257,7 +258,7 @@ static void test_chunked_equals_token_by_token_q8_0(void **state) {
 static void test_context_override(void **state) {
     (void)state;
     pp_model *s = pp_model_new(32, TG_DT_F32, 9);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
     tg_session *plain = tg_session_new(&s->m, &p, 1, &err);
     assert_non_null(plain);
@@ -320,7 +321,7 @@ static void test_quantized_sinks(void **state) {
             p.residual = 4;
             p.reposition = true; /* keys stored pre-RoPE: read back at their slot == their position here */
             p.quantize_sinks = quant;
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
             if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
             float kb[16 * 32], vb[16 * 32], ref[32];
@@ -404,11 +405,11 @@ static void test_residual_precision(void **state) {
         p.group_size = 8;
         p.residual = 16;
         p.residual_precision = rp[r];
-        tg_error err = {{0}};
+        tg_error err = {0};
         tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
         if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
         for (int t = 0; t < N; t++) tg_kvcache_append(c, 0, t, k[t], v[t]);
-        tg_kvcache_attend(c, 0, N - 1, q, out[r], 1);
+        test_attend(c, 0, N - 1, q, out[r], 1);
         assert_int_equal(tg_kvcache_read_back(c, 0, N - 1, kb[r], NULL, NULL), N);
         tg_cache_report rep;
         tg_kvcache_report(c, N, &rep);
@@ -438,9 +439,10 @@ static void test_residual_precision(void **state) {
     tg_cache_params bad = tg_cache_default_params();
     bad.key_precision = TG_KV_INT4;
     bad.residual_precision = TG_KV_INT8;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_kvcache_new(&shape, &bad, &err));
-    assert_non_null(strstr(err.msg, "--kv-residual-precision int8: must be fp32, fp16 or bf16"));
+    assert_int_equal(err.code, TG_ERR_CACHE_RESIDUAL_PRECISION);
+    assert_non_null(strstr(err.msg, "KIVI residual precision int8: must be fp32, fp16 or bf16"));
 }
 
 int main(void) {

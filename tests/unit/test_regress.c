@@ -16,6 +16,9 @@
 #define LLVMFuzzerTestOneInput regress_tokenizer_json_one
 #include "../../fuzz/fuzz_tokenizer_json.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput regress_tokenizer_text_one
+#include "../../fuzz/fuzz_tokenizer_text.c"
+#undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput regress_tokenize_one
 #define LLVMFuzzerInitialize regress_tokenize_init
 #include "../../fuzz/fuzz_tokenize.c"
@@ -107,6 +110,11 @@ static void test_tokenizer_json(void **state) {
     replay(regress_tokenizer_json_one, "tokenizer_json", 0);
 }
 
+static void test_tokenizer_text(void **state) {
+    (void)state;
+    replay(regress_tokenizer_text_one, "tokenizer_text", 1);
+}
+
 static void test_tokenize(void **state) {
     (void)state;
     regress_tokenize_init(NULL, NULL);
@@ -127,9 +135,9 @@ static void test_cli_text(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gguf),          cmocka_unit_test(test_hf),   cmocka_unit_test(test_folder),
-        cmocka_unit_test(test_tokenizer_json),
-        cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_args), cmocka_unit_test(test_cli_text),
+        cmocka_unit_test(test_gguf),           cmocka_unit_test(test_hf),       cmocka_unit_test(test_folder),
+        cmocka_unit_test(test_tokenizer_json), cmocka_unit_test(test_tokenizer_text),
+        cmocka_unit_test(test_tokenize),       cmocka_unit_test(test_args),     cmocka_unit_test(test_cli_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,7 +64,7 @@ static void check_message(const tg_error *err, const char *where, ...) {
 #define EXPECT_RAW_FAIL(fx, header, data, n, ...)                                                                   \
     do {                                                                                                            \
         assert_true(safetensors_builder_write_raw((fx)->path, (header), (data), (n)));                             \
-        tg_error err_ = {{0}};                                                                                      \
+        tg_error err_ = {0};                                                                                      \
         tg_safetensors *st_ = tg_safetensors_open_file((fx)->path, &err_);                                          \
         if (st_) {                                                                                                  \
             tg_safetensors_close(st_);                                                                              \
@@ -117,7 +117,7 @@ static void check_sample(tg_safetensors *st) {
     assert_int_equal(tg_safetensors_find(st, "scalar")->nbytes, 4);
 
     tg_tensor v;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(tg_safetensors_view(st, "w.f32", 3, 4, &v, &err));
     assert_int_equal(v.type, TG_DT_F32);
     assert_int_equal(v.rows, 3);
@@ -147,7 +147,7 @@ static void test_single_file(void **state) {
     safetensors_builder *b = sample();
     assert_true(safetensors_builder_write(b, fx->path));
     safetensors_builder_free(b);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_safetensors *st = tg_safetensors_open_file(fx->path, &err);
     if (!st) fail_msg("%s", err.msg);
     check_sample(st);
@@ -165,7 +165,7 @@ static void test_sharded(void **state) {
     safetensors_builder *b = sample();
     assert_true(safetensors_builder_write_sharded(b, fx->dir, 3));
     safetensors_builder_free(b);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_safetensors *st = tg_safetensors_open_dir(fx->dir, &err);
     if (!st) fail_msg("%s", err.msg);
     check_sample(st);
@@ -237,7 +237,7 @@ static void test_sharded(void **state) {
 static void test_no_weights(void **state) {
     fixture *fx = *state;
     char *sub = gguf_builder_path(fx->dir, "empty-model");
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_safetensors_open_dir(sub, &err));
     check_message(&err, sub, "model.safetensors", "model.safetensors.index.json", (const char *)NULL);
     assert_null(tg_safetensors_open_file(sub, &err));
@@ -247,7 +247,7 @@ static void test_no_weights(void **state) {
 
 static void test_bad_header_length(void **state) {
     fixture *fx = *state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(gguf_builder_write_bytes(fx->path, "\x10\0\0", 3));
     assert_null(tg_safetensors_open_file(fx->path, &err));
     check_message(&err, fx->path, "truncated", (const char *)NULL);
@@ -340,7 +340,7 @@ static void test_tiling(void **state) {
                                               "\"f\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
                                               "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
                                               data, 8));
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_safetensors *st = tg_safetensors_open_file(fx->path, &err);
     if (!st) fail_msg("a tiled file was refused: %s", err.msg);
     assert_int_equal(tg_safetensors_count(st), 4);
@@ -354,7 +354,7 @@ static void test_alignment(void **state) {
     /* header of 61 bytes: the data section starts at 69, odd */
     const char *h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}       ";
     assert_true(safetensors_builder_write_raw(fx->path, h, data, 8));
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_safetensors *st = tg_safetensors_open_file(fx->path, &err);
     if (!st) fail_msg("%s", err.msg);
     tg_tensor v;
@@ -379,7 +379,7 @@ static void test_prefixes_and_mutations(void **state) {
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     assert_true(n > 64 && n < sizeof buf);
-    tg_error err = {{0}};
+    tg_error err = {0};
     for (size_t len = 0; len < n; len++) {
         assert_true(gguf_builder_write_bytes(fx->path, buf, len));
         err.msg[0] = '\0';

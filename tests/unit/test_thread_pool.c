@@ -35,7 +35,7 @@ static void member(void *ctx, int thread) {
 }
 
 static void exercise(int n_threads, int runs, long gap_us, int slow_member) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_pool *p = tg_pool_new(n_threads, &err);
     assert_non_null(p);
     const int n = tg_pool_threads(p);
@@ -77,7 +77,7 @@ static void test_slow_worker_wakes_caller(void **state) {
 
 static void test_free_without_runs(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     for (int n = 1; n <= 4; n++) {
         tg_pool *p = tg_pool_new(n, &err);
         assert_non_null(p);

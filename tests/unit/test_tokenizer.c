@@ -50,7 +50,7 @@ static int32_t id_of(const tg_tokenizer *t, const char *s) {
 static void expect_ids(const tg_tokenizer *t, const char *s, size_t len, bool bos, const int32_t *want, size_t n) {
     int32_t *ids = NULL;
     size_t got = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(tg_tokenizer_encode(t, s, len, bos, &ids, &got, &err));
     if (got != n || (n && memcmp(ids, want, n * sizeof *ids) != 0)) {
         print_error("encode '%.*s': want", (int)len, s);
@@ -161,14 +161,15 @@ static void expect_pieces(const tg_pieces *ps, const char *const *want, size_t n
 
 static void run_split(const char *text, const char *pattern, bool literal, tg_split_behavior beh, bool invert,
                       const char *const *want, size_t n) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_pre_step st = {.kind = TG_PRE_SPLIT, .behavior = beh, .invert = invert};
-    st.re = tg_regex_new(pattern, strlen(pattern), literal, &err);
+    st.re = tg_regex_new(pattern, strlen(pattern), literal, "test", &err);
     assert_non_null(st.re);
     tg_pieces ps = {0};
-    tg_pretok_ctx *c = tg_pretok_ctx_new();
+    tg_pretok_ctx *c = tg_pretok_ctx_new("test");
+    bool over;
     assert_true(tg_pieces_set(&ps, text, strlen(text), true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, want, n);
     tg_pieces_free(&ps);
     tg_pretok_ctx_free(c);
@@ -200,34 +201,97 @@ static void test_split_behaviors(void **state) {
     run_split("ab\xFF" "cd \xC3" "e", TG_REGEX_GPT2, false, TG_SPLIT_ISOLATED, false, inval, 6);
 }
 
+/* The added-token matcher against a brute-force scan: random tokens over a 3-letter alphabet (so that they overlap,
+ * nest and repeat) and random texts; at every position the longest token starting there, the lowest index among
+ * equal texts. Small windows are not reachable from here, so texts longer than the 64 KiB window cover the seam. */
+static void test_added_matcher(void **state) {
+    (void)state;
+    uint32_t lcg = 12345;
+#define NEXT() (lcg = lcg * 1664525u + 1013904223u, lcg >> 16)
+    for (int round = 0; round < 40; round++) {
+        enum { MAX_TOKS = 24 };
+        char tok[MAX_TOKS][12];
+        const char *texts[MAX_TOKS];
+        size_t lens[MAX_TOKS];
+        const size_t n = 1 + NEXT() % MAX_TOKS;
+        for (size_t i = 0; i < n; i++) {
+            lens[i] = 1 + NEXT() % (round < 20 ? 3 : 11);
+            for (size_t j = 0; j < lens[i]; j++) tok[i][j] = (char)('a' + NEXT() % 3);
+            texts[i] = tok[i];
+        }
+        tg_added_matcher *m = tg_added_matcher_new(texts, lens, n);
+        assert_non_null(m);
+        const size_t len = round == 39 ? 70000 + NEXT() % 1000 : 1 + NEXT() % 300;
+        char *text = malloc(len);
+        assert_non_null(text);
+        for (size_t j = 0; j < len; j++) text[j] = (char)('a' + NEXT() % (round % 2 ? 3 : 4)); /* 'd' matches none */
+        tg_added_scan scan;
+        tg_added_scan_init(&scan, m, text, len);
+        for (size_t pos = 0; pos < len; pos += 1 + NEXT() % 3) {
+            int32_t want = -1;
+            for (size_t i = 0; i < n; i++) {
+                if (lens[i] <= len - pos && memcmp(text + pos, texts[i], lens[i]) == 0 &&
+                    (want < 0 || lens[i] > lens[want]))
+                    want = (int32_t)i;
+            }
+            int32_t got;
+            assert_true(tg_added_scan_at(&scan, pos, &got));
+            if (got != want) print_error("round %d pos %zu: got %d, want %d\n", round, pos, got, want);
+            assert_int_equal(got, want);
+        }
+        tg_added_scan_free(&scan);
+        free(text);
+        tg_added_matcher_free(m);
+    }
+#undef NEXT
+}
+
 static void test_metaspace_step(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_pre_step st = {.kind = TG_PRE_METASPACE, .replacement = MS, .replacement_len = 3,
                       .prepend = TG_PREPEND_ALWAYS, .split = true};
     tg_pieces ps = {0};
-    tg_pretok_ctx *c = tg_pretok_ctx_new();
+    tg_pretok_ctx *c = tg_pretok_ctx_new("test");
+    bool over;
     /* tokenizers' own test: "Hey   friend!" */
     const char *want[] = {MS "Hey", MS, MS, MS "friend!"};
     assert_true(tg_pieces_set(&ps, "Hey   friend!", 13, true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, want, 4);
     /* prepend_scheme "first": only a piece at offset 0 of the input gets the prefix */
     st.prepend = TG_PREPEND_FIRST;
     st.split = false;
     const char *first[] = {MS "a" MS "b"};
     assert_true(tg_pieces_set(&ps, "a b", 3, true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, first, 1);
     const char *later[] = {"a" MS "b"};
     assert_true(tg_pieces_set(&ps, "a b", 3, false));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, later, 1);
     /* a text already starting with a space is not prefixed twice */
     const char *spaced[] = {MS "x"};
     assert_true(tg_pieces_set(&ps, " x", 2, true));
-    assert_true(tg_pretok_run(&st, 1, &ps, c, &err));
+    assert_true(tg_pretok_run(&st, 1, &ps, SIZE_MAX, c, &over, &err));
     expect_pieces(&ps, spaced, 1);
+    /* a 4-byte replacement over a text of spaces: every space takes 4 bytes (issue 11: the buffer was sized for 3) */
+    static const char EMOJI[] = "\xF0\x9F\x98\x80";
+    tg_pre_step wide = {.kind = TG_PRE_METASPACE, .replacement = "\xF0\x9F\x98\x80", .replacement_len = 4,
+                        .prepend = TG_PREPEND_ALWAYS};
+    char spaces[64], want_wide[4 * 64 + 8];
+    memset(spaces, ' ', sizeof spaces);
+    size_t w = 0;
+    for (size_t i = 0; i < sizeof spaces; i++, w += 4) memcpy(want_wide + w, EMOJI, 4);
+    want_wide[w] = '\0';
+    const char *wide_pieces[] = {want_wide};
+    assert_true(tg_pieces_set(&ps, spaces, sizeof spaces, true));
+    assert_true(tg_pretok_run(&wide, 1, &ps, SIZE_MAX, c, &over, &err));
+    expect_pieces(&ps, wide_pieces, 1);
+    /* the same past a ceiling: refused before anything is written */
+    assert_true(tg_pieces_set(&ps, spaces, sizeof spaces, true));
+    assert_false(tg_pretok_run(&wide, 1, &ps, 4 * sizeof spaces - 1, c, &over, &err));
+    assert_true(over);
     tg_pieces_free(&ps);
     tg_pretok_ctx_free(c);
 }
@@ -296,7 +360,7 @@ static const char *BL_PRE = "{\"type\": \"ByteLevel\", \"add_prefix_space\": fal
 
 static void test_hf_bytelevel(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     for (int fmt = 0; fmt < 2; fmt++) { /* "a b" merges, then ["a", "b"] merges */
         char *dir = make_bytelevel_dir(fmt == 1, false, BL_PRE);
         tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
@@ -323,7 +387,7 @@ static void test_hf_bytelevel(void **state) {
 
 static void test_hf_added_tokens(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_bytelevel_dir(false, false, BL_PRE);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_non_null(t);
@@ -353,7 +417,7 @@ static void test_hf_added_tokens(void **state) {
 
 static void test_hf_ignore_merges_and_digits(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     /* ignore_merges: a pre-token that is itself in the vocab is taken whole, even without a merge path to it
      * ("hell" + "o" exists, but "ĠĠ" is reachable only through its own merge; use "hello" which is in the vocab) */
     char *dir = make_bytelevel_dir(false, true, BL_PRE);
@@ -373,9 +437,10 @@ static void test_hf_ignore_merges_and_digits(void **state) {
     assert_non_null(t);
     assert_int_equal(t->n_pre, 2);
     tg_pieces ps = {0};
-    tg_pretok_ctx *c = tg_pretok_ctx_new();
+    tg_pretok_ctx *c = tg_pretok_ctx_new("test");
+    bool over;
     assert_true(tg_pieces_set(&ps, "ab 123", 6, true));
-    assert_true(tg_pretok_run(t->pre, t->n_pre, &ps, c, &err));
+    assert_true(tg_pretok_run(t->pre, t->n_pre, &ps, SIZE_MAX, c, &over, &err));
     const char *want[] = {"ab", "\xC4\xA0", "1", "2", "3"};
     expect_pieces(&ps, want, 5);
     tg_pieces_free(&ps);
@@ -462,7 +527,7 @@ static char *make_spm_dir(sp_layout layout, bool byte_fallback, bool with_config
 
 static void test_hf_spm_legacy(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_spm_dir(SP_LEGACY, true, true);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (!t) print_error("%s\n", err.msg);
@@ -498,7 +563,7 @@ static void test_hf_spm_legacy(void **state) {
 
 static void test_hf_spm_metaspace(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_spm_dir(SP_METASPACE, true, false);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (!t) print_error("%s\n", err.msg);
@@ -519,7 +584,7 @@ static void test_hf_spm_metaspace(void **state) {
 
 static void test_hf_unk(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_spm_dir(SP_LEGACY, false, true); /* no byte fallback: unknowns become <unk>, fused */
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_non_null(t);
@@ -535,7 +600,7 @@ static void test_hf_unk(void **state) {
 }
 
 static void expect_load_error(const char *dir, const char *needle1, const char *needle2) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_null(t);
     if (!strstr(err.msg, needle1) || !strstr(err.msg, needle2)) print_error("message: %s\n", err.msg);
@@ -625,7 +690,7 @@ static tg_tokenizer *load_gguf_path(const char *path, tg_gguf **g, tg_error *err
 
 static void test_gguf_spm(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir;
     char *path = make_spm_gguf(&dir, true);
     tg_gguf *g;
@@ -668,7 +733,7 @@ static void test_gguf_spm(void **state) {
 
 static void test_gguf_errors(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = gguf_builder_tmpdir();
     char *path = gguf_builder_path(dir, "bad.gguf");
     const char *toks[] = {"a", "b", "ab"};
@@ -739,7 +804,7 @@ static void round_trip_random(const tg_tokenizer *t, size_t len) {
     text[0] = 'x'; /* a leading space would be dropped by the space-prefix decoders */
     int32_t *ids = NULL;
     size_t n = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
     assert_true(n > 0);
     size_t out_len;
@@ -753,7 +818,7 @@ static void round_trip_random(const tg_tokenizer *t, size_t len) {
 
 static void test_invalid_utf8_round_trip(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dirs[3] = {make_bytelevel_dir(false, false, BL_PRE), make_spm_dir(SP_LEGACY, true, true),
                      make_spm_dir(SP_METASPACE, true, true)};
     for (int k = 0; k < 3; k++) {
@@ -779,7 +844,7 @@ static void test_invalid_utf8_round_trip(void **state) {
 
 static void test_decode_every_byte(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = make_bytelevel_dir(false, false, BL_PRE);
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     assert_non_null(t);
@@ -841,7 +906,7 @@ static size_t flush(tg_detok *d, sink *s) {
 
 static void test_detok(void **state) {
     (void)state;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dirs[2] = {make_bytelevel_dir(false, false, BL_PRE), make_spm_dir(SP_LEGACY, true, true)};
     for (int k = 0; k < 2; k++) {
         struct tg_model m;
@@ -914,6 +979,7 @@ int main(void) {
         cmocka_unit_test(test_byte_level_map),
         cmocka_unit_test(test_split_behaviors),
         cmocka_unit_test(test_metaspace_step),
+        cmocka_unit_test(test_added_matcher),
         cmocka_unit_test(test_hf_bytelevel),
         cmocka_unit_test(test_hf_added_tokens),
         cmocka_unit_test(test_hf_ignore_merges_and_digits),

@@ -71,7 +71,7 @@ static bool check_encode(const tg_tokenizer *t, const char *what, const char *te
                          size_t n_want, bool prefix_only) {
     int32_t *ids = NULL;
     size_t n = 0;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_true(tg_tokenizer_encode(t, text, strlen(text), bos, &ids, &n, &err));
     const bool ok = prefix_only ? n >= n_want && same_ids(ids, n_want, want, n_want) : same_ids(ids, n, want, n_want);
     if (!ok) {
@@ -85,7 +85,7 @@ static bool check_encode(const tg_tokenizer *t, const char *what, const char *te
 
 /* Returns the number of failed checks. */
 static int check_fixture(const char *dir, const json_t *golden) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
     if (!t) print_error("%s: %s\n", dir, err.msg);
     assert_non_null(t);
@@ -165,7 +165,7 @@ static int check_gguf_files(const char *dir, const json_t *golden) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, file);
         if (!exists(path)) continue;
-        tg_error err = {{0}};
+        tg_error err = {0};
         tg_gguf *g = tg_gguf_open(path, &err);
         if (!g) print_error("%s\n", err.msg);
         assert_non_null(g);

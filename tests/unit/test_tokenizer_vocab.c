@@ -48,7 +48,7 @@ static int run_vocab(const char *gguf_path, int *total, int *matched) {
     char inp_path[1024], out_path[1024];
     snprintf(inp_path, sizeof inp_path, "%s.inp", gguf_path);
     snprintf(out_path, sizeof out_path, "%s.out", gguf_path);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_gguf *g = tg_gguf_open(gguf_path, &err);
     assert_non_null(g);
     tg_tokenizer *t = tg_tokenizer_load_gguf(g, &err);
@@ -181,7 +181,7 @@ static tg_tokenizer *load_shared(const char *file, tg_gguf **g) {
         print_message("skipping: %s not found (set TG_SHARED_DIR)\n", path);
         return NULL;
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     *g = tg_gguf_open(path, &err);
     assert_non_null(*g);
     tg_tokenizer *t = tg_tokenizer_load_gguf(*g, &err);
@@ -199,7 +199,7 @@ static void test_gpt2_every_byte(void **state) {
         const char c = (char)b;
         int32_t *ids = NULL;
         size_t n = 0;
-        tg_error err = {{0}};
+        tg_error err = {0};
         assert_true(tg_tokenizer_encode(t, &c, 1, false, &ids, &n, &err));
         assert_int_equal(n, 1);
         char buf[8];
@@ -240,7 +240,7 @@ static void test_invalid_utf8_real_vocabs(void **state) {
             text[0] = 'x'; /* the SentencePiece decoder drops a leading space */
             int32_t *ids = NULL;
             size_t n = 0;
-            tg_error err = {{0}};
+            tg_error err = {0};
             assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
             const size_t total = tg_tokenizer_decode(t, ids, n, NULL, 0);
             char *back = malloc(total + 1);
@@ -296,7 +296,7 @@ static void test_speed_100k(void **state) {
         if (!t) continue;
         int32_t *ids = NULL;
         size_t n = 0;
-        tg_error err = {{0}};
+        tg_error err = {0};
         const double t0 = now_s();
         assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
         const double dt = now_s() - t0;

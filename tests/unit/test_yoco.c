@@ -48,7 +48,7 @@ static bool exists(const char *path) {
 }
 
 static tg_model *load_ok(const char *path) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(path, &err);
     if (!m) fail_msg("%s: %s", path, err.msg);
     return m;
@@ -125,7 +125,7 @@ static float *golden_logits(const golden_set *g, const char *json_path, const ch
 
 /* Max |logit - ref| over every prompt position of model m (unbounded fp32 cache); also counts argmax agreement. */
 static double logits_diff(const tg_model *m, const golden_set *g, const float *ref, int *argmax_agree) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
     tg_session *s = tg_session_new(m, &p, 2, &err);
     assert_non_null(s);
@@ -150,7 +150,7 @@ static double logits_diff(const tg_model *m, const golden_set *g, const float *r
  * before the first difference. */
 static size_t greedy_match(const tg_model *m, const int32_t *prompt, size_t n_prompt, const int32_t *want,
                            size_t n_want) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
     tg_session *s = tg_session_new(m, &p, 2, &err);
     assert_non_null(s);
@@ -236,7 +236,7 @@ static void run_policy(const tg_model *m, tg_kv_precision prec, int64_t window, 
         p.sink = 4;
         p.window = window;
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_session *s = tg_session_new(m, &p, 2, &err);
     if (!s) fail_msg("%s: %s", tg_kv_precision_name(prec), err.msg);
     int32_t V = tg_vocab_size(m);
@@ -422,7 +422,7 @@ static tg_model *load_synthetic(const syn_opts *o, tg_error *err) {
 }
 
 static void expect_synthetic_error(const syn_opts *o, const char *frag1, const char *frag2) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = load_synthetic(o, &err);
     if (m) {
         tg_model_free(m);
@@ -436,7 +436,7 @@ static void expect_synthetic_error(const syn_opts *o, const char *frag1, const c
 static void test_gguf_kv_source_loads(void **state) {
     (void)state;
     syn_opts o = yoco6();
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = load_synthetic(&o, &err);
     if (!m) fail_msg("%s", err.msg);
     tg_model_info info;
@@ -491,12 +491,12 @@ static void check_half_bytes(const tg_model *yoco, const tg_model *standard, int
                 p.window = 64;
             }
             for (size_t j = 0; j < sizeof ts / sizeof ts[0]; j++) {
-                tg_error err = {{0}};
+                tg_error err = {0};
                 size_t by = tg_cache_bytes(yoco, &p, ts[j], &err), bs = tg_cache_bytes(standard, &p, ts[j], &err);
                 assert_true(by > 0);
                 assert_int_equal(2 * by, bs);
             }
-            tg_error err = {{0}};
+            tg_error err = {0};
             tg_session *sy = tg_session_new(yoco, &p, 2, &err), *ss = tg_session_new(standard, &p, 2, &err);
             assert_non_null(sy);
             assert_non_null(ss);
@@ -521,7 +521,7 @@ static void check_half_bytes(const tg_model *yoco, const tg_model *standard, int
 static void test_synthetic_half_bytes(void **state) {
     (void)state;
     syn_opts o = yoco6(), s = {.n_layers = 6, .extra_kv_layer = -1, .drop_kv_layer = -1};
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *yoco = load_synthetic(&o, &err), *standard = load_synthetic(&s, &err);
     assert_non_null(yoco);
     assert_non_null(standard);
@@ -564,7 +564,7 @@ static char *hf_variant(const char *config, const char *extra_tensor) {
     free(path);
 
     snprintf(src, sizeof src, "%s/model.safetensors", TINY_DIR);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_safetensors *st = tg_safetensors_open_file(src, &err);
     assert_non_null(st);
     safetensors_builder *b = safetensors_builder_new();
@@ -598,7 +598,7 @@ static void expect_hf(const char *arch, const char *kv_source, const char *extra
     char config[1024];
     tiny_config(config, sizeof config, arch, kv_source);
     char *dir = hf_variant(config, extra_tensor);
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_model *m = tg_model_load(dir, &err);
     gguf_builder_rmdir(dir);
     free(dir);

@@ -1,0 +1,111 @@
+/* codec.c — the table of store codecs (codec.h) and what every store is read through: the segment lookups, widening
+ * a segment's row, the fp32 / fp16 / bf16 row converters. */
+#include "kvcache/codec.h"
+
+#include <string.h>
+
+#include "kernels/vec.h"
+#include "util/checked.h"
+#include "util/half.h"
+
+/* The codecs, in the order a store's codec is picked (the first whose `selects` says yes). */
+static const tg_store_codec *const codecs[] = {
+    &tg_codec_plain,
+    &tg_codec_kivi_grouped,
+    &tg_codec_kivi_whole,
+    &tg_codec_fp32_copy,
+};
+#define N_CODECS (sizeof codecs / sizeof codecs[0])
+
+const tg_store_codec *tg_store_codec_for(const tg_cache_geom *g, tg_kv_precision p) {
+    for (size_t i = 0; i < N_CODECS; i++)
+        if (codecs[i]->selects && codecs[i]->selects(g, p)) return codecs[i];
+    return NULL;
+}
+
+const tg_store_codec *tg_store_codec_named(const char *name) {
+    for (size_t i = 0; name && i < N_CODECS; i++)
+        if (strcmp(codecs[i]->name, name) == 0) return codecs[i];
+    return NULL;
+}
+
+/* ---- segments --------------------------------------------------------------------------------------------------- */
+
+tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last) {
+    const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
+    tg_segment g = sg->codec->segment_at(c, sg, keys ? &L->k : &L->v, L, h, n);
+    if (last - n + 1 < g.count) g.count = last - n + 1;
+    g.slot0 = L->n_sink + (n - L->first);
+    return g;
+}
+
+tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
+                                 int64_t s1) {
+    const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
+    const size_t H = (size_t)c->g.n_kv_heads, row = (size_t)c->g.head_dim * tg_plain_elem_bytes(sg->sink_precision);
+    tg_segment g = {.kind = tg_plain_seg_kind(sg->sink_precision), .count = s1 - s0 + 1, .slot0 = s0};
+    g.p = (keys ? L->k.sink : L->v.sink) + ((size_t)s0 * H + (size_t)h) * row;
+    g.stride = H * row;
+    return g;
+}
+
+void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
+                      size_t tstride) {
+    g->kind = TG_SEG_CODES;
+    g->bits = sg->range->bits;
+    if (sg->per_channel) {
+        g->gscale = s->scale + grid;
+        g->gzero = s->zero + grid;
+    } else {
+        g->tscale = s->scale + token;
+        g->tzero = s->zero + token;
+        g->tstride = tstride;
+    }
+}
+
+void tg_segment_widen(const tg_segment *g, int64_t i, int64_t D, float *out) {
+    const uint8_t *row = g->p + (size_t)i * g->stride;
+    switch (g->kind) {
+    case TG_SEG_F32: tg_plain_get(TG_KV_FP32, row, out, D); return;
+    case TG_SEG_F16: tg_plain_get(TG_KV_FP16, row, out, D); return;
+    case TG_SEG_BF16: tg_plain_get(TG_KV_BF16, row, out, D); return;
+    default: break;
+    }
+    if (g->gscale) { /* keys: the per-channel grid */
+        for (int64_t k = 0; k < D; k++)
+            out[k] = (float)tg_kivi_get(row, g->bits, k) * tg_f16_to_f32(g->gscale[k]) + tg_f16_to_f32(g->gzero[k]);
+        return;
+    }
+    const float scale = tg_f16_to_f32(g->tscale[(size_t)i * g->tstride]);
+    const float zero = tg_f16_to_f32(g->tzero[(size_t)i * g->tstride]);
+    for (int64_t k = 0; k < D; k++) out[k] = (float)tg_kivi_get(row, g->bits, k) * scale + zero;
+}
+
+/* ---- plain rows ------------------------------------------------------------------------------------------------- */
+
+size_t tg_plain_elem_bytes(tg_kv_precision p) { return p == TG_KV_FP32 ? sizeof(float) : sizeof(uint16_t); }
+
+int tg_plain_seg_kind(tg_kv_precision p) {
+    return p == TG_KV_FP32 ? TG_SEG_F32 : p == TG_KV_FP16 ? TG_SEG_F16 : TG_SEG_BF16;
+}
+
+void tg_plain_put(tg_kv_precision p, const float *x, uint8_t *dst, int64_t n) {
+    if (p == TG_KV_FP32) memcpy(dst, x, (size_t)n * sizeof(float));
+    else if (p == TG_KV_FP16) tg_f32_to_f16_row(x, (uint16_t *)(void *)dst, n);
+    else tg_f32_to_bf16_row(x, (uint16_t *)(void *)dst, n);
+}
+
+void tg_plain_get(tg_kv_precision p, const uint8_t *src, float *out, int64_t n) {
+    if (p == TG_KV_FP32) memcpy(out, src, (size_t)n * sizeof(float));
+    else if (p == TG_KV_FP16) tg_f16_to_f32_row((const uint16_t *)(const void *)src, out, n);
+    else tg_bf16_to_f32_row((const uint16_t *)(const void *)src, out, n);
+}
+
+size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
+    size_t r;
+    if (!tg_mul_size(a, b, &r) || !tg_mul_size(r, c, &r) || !tg_mul_size(r, d, &r)) {
+        *ok = false;
+        return 0;
+    }
+    return r;
+}

@@ -1,0 +1,85 @@
+/* codec.h — internal to src/kvcache: store codecs. A codec is one way of keeping a store's (the keys' or the values'
+ * of a layer) non-sink tokens: plain fp32 / fp16 / bf16 rows (codec_plain.c), KIVI groups with a full-precision
+ * residual (codec_kivi_grouped.c), KIVI with one key grid over the whole history (codec_kivi_whole.c), and the
+ * test-only fp32-copy (codec_fp32_copy.c, chosen by name). Each is one table of operations; codec.c holds the table that picks a store's codec, and the segment lookups that attention,
+ * read-back and row loading read every store through.
+ *
+ * A segment is a run of rows of one kv-head stored alike (one way of widening to fp32, a fixed stride): a plain ring
+ * up to its wrap, one KIVI group, the residual ring up to its wrap, the sinks. Adding a codec = one codec_*.c file
+ * defining a tg_store_codec, and one row in codec.c's table. */
+#ifndef TG_KVCACHE_CODEC_H
+#define TG_KVCACHE_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvcache/attend_kernels.h"
+#include "kvcache/cache_internal.h"
+
+/* Rows of one kv-head that sit at a fixed stride and share one way of widening (TG_SEG_* of attend_kernels.h). */
+typedef struct {
+    int kind;                       /* TG_SEG_F32 rows are read in place; the others are widened */
+    int bits;                       /* TG_SEG_CODES: 8, 4, 2 */
+    const uint8_t *p;               /* the first row */
+    size_t stride;                  /* bytes from one row to the next */
+    int64_t count;                  /* rows */
+    int64_t slot0;                  /* cache slot of the first row (re-positioned keys are rotated to it) */
+    const uint16_t *gscale, *gzero; /* TG_SEG_CODES keys: the per-channel fp16 grid [head_dim] */
+    const uint16_t *tscale, *tzero; /* TG_SEG_CODES values: the first row's own fp16 scale and zero */
+    size_t tstride;                 /* TG_SEG_CODES values: elements from one row's scale to the next */
+} tg_segment;
+
+/* One way of storing a store's non-sink tokens. Every operation gets the cache (geometry, scratch) and the store's
+ * layout sg (sg->codec is this codec). */
+struct tg_store_codec {
+    const char *name;
+    /* Whether this codec keeps a store of precision p under geometry g (the table takes the first that does); NULL:
+     * chosen only by name (tg_store_codec_named), never by a policy. */
+    bool (*selects)(const tg_cache_geom *g, tg_kv_precision p);
+    /* Fills sg's layout from the resolved capacities of g (sg->precision, per_channel and codec are set, the rest
+     * zero): range, row and buffer bytes, the sinks' precision, whether appends re-code held rows. False when a
+     * byte count overflows. */
+    bool (*geometry)(const tg_cache_geom *g, tg_store_geom *sg);
+    /* Stores non-sink token L->n_appended: x[n_kv_heads * head_dim] (keys already rotated where they must be). */
+    void (*insert)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
+                   const float *x);
+    /* Quantises residual tokens [qend, qend + group) into their group (NULL: a codec without groups). */
+    void (*flush)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend);
+    /* The segment of kv-head h's rows that starts at held non-sink token n: count = every row from n stored alike
+     * (the caller cuts it and sets slot0). */
+    tg_segment (*segment_at)(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, const tg_layer_cache *L,
+                             int h, int64_t n);
+};
+
+extern const tg_store_codec tg_codec_plain, tg_codec_kivi_grouped, tg_codec_kivi_whole;
+extern const tg_store_codec tg_codec_fp32_copy; /* tests only: selected by name */
+
+/* The codec the table picks for a store of precision p under g; NULL when none does. */
+const tg_store_codec *tg_store_codec_for(const tg_cache_geom *g, tg_kv_precision p);
+/* The codec of that name in the table (tests force codecs by name); NULL when there is none. */
+const tg_store_codec *tg_store_codec_named(const char *name);
+
+/* The longest run of kv-head h's held non-sink tokens that starts at n, ends at most at last and is stored alike. */
+tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last);
+/* Kv-head h's sinks [s0, s1] (s0 <= s1). */
+tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
+                                 int64_t s1);
+/* Makes g a segment of sg's codes: keys with the per-channel grid at element `grid` of s's scales and zeros, values
+ * with their own scales from element `token` on, tstride apart. */
+void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
+                      size_t tstride);
+/* Row i of a segment as fp32 into out[head_dim] (the scalar reference of the kernels' widening). */
+void tg_segment_widen(const tg_segment *g, int64_t i, int64_t head_dim, float *out);
+
+/* Bytes per element of an fp32 / fp16 / bf16 row; the segment kind of such rows. */
+size_t tg_plain_elem_bytes(tg_kv_precision p);
+int tg_plain_seg_kind(tg_kv_precision p);
+/* n floats of x into dst at precision p (fp32 / fp16 / bf16), and back. */
+void tg_plain_put(tg_kv_precision p, const float *x, uint8_t *dst, int64_t n);
+void tg_plain_get(tg_kv_precision p, const uint8_t *src, float *out, int64_t n);
+
+/* Checked a * b * c * d; clears *ok on overflow. */
+size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d);
+
+#endif

@@ -1,0 +1,82 @@
+/* codec_kivi_grouped.c — KIVI with groups of G tokens: tokens [first, qend) quantised, token n in group unit
+ * (n / G) mod n_units ([n_units][n_kv_heads][G][row_bytes] codes; keys with one fp16 (scale, zero) per channel of a
+ * group, values per token), tokens [qend, n_appended) in the full-precision residual ring (fp32, fp16 or bf16, row
+ * n mod res_cap), quantised G at a time when the ring is full; sinks fp32. */
+#include "kvcache/codec.h"
+
+static bool grouped_selects(const tg_cache_geom *g, tg_kv_precision p) { return g->grouped && tg_kivi_is_quantized(p); }
+
+static bool grouped_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
+    bool ok = true;
+    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
+    sg->range = tg_kivi_range_of(sg->precision);
+    sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
+    sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
+    sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
+    sg->resid_bytes = tg_mul4(&ok, (size_t)g->res_cap, H, D, g->resid_elem);
+    sg->sink_precision = TG_KV_FP32;
+    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, sizeof(float));
+    sg->rewrites = sg->scale_bytes > 0; /* groups get quantised (none when the residual never fills) */
+    return ok;
+}
+
+static void grouped_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
+                           const float *x) {
+    (void)sg;
+    const int64_t HD = (int64_t)c->g.n_kv_heads * c->g.head_dim, row = L->n_appended % c->g.res_cap;
+    tg_plain_put(c->g.resid_precision, x, s->resid + (size_t)(row * HD) * c->g.resid_elem, HD);
+}
+
+/* Quantises residual tokens [qend, qend + G) into their group unit (from an fp32 ring in place, or widened first
+ * from an fp16 / bf16 one). */
+static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
+    if (c->g.n_units == 0) return; /* cannot happen: such geometries never fill the residual */
+    const int64_t unit = (qend / G) % c->g.n_units, r0 = qend % c->g.res_cap;
+    /* the group's G rows [G][H * D], contiguous in the ring (res_cap % G == 0) */
+    const uint8_t *ring = s->resid + (size_t)(r0 * H * D) * c->g.resid_elem;
+    const float *group = (const float *)(const void *)ring;
+    if (c->g.resid_precision != TG_KV_FP32) {
+        tg_plain_get(c->g.resid_precision, ring, c->group_f32, G * H * D);
+        group = c->group_f32;
+    }
+    for (int64_t h = 0; h < H; h++) {
+        const int64_t uh = unit * H + h;
+        uint8_t *rows = s->data + (size_t)(uh * G) * sg->row_bytes;
+        const float *x = group + h * D;
+        if (sg->per_channel) {
+            tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, rows, s->scale + uh * D,
+                                      s->zero + uh * D);
+        } else {
+            for (int64_t t = 0; t < G; t++)
+                tg_kivi_quantize_row(sg->range, x + t * H * D, D, rows + (size_t)t * sg->row_bytes,
+                                     &s->scale[uh * G + t], &s->zero[uh * G + t]);
+        }
+    }
+}
+
+static tg_segment grouped_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                                     const tg_layer_cache *L, int h, int64_t n) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
+    tg_segment g = {0};
+    if (n >= L->qend) { /* the residual ring, up to its wrap */
+        const int64_t row = n % c->g.res_cap;
+        g.kind = tg_plain_seg_kind(c->g.resid_precision);
+        g.count = c->g.res_cap - row;
+        g.p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
+        g.stride = (size_t)(H * D) * c->g.resid_elem;
+        return g;
+    }
+    /* the rest of n's quantised group, contiguous for one kv-head */
+    const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
+    g.count = L->qend - n < G - t ? L->qend - n : G - t;
+    g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
+    g.stride = sg->row_bytes;
+    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
+    return g;
+}
+
+const tg_store_codec tg_codec_kivi_grouped = {
+    .name = "kivi-grouped", .selects = grouped_selects, .geometry = grouped_geometry,
+    .insert = grouped_insert, .flush = grouped_flush, .segment_at = grouped_segment_at,
+};

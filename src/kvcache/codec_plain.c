@@ -1,0 +1,41 @@
+/* codec_plain.c — the plain store codec: fp32 / fp16 / bf16 rows, kv-head-major ([n_kv_heads][row_cap][head_dim], so
+ * attention streams one kv-head's rows), token n in row n mod row_cap; sinks at the same precision. */
+#include "kvcache/codec.h"
+
+static bool plain_selects(const tg_cache_geom *g, tg_kv_precision p) {
+    (void)g;
+    return p == TG_KV_FP32 || p == TG_KV_FP16 || p == TG_KV_BF16;
+}
+
+static bool plain_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
+    bool ok = true;
+    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim;
+    sg->elem_bytes = tg_plain_elem_bytes(sg->precision);
+    sg->row_bytes = D * sg->elem_bytes;
+    sg->data_bytes = tg_mul4(&ok, (size_t)g->row_cap, H, sg->row_bytes, 1);
+    sg->sink_precision = sg->precision;
+    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, sg->row_bytes, 1);
+    return ok;
+}
+
+static void plain_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
+                         const float *x) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, row = L->n_appended % c->g.row_cap;
+    for (int64_t h = 0; h < H; h++)
+        tg_plain_put(sg->precision, x + h * D, s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes, D);
+}
+
+static tg_segment plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                                   const tg_layer_cache *L, int h, int64_t n) {
+    (void)L;
+    const int64_t row = n % c->g.row_cap;
+    tg_segment g = {.kind = tg_plain_seg_kind(sg->precision), .count = c->g.row_cap - row};
+    g.p = s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes;
+    g.stride = sg->row_bytes;
+    return g;
+}
+
+const tg_store_codec tg_codec_plain = {
+    .name = "plain", .selects = plain_selects, .geometry = plain_geometry,
+    .insert = plain_insert, .flush = NULL, .segment_at = plain_segment_at,
+};

@@ -1,0 +1,194 @@
+/* test_kvcache_codecs.c — the KV cache's tables: store codecs (which codec keeps which store, forcing one by name,
+ * the test-only fp32-copy codec against the plain store) and eviction policies; and the schedule the cache publishes
+ * (tg_kvcache_plan). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attend_team.h"
+#include "kvcache/codec.h"
+#include "kvcache/eviction.h"
+#include "kvcache/kvcache.h"
+#include "tinygpt.h"
+
+static tg_cache_shape shape_of(int n_layers, int64_t ctx, const int *kv_source) {
+    tg_cache_shape s = {
+        .n_layers = n_layers,
+        .n_heads = 4,
+        .n_kv_heads = 2,
+        .head_dim = 16,
+        .rope_theta = 10000.0f,
+        .rope_style = TG_ROPE_HALF,
+        .context_length = ctx,
+        .kv_source = kv_source,
+    };
+    return s;
+}
+
+static tg_kvcache *make(const tg_cache_shape *shape, tg_cache_params p) {
+    tg_error err = {0};
+    tg_kvcache *c = tg_kvcache_new(shape, &p, &err);
+    if (!c) fail_msg("cache rejected: %s", err.msg);
+    return c;
+}
+
+static void test_table_picks_the_codec(void **state) {
+    (void)state;
+    const tg_cache_shape shape = shape_of(2, 256, NULL);
+    struct {
+        tg_kv_precision k, v;
+        int group;
+        const char *kc, *vc;
+    } cases[] = {
+        {TG_KV_FP32, TG_KV_FP32, 32, "plain", "plain"},
+        {TG_KV_BF16, TG_KV_FP16, 32, "plain", "plain"},
+        {TG_KV_INT4, TG_KV_INT8, 32, "kivi-grouped", "kivi-grouped"},
+        {TG_KV_INT2, TG_KV_FP16, 32, "kivi-grouped", "plain"},
+        {TG_KV_INT4, TG_KV_INT4, 0, "kivi-whole", "kivi-whole"},
+        {TG_KV_FP32, TG_KV_INT2, 0, "plain", "kivi-whole"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = cases[i].k, p.value_precision = cases[i].v, p.group_size = cases[i].group;
+        tg_kvcache *c = make(&shape, p);
+        assert_string_equal(c->g.k.codec->name, cases[i].kc);
+        assert_string_equal(c->g.v.codec->name, cases[i].vc);
+        assert_ptr_equal(tg_store_codec_named(cases[i].kc), c->g.k.codec);
+        tg_kvcache_free(c);
+    }
+    assert_null(tg_store_codec_named("no-such-codec"));
+    assert_null(tg_store_codec_named(NULL));
+}
+
+static void test_forcing_a_codec(void **state) {
+    (void)state;
+    const tg_cache_shape shape = shape_of(1, 64, NULL);
+    tg_cache_params p = tg_cache_default_params();
+    tg_error err = {0};
+    /* forcing the codec the table picks changes nothing */
+    tg_kvcache *c = tg_kvcache_new_with_codecs(&shape, &p, "plain", NULL, &err);
+    assert_non_null(c);
+    assert_string_equal(c->g.k.codec->name, "plain");
+    assert_string_equal(c->g.v.codec->name, "plain");
+    tg_kvcache_free(c);
+    assert_null(tg_kvcache_new_with_codecs(&shape, &p, NULL, "fp64", &err));
+    assert_non_null(strstr(err.msg, "no store codec named fp64"));
+}
+
+/* The eviction table: none without a window, StreamingLLM with one (a budget resolves into a window first). */
+static void test_eviction_table(void **state) {
+    (void)state;
+    const tg_cache_shape shape = shape_of(2, 256, NULL);
+    tg_cache_params p = tg_cache_default_params();
+    assert_ptr_equal(tg_eviction_for(&p, 0), &tg_eviction_none);
+    assert_ptr_equal(tg_eviction_for(&p, 16), &tg_eviction_streaming);
+    tg_kvcache *c = make(&shape, p);
+    assert_string_equal(c->g.eviction->name, "none");
+    tg_kvcache_free(c);
+    p.budget_bytes = 1 << 16;
+    c = make(&shape, p);
+    assert_string_equal(c->g.eviction->name, "streaming-llm");
+    assert_true(c->g.window > 0 && c->g.sink == 4);
+    tg_kvcache_free(c);
+}
+
+typedef struct {
+    const tg_cache_shape *shape;
+    tg_cache_params p;
+    bool bounded, token_by_token;
+    int max_chunk;
+} plan_case;
+
+static void test_plan(void **state) {
+    (void)state;
+    const int yoco[4] = {0, 1, 1, 1}; /* layers 2 and 3 read layer 1's K/V */
+    const tg_cache_shape plain = shape_of(4, 512, NULL), shared = shape_of(4, 512, yoco);
+    tg_cache_params d = tg_cache_default_params(), p;
+    plan_case cases[8];
+    int n = 0;
+    p = d; /* fp32, unbounded: nothing an append does changes what an earlier token sees */
+    cases[n++] = (plan_case){&plain, p, false, false, 0};
+    p = d, p.window = 64; /* eviction */
+    cases[n++] = (plan_case){&plain, p, true, true, 0};
+    p = d, p.budget_bytes = 1 << 20; /* a budget is a window */
+    cases[n++] = (plan_case){&plain, p, true, true, 0};
+    p = d, p.key_precision = TG_KV_INT4; /* groups get quantised */
+    cases[n++] = (plan_case){&plain, p, false, true, 0};
+    p = d, p.value_precision = TG_KV_INT8, p.group_size = 0; /* whole history, values per token */
+    cases[n++] = (plan_case){&plain, p, false, true, 0};
+    p = d, p.key_precision = TG_KV_BF16, p.value_precision = TG_KV_FP16;
+    cases[n++] = (plan_case){&shared, p, false, false, 0};
+    p = d, p.window = 64; /* shared layers under eviction: one token per call */
+    cases[n++] = (plan_case){&shared, p, true, true, 1};
+    for (int i = 0; i < n; i++) {
+        tg_kvcache *c = make(cases[i].shape, cases[i].p);
+        const tg_cache_plan plan = tg_kvcache_plan(c);
+        if (plan.bounded != cases[i].bounded || plan.token_by_token != cases[i].token_by_token ||
+            plan.max_chunk != cases[i].max_chunk)
+            fail_msg("case %d: plan {%d, %d, %d}, want {%d, %d, %d}", i, plan.bounded, plan.token_by_token,
+                     plan.max_chunk, cases[i].bounded, cases[i].token_by_token, cases[i].max_chunk);
+        tg_kvcache_free(c);
+    }
+    const tg_cache_plan none = tg_kvcache_plan(NULL);
+    assert_false(none.bounded || none.token_by_token || none.max_chunk);
+}
+
+/* The test-only fp32-copy codec (token-major fp32 rows) reads back and attends bit for bit like the plain fp32
+ * store, unbounded, under eviction and re-positioned. */
+static void test_fp32_copy_equals_plain(void **state) {
+    (void)state;
+    enum { NH = 4, H = 2, D = 16, T = 90 };
+    const tg_cache_shape shape = shape_of(1, 128, NULL);
+    for (int policy = 0; policy < 3; policy++) {
+        tg_cache_params p = tg_cache_default_params();
+        if (policy > 0) p.window = 24, p.sink = 3;
+        if (policy == 2) p.reposition = true;
+        tg_error err = {0};
+        tg_kvcache *a = tg_kvcache_new(&shape, &p, &err);
+        tg_kvcache *b = tg_kvcache_new_with_codecs(&shape, &p, "fp32-copy", "fp32-copy", &err);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_string_equal(b->g.k.codec->name, "fp32-copy");
+        uint64_t seed = 7;
+        static float k[H * D], v[H * D], q[NH * D], oa[NH * D], ob[NH * D];
+        static float ka[T * H * D], kb[T * H * D], va[T * H * D], vb[T * H * D];
+        for (int t = 0; t < T && t < 128; t++) {
+            for (int i = 0; i < H * D; i++) {
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                k[i] = (float)(int32_t)(seed >> 32) / 2147483648.0f;
+                v[i] = (float)(int32_t)(seed >> 16) / 2147483648.0f;
+            }
+            for (int i = 0; i < NH * D; i++) q[i] = k[i % (H * D)] * 0.5f - v[(i * 7) % (H * D)];
+            tg_kvcache_append(a, 0, t, k, v);
+            tg_kvcache_append(b, 0, t, k, v);
+            test_attend(a, 0, t, q, oa, 1);
+            test_attend(b, 0, t, q, ob, 2);
+            assert_memory_equal(oa, ob, sizeof oa);
+            const int64_t na = tg_kvcache_read_back(a, 0, t, ka, va, NULL);
+            assert_int_equal(tg_kvcache_read_back(b, 0, t, kb, vb, NULL), na);
+            assert_memory_equal(ka, kb, (size_t)na * H * D * sizeof(float));
+            assert_memory_equal(va, vb, (size_t)na * H * D * sizeof(float));
+        }
+        tg_cache_report ra, rb;
+        tg_kvcache_report(a, T, &ra);
+        tg_kvcache_report(b, T, &rb);
+        assert_int_equal(ra.bytes_total, rb.bytes_total);
+        tg_kvcache_free(a);
+        tg_kvcache_free(b);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_picks_the_codec),
+        cmocka_unit_test(test_forcing_a_codec),
+        cmocka_unit_test(test_eviction_table),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_fp32_copy_equals_plain),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
