@@ -297,6 +297,39 @@ static int has_safetensors(const char *dir, char *note, size_t cap, tg_error *er
     return 0;
 }
 
+/* A sharded checkpoint whose index names a shard that is not in the folder (the index and config downloaded, the
+ * shards not): 1 with note[cap] naming the first missing shard and the count, 0 when every shard is there (or the
+ * index is unreadable: opening the weights then reports why), -1 on a shard that is there but unusable. */
+static int missing_shard(const char *dir, char *note, size_t cap, tg_error *err) {
+    char path[4096];
+    if (!tg_folder_file(dir, "model.safetensors.index.json", NULL, path, sizeof path, NULL, NULL)) return 0;
+    json_t *root = tg_json_load_path(path, 0, NULL, NULL);
+    const json_t *map = json_object_get(root, "weight_map");
+    const char *key, *first = NULL;
+    const json_t *v;
+    size_t n_missing = 0;
+    int status = 0;
+    json_object_foreach((json_t *)map, key, v) {
+        if (!json_is_string(v)) continue;
+        const int has = folder_has(dir, json_string_value(v), err);
+        if (has < 0) {
+            status = -1;
+            break;
+        }
+        if (has == 0 && (!first || strcmp(first, json_string_value(v)) != 0)) {
+            if (!first) first = json_string_value(v);
+            n_missing++;
+        }
+    }
+    if (status == 0 && first) {
+        snprintf(note, cap, "model.safetensors.index.json names shards that are not here: %.100s%s", first,
+                 n_missing > 1 ? " and others" : "");
+        status = 1;
+    }
+    json_decref(root);
+    return status;
+}
+
 /* Appends "; what" (or "what" first) to the model's list of absent files. */
 static void note_absent(struct tg_model *m, const char *what) {
     const size_t len = strlen(m->absent);
@@ -334,7 +367,11 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, t
     }
 
     char note[256] = "";
-    const int weights = has_safetensors(dir, note, sizeof note, err);
+    int weights = has_safetensors(dir, note, sizeof note, err);
+    if (weights == 1 && need == TG_NEED_CONFIG) {
+        const int gone = missing_shard(dir, note, sizeof note, err);
+        weights = gone < 0 ? -1 : !gone;
+    }
     if (weights < 0 || (weights == 0 && need == TG_NEED_ALL && strstr(note, "pickle")))
         ok = weights < 0 ? false : tg_fail(err, "%s: %s", dir, note);
     if (ok && weights == 0 && need == TG_NEED_CONFIG) {
