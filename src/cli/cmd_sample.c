@@ -192,13 +192,16 @@ static void apply_generation_defaults(sample_args *a, const tg_model *model) {
         len += (size_t)snprintf(list + len, sizeof list - len, "%stemperature %g", len ? ", " : "",
                                 (double)d.temperature);
     }
+    /* greedy decoding ignores top-k and top-p: they are taken but not named */
+    const bool sampling = a->sp.temperature > 0.0f;
     if (d.has_top_k && !a->sp_given[1] && len < sizeof list) {
         a->sp.top_k = d.top_k;
-        len += (size_t)snprintf(list + len, sizeof list - len, "%stop-k %d", len ? ", " : "", d.top_k);
+        if (sampling) len += (size_t)snprintf(list + len, sizeof list - len, "%stop-k %d", len ? ", " : "", d.top_k);
     }
     if (d.has_top_p && !a->sp_given[2] && len < sizeof list) {
         a->sp.top_p = d.top_p;
-        len += (size_t)snprintf(list + len, sizeof list - len, "%stop-p %g", len ? ", " : "", (double)d.top_p);
+        if (sampling)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%stop-p %g", len ? ", " : "", (double)d.top_p);
     }
     if (list[0]) snprintf(a->sp_note, sizeof a->sp_note, "%s: %s", d.source, list);
 }
