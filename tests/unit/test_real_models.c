@@ -6,8 +6,9 @@
  *     gap is below 1e-3 (a near-tie that summation order may flip), and then the rest is not compared;
  *   - the tokenizer.json of TinyStories-656K and of TinyLlama-1.1B-Chat-v1.0 (a folder without weights: loaded with
  *     TG_NEED_TOKENIZER, as `tinygpt tokenize` does) against Hugging Face `tokenizers` on 53 texts, without and with
- *     special tokens (tests/data/real/tokenizer-ids.json). Every text must match except the ones listed in
- *     KNOWN_DIFFERENCES with the reason. */
+ *     special tokens (tests/data/real/tokenizer-ids.json). Every text must match (TinyStories' added tokens are
+ *     "normalized": true, matched in the normalized text: "<|start_story|>Once upon a time<|end_story|>" checks
+ *     it). */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
@@ -92,23 +93,6 @@ static void test_tinystories_greedy(void **state) {
     json_decref(ref);
 }
 
-/* Texts where tinygpt knowingly differs from `tokenizers`, with the reason. */
-static const struct {
-    const char *tokenizer, *text, *why;
-} KNOWN_DIFFERENCES[] = {
-    {"TinyStories-656K-hf", "<|start_story|>Once upon a time<|end_story|>",
-     "its added tokens are \"normalized\": true: tokenizers matches them in the normalized text against their "
-     "normalized content (the Prepend normalizer makes that \"\xe2\x96\x81<|end_story|>\", which the text does not "
-     "contain) and normalizes the text once, not per section; tinygpt matches added tokens in the raw text"},
-};
-
-static const char *known_difference(const char *tokenizer, const char *text) {
-    for (size_t i = 0; i < sizeof KNOWN_DIFFERENCES / sizeof KNOWN_DIFFERENCES[0]; i++)
-        if (strcmp(KNOWN_DIFFERENCES[i].tokenizer, tokenizer) == 0 && strcmp(KNOWN_DIFFERENCES[i].text, text) == 0)
-            return KNOWN_DIFFERENCES[i].why;
-    return NULL;
-}
-
 static void check_tokenizer(const json_t *cases, const char *name, const char *folder) {
     tg_error err = {0};
     tg_model *m = tg_model_load_for(folder, TG_NEED_TOKENIZER, &err);
@@ -124,14 +108,15 @@ static void check_tokenizer(const json_t *cases, const char *name, const char *f
             size_t n = 0;
             assert_true(tg_tokenize(m, text, len, special, &ids, &n, &err));
             if (ids_equal(ids, n, json_object_get(c, special ? "ids_special" : "ids"))) match[special]++;
-            else if (!known_difference(name, text))
-                fail_msg("%s: '%s' (%s special tokens) differs from tokenizers", name, text,
+            else fprintf(stderr, "%s: '%s' (%s special tokens) differs from tokenizers\n", name, text,
                          special ? "with" : "without");
             free(ids);
         }
     }
     fprintf(stderr, "%s: %zu of %zu texts match tokenizers without special tokens, %zu with\n", name, match[0],
             json_array_size(cases), match[1]);
+    assert_int_equal(match[0], json_array_size(cases));
+    assert_int_equal(match[1], json_array_size(cases));
     tg_model_free(m);
 }
 
