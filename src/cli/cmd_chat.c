@@ -204,7 +204,7 @@ static void chat_free(chat_run *r) {
     tg_chat_conv_close(&r->conv);
 }
 
-/* The ids that end a reply: EOS, and every common end-of-turn marker that the template mentions and the tokenizer
+/* The ids that end a reply: EOS (all of tg_token_is_eos), and every common end-of-turn marker that the template mentions and the tokenizer
  * encodes as one token (<|im_end|> of ChatML, <|eot_id|> of Llama 3, ...). */
 static void find_end_of_turn(chat_run *r, const char *template_text) {
     static const char *const markers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
@@ -222,6 +222,7 @@ static void find_end_of_turn(chat_run *r, const char *template_text) {
 }
 
 static bool is_eot(const chat_run *r, int32_t id) {
+    if (tg_token_is_eos(r->model, id)) return true; /* every EOS id of the model's files */
     for (size_t i = 0; i < r->n_eot; i++)
         if (r->eot[i] == id) return true;
     return false;
