@@ -207,4 +207,21 @@ for name, layout in seeds.items():
     open("%s/%s" % (out, name), "wb").write(sep.join([bytes(layout)] + files))
 EOF
 
+# chat_template: every template of tests/data/chat/refs.json (the real ones, the built-ins, the feature snippets),
+# then FUZZ_SEP and the variables of its first case
+mkdir -p fuzz/seeds/chat_template
+python3 - fuzz/seeds/chat_template "$sep" <<'EOF'
+import json, re, sys
+doc = json.load(open("tests/data/chat/refs.json", encoding="utf-8"))
+seen = set()
+for case in doc["cases"]:
+    name = case["template"]
+    if name in seen:
+        continue
+    seen.add(name)
+    text = doc["templates"][name]["text"]
+    file = re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
+    with open("%s/%s" % (sys.argv[1], file), "wb") as f:
+        f.write(text.encode() + sys.argv[2].encode() + json.dumps(case["vars"], ensure_ascii=False).encode())
+EOF
 echo "seeds: $(find fuzz/seeds -type f | wc -l) files, $(du -sh fuzz/seeds | cut -f1)"

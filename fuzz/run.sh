@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh — runs one libFuzzer harness: fuzz/run.sh HARNESS [SECONDS] [extra libFuzzer flags...]
-# HARNESS is gguf, hf, folder, tokenizer_json, tokenizer_text, tokenize, args or cli_text (fuzz/build/fuzz_HARNESS,
-# built by `make fuzz`).
+# HARNESS is gguf, hf, folder, tokenizer_json, tokenizer_text, tokenize, args, cli_text or chat_template
+# (fuzz/build/fuzz_HARNESS, built by `make fuzz`).
 # The growing corpus lives in fuzz/build/corpus/HARNESS (seeded from fuzz/seeds/HARNESS, which stays untouched),
 # crashes land in fuzz/build/crashes/HARNESS/, the log in fuzz/build/logs/HARNESS.log; one job, one process.
 # At the end it prints the executions, the coverage (libFuzzer's "cov" = covered edges) and the corpus size.
@@ -18,6 +18,7 @@ case $h in
 hf | tokenizer_json | tokenizer_text | folder) dict=(-dict=fuzz/dict/json.dict) ;;
 args) dict=(-dict=fuzz/dict/args.dict) ;;
 gguf) dict=(-dict=fuzz/dict/gguf.dict) ;;
+chat_template) dict=(-dict=fuzz/dict/jinja.dict) ;;
 esac
 log=fuzz/build/logs/$h.log
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
