@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lim.max_memory_bytes = (size_t)64 << 20;
     lim.max_iterations = 100000;
     lim.max_work = 2000000;
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_chat_template *t = tg_chat_template_compile((const char *)part[0], len[0], &lim, &err);
     if (!t) {
         fuzz_check_error(&err, "tg_chat_template_compile");

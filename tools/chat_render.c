@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
         free(src);
         return 2;
     }
-    tg_error err = {{0}};
+    tg_error err = {0};
     const tg_chat_clock clock = {.now = 1796119200, .utc = true};
     tg_chat_template *t = tg_chat_template_compile(src, n, NULL, &err);
     size_t len = 0;

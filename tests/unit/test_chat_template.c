@@ -50,7 +50,7 @@ static char *render_with(const char *src, const char *vars_json, const tg_chat_l
 
 /* Asserts that rendering fails with a one-line message containing `want`. */
 static void expect_error(const char *src, const char *vars_json, const tg_chat_limits *lim, const char *want) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *out = render_with(src, vars_json, lim, &err);
     if (out) fail_msg("rendered %.60s... instead of failing with '%s'", out, want);
     if (!strstr(err.msg, want)) fail_msg("message '%s' does not contain '%s'", err.msg, want);
@@ -59,7 +59,7 @@ static void expect_error(const char *src, const char *vars_json, const tg_chat_l
 }
 
 static void expect_output(const char *src, const char *vars_json, const char *want) {
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *out = render_with(src, vars_json, NULL, &err);
     if (!out) fail_msg("failed: %s", err.msg);
     assert_string_equal(out, want);
@@ -97,7 +97,7 @@ static void test_jinja2_references(void **state) {
             current = name;
             same = total = 0;
         }
-        tg_error err = {{0}};
+        tg_error err = {0};
         tg_chat_template *t = tg_chat_template_compile(text, strlen(text), NULL, &err);
         char *out = NULL;
         size_t len = 0;
@@ -153,7 +153,7 @@ static void test_builtins(void **state) {
     for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
         const char *src = tg_chat_builtin(tok);
         if (!src) fail_msg("built-in '%s' is listed but has no source", tok);
-        tg_error err = {{0}};
+        tg_error err = {0};
         tg_chat_template *t = tg_chat_template_compile(src, strlen(src), NULL, &err);
         if (!t) fail_msg("built-in %s: %s", tok, err.msg);
         tg_chat_template_free(t);
@@ -249,7 +249,7 @@ static void test_hostile_loops_and_sizes(void **state) {
     /* a template over the size limit */
     lim = tg_chat_default_limits();
     lim.max_template_bytes = 10;
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_chat_template_compile("0123456789ab", 12, &lim, &err));
     assert_non_null(strstr(err.msg, "more than the limit of 10"));
 }
@@ -279,7 +279,7 @@ static void test_syntax_errors(void **state) {
     expect_error("{{ 99999999999999999999 }}", NULL, NULL, "integer literal too large");
     expect_error("{{ '\\x4' }}", NULL, NULL, "truncated \\xXX escape");
     expect_error("{{ x ! y }}", NULL, NULL, "unexpected character '!' inside a tag");
-    tg_error err = {{0}};
+    tg_error err = {0};
     assert_null(tg_chat_template_compile("ok \xff", 4, NULL, &err));
     assert_non_null(strstr(err.msg, "not valid UTF-8 (byte 3)"));
 }
@@ -304,7 +304,7 @@ static void test_runtime_errors(void **state) {
     expect_error("{{ undefined_thing() }}", NULL, NULL, "'undefined_thing' is undefined");
     expect_error("{{ {'a': 1} | tojson(indent=100) }}", NULL, NULL, "tojson: indent must be 0..64");
     expect_error("{{ x | tojson }}", NULL, NULL, "tojson: object of type Undefined is not JSON serializable");
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_chat_template *t = tg_chat_template_compile("x", 1, NULL, &err);
     json_t *arr = json_array();
     size_t len;
@@ -332,7 +332,7 @@ static void test_semantics(void **state) {
     expect_output("{{ strftime_now('%A %d %B %Y, %H:%M') }}", NULL, "Tuesday 01 December 2026, 10:00");
     expect_output("{{ strftime_now('') }}|", NULL, "|");
     /* strftime_now on the local clock: just well-formed */
-    tg_error err = {{0}};
+    tg_error err = {0};
     tg_chat_template *t = tg_chat_template_compile("{{ strftime_now('%Y') }}", 24, NULL, &err);
     size_t len;
     char *out = tg_chat_template_render(t, NULL, NULL, &len, &err);
@@ -357,7 +357,7 @@ static void write_file(const char *dir, const char *name, const char *text) {
 static void test_template_source_realmeta(void **state) {
     (void)state;
     tg_chat_source s;
-    tg_error err = {{0}};
+    tg_error err = {0};
     struct stat st;
     if (stat(realmeta(""), &st) != 0) {
         print_message("skipping: %s not found (set TG_SHARED_DIR)\n", realmeta(""));
@@ -389,7 +389,7 @@ static void test_template_source_realmeta(void **state) {
 static void test_template_source_files(void **state) {
     (void)state;
     tg_chat_source s;
-    tg_error err = {{0}};
+    tg_error err = {0};
     char *dir = gguf_builder_tmpdir();
     /* a named list: "default" is used; chat_template.jinja wins over tokenizer_config.json */
     write_file(dir, "tokenizer_config.json",
