@@ -5,7 +5,7 @@ WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS)) -lm
-OMP     := -fopenmp -pthread
+THREADS := -pthread # one thread team (src/util/thread_pool.c); no OpenMP
 OPT     := -O3 -march=native -g
 SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -28,7 +28,7 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(ASN)/tests/%)
 all: tinygpt
 
 tinygpt: $(REL_CLI_OBJ) $(REL)/libtinygpt.a
-	$(CC) $(OPT) $(OMP) -o $@ $^ $(DEPS_LIBS)
+	$(CC) $(OPT) $(THREADS) -o $@ $^ $(DEPS_LIBS)
 
 $(REL)/libtinygpt.a: $(REL_LIB_OBJ)
 	@rm -f $@
@@ -36,7 +36,7 @@ $(REL)/libtinygpt.a: $(REL_LIB_OBJ)
 
 $(REL)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(OPT) $(OMP) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 # --- sanitizer build for the tests ---
 $(ASN)/libtinygpt.a: $(ASN_LIB_OBJ)
@@ -44,15 +44,15 @@ $(ASN)/libtinygpt.a: $(ASN_LIB_OBJ)
 	ar rcs $@ $^
 
 $(ASN)/tinygpt: $(ASN_CLI_OBJ) $(ASN)/libtinygpt.a
-	$(CC) $(SAN) $(OMP) -o $@ $^ $(DEPS_LIBS)
+	$(CC) $(SAN) $(THREADS) -o $@ $^ $(DEPS_LIBS)
 
 $(ASN)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(SAN) $(OMP) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(SAN) $(OMP) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
 	    $(DEPS_LIBS) -lcmocka
 
 # --- tools/*.c: stand-alone programs on the release library (bench/compare-llamacpp builds them) ---
@@ -61,7 +61,7 @@ tools: $(TOOL_BIN)
 
 $(REL)/tools/%: tools/%.c $(REL)/libtinygpt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(OPT) $(OMP) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
+	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
 
 unit-tests: $(TEST_BIN) $(ASN)/tinygpt
 
@@ -71,7 +71,7 @@ test: check-generic unit-tests tinygpt
 # Every source compiled without -march=native: the scalar paths that a machine without AVX2 (and the fuzz build)
 # compiles must stay warning-free too. Syntax only: a few seconds.
 check-generic:
-	@for f in $(LIB_SRC) $(CLI_SRC); do $(CC) $(WARN) -O1 $(OMP) $(INC) $(DEPS_CFLAGS) -fsyntax-only $$f || exit 1; done
+	@for f in $(LIB_SRC) $(CLI_SRC); do $(CC) $(WARN) -O1 $(THREADS) $(INC) $(DEPS_CFLAGS) -fsyntax-only $$f || exit 1; done
 
 # --- memcheck of the reader tests: a plain build (no sanitizers, no AVX-512, which valgrind cannot run) ---
 VG := build/valgrind
@@ -96,11 +96,11 @@ $(VG)/libtinygpt.a: $(VG_LIB_OBJ)
 
 $(VG)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(VG_FLAGS) $(OMP) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(VG)/tests/%: tests/unit/%.c $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(VG_FLAGS) $(OMP) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a \
+	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a \
 	    $(DEPS_LIBS) -lcmocka
 
 # docs/RESULTS.md and docs/results/*.svg: the cache's cost in quality on the bundled model (tools/results.sh;

@@ -3,10 +3,14 @@
  * the L3 cache), as decoding a real model does; "cpu GB/s" divides by CPU time per thread instead of wall time,
  * which is steadier on a shared machine.
  *
+ * Threads: the production team (util/thread_pool.h), the one the forward pass runs on, so this measures the path
+ * production runs.
+ *
  * Build and run from the repository root (release flags; the kernel sources are every .c file in src/kernels plus
- * src/util/error.c):
- *   cc -std=c11 -O3 -march=native -fopenmp -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
- *      src/util/error.c -o build/bench_kernels -lm && build/bench_kernels [rows cols n_tokens threads pool_MiB]
+ * src/util/error.c and src/util/thread_pool.c):
+ *   cc -std=c11 -O3 -march=native -pthread -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
+ *      src/util/error.c src/util/thread_pool.c -o build/bench_kernels -lm && \
+ *      build/bench_kernels [rows cols n_tokens threads pool_MiB]
  */
 #include <math.h>
 #include <stdint.h>
@@ -17,7 +21,8 @@
 
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
-#include "util/half.h"
+#include "kernels/types.h"
+#include "util/thread_pool.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -41,26 +46,22 @@ static uint64_t next(uint64_t *s) {
 
 static float unit(uint64_t *s) { return (float)((double)(next(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
 
-/* Random weights of `type`: float types from uniform values, block types by quantising uniform values. */
+/* Random weights of `type`: uniform values through the type's reference encoder (types.h); NULL for a type
+ * without one. */
 static void *make_weights(tg_dtype type, int64_t rows, int64_t cols, uint64_t *s) {
+    const tg_weight_type *wt = tg_weight_type_of(type);
     size_t rb = tg_row_bytes(type, cols);
+    if (!wt->encode_row || rb == 0) return NULL;
     uint8_t *w = malloc(rb * (size_t)rows);
     float *tmp = malloc((size_t)cols * sizeof(float));
-    if (!w || !tmp) return NULL;
+    if (!w || !tmp) {
+        free(w);
+        free(tmp);
+        return NULL;
+    }
     for (int64_t r = 0; r < rows; r++) {
-        uint8_t *row = w + (size_t)r * rb;
         for (int64_t j = 0; j < cols; j++) tmp[j] = unit(s) * 0.05f;
-        for (int64_t j = 0; j < cols; j++) {
-            uint16_t h;
-            switch (type) {
-            case TG_DT_F32: memcpy(row + 4 * j, &tmp[j], 4); break;
-            case TG_DT_F16: h = tg_f32_to_f16(tmp[j]); memcpy(row + 2 * j, &h, 2); break;
-            case TG_DT_BF16: h = tg_f32_to_bf16(tmp[j]); memcpy(row + 2 * j, &h, 2); break;
-            default: break;
-            }
-        }
-        if (type == TG_DT_Q8_0) tg_quantize_row_q8_0(tmp, row, cols);
-        if (type == TG_DT_Q4_0) tg_quantize_row_q4_0(tmp, row, cols);
+        wt->encode_row(tmp, w + (size_t)r * rb, cols);
     }
     free(tmp);
     return w;
@@ -76,7 +77,9 @@ int main(int argc, char **argv) {
     float *x = malloc((size_t)(cols * ntok) * sizeof(float));
     float *y = malloc((size_t)(rows * ntok) * sizeof(float));
     float *yr = malloc((size_t)rows * sizeof(float));
-    if (!x || !y || !yr) return 1;
+    tg_pool *team = tg_pool_new(threads, NULL);
+    if (!x || !y || !yr || !team) return 1;
+    threads = tg_pool_threads(team);
     for (int64_t i = 0; i < cols * ntok; i++) x[i] = unit(&seed);
     printf("W [%lld, %lld], matmul over %lld tokens, %d threads\n", (long long)rows, (long long)cols,
            (long long)ntok, threads);
@@ -85,13 +88,16 @@ int main(int argc, char **argv) {
     for (int t = 0; t < TG_DT_COUNT; t++) {
         tg_dtype type = (tg_dtype)t;
         void *data = make_weights(type, rows, cols, &seed);
-        if (!data) return 1;
+        if (!data) {
+            printf("%-5s (no encoder or no memory: skipped)\n", tg_dtype_name(type));
+            continue;
+        }
         tg_tensor w = {type, rows, cols, data};
         /* check first (relative to the largest |y|, a few hundred rows are enough) */
         tg_tensor head = w;
         head.rows = rows < 256 ? rows : 256;
         tg_matvec_ref(&head, x, yr);
-        tg_matvec(&head, x, y, threads);
+        tg_matvec(&head, x, y, team);
         double maxerr = 0.0, ymax = 0.0;
         for (int64_t i = 0; i < head.rows; i++) ymax = fmax(ymax, fabs(yr[i]));
         for (int64_t i = 0; i < head.rows; i++) maxerr = fmax(maxerr, fabs(y[i] - yr[i]) / ymax);
@@ -106,7 +112,7 @@ int main(int argc, char **argv) {
         do {
             tg_tensor wc = w;
             wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
-            tg_matvec(&wc, x, y, threads);
+            tg_matvec(&wc, x, y, team);
             reps++;
             t1 = now_s();
         } while (t1 - t0 < 0.5);
@@ -116,7 +122,7 @@ int main(int argc, char **argv) {
         reps = 0;
         t0 = now_s();
         do {
-            tg_matmul(&w, x, ntok, y, threads);
+            tg_matmul(&w, x, ntok, y, team);
             reps++;
             t1 = now_s();
         } while (t1 - t0 < 0.3);
@@ -126,6 +132,7 @@ int main(int argc, char **argv) {
                mm * 1e3 / (double)ntok, 2.0 * (double)rows * (double)cols * (double)ntok / mm / 1e9);
         free(data);
     }
+    tg_pool_free(team);
     free(x);
     free(y);
     free(yr);

@@ -12,7 +12,7 @@ PROFDATA=${LLVM_PROFDATA:-llvm-profdata-14}
 COV=${LLVM_COV:-llvm-cov-14}
 out=fuzz/build/cov
 mkdir -p "$out"
-flags=(-std=c11 -O1 -g -fopenmp -fprofile-instr-generate -fcoverage-mapping -Iinclude -Isrc
+flags=(-std=c11 -O1 -g -pthread -fprofile-instr-generate -fcoverage-mapping -Iinclude -Isrc
        $(pkg-config --cflags jansson libpcre2-8))
 libs=($(pkg-config --libs jansson libpcre2-8) -lm)
 lib_src=$(find src -name '*.c' -not -path 'src/cli/*' | sort)

@@ -18,10 +18,10 @@ $(FUZ)/libtinygpt.a: $(FUZ_LIB_OBJ)
 
 $(FUZ)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -fopenmp $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -pthread $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZ)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZ_CLI_OBJ) $(FUZ)/libtinygpt.a
-	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer -fopenmp $(INC) $(DEPS_CFLAGS) -o $@ $< $(FUZ_CLI_OBJ) \
+	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer -pthread $(INC) $(DEPS_CFLAGS) -o $@ $< $(FUZ_CLI_OBJ) \
 	    $(FUZ)/libtinygpt.a $(DEPS_LIBS)
 
 -include $(shell find $(FUZ)/obj -name '*.d' 2>/dev/null)

@@ -89,8 +89,8 @@ static void clitext_no_echo(const char *prompt, const char *generated) {
         free(ids);
         return;
     }
-    tg_detok *d = tg_detok_new(clitext_model);
-    if (!d) fuzz_die("tg_detok_new", "");
+    tg_detok *d = tg_detok_new(clitext_model, &err);
+    if (!d) fuzz_die("tg_detok_new", err.msg);
     tg_detok_skip_prompt(d, ids, n);
     const char *text = NULL;
     size_t len = 0;

@@ -54,8 +54,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 /* Runs ids through a fresh streaming detokeniser; every chunk it hands out must be valid UTF-8 on its own. Returns
  * the concatenated text (malloc'ed, *len bytes). */
 static char *tok_detok_all(const tg_model *m, const int32_t *ids, size_t n, size_t *len) {
-    tg_detok *d = tg_detok_new(m);
-    if (!d) fuzz_die("tg_detok_new", "NULL");
+    tg_error err = {0};
+    tg_detok *d = tg_detok_new(m, &err);
+    if (!d) fuzz_die("tg_detok_new", err.msg);
     size_t cap = 256, used = 0;
     char *all = malloc(cap);
     for (size_t i = 0; i <= n; i++) {

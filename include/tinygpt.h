@@ -93,7 +93,8 @@ int32_t tg_vocab_size(const tg_model *model);
 
 /* Streaming detokeniser: turns ids into bytes, never splitting a multi-byte UTF-8 character across calls. */
 typedef struct tg_detok tg_detok;
-tg_detok *tg_detok_new(const tg_model *model);
+/* NULL (err filled) when the model has no tokenizer or memory runs out. */
+tg_detok *tg_detok_new(const tg_model *model, tg_error *err);
 void tg_detok_free(tg_detok *d);
 /* Appends the text of id; returns the bytes that are now complete (valid to print) in *out and *out_len; the pointer
  * stays valid until the next call. */
@@ -183,9 +184,11 @@ typedef struct {
 
 typedef struct tg_session tg_session;
 
-/* n_threads <= 0: all cores. Fails if the cache policy is invalid for this model. */
+/* n_threads <= 0: all cores (tg_threads_all_cores). Fails if the cache policy is invalid for this model. */
 tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err);
 void tg_session_free(tg_session *s);
+/* The threads the session's team really has (>= 1; fewer than asked when the system refused some); 0 for NULL. */
+int tg_session_threads(const tg_session *s);
 
 /* Runs n tokens through the model at the current position (prompt chunks or one decoded token), appending them to
  * the cache. If logits_all is non-NULL it receives n * vocab logits (row t = the distribution after token t);
@@ -211,15 +214,25 @@ typedef struct tg_sampler tg_sampler;
 /* temperature 0.8, top-k 40, top-p 0.95, seed 0. */
 tg_sampler_params tg_sampler_default_params(void);
 /* Allocates every buffer once (sampling never allocates). The PRNG is seeded from p->seed: the same seed gives the
- * same sequence of draws. NULL when vocab_size <= 0, temperature is negative or not finite, top_k < 0, top_p is
- * outside [0, 1], or memory runs out. */
-tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size);
+ * same sequence of draws. NULL (err filled, naming the parameter) when vocab_size <= 0, temperature is negative or
+ * not finite, top_k < 0, top_p is outside [0, 1], or memory runs out. */
+tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err);
 void tg_sampler_free(tg_sampler *s);
 /* Picks a token from logits[vocab_size] (the logits are not modified). Temperature 0: the argmax, ties to the lowest
  * id. Otherwise softmax(logits / T) cut to the top_k highest, then to the smallest set whose probability reaches
  * top_p (at least one id), and drawn. NaN and -inf logits are never picked; if any logit / T is +inf the draw is
  * uniform over those. Returns -1 when no logit is pickable (all NaN or -inf). */
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
+
+/* ---- the machine -------------------------------------------------------------------------------------------- */
+
+/* What "all cores" means wherever a thread count of 0 is accepted: the CPUs this process may run on (its affinity
+ * mask, as `taskset` or a container sets it), else the online CPUs; at least 1. */
+int tg_threads_all_cores(void);
+/* Read bandwidth of the memory in bytes per second: the best of three streaming reads of a buffer of `mib` MiB,
+ * split over a team of n_threads (<= 0: all cores) of the kind that runs the forward pass. 0 when mib <= 0 or
+ * memory runs out. */
+double tg_measure_read_bandwidth(int64_t mib, int n_threads);
 
 #ifdef __cplusplus
 }

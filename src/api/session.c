@@ -1,7 +1,6 @@
 /* session.c — the public session: a model, its KV cache and the forward pass, fed in chunks, with the context
  * limit and the finiteness of the logits checked at the boundary. */
 #include <math.h>
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -37,7 +36,7 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
     }
     const tg_hparams *hp = &model->hp;
     tg_cache_params p = params ? *params : tg_cache_default_params();
-    if (n_threads <= 0) n_threads = omp_get_num_procs();
+    if (n_threads <= 0) n_threads = tg_threads_all_cores();
 
     tg_session *s = calloc(1, sizeof *s);
     if (!s) {
@@ -137,3 +136,5 @@ void tg_session_cache_report(const tg_session *s, tg_cache_report *r) {
     if (!s) return;
     tg_kvcache_report(s->cache, s->pos, r);
 }
+
+int tg_session_threads(const tg_session *s) { return s ? tg_forward_threads(s->fwd) : 0; }

@@ -158,27 +158,21 @@ tj_node *tj_parse_tuple(tj_parser *p, bool with_condexpr, bool explicit_parens) 
     return tj_seal(p, tup);
 }
 
-static tj_node *parse_and(tj_parser *p);
-
-static tj_node *parse_or(tj_parser *p) {
-    tj_node *e = parse_and(p);
-    while (tj_tok_name(cur(p), "or")) {
-        size_t pos = next(p)->pos;
-        e = binary(p, N_OR, 0, e, parse_and(p), pos);
-    }
-    return e;
-}
-
 static tj_node *parse_not(tj_parser *p);
 
-static tj_node *parse_and(tj_parser *p) {
-    tj_node *e = parse_not(p);
-    while (tj_tok_name(cur(p), "and")) {
+/* operand (word operand)*, left-associative: `or` over `and`, `and` over `not`. */
+static tj_node *parse_logical(tj_parser *p, const char *word, tj_node_kind kind, tj_node *(*operand)(tj_parser *)) {
+    tj_node *e = operand(p);
+    while (tj_tok_name(cur(p), word)) {
         size_t pos = next(p)->pos;
-        e = binary(p, N_AND, 0, e, parse_not(p), pos);
+        e = binary(p, kind, 0, e, operand(p), pos);
     }
     return e;
 }
+
+static tj_node *parse_and(tj_parser *p) { return parse_logical(p, "and", N_AND, parse_not); }
+
+static tj_node *parse_or(tj_parser *p) { return parse_logical(p, "or", N_OR, parse_and); }
 
 static tj_node *parse_math1(tj_parser *p);
 

@@ -37,11 +37,8 @@ tg_chat_template *tg_chat_template_compile(const char *src, size_t len, const tg
         tg_fail(err, "chat template: not valid UTF-8 (byte %zu)", bad);
         return NULL;
     }
-    tg_chat_template *t = calloc(1, sizeof *t);
-    if (!t) {
-        tg_fail(err, "chat template: out of memory");
-        return NULL;
-    }
+    tg_chat_template *t = tj_zalloc_or_fail(sizeof *t, err);
+    if (!t) return NULL;
     t->lim = lim;
     tj_ctx *c = &t->ctx;
     c->err = err;
@@ -237,11 +234,8 @@ char *tg_chat_template_render(const tg_chat_template *t, const json_t *vars, con
         return NULL;
     }
     /* on the heap: the jump back must find the arena's chunk list as the callee left it */
-    tj_ctx *c = calloc(1, sizeof *c);
-    if (!c) {
-        tg_fail(err, "chat template: out of memory");
-        return NULL;
-    }
+    tj_ctx *c = tj_zalloc_or_fail(sizeof *c, err);
+    if (!c) return NULL;
     c->err = err;
     c->src = t->ctx.src;
     c->src_len = t->ctx.src_len;

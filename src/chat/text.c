@@ -259,3 +259,9 @@ bool tj_utf8_valid(const char *s, size_t n, size_t *bad) {
     }
     return true;
 }
+
+void *tj_zalloc_or_fail(size_t bytes, tg_error *err) {
+    void *p = calloc(1, bytes);
+    if (!p) tg_fail(err, "chat template: out of memory");
+    return p;
+}

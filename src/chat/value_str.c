@@ -241,6 +241,13 @@ static int cmp_str_keys(const void *a, const void *b) {
     return x->u.s.n < y->u.s.n ? -1 : x->u.s.n > y->u.s.n;
 }
 
+/* Before item k of a list or dict at `level`: the separator after the previous item, then with an indent a new
+ * line indented one level deeper (also before the first item). */
+static void json_item_start(tj_rt *r, tj_buf *b, const json_opts *o, int level, size_t k) {
+    if (k) tj_buf_put(r->c, b, o->item_sep, strlen(o->item_sep));
+    if (o->indent >= 0) newline_indent(r, b, o, level + 1);
+}
+
 static void json_dict(tj_rt *r, size_t pos, tj_buf *b, const tj_dict *d, const json_opts *o, int level) {
     if (d->n == 0) {
         tj_buf_put(r->c, b, "{}", 2);
@@ -259,12 +266,8 @@ static void json_dict(tj_rt *r, size_t pos, tj_buf *b, const tj_dict *d, const j
         for (size_t k = 0; k < d->n; k++) order[k] = (size_t)(keys[k] - d->k);
     }
     tj_buf_putc(r->c, b, '{');
-    if (o->indent >= 0) newline_indent(r, b, o, level + 1);
     for (size_t k = 0; k < d->n; k++) {
-        if (k) {
-            tj_buf_put(r->c, b, o->item_sep, strlen(o->item_sep));
-            if (o->indent >= 0) newline_indent(r, b, o, level + 1);
-        }
+        json_item_start(r, b, o, level, k);
         json_key(r, pos, b, d->k[order[k]]);
         tj_buf_put(r->c, b, o->key_sep, strlen(o->key_sep));
         json_value(r, pos, b, d->v[order[k]], o, level + 1);
@@ -294,12 +297,8 @@ static void json_value(tj_rt *r, size_t pos, tj_buf *b, tj_value v, const json_o
             enter(r, pos);
             tj_charge(r, pos, l->n);
             tj_buf_putc(r->c, b, '[');
-            if (o->indent >= 0) newline_indent(r, b, o, level + 1);
             for (size_t k = 0; k < l->n; k++) {
-                if (k) {
-                    tj_buf_put(r->c, b, o->item_sep, strlen(o->item_sep));
-                    if (o->indent >= 0) newline_indent(r, b, o, level + 1);
-                }
+                json_item_start(r, b, o, level, k);
                 json_value(r, pos, b, l->v[k], o, level + 1);
             }
             if (o->indent >= 0) newline_indent(r, b, o, level);

@@ -2,11 +2,10 @@
  * D tokens already in the cache), peak RSS, KV bytes, and the roofline of each generation test: the bytes one
  * generated token must read (weights + the cache at that depth) divided by the machine's read bandwidth, measured in
  * the same run by a multi-threaded streaming read of a buffer much larger than the last-level cache.
- * Prints a table, or one JSON object with --json. Uses only the public API (and OpenMP for the bandwidth test). */
+ * Prints a table, or one JSON object with --json. Uses only the public API. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,33 +161,6 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     c.reposition = reposition;
     a->cache = c;
     return TG_EXIT_OK;
-}
-
-/* ---- the read-bandwidth test ---------------------------------------------------------------------------------- */
-
-/* Best of three streaming reads of a buffer of `mib` MiB by `threads` threads, in bytes per second; 0 on failure.
- * The XOR reduction vectorises into wide loads and does no other work, so it runs at the memory's read speed. */
-static double read_bandwidth(int64_t mib, int threads) {
-    const size_t n = (size_t)mib * 1024 * 1024 / sizeof(uint64_t);
-    if (n == 0) return 0.0;
-    uint64_t *buf = malloc(n * sizeof *buf);
-    if (!buf) return 0.0;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (size_t i = 0; i < n; i++) buf[i] = i; /* touch every page, spread over the threads' memory */
-    double best = 0.0;
-    volatile uint64_t sink = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        uint64_t acc = 0;
-        double t0 = now_s();
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(^ : acc)
-        for (size_t i = 0; i < n; i++) acc ^= buf[i];
-        double t = now_s() - t0;
-        sink ^= acc;
-        if (t > 0 && (double)(n * sizeof *buf) / t > best) best = (double)(n * sizeof *buf) / t;
-    }
-    (void)sink;
-    free(buf);
-    return best;
 }
 
 /* ---- the tests -------------------------------------------------------------------------------------------------- */
@@ -521,7 +493,7 @@ int tg_cmd_bench(int argc, char **argv) {
     if (!bounded && need > r.info.context_length) r.context = need;
     if (!bounded && a.prompt_tokens > r.info.context_length && a.prompt_tokens > r.context)
         r.context = a.prompt_tokens;
-    const int threads = a.threads > 0 ? (int)a.threads : omp_get_num_procs();
+    int threads = a.threads > 0 ? (int)a.threads : tg_threads_all_cores();
 
     size_t n_ids = (size_t)(a.prompt_tokens > FILL_CHUNK ? a.prompt_tokens : FILL_CHUNK);
     r.ids = malloc(n_ids * sizeof *r.ids);
@@ -538,15 +510,16 @@ int tg_cmd_bench(int argc, char **argv) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         const int64_t peak_rss = (int64_t)ru.ru_maxrss * 1024; /* before the bandwidth test's buffer */
-        const double bw = read_bandwidth(a.bandwidth_mib, threads);
         char policy[256] = "";
         tg_session *s = new_session(&r);
         if (s) {
             tg_cache_report rep;
             tg_session_cache_report(s, &rep);
             snprintf(policy, sizeof policy, "%s", rep.policy);
+            threads = tg_session_threads(s); /* what the team really has */
             tg_session_free(s);
         }
+        const double bw = tg_measure_read_bandwidth(a.bandwidth_mib, threads);
         print_results(&r, res, n_res, stamps, bw, threads, peak_rss, policy);
         if (fflush(stdout) != 0) status = tg_runtime_error("writing to stdout failed");
     }

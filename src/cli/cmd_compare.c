@@ -226,7 +226,7 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
     float *logits = malloc((size_t)vocab * sizeof *logits);
     tg_sampler_params sp = tg_sampler_default_params();
     sp.temperature = 0.0f;
-    tg_sampler *sampler = tg_sampler_new(&sp, vocab);
+    tg_sampler *sampler = tg_sampler_new(&sp, vocab, NULL); /* greedy over a loaded vocabulary: fails only for memory */
     int status = TG_EXIT_OK;
     char ref_policy[256] = "";
     if (!match || !ref || !out || !logits || !sampler) status = tg_runtime_error("out of memory");

@@ -262,8 +262,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
 
     tg_cache_report rep;
     tg_session_cache_report(r->session, &rep);
-    int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    tg_report_banner(stderr, model_path, &info, &rep, &a->sp, threads);
+    tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->session));
 
     double t0 = now_s();
     size_t done = 0;
@@ -378,10 +377,14 @@ int tg_cmd_sample(int argc, char **argv) {
         run_free(&r);
         return tg_runtime_error("%s", err.msg);
     }
-    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model));
-    r.detok = tg_detok_new(r.model);
+    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model), &err);
+    if (r.sampler) r.detok = tg_detok_new(r.model, &err);
+    if (!r.sampler || !r.detok) {
+        run_free(&r);
+        return tg_runtime_error("%s", err.msg);
+    }
     r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
-    if (!r.sampler || !r.detok || !r.logits) {
+    if (!r.logits) {
         run_free(&r);
         return tg_runtime_error("out of memory");
     }

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/types.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/name_map.h"
 
 #define GGUF_MAX_DIMS 4
 #define GGUF_MAX_NESTING 8         /* arrays of arrays deeper than this are rejected */
@@ -137,12 +139,6 @@ typedef struct {
     const uint8_t **strs;     /* top-level STRING arrays: [count] start of each element's length prefix */
 } gguf_kv;
 
-/* Open-addressing hash of names -> index; slots hold index + 1, 0 is empty. */
-typedef struct {
-    size_t *slots; /* [mask + 1] */
-    size_t mask;
-} name_index;
-
 struct tg_gguf {
     char *path;
     tg_mapped_file map;
@@ -151,67 +147,32 @@ struct tg_gguf {
     size_t data_offset;
     gguf_kv *kvs;            /* [n_kv] */
     size_t n_kv;
-    name_index kv_index;
+    tg_name_map kv_index;     /* key -> index into kvs */
     tg_gguf_tensor *tensors; /* [n_tensors] */
     size_t n_tensors;
-    name_index tensor_index;
+    tg_name_map tensor_index; /* name -> index into tensors */
 };
 
 /* ---- name index ----------------------------------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(const char *s, uint64_t n) {
-    uint64_t h = 14695981039346656037ull; /* FNV-1a */
-    for (uint64_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+/* The name of entry i of an array of gguf_kv / tg_gguf_tensor (util/name_map.h); lengths fit the mapping. */
+static tg_name_ref kv_key_at(const void *kvs, size_t i) {
+    const tg_gguf_str *k = &((const gguf_kv *)kvs)[i].key;
+    return (tg_name_ref){k->ptr, (size_t)k->len};
 }
 
-/* Name of entry i of an array of structs whose first member is a tg_gguf_str. */
-static const tg_gguf_str *name_at(const void *base, size_t stride, size_t i) {
-    return (const tg_gguf_str *)(const void *)((const char *)base + i * stride);
+static tg_name_ref tensor_name_at(const void *tensors, size_t i) {
+    const tg_gguf_str *k = &((const tg_gguf_tensor *)tensors)[i].name;
+    return (tg_name_ref){k->ptr, (size_t)k->len};
 }
 
-/* Index of the entry named (s, n), or SIZE_MAX. */
-static size_t index_find(const name_index *ix, const void *base, size_t stride, const char *s, uint64_t n) {
-    if (!ix->slots) return SIZE_MAX;
-    for (size_t h = (size_t)hash_bytes(s, n) & ix->mask;; h = (h + 1) & ix->mask) {
-        size_t slot = ix->slots[h];
-        if (slot == 0) return SIZE_MAX;
-        const tg_gguf_str *e = name_at(base, stride, slot - 1);
-        if (e->len == n && (n == 0 || memcmp(e->ptr, s, (size_t)n) == 0)) return slot - 1;
-    }
-}
-
-/* Builds the index over n entries. Returns SIZE_MAX on success, the index of the first duplicate name otherwise;
- * *oom is set when allocation failed. */
-static size_t index_build(name_index *ix, const void *base, size_t stride, size_t n, bool *oom) {
-    *oom = false;
-    size_t cap = 8;
-    while (cap / 2 < n) {
-        if (cap > SIZE_MAX / 4) {
-            *oom = true;
-            return SIZE_MAX;
-        }
-        cap *= 2;
-    }
-    ix->slots = calloc(cap, sizeof *ix->slots);
-    if (!ix->slots) {
-        *oom = true;
-        return SIZE_MAX;
-    }
-    ix->mask = cap - 1;
-    for (size_t i = 0; i < n; i++) {
-        const tg_gguf_str *e = name_at(base, stride, i);
-        size_t h = (size_t)hash_bytes(e->ptr, e->len) & ix->mask;
-        while (ix->slots[h]) {
-            const tg_gguf_str *o = name_at(base, stride, ix->slots[h] - 1);
-            if (o->len == e->len && (e->len == 0 || memcmp(o->ptr, e->ptr, (size_t)e->len) == 0)) return i;
-            h = (h + 1) & ix->mask;
-        }
-        ix->slots[h] = i + 1;
-    }
+/* Builds the index over n entries. Returns SIZE_MAX on success, the index of the first name seen before
+ * otherwise; *oom is set when allocation failed. */
+static size_t index_build(tg_name_map *ix, tg_name_at_fn at, const void *entries, size_t n, bool *oom) {
+    *oom = !tg_name_map_init(ix, n);
+    if (*oom) return SIZE_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (tg_name_map_put(ix, at, entries, i, false) != SIZE_MAX) return i;
     return SIZE_MAX;
 }
 
@@ -371,7 +332,7 @@ static bool parse_kvs(parser *ps, tg_gguf *g, uint64_t n_kv) {
         g->kvs[g->n_kv++] = kv;
     }
     bool no_mem;
-    size_t dup = index_build(&g->kv_index, g->kvs, sizeof *g->kvs, g->n_kv, &no_mem);
+    size_t dup = index_build(&g->kv_index, kv_key_at, g->kvs, g->n_kv, &no_mem);
     if (no_mem) return oom(ps);
     if (dup != SIZE_MAX)
         return tg_fail(ps->err, "%s: duplicate metadata key '%.*s' (entry %zu)", ps->path, shown(g->kvs[dup].key.len),
@@ -381,7 +342,7 @@ static bool parse_kvs(parser *ps, tg_gguf *g, uint64_t n_kv) {
 
 static bool read_alignment(parser *ps, tg_gguf *g) {
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
-    size_t i = index_find(&g->kv_index, g->kvs, sizeof *g->kvs, "general.alignment", 17);
+    size_t i = tg_name_map_find(&g->kv_index, kv_key_at, g->kvs, "general.alignment", 17);
     if (i == SIZE_MAX) return true;
     int64_t a;
     if (!load_int(g->kvs[i].type, g->kvs[i].val, &a))
@@ -456,7 +417,7 @@ static bool parse_tensors(parser *ps, tg_gguf *g, uint64_t n_tensors) {
         g->tensors[g->n_tensors++] = t;
     }
     bool no_mem;
-    size_t dup = index_build(&g->tensor_index, g->tensors, sizeof *g->tensors, g->n_tensors, &no_mem);
+    size_t dup = index_build(&g->tensor_index, tensor_name_at, g->tensors, g->n_tensors, &no_mem);
     if (no_mem) {
         oom(ps);
         goto done;
@@ -569,9 +530,9 @@ void tg_gguf_close(tg_gguf *g) {
     if (!g) return;
     for (size_t i = 0; i < g->n_kv; i++) free(g->kvs[i].strs);
     free(g->kvs);
-    free(g->kv_index.slots);
+    tg_name_map_free(&g->kv_index);
     free(g->tensors);
-    free(g->tensor_index.slots);
+    tg_name_map_free(&g->tensor_index);
     tg_mapped_file_close(&g->map);
     free(g->path);
     free(g);
@@ -585,7 +546,7 @@ size_t tg_gguf_data_offset(const tg_gguf *g) { return g->data_offset; }
 /* ---- metadata getters ----------------------------------------------------------------------------------------- */
 
 static const gguf_kv *find_kv(const tg_gguf *g, const char *key) {
-    size_t i = index_find(&g->kv_index, g->kvs, sizeof *g->kvs, key, strlen(key));
+    size_t i = tg_name_map_find(&g->kv_index, kv_key_at, g->kvs, key, strlen(key));
     return i == SIZE_MAX ? NULL : &g->kvs[i];
 }
 
@@ -674,27 +635,8 @@ const tg_gguf_tensor *tg_gguf_tensor_at(const tg_gguf *g, uint64_t i) {
 }
 
 const tg_gguf_tensor *tg_gguf_find_tensor(const tg_gguf *g, const char *name) {
-    size_t i = index_find(&g->tensor_index, g->tensors, sizeof *g->tensors, name, strlen(name));
+    size_t i = tg_name_map_find(&g->tensor_index, tensor_name_at, g->tensors, name, strlen(name));
     return i == SIZE_MAX ? NULL : &g->tensors[i];
-}
-
-/* The compute dtype of a ggml type number; false for types the kernels do not implement. */
-static bool compute_dtype(uint32_t ggml_type_number, tg_dtype *dt, size_t *align) {
-    switch (ggml_type_number) {
-    case 0: *dt = TG_DT_F32; *align = 4; return true;
-    case 1: *dt = TG_DT_F16; *align = 2; return true;
-    case 30: *dt = TG_DT_BF16; *align = 2; return true;
-    case 8: *dt = TG_DT_Q8_0; *align = 2; return true;
-    case 2: *dt = TG_DT_Q4_0; *align = 2; return true;
-    default: return false;
-    }
-}
-
-/* "N" or "any" for an expected dimension. */
-static const char *dim_text(char *buf, size_t n, int64_t v) {
-    if (v < 0) snprintf(buf, n, "any");
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
 }
 
 bool tg_gguf_tensor_view(const tg_gguf *g, const char *name, int64_t expect_rows, int64_t expect_cols,
@@ -702,21 +644,19 @@ bool tg_gguf_tensor_view(const tg_gguf *g, const char *name, int64_t expect_rows
     const tg_gguf_tensor *t = tg_gguf_find_tensor(g, name);
     if (!t) return tg_fail(err, "%s: tensor '%s' not found", g->path, name);
     tg_dtype dt;
-    size_t align;
-    if (!compute_dtype(t->ggml_type, &dt, &align))
-        return tg_fail(err, "%s: tensor '%s' has type %s (ggml type %u), which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0)",
-                       g->path, name, tg_gguf_type_name(t->ggml_type), t->ggml_type);
+    if (!tg_dtype_from_ggml(t->ggml_type, &dt)) {
+        char supported[128];
+        tg_weight_type_names(false, supported, sizeof supported);
+        return tg_fail(err, "%s: tensor '%s' has type %s (ggml type %u), which is not supported (supported: %s)",
+                       g->path, name, tg_gguf_type_name(t->ggml_type), t->ggml_type, supported);
+    }
+    const size_t align = tg_weight_type_of(dt)->align;
     if (t->ne[2] != 1 || t->ne[3] != 1)
         return tg_fail(err, "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld] (ne0..ne3), expected a matrix or vector",
                        g->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3]);
     int64_t rows = t->ne[1], cols = t->ne[0];
-    if ((expect_rows >= 0 && rows != expect_rows) || (expect_cols >= 0 && cols != expect_cols)) {
-        char r[24], c[24];
-        return tg_fail(err, "%s: tensor '%s' has shape [%lld, %lld] (rows, cols), expected [%s, %s]", g->path, name,
-                       (long long)rows, (long long)cols, dim_text(r, sizeof r, expect_rows),
-                       dim_text(c, sizeof c, expect_cols));
-    }
+    if (!tg_tensor_check_shape(g->path, name, rows, cols, expect_rows, expect_cols, err)) return false;
     if ((uintptr_t)t->data % align != 0)
         return tg_fail(err, "%s: tensor '%s' data is not aligned to %zu bytes (general.alignment = %zu)", g->path, name,
                        align, g->alignment);

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/types.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/model_file.h"
 #include "util/mapped_file.h"
+#include "util/name_map.h"
 
 #define ST_MAX_HEADER 100000000u /* the format's own limit on the JSON header (100 MB) */
 #define ST_MAX_DIMS 4
@@ -30,8 +32,7 @@ struct tg_safetensors {
     tg_st_tensor *tensors;   /* [n_tensors]; name and dtype are owned strings */
     size_t *tensor_file;     /* [n_tensors] index into files */
     size_t n_tensors, cap_tensors;
-    size_t *slots;           /* name hash: [mask + 1], index + 1, 0 empty */
-    size_t mask;
+    tg_name_map index;       /* name -> index into tensors */
 };
 
 /* ---- dtypes --------------------------------------------------------------------------------------------------- */
@@ -62,41 +63,24 @@ static char *copy_str(const char *s) {
     return p;
 }
 
-static uint64_t hash_name(const char *s) {
-    uint64_t h = 14695981039346656037ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (uint8_t)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+/* The name of tensor i (util/name_map.h). */
+static tg_name_ref tensor_name_at(const void *tensors, size_t i) {
+    const char *name = ((const tg_st_tensor *)tensors)[i].name;
+    return (tg_name_ref){name, strlen(name)};
 }
 
 static size_t find_index(const tg_safetensors *st, const char *name) {
-    if (!st->slots) return SIZE_MAX;
-    for (size_t h = (size_t)hash_name(name) & st->mask;; h = (h + 1) & st->mask) {
-        size_t slot = st->slots[h];
-        if (slot == 0) return SIZE_MAX;
-        if (strcmp(st->tensors[slot - 1].name, name) == 0) return slot - 1;
-    }
+    return tg_name_map_find(&st->index, tensor_name_at, st->tensors, name, strlen(name));
 }
 
-/* Builds the name hash; false (message) on OOM or a name present twice (in two shards). */
+/* Builds the name index; false (message) on OOM or a name present twice (in two shards). */
 static bool build_index(tg_safetensors *st, tg_error *err) {
-    size_t cap = 8;
-    while (cap / 2 < st->n_tensors) cap *= 2; /* n_tensors is bounded by the headers' sizes */
-    st->slots = calloc(cap, sizeof *st->slots);
-    if (!st->slots) return tg_fail(err, "%s: out of memory", st->label);
-    st->mask = cap - 1;
+    if (!tg_name_map_init(&st->index, st->n_tensors)) return tg_fail(err, "%s: out of memory", st->label);
     for (size_t i = 0; i < st->n_tensors; i++) {
-        size_t h = (size_t)hash_name(st->tensors[i].name) & st->mask;
-        while (st->slots[h]) {
-            size_t j = st->slots[h] - 1;
-            if (strcmp(st->tensors[j].name, st->tensors[i].name) == 0)
-                return tg_fail(err, "%s: duplicate tensor '%s' (in %s and %s)", st->label, st->tensors[i].name,
-                               st->files[st->tensor_file[j]].path, st->files[st->tensor_file[i]].path);
-            h = (h + 1) & st->mask;
-        }
-        st->slots[h] = i + 1;
+        const size_t j = tg_name_map_put(&st->index, tensor_name_at, st->tensors, i, false);
+        if (j != SIZE_MAX)
+            return tg_fail(err, "%s: duplicate tensor '%s' (in %s and %s)", st->label, st->tensors[i].name,
+                           st->files[st->tensor_file[j]].path, st->files[st->tensor_file[i]].path);
     }
     return true;
 }
@@ -399,7 +383,7 @@ void tg_safetensors_close(tg_safetensors *st) {
     free(st->files);
     free(st->tensors);
     free(st->tensor_file);
-    free(st->slots);
+    tg_name_map_free(&st->index);
     free(st->label);
     free(st);
 }
@@ -417,13 +401,6 @@ const tg_st_tensor *tg_safetensors_find(const tg_safetensors *st, const char *na
     return i == SIZE_MAX ? NULL : &st->tensors[i];
 }
 
-/* "N" or "any" for an expected dimension. */
-static const char *dim_text(char *buf, size_t n, int64_t v) {
-    if (v < 0) snprintf(buf, n, "any");
-    else snprintf(buf, n, "%lld", (long long)v);
-    return buf;
-}
-
 bool tg_safetensors_view(const tg_safetensors *st, const char *name, int64_t expect_rows, int64_t expect_cols,
                          tg_tensor *out, tg_error *err) {
     size_t i = find_index(st, name);
@@ -431,23 +408,18 @@ bool tg_safetensors_view(const tg_safetensors *st, const char *name, int64_t exp
     const tg_st_tensor *t = &st->tensors[i];
     const char *path = st->files[st->tensor_file[i]].path;
     tg_dtype dt;
-    size_t align;
-    if (strcmp(t->dtype, "F32") == 0) dt = TG_DT_F32, align = 4;
-    else if (strcmp(t->dtype, "F16") == 0) dt = TG_DT_F16, align = 2;
-    else if (strcmp(t->dtype, "BF16") == 0) dt = TG_DT_BF16, align = 2;
-    else
-        return tg_fail(err, "%s: tensor '%s' has dtype %s, which is not supported (supported: F32, F16, BF16)", path,
-                       name, t->dtype);
+    if (!tg_dtype_from_safetensors(t->dtype, &dt)) {
+        char supported[128];
+        tg_weight_type_names(true, supported, sizeof supported);
+        return tg_fail(err, "%s: tensor '%s' has dtype %s, which is not supported (supported: %s)", path, name,
+                       t->dtype, supported);
+    }
+    const size_t align = tg_weight_type_of(dt)->align;
     if (t->n_dims > 2)
         return tg_fail(err, "%s: tensor '%s' has %d dimensions, expected a matrix or vector", path, name, t->n_dims);
     int64_t rows = t->n_dims == 2 ? t->shape[0] : 1;
     int64_t cols = t->n_dims == 2 ? t->shape[1] : t->n_dims == 1 ? t->shape[0] : 1;
-    if ((expect_rows >= 0 && rows != expect_rows) || (expect_cols >= 0 && cols != expect_cols)) {
-        char r[24], c[24];
-        return tg_fail(err, "%s: tensor '%s' has shape [%lld, %lld] (rows, cols), expected [%s, %s]", path, name,
-                       (long long)rows, (long long)cols, dim_text(r, sizeof r, expect_rows),
-                       dim_text(c, sizeof c, expect_cols));
-    }
+    if (!tg_tensor_check_shape(path, name, rows, cols, expect_rows, expect_cols, err)) return false;
     if ((uintptr_t)t->data % align != 0)
         return tg_fail(err, "%s: tensor '%s' data is not aligned to %zu bytes", path, name, align);
     out->type = dt;

@@ -503,3 +503,5 @@ void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int 
     if (logits_all && logits_last)
         memcpy(logits_last, logits_all + (int64_t)(n - 1) * vocab, (size_t)vocab * sizeof(float));
 }
+
+int tg_forward_threads(const tg_forward *f) { return f->n_threads; }

@@ -15,6 +15,8 @@ typedef struct tg_forward tg_forward;
 tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
                            tg_error *err);
 void tg_forward_free(tg_forward *f);
+/* The size of the forward's thread team (>= 1; may be smaller than asked when the system refused threads). */
+int tg_forward_threads(const tg_forward *f);
 
 /* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk) on the forward's team of n_threads (one pool run): matrix-matrix
  * projections for the chunk, attention through the cache (token by token where a later append could change what an

@@ -8,7 +8,7 @@
  *                 if cols % 8: tail = 0; for each remaining column j in order: tail = fmaf(w_j, x_j, tail); s += tail.
  *   block types:  acc = 0; for each 32-element block b in order: isum = the exact int32 dot product of the codes
  *                 (minus bias * sum(x_b), see qdot); acc = fmaf((float)isum, d_w(b) * d_x(b), acc).
- * Include only from files compiled when TG_KERNELS_AVX2 is set. */
+ * Include only from files compiled when TG_HAVE_AVX2 is set. */
 #ifndef TG_KERNELS_AVX2_INLINE_H
 #define TG_KERNELS_AVX2_INLINE_H
 

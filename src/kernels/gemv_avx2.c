@@ -13,7 +13,7 @@
  * tiles too), so a row's result does not depend on which kernel or which grouping of rows computed it. */
 #include "kernels/avx2.h"
 
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
 
 #include "kernels/avx2_inline.h"
 
@@ -124,17 +124,16 @@ TG_INLINE void gemv_quant(tg_dtype type, const uint8_t *w, size_t ws, int64_t nr
     for (; r < nr; r++) y[r] = quant_row1(type, w + (size_t)r * ws, x, nb);
 }
 
-void tg_avx2_gemv(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols,
-                  float *y) {
-    switch (type) {
-    case TG_DT_F32: gemv_float(TG_DT_F32, w, w_stride, nr, x, cols, y); break;
-    case TG_DT_F16: gemv_float(TG_DT_F16, w, w_stride, nr, x, cols, y); break;
-    case TG_DT_BF16: gemv_float(TG_DT_BF16, w, w_stride, nr, x, cols, y); break;
-    case TG_DT_Q8_0: gemv_quant(TG_DT_Q8_0, w, w_stride, nr, x, cols, y); break;
-    case TG_DT_Q4_0: gemv_quant(TG_DT_Q4_0, w, w_stride, nr, x, cols, y); break;
-    default: break;
+#define TG_GEMV_FN(name, kernel, type)                                                                            \
+    void tg_avx2_gemv_##name(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y) { \
+        kernel(type, w, w_stride, nr, x, cols, y);                                                                 \
     }
-}
+TG_GEMV_FN(f32, gemv_float, TG_DT_F32)
+TG_GEMV_FN(f16, gemv_float, TG_DT_F16)
+TG_GEMV_FN(bf16, gemv_float, TG_DT_BF16)
+TG_GEMV_FN(q8_0, gemv_quant, TG_DT_Q8_0)
+TG_GEMV_FN(q4_0, gemv_quant, TG_DT_Q4_0)
+#undef TG_GEMV_FN
 
 #else
 typedef int tg_gemv_avx2_unused; /* ISO C forbids an empty translation unit */

@@ -19,47 +19,37 @@
 
 #include "kernels/avx2.h"
 #include "kernels/quant.h"
-#include "util/half.h"
+#include "kernels/types.h"
+#include "util/thread_pool.h"
 
 /* Below this many multiply-adds a product runs on the calling thread: waking a team costs a few microseconds. */
 #define TG_PARALLEL_MIN_WORK ((int64_t)1 << 17)
 /* A block of W rows that one thread sweeps over all tokens is sized to stay in L2 (about this many bytes). */
 #define TG_ROW_BLOCK_BYTES ((size_t)96 * 1024)
 
-/* Element j of a row of `type` as fp32 (exact). */
-static float row_elem(tg_dtype type, const uint8_t *row, int64_t j) {
-    uint16_t h;
-    switch (type) {
-    case TG_DT_F32: {
-        float f;
-        memcpy(&f, row + 4 * j, 4);
-        return f;
-    }
-    case TG_DT_F16: memcpy(&h, row + 2 * j, 2); return tg_f16_to_f32(h);
-    case TG_DT_BF16: memcpy(&h, row + 2 * j, 2); return tg_bf16_to_f32(h);
-    case TG_DT_Q8_0: {
-        const uint8_t *blk = row + (size_t)(j / TG_QK) * sizeof(tg_block_q8_0);
-        memcpy(&h, blk, 2);
-        return tg_f16_to_f32(h) * (float)(int8_t)blk[2 + j % TG_QK];
-    }
-    case TG_DT_Q4_0: {
-        const uint8_t *blk = row + (size_t)(j / TG_QK) * sizeof(tg_block_q4_0);
-        int i = (int)(j % TG_QK);
-        int nib = i < TG_QK / 2 ? (blk[2 + i] & 0x0f) : (blk[2 + i - TG_QK / 2] >> 4);
-        memcpy(&h, blk, 2);
-        return tg_f16_to_f32(h) * (float)(nib - 8);
-    }
-    default: return 0.0f;
-    }
+/* Elements decoded at a time by the scalar paths: a whole number of blocks of every type (block_elems divides it or
+ * equals it; types.c's rows have 1 or 32), so a row is decoded piecewise on the stack without allocating. */
+#define TG_DECODE_CHUNK 256
+
+/* The elements [j0, j0 + chunk) of a row into buf, chunk = min(TG_DECODE_CHUNK, cols - j0) rounded to blocks. */
+static int64_t decode_chunk(const tg_weight_type *wt, const uint8_t *row, int64_t j0, int64_t cols, float *buf) {
+    int64_t n = cols - j0 < TG_DECODE_CHUNK ? cols - j0 : TG_DECODE_CHUNK;
+    wt->decode_row(row + (size_t)(j0 / wt->block_elems) * wt->block_bytes, buf, n);
+    return n;
 }
 
 void tg_matvec_ref(const tg_tensor *w, const float *x, float *y) {
+    const tg_weight_type *wt = tg_weight_type_of(w->type);
     const size_t rb = tg_row_bytes(w->type, w->cols);
     const uint8_t *base = w->data;
+    float buf[TG_DECODE_CHUNK];
     for (int64_t r = 0; r < w->rows; r++) {
         const uint8_t *row = base + (size_t)r * rb;
         double s = 0.0;
-        for (int64_t j = 0; j < w->cols; j++) s += (double)row_elem(w->type, row, j) * (double)x[j];
+        for (int64_t j0 = 0, n; j0 < w->cols; j0 += n) {
+            n = decode_chunk(wt, row, j0, w->cols, buf);
+            for (int64_t j = 0; j < n; j++) s += (double)buf[j] * (double)x[j0 + j];
+        }
         y[r] = (float)s;
     }
 }
@@ -69,36 +59,41 @@ void tg_tensor_get_row(const tg_tensor *w, int64_t r, float *out) {
     tg_dequantize_row(w->type, (const uint8_t *)w->data + (size_t)r * rb, out, w->cols);
 }
 
-static bool is_quant(tg_dtype t) { return t == TG_DT_Q8_0 || t == TG_DT_Q4_0; }
-
-/* One tile of float weights: y[t * ldy + r] = row r of w . activation t, for r < nr, t < nt; x rows are float[cols].
- * Without AVX2 it also serves every type for one activation (decode), in plain scalar code. */
-static void tile(tg_dtype type, const uint8_t *w, size_t ws, int nr, const uint8_t *x, size_t xs, int nt, int64_t cols,
-                 float *y, size_t ldy) {
-#if TG_KERNELS_AVX2
-    tg_avx2_tile(type, w, ws, nr, x, xs, nt, cols, y, ldy);
-#else
-    for (int r = 0; r < nr; r++) {
-        for (int t = 0; t < nt; t++) {
-            const float *xt = (const float *)(const void *)(x + (size_t)t * xs);
-            const uint8_t *row = w + (size_t)r * ws;
+/* The generic path of a type without fast kernels (every type when the target lacks AVX2), for float activations:
+ * y[t * ldy + r] = row r . activation t for r < nr, t < nt, accumulated in fp32 in column order; the same order for
+ * one activation or many, so prefill still gives the bits of decoding. */
+static void scalar_rows(const tg_weight_type *wt, const uint8_t *w, size_t ws, int64_t nr, const float *x, size_t xs,
+                        int64_t nt, int64_t cols, float *y, size_t ldy) {
+    float buf[TG_DECODE_CHUNK];
+    for (int64_t r = 0; r < nr; r++) {
+        const uint8_t *row = w + (size_t)r * ws;
+        for (int64_t t = 0; t < nt; t++) {
+            const float *xt = x + (size_t)t * xs;
             float s = 0.0f;
-            for (int64_t j = 0; j < cols; j++) s += row_elem(type, row, j) * xt[j];
+            for (int64_t j0 = 0, n; j0 < cols; j0 += n) {
+                n = decode_chunk(wt, row, j0, cols, buf);
+                for (int64_t j = 0; j < n; j++) s += buf[j] * xt[j0 + j];
+            }
             y[(size_t)t * ldy + (size_t)r] = s;
         }
     }
-#endif
+}
+
+/* Whether the fast kernels of `type` take the Q8 form of the activations (quantised by tg_act_prepare). */
+static bool is_quant(tg_dtype t) {
+    const tg_weight_type *wt = tg_weight_type_of(t);
+    return wt && wt->act == TG_ACT_Q8X && wt->gemv;
 }
 
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
-    if (!TG_KERNELS_AVX2 || n <= 0 || cols < TG_QK) return 0;
+    if (!TG_HAVE_AVX2 || n <= 0 || cols < TG_QK) return 0;
     const size_t nb = (size_t)(cols / TG_QK), groups = (size_t)(n + 7) / 8;
     return (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
 }
 
 tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch) {
     tg_act a = {.x = x, .xq = NULL, .xp = NULL, .n = n, .cols = cols};
-    if (TG_KERNELS_AVX2 && is_quant(type) && scratch) {
+    if (TG_HAVE_AVX2 && is_quant(type) && scratch) {
         const int64_t nb = cols / TG_QK;
         tg_q8x_block *xq = scratch;
         for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
@@ -116,77 +111,99 @@ tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, vo
 
 void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1, float *y, size_t ldy) {
     if (r1 <= r0 || a->n <= 0) return;
+    const tg_weight_type *wt = tg_weight_type_of(w->type);
     const int64_t cols = w->cols;
     const size_t rb = tg_row_bytes(w->type, cols);
     const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * rb;
     const int64_t nr = r1 - r0;
-    if (is_quant(w->type) && !a->xq) { /* not prepared (or no AVX2): the exact reference, row by row */
+    if (wt->act == TG_ACT_Q8X && (!wt->gemv || !a->xq)) { /* not prepared (or no kernels): the exact reference */
         for (int64_t t = 0; t < a->n; t++) {
             tg_tensor part = {w->type, nr, cols, wdata};
             tg_matvec_ref(&part, a->x + (size_t)t * (size_t)cols, y + (size_t)t * ldy);
         }
         return;
     }
-    const uint8_t *x = is_quant(w->type) ? (const uint8_t *)a->xq : (const uint8_t *)a->x;
-    const size_t xs = is_quant(w->type) ? (size_t)(cols / TG_QK) * sizeof(tg_q8x_block) : (size_t)cols * sizeof(float);
-#if TG_KERNELS_AVX2
+    if (!wt->gemv) { /* a float-activation type without fast kernels */
+        scalar_rows(wt, wdata, rb, nr, a->x, (size_t)cols, a->n, cols, y, ldy);
+        return;
+    }
+    const bool quant = wt->act == TG_ACT_Q8X;
     if (a->n == 1) {
-        tg_avx2_gemv(w->type, wdata, rb, nr, x, cols, y);
+        wt->gemv(wdata, rb, nr, quant ? (const void *)a->xq : (const void *)a->x, cols, y);
         return;
     }
-    if (is_quant(w->type) && a->xp) {
-        tg_avx2_gemm_quant(w->type, wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
+    if (quant) {
+        if (a->xp) wt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
+        else /* prepared for one token only: decode each token */
+            for (int64_t t = 0; t < a->n; t++)
+                wt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);
         return;
     }
-#endif
     /* Prefill with float weights: tiles of rows x 4 tokens (4 rows where 32 vector registers hold 16 accumulators);
      * the block of rows stays in cache while every token passes over it. */
 #if defined(__AVX512VL__)
-    const int tile_rows = 4, tile_vecs = a->n == 1 ? 1 : 4;
+    const int tile_rows = 4;
 #else
-    const int tile_rows = a->n == 1 ? 4 : 2, tile_vecs = a->n == 1 ? 1 : 4;
+    const int tile_rows = 2;
 #endif
+    const int tile_vecs = 4;
+    const uint8_t *x = (const uint8_t *)a->x;
+    const size_t xs = (size_t)cols * sizeof(float);
     for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) {
         const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
         for (int64_t r = 0; r < nr; r += tile_rows) {
             const int k = (int)(nr - r < tile_rows ? nr - r : tile_rows);
-            tile(w->type, wdata + (size_t)r * rb, rb, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r,
-                 ldy);
+            wt->tile(wdata + (size_t)r * rb, rb, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r,
+                     ldy);
         }
     }
 }
 
-/* Y[n, rows] = X[n, cols] W^T with X prepared. Threads split W into blocks of rows (multiples of 8);
- * each thread sweeps its block over every token, so a W block is read from memory once and reused from cache for
- * all n tokens. */
-static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, int n_threads) {
+/* Y[n, rows] = X[n, cols] W^T with X prepared. The team's threads split W into blocks of rows (multiples of 8),
+ * thread t taking blocks t, t + threads, ...; each thread sweeps its block over every token, so a W block is read
+ * from memory once and reused from cache for all n tokens. */
+typedef struct {
+    const tg_tensor *w;
+    const tg_act *a;
+    float *y;
+    int64_t block, n_blocks;
+    int threads;
+} blocks_run;
+
+static void run_share(void *ctx, int t) {
+    const blocks_run *b = ctx;
+    const int64_t rows = b->w->rows;
+    for (int64_t ib = t; ib < b->n_blocks; ib += b->threads) {
+        const int64_t r0 = ib * b->block;
+        const int64_t r1 = r0 + b->block < rows ? r0 + b->block : rows;
+        tg_matmul_rows(b->w, b->a, r0, r1, b->y + r0, (size_t)rows);
+    }
+}
+
+static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, tg_pool *pool) {
     const int64_t rows = w->rows, cols = w->cols, n = a->n;
     const size_t rb = tg_row_bytes(w->type, cols);
     int64_t block = rb ? (int64_t)(TG_ROW_BLOCK_BYTES / rb) : 0;
     if (block < 16) block = 16;
     if (block > 256) block = 256;
     block -= block % 8;
-    const int64_t n_blocks = (rows + block - 1) / block;
-    int threads = n_threads < 1 ? 1 : n_threads;
-    if (threads > n_blocks) threads = (int)n_blocks;
-    if (rows * cols * n < TG_PARALLEL_MIN_WORK) threads = 1;
-
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-    for (int64_t ib = 0; ib < n_blocks; ib++) {
-        const int64_t r0 = ib * block;
-        const int64_t r1 = r0 + block < rows ? r0 + block : rows;
-        tg_matmul_rows(w, a, r0, r1, y + r0, (size_t)rows);
+    blocks_run b = {w, a, y, block, (rows + block - 1) / block, tg_pool_threads(pool)};
+    if (b.threads == 1 || b.n_blocks == 1 || rows * cols * n < TG_PARALLEL_MIN_WORK) {
+        b.threads = 1;
+        run_share(&b, 0);
+        return;
     }
+    tg_pool_run(pool, run_share, &b); /* members past n_blocks find nothing to do */
 }
 
-void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads) {
+void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, tg_pool *pool) {
     if (n <= 0 || w->rows <= 0) return;
     const size_t scratch_bytes = is_quant(w->type) ? tg_act_scratch_bytes(n, w->cols) : 0;
     void *scratch = scratch_bytes ? malloc(scratch_bytes) : NULL;
     /* without scratch (no AVX2, or out of memory) quantised weights take the exact reference path */
     tg_act a = tg_act_prepare(w->type, x, n, w->cols, scratch);
-    run_blocks(w, &a, y, n_threads);
+    run_blocks(w, &a, y, pool);
     free(scratch);
 }
 
-void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads) { tg_matmul(w, x, 1, y, n_threads); }
+void tg_matvec(const tg_tensor *w, const float *x, float *y, tg_pool *pool) { tg_matmul(w, x, 1, y, pool); }

@@ -4,6 +4,8 @@
 
 #include "kernels/quant.h"
 #include "kernels/tensor.h"
+#include "kernels/types.h"
+#include "util/thread_pool.h"
 
 /* Preconditions for every function here: w is a valid view (w->type < TG_DT_COUNT, rows >= 0, cols > 0, and
  * tg_row_bytes(w->type, w->cols) != 0, i.e. cols is a multiple of 32 for Q8_0/Q4_0; the model loader checks this),
@@ -13,16 +15,17 @@
  *   F32 / F16 / BF16: fp32 accumulation, error below about 2^-24 * cols/8 * sum_j |w_j x_j|.
  *   Q8_0 / Q4_0: x is first quantised to 8 bits per 32-element block (integer dot products, as llama.cpp), which
  *   adds at most sum_j |w_j| * max|x_block(j)| / 254 on top of the fp32 rounding.
- * Threads: up to n_threads OpenMP threads (n_threads < 1 means 1) split the rows; products smaller than about
- * 128K multiply-adds run on the calling thread. Results do not depend on n_threads. */
+ * Threads: the members of `pool` (the production team, util/thread_pool.h; NULL = the calling thread alone)
+ * split the rows; products smaller than about 128K multiply-adds run on the calling thread. Results do not depend
+ * on the team's size. */
 
 /* y[rows] = W[rows, cols] x[cols]. */
-void tg_matvec(const tg_tensor *w, const float *x, float *y, int n_threads);
+void tg_matvec(const tg_tensor *w, const float *x, float *y, tg_pool *pool);
 /* Y[n, rows] = X[n, cols] W^T (row t of Y is W times row t of X), cache-blocked: each block of W rows is reused
  * from cache for every token. Equal bit for bit to n calls of tg_matvec (one arithmetic order per output, see
  * tg_matmul_rows). n <= 0 does nothing. Q8_0/Q4_0 allocate about n * cols * 80/32 bytes of scratch (the forward pass uses tg_act_prepare with its own scratch instead); if that
  * allocation fails the result is computed by the (slow, exact) reference instead, so the call never fails. */
-void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, int n_threads);
+void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, tg_pool *pool);
 /* ---- building blocks for callers that split the rows among their own threads (the forward pass) ---- */
 
 /* n activation rows prepared for the kernels of one weight type. */

@@ -11,7 +11,7 @@
  * for every (row, activation) pair. */
 #include "kernels/avx2.h"
 
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
 
 #include "kernels/avx2_inline.h"
 
@@ -103,8 +103,8 @@ TG_INLINE void gemm_quant_rows(tg_dtype type, const uint8_t *w, size_t ws, const
     }
 }
 
-void tg_avx2_gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
-                        int64_t nb, int64_t n, float *y, size_t ldy) {
+TG_INLINE void gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
+                          int64_t nb, int64_t n, float *y, size_t ldy) {
     for (int64_t g = 0; g * 8 < n; g++) {
         const int nt = (int)(n - g * 8 < 8 ? n - g * 8 : 8);
         const tg_q8x_pack8 *pg = xp + (size_t)g * (size_t)nb;
@@ -113,60 +113,57 @@ void tg_avx2_gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_
         __m256 acc[4];
         float out[4][8];
         for (; r + 4 <= nr; r += 4) {
-            if (type == TG_DT_Q8_0) gemm_quant_rows(TG_DT_Q8_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
-            else gemm_quant_rows(TG_DT_Q4_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
+            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
             for (int j = 0; j < 4; j++) _mm256_storeu_ps(out[j], acc[j]);
             for (int t = 0; t < nt; t++)
                 for (int j = 0; j < 4; j++) yg[(size_t)t * ldy + (size_t)(r + j)] = out[j][t];
         }
         for (; r < nr; r++) {
-            if (type == TG_DT_Q8_0) gemm_quant_rows(TG_DT_Q8_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
-            else gemm_quant_rows(TG_DT_Q4_0, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
+            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
             _mm256_storeu_ps(out[0], acc[0]);
             for (int t = 0; t < nt; t++) yg[(size_t)t * ldy + (size_t)r] = out[0][t];
         }
     }
 }
 
-#define TG_TILE_FN(R, T)                                                                                            \
-    static void tile_##R##x##T(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs,            \
-                               int64_t cols, float *y, size_t ldy) {                                               \
-        switch (type) {                                                                                            \
-        case TG_DT_F32: tile_float(TG_DT_F32, w, ws, x, xs, cols, y, ldy, R, T); break;                            \
-        case TG_DT_F16: tile_float(TG_DT_F16, w, ws, x, xs, cols, y, ldy, R, T); break;                            \
-        default: tile_float(TG_DT_BF16, w, ws, x, xs, cols, y, ldy, R, T); break;                                  \
-        }                                                                                                          \
-    }
-TG_TILE_FN(1, 1)
-TG_TILE_FN(1, 2)
-TG_TILE_FN(1, 3)
-TG_TILE_FN(1, 4)
-TG_TILE_FN(2, 1)
-TG_TILE_FN(2, 2)
-TG_TILE_FN(2, 3)
-TG_TILE_FN(2, 4)
-TG_TILE_FN(3, 1)
-TG_TILE_FN(3, 2)
-TG_TILE_FN(3, 3)
-TG_TILE_FN(3, 4)
-TG_TILE_FN(4, 1)
-TG_TILE_FN(4, 2)
-TG_TILE_FN(4, 3)
-TG_TILE_FN(4, 4)
-#undef TG_TILE_FN
-
-void tg_avx2_tile(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
-                  int64_t cols, float *y, size_t ldy) {
-    typedef void (*tile_fn)(tg_dtype, const uint8_t *, size_t, const uint8_t *, size_t, int64_t, float *, size_t);
-    static const tile_fn table[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS] = {
-        {tile_1x1, tile_1x2, tile_1x3, tile_1x4},
-        {tile_2x1, tile_2x2, tile_2x3, tile_2x4},
-        {tile_3x1, tile_3x2, tile_3x3, tile_3x4},
-        {tile_4x1, tile_4x2, tile_4x3, tile_4x4},
-    };
-    if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS || type > TG_DT_BF16) return;
-    table[nr - 1][nt - 1](type, w, w_stride, x, x_stride, cols, y, ldy);
+void tg_avx2_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
+                       float *y, size_t ldy) {
+    gemm_quant(TG_DT_Q8_0, w, w_stride, nr, xp, nb, n, y, ldy);
 }
+
+void tg_avx2_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
+                       float *y, size_t ldy) {
+    gemm_quant(TG_DT_Q4_0, w, w_stride, nr, xp, nb, n, y, ldy);
+}
+
+/* Every tile shape of every float type, instantiated with constant sizes; tg_avx2_tile_<type> picks by shape. */
+typedef void (*tile_fn)(const uint8_t *, size_t, const uint8_t *, size_t, int64_t, float *, size_t);
+#define TG_TILE_FN(name, type, R, T)                                                                                \
+    static void tile_##name##_##R##x##T(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,    \
+                                         float *y, size_t ldy) {                                                   \
+        tile_float(type, w, ws, x, xs, cols, y, ldy, R, T);                                                        \
+    }
+#define TG_TILE_ROW(name, type, R)                                                                                  \
+    TG_TILE_FN(name, type, R, 1) TG_TILE_FN(name, type, R, 2) TG_TILE_FN(name, type, R, 3) TG_TILE_FN(name, type, R, 4)
+#define TG_TILE_TYPE(name, type)                                                                                    \
+    TG_TILE_ROW(name, type, 1) TG_TILE_ROW(name, type, 2) TG_TILE_ROW(name, type, 3) TG_TILE_ROW(name, type, 4)     \
+    void tg_avx2_tile_##name(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,  \
+                             int64_t cols, float *y, size_t ldy) {                                                 \
+        static const tile_fn shapes[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS] = {                                        \
+            {tile_##name##_1x1, tile_##name##_1x2, tile_##name##_1x3, tile_##name##_1x4},                          \
+            {tile_##name##_2x1, tile_##name##_2x2, tile_##name##_2x3, tile_##name##_2x4},                          \
+            {tile_##name##_3x1, tile_##name##_3x2, tile_##name##_3x3, tile_##name##_3x4},                          \
+            {tile_##name##_4x1, tile_##name##_4x2, tile_##name##_4x3, tile_##name##_4x4},                          \
+        };                                                                                                         \
+        if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS) return;                            \
+        shapes[nr - 1][nt - 1](w, w_stride, x, x_stride, cols, y, ldy);                                            \
+    }
+TG_TILE_TYPE(f32, TG_DT_F32)
+TG_TILE_TYPE(f16, TG_DT_F16)
+TG_TILE_TYPE(bf16, TG_DT_BF16)
+#undef TG_TILE_TYPE
+#undef TG_TILE_ROW
+#undef TG_TILE_FN
 
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
     const __m256 sign_mask = _mm256_set1_ps(-0.0f);

@@ -77,7 +77,8 @@ void tg_rope_apply(float *x, int n_heads, int head_dim, const float *c, const fl
     rope_rotate(x, n_heads, head_dim, 0, head_dim / 2, c, s, style);
 }
 
-tg_rope_table *tg_rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err) {
+/* The table for angles per position inv_freq[head_dim / 2] (copied). */
+static tg_rope_table *rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err) {
     if (head_dim < 2 || head_dim % 2) {
         tg_fail(err, "rope: head_dim %d must be even and positive", head_dim);
         return NULL;
@@ -129,7 +130,7 @@ tg_rope_table *tg_rope_table_new(int head_dim, float theta, int64_t n_pos, tg_er
         return NULL;
     }
     for (int i = 0; i < head_dim / 2; i++) f[i] = pow((double)theta, -2.0 * i / head_dim);
-    tg_rope_table *t = tg_rope_table_new_freqs(head_dim, f, n_pos, err);
+    tg_rope_table *t = rope_table_new_freqs(head_dim, f, n_pos, err);
     free(f);
     return t;
 }
@@ -153,38 +154,7 @@ void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t 
                 style);
 }
 
-void tg_softmax(float *x, int64_t n) {
-    if (n <= 0) return;
-    float mx = -INFINITY;
-    bool nan = false;
-    for (int64_t i = 0; i < n; i++) {
-        if (isnan(x[i])) nan = true;
-        else if (x[i] > mx) mx = x[i];
-    }
-    if (nan) {
-        for (int64_t i = 0; i < n; i++) x[i] = NAN;
-        return;
-    }
-    if (mx == -INFINITY) { /* every element -INF */
-        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (float)n;
-        return;
-    }
-    if (mx == INFINITY) { /* the +INF elements share the mass */
-        int64_t k = 0;
-        for (int64_t i = 0; i < n; i++) k += x[i] == INFINITY;
-        for (int64_t i = 0; i < n; i++) x[i] = x[i] == INFINITY ? 1.0f / (float)k : 0.0f;
-        return;
-    }
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - mx); /* -INF - finite = -INF, expf(-INF) = 0 */
-        sum += x[i];
-    }
-    const float inv = (float)(1.0 / sum); /* sum >= 1: the maximum contributes exp(0) */
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
-}
-
-#if !TG_KERNELS_AVX2
+#if !TG_HAVE_AVX2
 /* silu(g) = g * sigmoid(g); for g -> -inf, exp(-g) overflows to +inf and g / inf is -0, except g = -inf itself. */
 static inline float silu(float g) {
     if (g == -INFINITY) return 0.0f;
@@ -193,7 +163,7 @@ static inline float silu(float g) {
 #endif
 
 void tg_swiglu(float *gate, const float *up, int64_t n) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     tg_avx2_swiglu(gate, up, n);
 #else
     for (int64_t i = 0; i < n; i++) gate[i] = silu(gate[i]) * up[i];

@@ -1,4 +1,5 @@
-/* ops.h — the small element-wise kernels of the transformer: RMSNorm, RoPE, softmax, SiLU. */
+/* ops.h — the small element-wise kernels of the transformer: RMSNorm, RoPE, SwiGLU (softmax: vec.h's
+ * tg_exp_shift_sum and the attention in src/kvcache). */
 #ifndef TG_KERNELS_OPS_H
 #define TG_KERNELS_OPS_H
 
@@ -41,17 +42,10 @@ typedef struct {
 /* Builds the table for frequencies theta^(-2i/head_dim). head_dim even and > 0, n_pos >= 0 (0 = no table: every
  * apply computes cos/sin directly). Returns NULL and fills err on bad arguments or out of memory. */
 tg_rope_table *tg_rope_table_new(int head_dim, float theta, int64_t n_pos, tg_error *err);
-/* Same with caller-chosen angles per position, inv_freq[head_dim/2] (copied), e.g. Llama-3 scaled frequencies. */
-tg_rope_table *tg_rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err);
 void tg_rope_table_free(tg_rope_table *t);
 /* tg_rope with the table's frequencies; pos >= n_pos (or < 0) is computed directly, still exact. */
 void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t pos, tg_rope_style style);
 
-/* In-place softmax of x[n] (max-subtracted; sum in double). Edge cases, by definition:
- *   all elements -INF      -> uniform 1/n (the limit of equal logits), never NaN;
- *   some elements +INF     -> those share the mass equally, every other element is 0;
- *   any NaN                -> all outputs NaN;  n == 0 -> nothing. */
-void tg_softmax(float *x, int64_t n);
 /* gate[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)). Never NaN from large |g|: silu(-inf) = 0,
  * silu(+inf) = +inf, silu(g) -> -0 for very negative finite g. (A NaN or an Inf times 0 still gives NaN.) */
 void tg_swiglu(float *gate, const float *up, int64_t n);

@@ -1,4 +1,4 @@
-/* quant.c — quantising and dequantising Q8_0 / Q4_0 / fp16 / bf16 rows, and the Q8 form of activation vectors. */
+/* quant.c — quantising rows to Q8_0 / Q4_0, and the Q8 form of activation vectors (decoding: types.c). */
 #include "kernels/quant.h"
 
 #include <math.h>
@@ -6,12 +6,6 @@
 
 #include "kernels/avx2.h"
 #include "util/half.h"
-
-static inline uint16_t load_u16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
 
 static inline void store_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
@@ -54,35 +48,6 @@ void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n) {
     }
 }
 
-void tg_dequantize_row(tg_dtype type, const void *src, float *out, int64_t n) {
-    const uint8_t *p = src;
-    switch (type) {
-    case TG_DT_F32: memcpy(out, p, (size_t)n * sizeof(float)); break;
-    case TG_DT_F16:
-        for (int64_t j = 0; j < n; j++) out[j] = tg_f16_to_f32(load_u16(p + 2 * j));
-        break;
-    case TG_DT_BF16:
-        for (int64_t j = 0; j < n; j++) out[j] = tg_bf16_to_f32(load_u16(p + 2 * j));
-        break;
-    case TG_DT_Q8_0:
-        for (int64_t b = 0; b < n / TG_QK; b++, p += sizeof(tg_block_q8_0), out += TG_QK) {
-            float d = tg_f16_to_f32(load_u16(p));
-            for (int j = 0; j < TG_QK; j++) out[j] = d * (float)(int8_t)p[2 + j];
-        }
-        break;
-    case TG_DT_Q4_0:
-        for (int64_t b = 0; b < n / TG_QK; b++, p += sizeof(tg_block_q4_0), out += TG_QK) {
-            float d = tg_f16_to_f32(load_u16(p));
-            for (int j = 0; j < TG_QK / 2; j++) {
-                out[j] = d * (float)((p[2 + j] & 0x0f) - 8);
-                out[j + TG_QK / 2] = d * (float)((p[2 + j] >> 4) - 8);
-            }
-        }
-        break;
-    default: break;
-    }
-}
-
 void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n) {
     for (int64_t b = 0; b < n / TG_QK; b++, x += TG_QK) {
         float amax = 0.0f;
@@ -100,7 +65,7 @@ void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n) {
 }
 
 void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     tg_avx2_quantize_q8x(x, dst, n);
 #else
     tg_quantize_q8x_ref(x, dst, n);

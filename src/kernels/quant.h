@@ -7,6 +7,8 @@
 
 #include "kernels/tensor.h"
 
+#define TG_QK 32 /* elements per Q8_0 / Q4_0 block, and per block of the Q8 activation form */
+
 /* On-disk blocks (ggml's exact layouts; no padding, 2-byte alignment). Row data in a file may sit at any byte
  * offset, so the kernels read blocks through byte pointers and memcpy, never through these structs; the structs
  * document the layout and are used for buffers we allocate ourselves. */
@@ -48,10 +50,6 @@ void tg_quantize_row_q8_0(const float *x, void *dst, int64_t n);
 /* Quantises x[n] (n a multiple of 32) into n/32 Q4_0 blocks at dst: with m the element of largest magnitude,
  * d = fp16(m / -8) and nibble = clamp(round(x / d) + 8, 0, 15), so m maps exactly to nibble 0. */
 void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n);
-
-/* out[n] = the values of n elements of a row of type `type` (n a multiple of 32 for Q8_0/Q4_0); src may have any
- * alignment. Exact: every stored value is representable in fp32. */
-void tg_dequantize_row(tg_dtype type, const void *src, float *out, int64_t n);
 
 /* Quantises x[n] (n a multiple of 32) into n/32 activation blocks (see tg_q8x_block); scalar reference. */
 void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n);

@@ -6,18 +6,8 @@
 #include "kernels/avx2.h"
 #include "util/half.h"
 
-float tg_dot_f32(const float *a, const float *b, int64_t n) {
-#if TG_KERNELS_AVX2
-    return tg_avx2_dot_f32(a, b, n);
-#else
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-#endif
-}
-
 void tg_axpy_f32(float a, const float *x, float *y, int64_t n) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     tg_avx2_axpy_f32(a, x, y, n);
 #else
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
@@ -25,33 +15,15 @@ void tg_axpy_f32(float a, const float *x, float *y, int64_t n) {
 }
 
 void tg_scale_f32(float *x, float a, int64_t n) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     tg_avx2_scale_f32(x, a, n);
 #else
     for (int64_t i = 0; i < n; i++) x[i] *= a;
 #endif
 }
 
-float tg_dot_f16(const uint16_t *a, const float *b, int64_t n) {
-#if TG_KERNELS_AVX2
-    return tg_avx2_dot_f16(a, b, n);
-#else
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) s += tg_f16_to_f32(a[i]) * b[i];
-    return s;
-#endif
-}
-
-void tg_axpy_f16(float a, const uint16_t *x, float *y, int64_t n) {
-#if TG_KERNELS_AVX2
-    tg_avx2_axpy_f16(a, x, y, n);
-#else
-    for (int64_t i = 0; i < n; i++) y[i] += a * tg_f16_to_f32(x[i]);
-#endif
-}
-
 void tg_f16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     tg_avx2_f16_to_f32_row(src, dst, n);
 #else
     for (int64_t i = 0; i < n; i++) dst[i] = tg_f16_to_f32(src[i]);
@@ -59,7 +31,7 @@ void tg_f16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
 }
 
 void tg_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     tg_avx2_f32_to_f16_row(src, dst, n);
 #else
     for (int64_t i = 0; i < n; i++) dst[i] = tg_f32_to_f16(src[i]);
@@ -68,7 +40,7 @@ void tg_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
 
 void tg_bf16_to_f32_row(const uint16_t *src, float *dst, int64_t n) {
     int64_t i = 0;
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     i = tg_avx2_bf16_to_f32_row(src, dst, n);
 #endif
     for (; i < n; i++) dst[i] = tg_bf16_to_f32(src[i]);
@@ -79,7 +51,7 @@ void tg_f32_to_bf16_row(const float *src, uint16_t *dst, int64_t n) {
 }
 
 float tg_exp_shift_sum(float *x, int64_t n, float m) {
-#if TG_KERNELS_AVX2
+#if TG_HAVE_AVX2
     return tg_avx2_exp_shift_sum(x, n, m);
 #else
     double sum = 0.0;

@@ -7,16 +7,10 @@
 
 #include <stdint.h>
 
-/* Returns sum a[i] * b[i] over n elements, accumulated in fp32 over 8 lanes (0 for n = 0). */
-float tg_dot_f32(const float *a, const float *b, int64_t n);
 /* y[i] += a * x[i]. */
 void tg_axpy_f32(float a, const float *x, float *y, int64_t n);
 /* x[i] *= a, in place. */
 void tg_scale_f32(float *x, float a, int64_t n);
-/* Returns sum f16(a[i]) * b[i]: a is a row of IEEE binary16 values (e.g. an fp16 key), b fp32. */
-float tg_dot_f16(const uint16_t *a, const float *b, int64_t n);
-/* y[i] += a * f16(x[i]) (e.g. accumulating an fp16 value row). */
-void tg_axpy_f16(float a, const uint16_t *x, float *y, int64_t n);
 /* dst[i] = f16 -> f32 of src[i] (exact). */
 void tg_f16_to_f32_row(const uint16_t *src, float *dst, int64_t n);
 /* dst[i] = f32 -> f16 of src[i], round to nearest even; overflow gives Inf, NaN stays NaN (payload may differ). */

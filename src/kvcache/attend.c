@@ -21,7 +21,7 @@
 #include "kvcache/codec.h"
 #include "util/half.h"
 
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
 #include <immintrin.h>
 #endif
 
@@ -98,7 +98,7 @@ static void make_block(const tg_segment *g, int64_t i0, int nr, const float *gri
     b->grid = g->kind == TG_SEG_CODES && g->gscale ? grid : NULL;
     for (int r = 0; r < BLK; r++) b->rows[r] = g->p + (size_t)(i0 + (r < nr ? r : 0)) * g->stride;
     if (g->kind != TG_SEG_CODES || g->gscale) return;
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
     if (g->tstride == 1 && nr == BLK) { /* a grouped store's scales are contiguous: eight at once */
         _mm256_storeu_ps(b->tscale, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tscale + i0))));
         _mm256_storeu_ps(b->tzero, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tzero + i0))));
@@ -151,7 +151,7 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
                         float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
-    const bool simd = TG_ATTEND_AVX2 && c->simd && D % 8 == 0, repo = keys && c->g.reposition;
+    const bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0, repo = keys && c->g.reposition;
     if (g->kind == TG_SEG_CODES && g->gscale) {
         tg_f16_to_f32_row(g->gscale, grid, D);
         tg_f16_to_f32_row(g->gzero, grid + D, D);
@@ -160,7 +160,7 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
                              : g->kind == TG_SEG_CODES ? (size_t)(D * g->bits + 7) / 8 : (size_t)D * 2;
     tg_attn_block b;
     const float *qk = qh; /* the queries the kernels score with (folded with a codes segment's grid) */
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
     if (simd && keys && !repo && g->kind == TG_SEG_CODES) {
         tg_attn_avx2_fold(qh, vw->gq, D, grid, qfold, qfold + (int64_t)vw->gq * D);
         qk = qfold;
@@ -168,7 +168,7 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
 #endif
     for (int64_t i0 = 0; i0 < g->count; i0 += BLK) {
         const int nr = (int)(g->count - i0 < BLK ? g->count - i0 : BLK);
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
         /* one kv-head's rows are strided (interleaved with the other heads'): fetch the next block's early */
         for (int64_t i = i0 + BLK; i < i0 + 2 * BLK && i < g->count; i++)
             for (size_t off = 0; off < row_bytes; off += 64)
@@ -181,7 +181,7 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
         if (repo) { /* rotate each key to its slot: widen into the tile first */
             for (int r = 0; r < nr; r++) {
                 float *dst = tile + (int64_t)r * D;
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
                 if (simd) tg_attn_avx2_widen(&b, r, D, dst);
                 else
 #endif
@@ -193,7 +193,7 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
             b.bias = NULL;
             for (int r = 0; r < BLK; r++) b.rows[r] = (const uint8_t *)(const void *)(tile + (int64_t)(r < nr ? r : 0) * D);
         }
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
         if (simd) {
             if (keys) tg_attn_avx2_scores(&b, qk, vw->gq, D, sc + i0, ld);
             else tg_attn_avx2_values(&b, sc + i0, ld, vw->gq, D, o);

@@ -7,7 +7,7 @@
  * (p (u s + z) = (p s) u + p z). attend.c holds the scalar reference (tests compare the two). */
 #include "kvcache/attend_kernels.h"
 
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
 
 #include <immintrin.h>
 #include <string.h>

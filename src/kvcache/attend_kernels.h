@@ -6,11 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define TG_ATTEND_AVX2 1
-#else
-#define TG_ATTEND_AVX2 0
-#endif
+#include "util/cpu_features.h" /* TG_HAVE_AVX2: the one feature test */
 
 /* How the rows of a block are stored. */
 enum { TG_SEG_F32, TG_SEG_F16, TG_SEG_BF16, TG_SEG_CODES };
@@ -31,7 +27,7 @@ typedef struct {
     float tzero[TG_ATTN_BLK];
 } tg_attn_block;
 
-#if TG_ATTEND_AVX2
+#if TG_HAVE_AVX2
 /* Folds a codes segment's per-channel grid into the queries: qf[i * D + c] = qh[i * D + c] * scale[c] and
  * bias[i] = qh_i . zero, so that q_i . (u * scale + zero) = qf_i . u + bias_i. */
 void tg_attn_avx2_fold(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias);

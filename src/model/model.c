@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kernels/matmul.h"
+#include "kernels/types.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/model_file.h"
@@ -221,41 +222,10 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
 
 /* ---- finiteness of the weights ---- */
 
-/* Index (row-major) of the first element of t that is NaN or infinite, or -1: a bit test per F32/F16/BF16 element,
- * and per fp16 block scale of Q8_0/Q4_0 (the integer quants are always finite; a bad scale spoils its block). */
+/* Index (row-major) of the first element of t that is NaN or infinite, or -1 (the type table's bit test). */
 static int64_t first_non_finite_weight(const tg_tensor *t) {
-    const int64_t n = t->rows * t->cols; /* from a shape checked against the file */
-    const uint8_t *p = t->data;
-    switch (t->type) {
-    case TG_DT_F32:
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u;
-            memcpy(&u, p + 4 * i, 4);
-            if ((u & 0x7f800000u) == 0x7f800000u) return i;
-        }
-        return -1;
-    case TG_DT_F16:
-    case TG_DT_BF16: {
-        const uint16_t exp = t->type == TG_DT_F16 ? 0x7c00u : 0x7f80u;
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, 2);
-            if ((h & exp) == exp) return i;
-        }
-        return -1;
-    }
-    case TG_DT_Q8_0:
-    case TG_DT_Q4_0: {
-        const int64_t block_bytes = t->type == TG_DT_Q8_0 ? 34 : 18;
-        for (int64_t b = 0; b < n / TG_QK; b++) {
-            uint16_t d;
-            memcpy(&d, p + b * block_bytes, 2);
-            if ((d & 0x7c00u) == 0x7c00u) return b * TG_QK;
-        }
-        return -1;
-    }
-    default: return -1;
-    }
+    const tg_weight_type *wt = tg_weight_type_of(t->type);
+    return wt ? wt->first_non_finite(t->data, t->rows * t->cols) : -1; /* n from a shape checked against the file */
 }
 
 static bool check_finite(const tg_tensor *t, const char *path, const char *what, int layer, tg_error *err) {
@@ -392,6 +362,10 @@ bool tg_tokenize(const tg_model *m, const char *text, size_t len, bool add_bos, 
 int32_t tg_token_bos(const tg_model *m) { return m && m->tokenizer ? tg_tokenizer_bos(m->tokenizer) : -1; }
 
 int32_t tg_token_eos(const tg_model *m) { return m && m->tokenizer ? tg_tokenizer_eos(m->tokenizer) : -1; }
+
+tg_detok *tg_detok_new(const tg_model *m, tg_error *err) {
+    return tg_tokenizer_detok_new(m ? m->tokenizer : NULL, err);
+}
 
 bool tg_model_adds_bos(const tg_model *m) { return m && m->tokenizer && tg_tokenizer_adds_bos(m->tokenizer); }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "tinygpt.h"
+#include "util/error.h"
 
 struct tg_sampler {
     tg_sampler_params p;
@@ -56,12 +57,21 @@ tg_sampler_params tg_sampler_default_params(void) {
     return p;
 }
 
-tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size) {
-    if (!p || vocab_size <= 0) return NULL;
-    if (!(p->temperature >= 0.0f) || isinf(p->temperature)) return NULL; /* rejects NaN too */
-    if (p->top_k < 0 || !(p->top_p >= 0.0f && p->top_p <= 1.0f)) return NULL;
+/* NULL after filling err: the sampler's failures all end here. */
+static tg_sampler *refuse(tg_error *err, const char *what) {
+    tg_fail(err, "sampler: %s", what);
+    return NULL;
+}
+
+tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err) {
+    if (!p) return refuse(err, "no parameters");
+    if (vocab_size <= 0) return refuse(err, "the vocabulary is empty");
+    if (!(p->temperature >= 0.0f) || isinf(p->temperature)) /* rejects NaN too */
+        return refuse(err, "the temperature must be a finite number >= 0");
+    if (p->top_k < 0) return refuse(err, "top-k must be >= 0");
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f)) return refuse(err, "top-p must be in [0, 1]");
     tg_sampler *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) return refuse(err, "out of memory");
     s->p = *p;
     s->vocab = vocab_size;
     size_t n = (size_t)vocab_size;
@@ -71,7 +81,7 @@ tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size) {
     s->weight = malloc(n * sizeof *s->weight);
     if (!s->z || !s->heap || !s->kept || !s->weight) {
         tg_sampler_free(s);
-        return NULL;
+        return refuse(err, "out of memory");
     }
     uint64_t x = p->seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);

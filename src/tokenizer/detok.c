@@ -1,12 +1,14 @@
-/* detok.c — the public streaming detokeniser: token ids in, complete UTF-8 characters out. Bytes of a character
+/* detok.c — the streaming detokeniser (tinygpt.h's tg_detok; model.c's tg_detok_new picks the model's tokenizer):
+ * token ids in, complete UTF-8 characters out. Bytes of a character
  * split across tokens wait for the rest; bytes that can never form a character become U+FFFD. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "util/checked.h"
+#include "util/error.h"
 
 struct tg_detok {
     const tg_tokenizer *t;
@@ -20,11 +22,16 @@ struct tg_detok {
 
 static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD}; /* U+FFFD */
 
-tg_detok *tg_detok_new(const tg_model *model) {
-    const tg_tokenizer *t = tg_model_tokenizer(model);
-    if (!t) return NULL;
+tg_detok *tg_tokenizer_detok_new(const tg_tokenizer *t, tg_error *err) {
+    if (!t) {
+        tg_fail(err, "no tokenizer loaded");
+        return NULL;
+    }
     tg_detok *d = calloc(1, sizeof *d);
-    if (!d) return NULL;
+    if (!d) {
+        tg_fail(err, "out of memory");
+        return NULL;
+    }
     d->t = t;
     d->prev = -1;
     return d;

@@ -1,19 +1,10 @@
-/* hashmap.c — open-addressing hash tables (linear probing, at most half full) for the tokenizer's lookups. */
+/* hashmap.c — the tokenizer's lookups: token text -> id on util/name_map.h, and an open-addressing table (linear
+ * probing, at most half full) of token pairs. */
 #include "tokenizer/hashmap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/checked.h"
-
-static uint64_t hash_bytes(const char *s, size_t len) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 29);
-}
 
 static uint64_t hash_u64(uint64_t x) { /* splitmix64 finaliser */
     x ^= x >> 30;
@@ -23,66 +14,34 @@ static uint64_t hash_u64(uint64_t x) { /* splitmix64 finaliser */
     return x ^ (x >> 31);
 }
 
-/* Smallest power of two >= 2n (and >= 16); 0 on overflow. */
-static size_t table_size(size_t n) {
-    size_t want;
-    if (!tg_mul_size(n, 2, &want)) return 0;
-    size_t cap = 16;
-    while (cap < want) {
-        if (cap > SIZE_MAX / 2) return 0;
-        cap *= 2;
-    }
-    return cap;
-}
-
 bool tg_strmap_init(tg_strmap *m, size_t n, const char *text, const size_t *off) {
-    memset(m, 0, sizeof *m);
-    const size_t cap = table_size(n);
-    size_t bytes;
-    if (cap == 0 || !tg_mul_size(cap, sizeof(int32_t), &bytes)) return false;
-    m->slots = malloc(bytes);
-    if (!m->slots) return false;
-    memset(m->slots, 0xFF, bytes); /* every slot -1 */
-    m->mask = cap - 1;
     m->text = text;
     m->off = off;
-    return true;
+    return tg_name_map_init(&m->map, n);
 }
 
 void tg_strmap_free(tg_strmap *m) {
-    if (!m) return;
-    free(m->slots);
-    m->slots = NULL;
+    if (m) tg_name_map_free(&m->map);
 }
 
-static bool same_text(const tg_strmap *m, int32_t id, const char *s, size_t len) {
-    const size_t a = m->off[id], b = m->off[id + 1];
-    return b - a == len && memcmp(m->text + a, s, len) == 0;
+/* Token id's text in the arena of the tg_strmap `entries`. */
+static tg_name_ref token_text(const void *entries, size_t id) {
+    const tg_strmap *m = entries;
+    return (tg_name_ref){m->text + m->off[id], m->off[id + 1] - m->off[id]};
 }
 
-void tg_strmap_put(tg_strmap *m, int32_t id) {
-    const char *s = m->text + m->off[id];
-    const size_t len = m->off[id + 1] - m->off[id];
-    size_t i = (size_t)hash_bytes(s, len) & m->mask;
-    while (m->slots[i] >= 0 && !same_text(m, m->slots[i], s, len)) i = (i + 1) & m->mask;
-    m->slots[i] = id;
-}
+void tg_strmap_put(tg_strmap *m, int32_t id) { (void)tg_name_map_put(&m->map, token_text, m, (size_t)id, true); }
 
 int32_t tg_strmap_get(const tg_strmap *m, const char *s, size_t len) {
-    size_t i = (size_t)hash_bytes(s, len) & m->mask;
-    while (m->slots[i] >= 0) {
-        if (same_text(m, m->slots[i], s, len)) return m->slots[i];
-        i = (i + 1) & m->mask;
-    }
-    return -1;
+    const size_t id = tg_name_map_find(&m->map, token_text, m, s, len);
+    return id == SIZE_MAX ? -1 : (int32_t)id;
 }
 
 bool tg_pairmap_init(tg_pairmap *m, size_t n) {
     memset(m, 0, sizeof *m);
-    const size_t cap = table_size(n);
-    size_t bytes;
-    if (cap == 0 || !tg_mul_size(cap, sizeof(tg_pair_slot), &bytes)) return false;
-    m->slots = malloc(bytes);
+    const size_t cap = tg_hash_slots(n, sizeof(tg_pair_slot));
+    if (cap == 0) return false;
+    m->slots = malloc(cap * sizeof(tg_pair_slot));
     if (!m->slots) return false;
     for (size_t i = 0; i < cap; i++) m->slots[i].key = UINT64_MAX;
     m->mask = cap - 1;

@@ -6,11 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Token text -> id. The map stores only ids; the texts live in the caller's arena (text + off[id], length
- * off[id + 1] - off[id]), which must outlive the map and not move. */
+#include "util/name_map.h"
+
+/* Token text -> id: util/name_map.h over the token arena. The map stores only ids; the texts live in the caller's
+ * arena (text + off[id], length off[id + 1] - off[id]), which must outlive the map and not move. */
 typedef struct {
-    int32_t *slots;      /* [mask + 1], -1 = empty */
-    size_t mask;
+    tg_name_map map;
     const char *text;    /* the token arena */
     const size_t *off;   /* [n_tokens + 1] */
 } tg_strmap;

@@ -42,4 +42,7 @@ size_t tg_tokenizer_decode_piece(const tg_tokenizer *t, int32_t prev, int32_t id
  * returns the number of bytes the text has. */
 size_t tg_tokenizer_decode(const tg_tokenizer *t, const int32_t *ids, size_t n, char *buf, size_t cap);
 
+/* A streaming detokeniser (tinygpt.h) over t, which must outlive it. NULL (err filled) for no t or out of memory. */
+tg_detok *tg_tokenizer_detok_new(const tg_tokenizer *t, tg_error *err);
+
 #endif

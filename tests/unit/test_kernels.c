@@ -22,6 +22,25 @@
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "util/half.h"
+#include "util/thread_pool.h"
+
+/* teams[n]: the production thread team (util/thread_pool.h) of n threads, the kind the forward pass runs on;
+ * teams[1] = NULL, the calling thread alone. Built once by the group setup. */
+static tg_pool *teams[4];
+
+static int make_teams(void **state) {
+    (void)state;
+    teams[2] = tg_pool_new(2, NULL);
+    teams[3] = tg_pool_new(3, NULL);
+    return teams[2] && teams[3] ? 0 : -1;
+}
+
+static int free_teams(void **state) {
+    (void)state;
+    tg_pool_free(teams[2]);
+    tg_pool_free(teams[3]);
+    return 0;
+}
 
 /* ---- a tiny deterministic RNG (state on the caller's stack) ---------------------------------------------------- */
 
@@ -43,27 +62,24 @@ static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0
 
 /* A random [rows, cols] matrix of `type` in a malloc'ed buffer, placed at an odd byte offset (1) when misalign so
  * that the kernels' unaligned handling is exercised (UBSan checks alignment). Q8_0 / Q4_0 blocks are random
- * bytes (all 256 int8 values occur, including -128) with random fp16 scales of either sign. *base receives the
- * pointer to free. */
+ * bytes (all 256 int8 values occur, including -128) with random fp16 scales of either sign; every other type is
+ * uniform values through its reference encoder (types.h). *base receives the pointer to free. */
 static void *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, int misalign, void **base) {
     size_t rb = tg_row_bytes(type, cols);
     uint8_t *buf = malloc(rb * (size_t)rows + 1);
     assert_non_null(buf);
     *base = buf;
     uint8_t *p = buf + (misalign ? 1 : 0);
+    const tg_weight_type *wt = tg_weight_type_of(type);
+    float *v = malloc((size_t)cols * sizeof *v);
+    assert_non_null(v);
     for (int64_t i = 0; i < rows; i++) {
         uint8_t *row = p + (size_t)i * rb;
-        for (int64_t j = 0; j < cols; j++) {
-            float v = rng_unit(r);
-            uint16_t h;
-            switch (type) {
-            case TG_DT_F32: memcpy(row + 4 * j, &v, 4); break;
-            case TG_DT_F16: h = tg_f32_to_f16(v); memcpy(row + 2 * j, &h, 2); break;
-            case TG_DT_BF16: h = tg_f32_to_bf16(v); memcpy(row + 2 * j, &h, 2); break;
-            default: break;
-            }
-        }
-        if (type == TG_DT_Q8_0 || type == TG_DT_Q4_0) {
+        if (type != TG_DT_Q8_0 && type != TG_DT_Q4_0) {
+            assert_non_null(wt->encode_row); /* a type without an encoder needs its own case here */
+            for (int64_t j = 0; j < cols; j++) v[j] = rng_unit(r);
+            wt->encode_row(v, row, cols);
+        } else {
             size_t bs = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
             for (size_t b = 0; b < rb / bs; b++) {
                 uint8_t *blk = row + b * bs;
@@ -73,6 +89,7 @@ static void *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
             }
         }
     }
+    free(v);
     return p;
 }
 
@@ -93,7 +110,10 @@ static double abs_dot(const tg_tensor *w, int64_t r, const float *x, float *tmp)
     return e;
 }
 
-static bool is_quant(tg_dtype t) { return t == TG_DT_Q8_0 || t == TG_DT_Q4_0; }
+/* Whether the fast kernels of t take quantised activations (the x-quantisation bound applies), and whether t stores
+ * blocks (cols a multiple of 32). */
+static bool is_quant(tg_dtype t) { return tg_weight_type_of(t)->act == TG_ACT_Q8X; }
+static bool is_block(tg_dtype t) { return tg_weight_type_of(t)->block_elems > 1; }
 
 /* ---- hand-made blocks ------------------------------------------------------------------------------------------ */
 
@@ -121,7 +141,7 @@ static void test_q8_0_dequant_exact(void **state) {
         e[j] = 1.0f;
         tg_matvec_ref(&t, e, &y);
         assert_true(y == out[j]);
-        tg_matvec(&t, e, &y, 1); /* the integer path scales by d_w * (1/127) * 127: two fp32 roundings */
+        tg_matvec(&t, e, &y, NULL); /* the integer path scales by d_w * (1/127) * 127: two fp32 roundings */
         assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
         e[j] = 0.0f;
     }
@@ -153,7 +173,7 @@ static void test_q4_0_dequant_exact(void **state) {
         e[j] = 1.0f;
         tg_matvec_ref(&t, e, &y);
         assert_true(y == out[j]);
-        tg_matvec(&t, e, &y, 2);
+        tg_matvec(&t, e, &y, teams[2]);
         assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
         e[j] = 0.0f;
     }
@@ -280,14 +300,16 @@ static void check_matvec(rng_t *r, tg_dtype type, int64_t rows, int64_t cols) {
     float *tmp = malloc((size_t)cols * sizeof(float));
     assert_true(ref && y1 && y2 && tmp);
     tg_matvec_ref(&w, x, ref);
-    tg_matvec(&w, x, y1, 1);
-    tg_matvec(&w, x, y2, 2);
+    tg_matvec(&w, x, y1, NULL);
+    tg_matvec(&w, x, y2, teams[2]);
     /* rows are never split between threads, so the thread count cannot change a result */
+    assert_memory_equal(y1, y2, (size_t)rows * sizeof(float));
+    tg_matvec(&w, x, y2, teams[3]);
     assert_memory_equal(y1, y2, (size_t)rows * sizeof(float));
     for (int64_t i = 0; i < rows; i++) {
         double e = abs_dot(&w, i, x, tmp);
         double tol = 1e-5 * e;
-        if (is_quant(type) && TG_KERNELS_AVX2) {
+        if (is_quant(type) && TG_HAVE_AVX2) {
             tol += xq_bound(&w, i, x, tmp) * 1.001;
             double exact_q = dot_with_qx(&w, i, x, tmp);
             if (fabs(y1[i] - exact_q) > 1e-5 * e)
@@ -343,9 +365,9 @@ static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
     float *yv = malloc((size_t)rows * sizeof(float));
     float *tmp = malloc((size_t)cols * sizeof(float));
     assert_true(y && yv && tmp);
-    tg_matmul(&w, x, n, y, threads);
+    tg_matmul(&w, x, n, y, teams[threads]);
     for (int64_t t = 0; t < n; t++) {
-        tg_matvec(&w, x + t * cols, yv, 1);
+        tg_matvec(&w, x + t * cols, yv, NULL);
         for (int64_t i = 0; i < rows; i++) {
             /* one arithmetic order per (row, activation) in every kernel: the bits agree */
             if (memcmp(&y[t * rows + i], &yv[i], sizeof(float)) != 0)
@@ -366,12 +388,13 @@ static void test_matmul_equals_matvecs(void **state) {
     rng_t r = {6};
     const int64_t ns[] = {1, 2, 3, 4, 5, 9};
     for (int t = 0; t < TG_DT_COUNT; t++) {
-        int64_t cols = is_quant((tg_dtype)t) ? 96 : 45;
+        int64_t cols = is_block((tg_dtype)t) ? 96 : 45;
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
             check_matmul(&r, (tg_dtype)t, 7, cols, ns[k], 1);
             check_matmul(&r, (tg_dtype)t, 13, cols, ns[k], 2);
         }
-        check_matmul(&r, (tg_dtype)t, 517, is_quant((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
+        check_matmul(&r, (tg_dtype)t, 517, is_block((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
+        check_matmul(&r, (tg_dtype)t, 517, is_block((tg_dtype)t) ? 128 : 131, 9, 3);
     }
 }
 
@@ -384,7 +407,7 @@ static void test_matmul_rows_splits(void **state) {
     const int64_t rows = 45, ns[] = {1, 2, 7, 8, 9, 19};
     for (int ty = 0; ty < TG_DT_COUNT; ty++) {
         const tg_dtype type = (tg_dtype)ty;
-        const int64_t cols = is_quant(type) ? 160 : 77;
+        const int64_t cols = is_block(type) ? 160 : 77;
         void *base;
         tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 1, &base)};
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
@@ -394,7 +417,7 @@ static void test_matmul_rows_splits(void **state) {
             const size_t sb = tg_act_scratch_bytes(n, cols);
             uint8_t *scratch = malloc(sb + 1);
             assert_true(want && got && scratch);
-            tg_matmul(&w, x, n, want, 1);
+            tg_matmul(&w, x, n, want, NULL);
             tg_act a = tg_act_prepare(type, x, n, cols, sb ? scratch : NULL);
             const int64_t cuts[] = {0, 1, 4, 11, 12, 13, 30, 45};
             for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++)
@@ -414,9 +437,9 @@ static void test_matmul_empty(void **state) {
     (void)state;
     float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
     tg_tensor t = {TG_DT_F32, 2, 2, w};
-    tg_matmul(&t, x, 0, y, 2);
+    tg_matmul(&t, x, 0, y, teams[2]);
     assert_true(y[0] == -7.0f && y[1] == -7.0f);
-    tg_matvec(&t, x, y, 0); /* n_threads < 1 means 1 */
+    tg_matvec(&t, x, y, NULL); /* no team: the calling thread */
     assert_true(y[0] == 3.0f && y[1] == 7.0f);
 }
 
@@ -434,5 +457,5 @@ int main(void) {
         cmocka_unit_test(test_matmul_rows_splits),
         cmocka_unit_test(test_matmul_empty),
     };
-    return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);
 }

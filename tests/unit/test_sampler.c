@@ -15,7 +15,7 @@
 
 static tg_sampler *make(float temperature, int top_k, float top_p, uint64_t seed, int32_t vocab) {
     tg_sampler_params p = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .seed = seed};
-    tg_sampler *s = tg_sampler_new(&p, vocab);
+    tg_sampler *s = tg_sampler_new(&p, vocab, NULL);
     assert_non_null(s);
     return s;
 }
@@ -219,18 +219,27 @@ static void test_low_temperature_overflow(void **state) {
 static void test_invalid_params(void **state) {
     (void)state;
     tg_sampler_params p = tg_sampler_default_params();
-    assert_null(tg_sampler_new(&p, 0));
+    tg_error err = {0};
+    assert_null(tg_sampler_new(&p, 0, &err));
+    assert_string_equal(err.msg, "sampler: the vocabulary is empty");
     p.temperature = -1.0f;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: the temperature must be a finite number >= 0");
     p.temperature = NAN;
-    assert_null(tg_sampler_new(&p, 10));
+    err.msg[0] = '\0';
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: the temperature must be a finite number >= 0");
     p = tg_sampler_default_params();
     p.top_p = 1.5f;
-    assert_null(tg_sampler_new(&p, 10));
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: top-p must be in [0, 1]");
     p = tg_sampler_default_params();
     p.top_k = -2;
-    assert_null(tg_sampler_new(&p, 10));
-    assert_null(tg_sampler_new(NULL, 10));
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_string_equal(err.msg, "sampler: top-k must be >= 0");
+    assert_null(tg_sampler_new(NULL, 10, &err));
+    assert_string_equal(err.msg, "sampler: no parameters");
+    assert_null(tg_sampler_new(NULL, 10, NULL)); /* no error slot: still refused */
     tg_sampler_free(NULL);
 }
 

@@ -914,7 +914,7 @@ static void test_detok(void **state) {
         m.tokenizer = tg_tokenizer_load_hf(dirs[k], &err);
         assert_non_null(m.tokenizer);
         const int base = 3; /* both vocabularies put byte b at id 3 + b */
-        tg_detok *d = tg_detok_new(&m);
+        tg_detok *d = tg_detok_new(&m, &err);
         assert_non_null(d);
         sink s = {{0}, 0};
         /* a 4-byte emoji, one byte token at a time: nothing until the character is complete */
@@ -946,7 +946,8 @@ static void test_detok(void **state) {
         gguf_builder_rmdir(dirs[k]);
         free(dirs[k]);
     }
-    assert_null(tg_detok_new(NULL));
+    assert_null(tg_detok_new(NULL, &err));
+    assert_string_equal(err.msg, "no tokenizer loaded");
     tg_detok_free(NULL);
     /* the SentencePiece prefix space: dropped at the start and right after BOS, kept later */
     char *dir;
@@ -956,7 +957,7 @@ static void test_detok(void **state) {
     memset(&m, 0, sizeof m);
     m.tokenizer = load_gguf_path(path, &g, &err);
     assert_non_null(m.tokenizer);
-    tg_detok *d = tg_detok_new(&m);
+    tg_detok *d = tg_detok_new(&m, &err);
     sink s = {{0}, 0};
     push(d, 1, &s);
     push(d, 268, &s);
