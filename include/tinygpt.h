@@ -141,8 +141,15 @@ typedef struct {
     tg_kv_precision value_precision;
     int64_t sink;         /* StreamingLLM: first tokens always kept; -1 (default) = 4 when bounded */
     int64_t window;       /* StreamingLLM: last tokens kept beyond the sinks; 0 = unbounded (up to the context) */
-    int group_size;       /* KIVI key group along time (default 32); 0 = whole-history per-channel scales */
-    int residual;         /* KIVI full-precision residual tokens (default 128), a multiple of group_size */
+    int group_size;       /* KIVI key group along time; TG_KV_GROUP_AUTO (default) = from the cache's length L (its
+                           * window, or its context when unbounded): the largest of 32 / 16 / 8 that is at most L / 8,
+                           * halved (at least 8) for int2's automatic residual; 32 with an explicit residual;
+                           * 0 = whole-history per-channel scales */
+    int residual;         /* KIVI full-precision residual tokens, a multiple of the group size (of 32 with
+                           * TG_KV_GROUP_AUTO); TG_KV_RESIDUAL_AUTO (default) = none for int8 / int4 (every token
+                           * quantised as it arrives, the keys of the group being filled on provisional per-channel
+                           * scales), one group for int2; 0 = none. KIVI's published setting: 128 with group 32 and an
+                           * fp32 residual */
     bool reposition;      /* StreamingLLM: keys stored pre-RoPE and rotated at their cache slot when read */
     int64_t budget_bytes; /* > 0: choose the largest window that fits (requires window == 0) */
     int64_t context;      /* > 0: capacity of an unbounded cache instead of the model's training context; the session
@@ -151,14 +158,18 @@ typedef struct {
     bool quantize_sinks;  /* KIVI: quantise the StreamingLLM sinks like the rest (keys per channel over the sinks,
                            * values per token, once all sinks are in) instead of keeping them fp32; they keep their
                            * fp32 slots, so the bytes do not change (default false) */
-    tg_kv_precision residual_precision; /* KIVI: storage of the full-precision residual ring: fp32 (default), fp16
-                                         * or bf16 (half the residual's bytes) */
+    tg_kv_precision residual_precision; /* KIVI: storage of the full-precision residual ring and the sinks: fp16
+                                         * (default), bf16 or fp32 (the sinks are fp32 with quantize_sinks) */
     int64_t max_memory;   /* the most bytes of K/V storage a session may allocate (the report's bytes_total),
                            * checked before anything is allocated: > 0 = this many; 0 (default) = the machine's
                            * physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; no limit where the system does
                            * not say); < 0 = no limit. The message names the CLI's --max-memory. */
 } tg_cache_params;
 
+/* group_size: chosen from the cache's length (see group_size); the largest group it chooses. */
+#define TG_KV_GROUP_AUTO (-1)
+#define TG_KV_RESIDUAL_AUTO (-1)
+#define TG_KV_AUTO_GROUP_MAX 32
 /* The largest group_size and residual a policy may ask for. */
 #define TG_KV_MAX_GROUP_SIZE 4096
 #define TG_KV_MAX_RESIDUAL (1 << 20)
@@ -182,7 +193,11 @@ typedef struct {
     int n_layers, n_kv_layers; /* layers in the model / layers that hold K/V */
     size_t bytes_total;
     size_t bytes_k_data, bytes_v_data, bytes_scales, bytes_residual; /* residual = full-precision residual + sinks */
-    size_t bytes_if_bf16, bytes_if_fp32; /* the same stored history at bf16 / fp32, for comparison */
+    size_t bytes_if_bf16, bytes_if_fp32; /* what a bf16 / fp32 cache with the same sinks, window and context
+                                          * allocates (the same geometry code, only the precision changed) */
+    size_t bytes_in_use;       /* what a cache sized for exactly the `stored` tokens held now would allocate */
+    int64_t quantized;         /* tokens held in quantised form (KIVI groups or codes; the rest are in full precision:
+                                * sinks, residual), in the first layer that holds K/V */
     char policy[256];          /* one-line description of the policy, for the banner */
     int64_t sink, window;      /* the StreamingLLM policy as resolved (a budget turned into its window); 0 and 0
                                 * when unbounded */

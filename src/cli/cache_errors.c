@@ -68,7 +68,11 @@ void tg_cli_word_error(tg_error *err, const tg_cache_params *p) {
                  tg_kv_precision_name(p->residual_precision));
         break;
     case TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE:
-        snprintf(m, sizeof m, "--kv-residual %d is not a multiple of --kv-group-size %d", residual, group);
+        if (group == TG_KV_GROUP_AUTO)
+            snprintf(m, sizeof m, "--kv-residual %d is not a multiple of --kv-group-size %d (its default with a "
+                     "residual)", residual, TG_KV_AUTO_GROUP_MAX);
+        else
+            snprintf(m, sizeof m, "--kv-residual %d is not a multiple of --kv-group-size %d", residual, group);
         break;
     default: return; /* not about the cache's flags */
     }

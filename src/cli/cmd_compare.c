@@ -22,7 +22,10 @@ static const char USAGE[] =
     "with an fp32 cache is the reference. For each precision of --kv-quantize the table gives how many of those\n"
     "tokens the same greedy decode reproduces before the first divergence, and the mean over the prompts. The\n"
     "other cache flags (window, sinks, re-positioning, group, residual) apply to every run, the reference included.\n"
-    "The end-of-sequence token does not stop a run.\n"
+    "Without --kv-residual the KIVI runs keep no full-precision residual (not even int2's default one group), so the\n"
+    "table measures what the quantisation itself costs; the header says which residual was used, and a column whose\n"
+    "runs never quantised a token (all in the residual and the sinks) is marked so. The end-of-sequence token does\n"
+    "not stop a run.\n"
     "\n"
     "  --prompts FILE          the prompts, one per line (at most " TG_TEXT_FILE_LIMIT_TEXT "; the table shows the first\n"
     "                          40 characters of each)\n"
@@ -49,6 +52,7 @@ typedef struct {
     column cols[MAX_COLUMNS];
     int n_cols;
     tg_cache_params cache; /* the length policy; precisions are set per column */
+    bool residual_given;   /* --kv-residual was passed (otherwise compare's own residual 0) */
 } compare_args;
 
 /* Parses "fp16,int8/int4,..." into columns; false (message printed) on a bad item. */
@@ -125,6 +129,9 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     a->threads = (int)threads;
     a->markdown = markdown;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
+        if (o[i].seen && strcmp(o[i].name, "--kv-residual") == 0) a->residual_given = true;
+    if (!a->residual_given) a->cache.residual = 0; /* what the quantisation costs, no full-precision residual */
     return parse_columns(list, a) ? TG_EXIT_OK : TG_EXIT_USAGE;
 }
 
@@ -159,9 +166,10 @@ static bool read_prompts(const char *path, char ***lines, size_t *n) {
 
 /* Greedy decode of n_gen tokens after ids[n_ids] with cache params p into out[n_gen]. When ref is non-NULL it stops
  * at the first token that differs from ref and returns how many matched; otherwise returns n_gen. -1 on error
- * (message printed). */
+ * (message printed). *quantized (when not NULL): the tokens the cache held in quantised form at the end. */
 static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threads, const int32_t *ids, size_t n_ids,
-                      int64_t n_gen, const int32_t *ref, int32_t *out, float *logits, tg_sampler *sampler) {
+                      int64_t n_gen, const int32_t *ref, int32_t *out, float *logits, tg_sampler *sampler,
+                      int64_t *quantized) {
     tg_error err = {0};
     tg_session *s = tg_session_new(model, p, threads, &err);
     if (!s) {
@@ -192,6 +200,11 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
         }
         if (!tg_session_eval(s, &id, 1, NULL, logits, &err)) goto fail;
     }
+    if (quantized) {
+        tg_cache_report r;
+        tg_session_cache_report(s, &r);
+        *quantized = r.quantized;
+    }
     tg_session_free(s);
     return made;
 fail:
@@ -201,9 +214,15 @@ fail:
     return -1;
 }
 
+/* True for the precisions KIVI quantises (int8 / int4 / int2). */
+static bool is_quantized(tg_kv_precision p) {
+    return p == TG_KV_INT8 || p == TG_KV_INT4 || p == TG_KV_INT2;
+}
+
 static int run_compare(const compare_args *a, const tg_model *model, char **prompts, size_t n_prompts) {
     const int32_t vocab = tg_vocab_size(model);
     int64_t *match = calloc(n_prompts * (size_t)a->n_cols, sizeof *match);
+    bool quantized[MAX_COLUMNS] = {false}; /* some run of the column ended with quantised tokens */
     int32_t *ref = malloc((size_t)a->n_tokens * sizeof *ref), *out = malloc((size_t)a->n_tokens * sizeof *out);
     float *logits = malloc((size_t)vocab * sizeof *logits);
     tg_sampler_params sp = tg_sampler_default_params();
@@ -237,16 +256,18 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
             }
             tg_session_free(s);
         }
-        if (greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, NULL, ref, logits, sampler) < 0) {
+        if (greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, NULL, ref, logits, sampler, NULL) < 0) {
             status = TG_EXIT_ERROR;
         }
         int c = 0;
         for (; c < a->n_cols && status == TG_EXIT_OK && !tg_interrupted(); c++) {
             p.key_precision = a->cols[c].k;
             p.value_precision = a->cols[c].v;
-            int64_t m = greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, ref, out, logits, sampler);
+            int64_t q = 0;
+            int64_t m = greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, ref, out, logits, sampler, &q);
             if (m < 0) status = TG_EXIT_ERROR;
             else match[i * (size_t)a->n_cols + (size_t)c] = m;
+            if (q > 0) quantized[c] = true;
         }
         free(ids);
         if (status == TG_EXIT_OK && c < a->n_cols) { /* interrupted within this prompt: leave it out */
@@ -262,6 +283,15 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
                    n_prompts, n_all);
         printf("%sreference: greedy continuation of %" PRId64 " tokens with %s\n", a->markdown ? "" : "# ",
                a->n_tokens, ref_policy);
+        if (a->residual_given)
+            printf("%squantised columns: KIVI residual %d (--kv-residual)\n", a->markdown ? "" : "# ", a->cache.residual);
+        else
+            printf("%squantised columns: no full-precision KIVI residual (compare's default: what the quantisation "
+                   "costs; sinks stay full precision)\n", a->markdown ? "" : "# ");
+        for (int c = 0; c < a->n_cols; c++)
+            if (!quantized[c] && (is_quantized(a->cols[c].k) || is_quantized(a->cols[c].v)))
+                printf("%snote: %s never left the full-precision part (residual and sinks): it measures no "
+                       "quantisation\n", a->markdown ? "" : "# ", a->cols[c].name);
         printf("%scells: tokens reproduced before the first divergence (of %" PRId64 ")\n\n",
                a->markdown ? "" : "# ", a->n_tokens);
         if (a->markdown) {

@@ -58,9 +58,8 @@ static void print_bytes_per_token(FILE *out, const tg_model *model, const tg_mod
         tg_fmt_bytes((double)bytes / (double)t, 1, buf, sizeof buf);
         fprintf(out, "%s %s %s", i ? " ·" : "", tg_kv_precision_name(ALL_PRECISIONS[i]), buf);
     }
-    tg_cache_params d = tg_cache_default_params();
-    fprintf(out, "  (full context of %" PRId64 " tokens; KIVI group %d, full-precision residual %d)\n", t, d.group_size,
-           d.residual);
+    fprintf(out, "  (full context of %" PRId64 " tokens; KIVI defaults: group from the cache's length, no "
+                 "residual but one group for int2, sinks fp16)\n", t);
 }
 
 /* The design note's table: rows = policy x precision, columns = T, cells = bytes and the ratio to bf16 unbounded. */
@@ -81,9 +80,9 @@ static int print_cache_table(FILE *out, const tg_model *model, const tg_model_in
             return tg_runtime_error("%s", err.msg);
         }
     }
-    tg_cache_params d = tg_cache_default_params();
-    fprintf(out, "\nKV cache bytes (%d of %d layers hold K/V, %d KV heads x %d dims; KIVI group %d, residual %d)\n",
-           info->n_kv_layers, info->n_layers, info->n_kv_heads, info->head_dim, d.group_size, d.residual);
+    fprintf(out, "\nKV cache bytes (%d of %d layers hold K/V, %d KV heads x %d dims; KIVI defaults: group from the "
+                 "cache's length, no residual but one group for int2, sinks fp16)\n",
+           info->n_kv_layers, info->n_layers, info->n_kv_heads, info->head_dim);
     fprintf(out, "x = ratio to an unbounded bf16 cache at the same T; T beyond the context (%d) is extrapolated\n\n",
            info->context_length);
     fprintf(out, "%-19s %-5s", "policy", "prec");

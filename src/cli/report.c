@@ -73,11 +73,11 @@ void tg_report_cache(FILE *f, const tg_cache_report *r) {
         fprintf(f, "cache: %" PRId64 " tokens · %d layers, %d hold K/V\n", r->stored, r->n_layers, r->n_kv_layers);
     }
     /* The parts in the unit of the total, so that they visibly add up. The buffers are allocated for `capacity`
-     * tokens up front, so the per-token figure and the bf16/fp32 comparison are for that many tokens too. */
+     * tokens up front, so the per-token figure is for that many tokens too. */
     double div;
     int u = unit_of((double)r->bytes_total, &div);
     int dec = u == 0 ? 0 : 2;
-    fprintf(f, "cache: %.*f %s held for %" PRId64 " tokens = K %.*f + V %.*f", dec, (double)r->bytes_total / div,
+    fprintf(f, "cache: %.*f %s allocated for %" PRId64 " tokens = K %.*f + V %.*f", dec, (double)r->bytes_total / div,
             UNITS[u], r->capacity, dec, (double)r->bytes_k_data / div, dec, (double)r->bytes_v_data / div);
     if (r->bytes_scales > 0) fprintf(f, " + scales %.*f", dec, (double)r->bytes_scales / div);
     if (r->bytes_residual > 0) fprintf(f, " + full-precision residual/sinks %.*f", dec, (double)r->bytes_residual / div);
@@ -86,13 +86,20 @@ void tg_report_cache(FILE *f, const tg_cache_report *r) {
         tg_fmt_bytes((double)r->bytes_total / (double)r->capacity, 1, per, sizeof per);
         fprintf(f, " · %s/token", per);
     }
-    if (r->stored > 0 && r->capacity > 0) {
-        /* bytes_if_* describe the stored tokens; scale them to the same capacity */
-        double scale = (double)r->capacity / (double)r->stored;
+    if (r->bytes_if_bf16 > 0) {
+        /* what caches of those precisions with the same sinks, window and context allocate */
         char bf16[32], fp32[32];
-        tg_fmt_bytes((double)r->bytes_if_bf16 * scale, 1, bf16, sizeof bf16);
-        tg_fmt_bytes((double)r->bytes_if_fp32 * scale, 1, fp32, sizeof fp32);
-        fprintf(f, " · bf16 would be %s, fp32 %s", bf16, fp32);
+        tg_fmt_bytes((double)r->bytes_if_bf16, 2, bf16, sizeof bf16);
+        tg_fmt_bytes((double)r->bytes_if_fp32, 2, fp32, sizeof fp32);
+        fprintf(f, " · bf16 would be %s (%.2fx), fp32 %s", bf16, (double)r->bytes_total / (double)r->bytes_if_bf16,
+                fp32);
     }
     fputc('\n', f);
+    if (r->stored > 0 && r->bytes_in_use > 0) {
+        char use[32];
+        tg_fmt_bytes((double)r->bytes_in_use, 2, use, sizeof use);
+        fprintf(f, "cache: in use %" PRId64 " of %" PRId64 " tokens = %s (a cache sized for the tokens held)",
+                r->stored, r->capacity, use);
+        fputc('\n', f);
+    }
 }

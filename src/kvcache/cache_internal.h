@@ -51,10 +51,12 @@ typedef struct {
     bool grouped;         /* a KIVI store with group size > 0 exists */
     int group;            /* G (grouped only) */
     int64_t block;        /* eviction unit: G when grouped, else 1 */
+    int64_t residual_asked; /* R asked for (TG_KV_RESIDUAL_AUTO resolved) */
     int64_t residual;     /* effective residual R (grouped only) */
     int64_t res_cap;      /* residual ring rows: max(R, G), bounded by what can be held */
     tg_kv_precision resid_precision; /* residual ring storage: fp32, fp16 or bf16 */
     size_t resid_elem;    /* its bytes per element: 4 or 2 */
+    tg_kv_precision sink_precision; /* KIVI stores' sinks: the residual precision (fp32 with quantize_sinks) */
     int64_t n_units;      /* quantised group units (grouped only) */
     int64_t row_cap;      /* rows of plain and whole-history stores */
     int64_t max_nonsink;  /* most non-sink tokens held after an append */

@@ -12,6 +12,7 @@
 static const tg_store_codec *const codecs[] = {
     &tg_codec_plain,
     &tg_codec_kivi_grouped,
+    &tg_codec_kivi_provisional,
     &tg_codec_kivi_whole,
     &tg_codec_fp32_copy,
 };

@@ -1,6 +1,7 @@
 /* codec.h — internal to src/kvcache: store codecs. A codec is one way of keeping a store's (the keys' or the values'
  * of a layer) non-sink tokens: plain fp32 / fp16 / bf16 rows (codec_plain.c), KIVI groups with a full-precision
- * residual (codec_kivi_grouped.c), KIVI with one key grid over the whole history (codec_kivi_whole.c), and the
+ * residual (codec_kivi_grouped.c), KIVI groups quantised as tokens arrive, with provisional key grids
+ * (codec_kivi_provisional.c), KIVI with one key grid over the whole history (codec_kivi_whole.c), and the
  * test-only fp32-copy (codec_fp32_copy.c, chosen by name). Each is one table of operations; codec.c holds the table that picks a store's codec, and the segment lookups that attention,
  * read-back and row loading read every store through.
  *
@@ -52,7 +53,7 @@ struct tg_store_codec {
                              int h, int64_t n);
 };
 
-extern const tg_store_codec tg_codec_plain, tg_codec_kivi_grouped, tg_codec_kivi_whole;
+extern const tg_store_codec tg_codec_plain, tg_codec_kivi_grouped, tg_codec_kivi_provisional, tg_codec_kivi_whole;
 extern const tg_store_codec tg_codec_fp32_copy; /* tests only: selected by name */
 
 /* The codec the table picks for a store of precision p under g; NULL when none does. */

@@ -1,10 +1,13 @@
 /* codec_kivi_grouped.c — KIVI with groups of G tokens: tokens [first, qend) quantised, token n in group unit
  * (n / G) mod n_units ([n_units][n_kv_heads][G][row_bytes] codes; keys with one fp16 (scale, zero) per channel of a
  * group, values per token), tokens [qend, n_appended) in the full-precision residual ring (fp32, fp16 or bf16, row
- * n mod res_cap), quantised G at a time when the ring is full; sinks fp32. */
+ * n mod res_cap), quantised G at a time when the ring is full; sinks at the residual precision (fp32 when they
+ * get quantised). */
 #include "kvcache/codec.h"
 
-static bool grouped_selects(const tg_cache_geom *g, tg_kv_precision p) { return g->grouped && tg_kivi_is_quantized(p); }
+static bool grouped_selects(const tg_cache_geom *g, tg_kv_precision p) {
+    return g->grouped && g->res_cap > 0 && tg_kivi_is_quantized(p);
+}
 
 static bool grouped_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     bool ok = true;
@@ -14,8 +17,8 @@ static bool grouped_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
     sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
     sg->resid_bytes = tg_mul4(&ok, (size_t)g->res_cap, H, D, g->resid_elem);
-    sg->sink_precision = TG_KV_FP32;
-    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, sizeof(float));
+    sg->sink_precision = g->sink_precision;
+    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
     sg->rewrites = sg->scale_bytes > 0; /* groups get quantised (none when the residual never fills) */
     return ok;
 }

@@ -1,6 +1,7 @@
 /* codec_kivi_whole.c — KIVI without groups (group size 0, the design note's scheme): token n in row n mod row_cap
  * ([row_cap][n_kv_heads][row_bytes] codes, quantised when appended, no residual); keys with one fp16 (scale, zero)
- * per (kv-head, channel) for all held rows, re-fitted on every append; values with one per token; sinks fp32. */
+ * per (kv-head, channel) for all held rows, re-fitted on every append; values with one per token; sinks at the residual
+ * precision (fp32 when they get quantised). */
 #include "kvcache/codec.h"
 
 #include <string.h>
@@ -17,8 +18,8 @@ static bool whole_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     sg->data_bytes = tg_mul4(&ok, (size_t)g->row_cap, H, sg->row_bytes, 1);
     sg->scale_bytes = sg->per_channel ? tg_mul4(&ok, H, D, 2 * sizeof(uint16_t), 1)
                                       : tg_mul4(&ok, (size_t)g->row_cap, H, 2 * sizeof(uint16_t), 1);
-    sg->sink_precision = TG_KV_FP32;
-    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, sizeof(float));
+    sg->sink_precision = g->sink_precision;
+    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
     sg->rewrites = sg->scale_bytes > 0; /* keys: every append may re-fit the grid and re-code the held rows */
     return ok;
 }

@@ -9,12 +9,13 @@ static bool none_selects(const tg_cache_params *p, int64_t window) {
 }
 
 static bool none_capacities(tg_cache_geom *g, const tg_cache_params *p) {
+    (void)p;
     const int64_t T = g->context;
     g->sink = 0;
     g->row_cap = g->max_nonsink = T;
     if (g->grouped) {
-        const int64_t G = g->group, C = p->residual > G ? p->residual : G;
-        g->residual = p->residual;
+        const int64_t G = g->group, C = g->residual_asked == 0 ? 0 : g->residual_asked > G ? g->residual_asked : G; /* 0: no ring */
+        g->residual = g->residual_asked;
         g->res_cap = C < T ? C : T;
         g->n_units = T > C ? (T - 1 - C + G) / G : 0;
     }

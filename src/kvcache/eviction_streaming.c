@@ -20,8 +20,8 @@ static bool streaming_capacities(tg_cache_geom *g, const tg_cache_params *p) {
         return true;
     }
     const int64_t G = g->group, held = W + G - 1; /* most non-sink tokens held after an append */
-    g->residual = p->residual < G * (held / G) ? p->residual : G * (held / G);
-    g->res_cap = g->residual > G ? g->residual : G;
+    g->residual = g->residual_asked < G * (held / G) ? g->residual_asked : G * (held / G);
+    g->res_cap = g->residual == 0 ? 0 : g->residual > G ? g->residual : G; /* 0: no residual ring */
     const int64_t units = (W + 2 * G - 2 - g->res_cap) / G;
     g->n_units = units > 0 ? units : 0;
     g->row_cap = g->max_nonsink = held;

@@ -125,7 +125,7 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
         }
         c->shape.rope_inv_freq = c->rope_inv_freq;
     }
-    if (ok && g.grouped && g.resid_precision != TG_KV_FP32)
+    if (ok && g.grouped && g.res_cap > 0 && g.resid_precision != TG_KV_FP32)
         c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
     if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
         c->sink_codes = cache_alloc(c, (size_t)g.sink * D, false, &ok);
@@ -251,7 +251,7 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
     }
     const int64_t n = L->n_appended;
     if (!g->eviction->make_room(g, L, n)) return; /* full: tg_kvcache_has_room said so */
-    if (g->grouped && n - L->qend == g->res_cap) { /* the residual is full: its oldest group gets quantised */
+    if (g->grouped && g->res_cap > 0 && n - L->qend == g->res_cap) { /* the residual is full: its oldest group gets quantised */
         if (g->k.codec->flush) g->k.codec->flush(c, &g->k, &L->k, L->qend);
         if (g->v.codec->flush) g->v.codec->flush(c, &g->v, &L->v, L->qend);
         L->qend += g->group;
@@ -312,6 +312,22 @@ int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, 
     return slot;
 }
 
+/* Bytes that a cache of precision p (keys and values) with c's sinks, window and context allocates: the same
+ * geometry code that sized c, with only the precision changed. */
+static size_t bytes_at_precision(const tg_kvcache *c, tg_kv_precision p) {
+    tg_cache_shape s = c->shape;
+    s.context_length = c->g.context;
+    tg_cache_params q = c->params;
+    q.key_precision = q.value_precision = p;
+    q.window = c->g.window;
+    q.sink = c->g.bounded ? c->g.sink : -1;
+    q.budget_bytes = 0;
+    q.context = 0;
+    tg_cache_geom g;
+    tg_error err;
+    return tg_cache_geom_resolve(&s, &q, NULL, NULL, &g, &err) ? tg_cache_geom_bytes(&g) : 0;
+}
+
 void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r) {
     if (!r) return;
     memset(r, 0, sizeof *r);
@@ -331,9 +347,19 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
     r->bytes_scales = nl * (k->scale_bytes + v->scale_bytes);
     r->bytes_residual = nl * (k->resid_bytes + v->resid_bytes + (kp ? 0 : k->sink_bytes) + (vp ? 0 : v->sink_bytes));
     r->bytes_total = r->bytes_k_data + r->bytes_v_data + r->bytes_scales + r->bytes_residual;
-    const size_t elems = (size_t)r->stored * nl * (size_t)g->n_kv_heads * (size_t)g->head_dim * 2;
-    r->bytes_if_bf16 = elems * 2;
-    r->bytes_if_fp32 = elems * 4;
+    const tg_layer_cache *L = first_kv_layer(c);
+    if (L && (k->range || v->range)) {
+        const int64_t held = L->n_appended - L->first, ring = L->qend > L->first ? L->n_appended - L->qend : held;
+        r->quantized = g->res_cap > 0 ? held - ring : held;
+    }
+    r->bytes_if_bf16 = bytes_at_precision(c, TG_KV_BF16);
+    r->bytes_if_fp32 = bytes_at_precision(c, TG_KV_FP32);
+    if (r->stored > 0) { /* what a cache sized for exactly the held tokens allocates, by the same closed form */
+        tg_cache_shape s = c->shape;
+        s.context_length = g->context;
+        tg_error err;
+        r->bytes_in_use = tg_kvcache_bytes_for(&s, &c->params, r->stored, &err);
+    }
     memcpy(r->policy, c->policy, sizeof r->policy);
     r->sink = g->sink;
     r->window = g->window;

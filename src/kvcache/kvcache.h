@@ -3,11 +3,12 @@
  * sharing, byte accounting, and attention over its own storage. Knows nothing of weights or tokens.
  *
  * Policy in brief (docs/kvcache.md has the details and the bounds):
- *  - KIVI keys per channel in groups of G tokens, values per token; both stay fp32 in the residual ring (the newest
- *    tokens: up to max(R, G)) and are quantised together, G at a time, when the residual is full. Group size 0 is the
- *    design note's scheme: one key grid per channel over the whole history, re-fitted every step; values per token
- *    at once, no residual.
- *  - StreamingLLM: the first `sink` tokens (fp32 under KIVI) and the recent window; the middle is dropped in whole
+ *  - KIVI keys per channel in groups of G tokens, values per token. With a residual R > 0 both stay in full
+ *    precision in the residual ring (the newest tokens: up to max(R, G)) and are quantised together, G at a time,
+ *    when it is full; with R = 0 (the default for int8 / int4) every token is quantised as it arrives, the newest
+ *    group's keys on provisional per-channel grids. Group size 0 is the design note's scheme: one key grid per
+ *    channel over the whole history, re-fitted every step; values per token at once, no residual.
+ *  - StreamingLLM: the first `sink` tokens (at the residual precision under KIVI) and the recent window; the middle is dropped in whole
  *    blocks (G tokens when a KIVI group exists, else 1), so stored <= sink + window + G - 1. Ring buffers, O(1).
  *  - Every buffer is allocated once by tg_kvcache_new; nothing grows afterwards. */
 #ifndef TG_KVCACHE_H

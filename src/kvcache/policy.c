@@ -20,13 +20,13 @@ tg_cache_params tg_cache_default_params(void) {
         .value_precision = TG_KV_FP32,
         .sink = -1,
         .window = 0,
-        .group_size = 32,
-        .residual = 128,
+        .group_size = TG_KV_GROUP_AUTO,
+        .residual = TG_KV_RESIDUAL_AUTO,
         .reposition = false,
         .budget_bytes = 0,
         .context = 0,
         .quantize_sinks = false,
-        .residual_precision = TG_KV_FP32,
+        .residual_precision = TG_KV_FP16,
         .max_memory = 0,
     };
     return p;
@@ -71,6 +71,19 @@ static size_t store_total(const tg_store_geom *s, bool *ok) {
     return t;
 }
 
+/* The group size of TG_KV_GROUP_AUTO for a cache that holds up to `length` tokens (its window, or its context when
+ * unbounded): KIVI's 32 with an explicit residual (which must be a multiple of it); otherwise the largest of 32, 16,
+ * 8 that is at most length / 8, so that the partly filled group and the block slack of eviction stay a small part of
+ * a short cache (the per-channel key scales cost 4 * head_dim / G bytes a token), halved (at least 8) when int2 gets
+ * its automatic residual of one group. */
+static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
+    if (p->residual > 0) return TG_KV_AUTO_GROUP_MAX;
+    int G = TG_KV_AUTO_GROUP_MAX;
+    while (G > 8 && (int64_t)G * 8 > length) G /= 2;
+    if (int2 && p->residual == TG_KV_RESIDUAL_AUTO && G > 8) G /= 2;
+    return G;
+}
+
 /* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens: the eviction
  * policy sizes the history, the store codecs their buffers. */
 static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t window) {
@@ -79,12 +92,18 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->bounded = window > 0;
     g->window = window;
     g->reposition = p->reposition && g->bounded;
-    g->grouped = any_kivi && p->group_size > 0;
-    g->group = g->grouped ? p->group_size : 0;
+    const bool int2 = p->key_precision == TG_KV_INT2 || p->value_precision == TG_KV_INT2;
+    g->grouped = any_kivi && p->group_size != 0;
+    g->group = !g->grouped           ? 0
+               : p->group_size > 0 ? p->group_size
+                                   : auto_group(p, int2, window > 0 ? window : g->context);
+    /* TG_KV_RESIDUAL_AUTO: none for int8 / int4 (their targets hold without one), one group for int2 */
+    g->residual_asked = p->residual != TG_KV_RESIDUAL_AUTO ? p->residual : int2 ? g->group : 0;
     g->block = g->grouped ? g->group : 1;
     g->residual = g->res_cap = g->n_units = 0;
     g->resid_precision = p->residual_precision;
     g->resid_elem = tg_plain_elem_bytes(p->residual_precision);
+    g->sink_precision = p->quantize_sinks ? TG_KV_FP32 : p->residual_precision;
     if (!g->eviction || !g->eviction->capacities(g, p)) return false;
     g->max_stored = g->sink + g->max_nonsink;
     bool ok = store_geom(g, p->key_precision, true, g->force_k, &g->k) &&
@@ -148,10 +167,10 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
         return tg_fail_code(err, TG_ERR_CACHE_SINK_WITHOUT_WINDOW,
                             "KV cache: %" PRId64 " sink tokens need a window (or a byte budget): without a window "
                             "nothing is evicted", p->sink);
-    if (p->group_size < 0 || p->group_size > MAX_GROUP)
+    if (p->group_size < TG_KV_GROUP_AUTO || p->group_size > MAX_GROUP)
         return tg_fail_code(err, TG_ERR_CACHE_GROUP_SIZE, "KV cache: KIVI group size %d: must be in 0..%d",
                             p->group_size, MAX_GROUP);
-    if (p->residual < 0 || p->residual > MAX_RESIDUAL)
+    if (p->residual < TG_KV_RESIDUAL_AUTO || p->residual > MAX_RESIDUAL)
         return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL, "KV cache: KIVI residual of %d tokens: must be in 0..%d",
                             p->residual, MAX_RESIDUAL);
     if (p->residual_precision != TG_KV_FP32 && p->residual_precision != TG_KV_FP16 &&
@@ -159,10 +178,11 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
         return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_PRECISION,
                             "KV cache: KIVI residual precision %s: must be fp32, fp16 or bf16",
                             tg_kv_precision_name(p->residual_precision));
-    if (p->group_size > 0 && p->residual % p->group_size != 0)
+    const int rgroup = p->group_size == TG_KV_GROUP_AUTO ? TG_KV_AUTO_GROUP_MAX : p->group_size;
+    if (rgroup > 0 && p->residual > 0 && p->residual % rgroup != 0)
         return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_NOT_MULTIPLE,
                             "KV cache: KIVI residual of %d tokens is not a multiple of the group size %d", p->residual,
-                            p->group_size);
+                            rgroup);
 
     g->n_layers = shape->n_layers;
     g->n_heads = shape->n_heads;
@@ -222,10 +242,15 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
     } while (0)
     if (kq || vq) {
         if (g->grouped) {
-            APPEND(" (KIVI, group %d, residual %" PRId64, g->group, g->residual);
-            if (g->bounded && g->residual < p->residual) APPEND(" of %d, capped by the window", p->residual);
-            if (g->resid_precision != TG_KV_FP32) APPEND(" at %s", tg_kv_precision_name(g->resid_precision));
-            APPEND(")");
+            if (g->res_cap == 0) {
+                APPEND(" (KIVI, group %d, no residual: the newest group's keys on provisional scales)", g->group);
+            } else {
+                APPEND(" (KIVI, group %d, residual %" PRId64, g->group, g->residual);
+                if (g->bounded && g->residual < g->residual_asked)
+                    APPEND(" of %" PRId64 ", capped by the window", g->residual_asked);
+                if (g->resid_precision != TG_KV_FP32) APPEND(" at %s", tg_kv_precision_name(g->resid_precision));
+                APPEND(")");
+            }
         } else {
             APPEND(" (KIVI, whole-history key scales re-quantised each step)");
         }
@@ -239,7 +264,8 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
         APPEND(" (%s RoPE; stored <= %" PRId64, g->reposition ? "re-positioned" : "vanilla", g->max_stored);
         if (g->grouped) APPEND(" with group slack");
         APPEND(")");
-        if ((kq || vq) && g->sink > 0) APPEND(p->quantize_sinks ? ", sinks quantised" : ", sinks fp32");
+        if ((kq || vq) && g->sink > 0)
+            APPEND(p->quantize_sinks ? ", sinks quantised" : ", sinks %s", tg_kv_precision_name(g->sink_precision));
     }
 #undef APPEND
 }

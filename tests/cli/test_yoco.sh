@@ -48,7 +48,7 @@ fi
 run info "$YOCO" --cache-table
 if [ "$rc" -eq 0 ] && has "$tmp/out" "layers           12 (6 hold their own K/V)" &&
     has "$tmp/out" "KV cache bytes (6 of 12 layers hold K/V, 4 KV heads x 32 dims" &&
-    has "$tmp/out" "StreamingLLM 4+256  int4   768.00 KiB  2.00x  888.00 KiB  1.16x  942.00 KiB"; then
+    has "$tmp/out" "StreamingLLM 4+256  int4   132.00 KiB  0.34x  240.00 KiB  0.31x  282.00 KiB  0.18x"; then
     ok
 else
     bad "info $YOCO --cache-table (exit $rc): $(head -c 600 "$tmp/out") $(head -c 200 "$tmp/err")"
@@ -59,14 +59,16 @@ fi
 flags=(--streaming-llm-sink 4 --streaming-llm-window 256 --kv-quantize int4 --tokens 300 --seed 1 --threads 2)
 run sample "$YOCO" "${flags[@]}"
 if [ "$rc" -eq 0 ] && has "$tmp/err" "cache: stored 268 of 300 tokens (StreamingLLM cap) · 12 layers, 6 hold K/V" &&
-    has "$tmp/err" "cache: 942.00 KiB held for 291 tokens"; then
+    has "$tmp/err" "cache: 282.00 KiB allocated for 291 tokens" &&
+    has "$tmp/err" "bf16 would be 780.00 KiB (0.36x), fp32 1.52 MiB" &&
+    has "$tmp/err" "cache: in use 268 of 291 tokens = 270.00 KiB"; then
     ok
 else
     bad "sample $YOCO ${flags[*]} (exit $rc): $(tail -c 600 "$tmp/err")"
 fi
 if [ -f "$STANDARD" ]; then
     run info "$STANDARD" --cache-table
-    [ "$rc" -eq 0 ] && has "$tmp/out" "StreamingLLM 4+256  int4     1.50 MiB  2.00x    1.73 MiB  1.16x    1.84 MiB" &&
+    [ "$rc" -eq 0 ] && has "$tmp/out" "StreamingLLM 4+256  int4   264.00 KiB  0.34x  480.00 KiB  0.31x  564.00 KiB" &&
         ok || bad "info $STANDARD --cache-table (exit $rc): $(tail -c 600 "$tmp/out")"
 else
     echo "skip: $STANDARD is absent"

@@ -8,12 +8,15 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
 
 #include "attend_team.h"
 #include "kvcache/codec.h"
 #include "kvcache/eviction.h"
 #include "kvcache/kvcache.h"
 #include "tinygpt.h"
+#include "util/half.h"
 
 static tg_cache_shape shape_of(int n_layers, int64_t ctx, const int *kv_source) {
     tg_cache_shape s = {
@@ -41,19 +44,23 @@ static void test_table_picks_the_codec(void **state) {
     const tg_cache_shape shape = shape_of(2, 256, NULL);
     struct {
         tg_kv_precision k, v;
-        int group;
+        int group, residual;
         const char *kc, *vc;
     } cases[] = {
-        {TG_KV_FP32, TG_KV_FP32, 32, "plain", "plain"},
-        {TG_KV_BF16, TG_KV_FP16, 32, "plain", "plain"},
-        {TG_KV_INT4, TG_KV_INT8, 32, "kivi-grouped", "kivi-grouped"},
-        {TG_KV_INT2, TG_KV_FP16, 32, "kivi-grouped", "plain"},
-        {TG_KV_INT4, TG_KV_INT4, 0, "kivi-whole", "kivi-whole"},
-        {TG_KV_FP32, TG_KV_INT2, 0, "plain", "kivi-whole"},
+        {TG_KV_FP32, TG_KV_FP32, 32, 128, "plain", "plain"},
+        {TG_KV_BF16, TG_KV_FP16, TG_KV_GROUP_AUTO, TG_KV_RESIDUAL_AUTO, "plain", "plain"},
+        {TG_KV_INT4, TG_KV_INT8, 32, 128, "kivi-grouped", "kivi-grouped"},
+        {TG_KV_INT2, TG_KV_FP16, 32, 32, "kivi-grouped", "plain"},
+        {TG_KV_INT2, TG_KV_INT2, TG_KV_GROUP_AUTO, TG_KV_RESIDUAL_AUTO, "kivi-grouped", "kivi-grouped"},
+        {TG_KV_INT4, TG_KV_INT8, TG_KV_GROUP_AUTO, TG_KV_RESIDUAL_AUTO, "kivi-provisional", "kivi-provisional"},
+        {TG_KV_INT8, TG_KV_FP16, 32, 0, "kivi-provisional", "plain"},
+        {TG_KV_INT4, TG_KV_INT4, 0, 0, "kivi-whole", "kivi-whole"},
+        {TG_KV_FP32, TG_KV_INT2, 0, 0, "plain", "kivi-whole"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_cache_params p = tg_cache_default_params();
         p.key_precision = cases[i].k, p.value_precision = cases[i].v, p.group_size = cases[i].group;
+        p.residual = cases[i].residual;
         tg_kvcache *c = make(&shape, p);
         assert_string_equal(c->g.k.codec->name, cases[i].kc);
         assert_string_equal(c->g.v.codec->name, cases[i].vc);
@@ -62,6 +69,72 @@ static void test_table_picks_the_codec(void **state) {
     }
     assert_null(tg_store_codec_named("no-such-codec"));
     assert_null(tg_store_codec_named(NULL));
+}
+
+/* kivi-provisional (no residual) against kivi-grouped (a residual of one group): the values of every flushed token
+ * are bit for bit the same (per-token quantisation does not depend on when it happens); a completed key group's
+ * provisional grid covers all its values, and its rows come back within 3 half-steps of that grid; the group being
+ * filled reads back within 3 half-steps of its current grid; no residual bytes. */
+static void test_provisional_against_grouped(void **state) {
+    (void)state;
+    const int64_t T = 45, G = 8, H = 2, D = 16, HD = H * D;
+    const tg_cache_shape shape = shape_of(1, 64, NULL);
+    for (int prec = TG_KV_INT8; prec <= TG_KV_INT2; prec++) {
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = (tg_kv_precision)prec;
+        p.group_size = (int)G;
+        p.residual = 0;
+        tg_kvcache *a = make(&shape, p);
+        p.residual = (int)G;
+        p.residual_precision = TG_KV_FP32; /* its groups quantise the inputs as they came */
+        tg_kvcache *b = make(&shape, p);
+        assert_string_equal(a->g.k.codec->name, "kivi-provisional");
+        assert_string_equal(b->g.k.codec->name, "kivi-grouped");
+        assert_int_equal(a->g.k.resid_bytes + a->g.v.resid_bytes, 0);
+        float k[32], v[32], *kraw = calloc((size_t)(T * HD), sizeof(float));
+        uint64_t seed = 99;
+        for (int64_t t = 0; t < T; t++) {
+            for (int i = 0; i < HD; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                k[i] = kraw[t * HD + i] = (float)((seed >> 40) % 20001) / 10000.0f - 1.0f + (float)(i % 3);
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                v[i] = (float)((seed >> 40) % 20001) / 10000.0f - 1.0f;
+            }
+            tg_kvcache_append(a, 0, t, k, v);
+            tg_kvcache_append(b, 0, t, k, v);
+        }
+        float *ka = calloc((size_t)(T * HD), sizeof(float)), *va = calloc((size_t)(T * HD), sizeof(float));
+        float *vb = calloc((size_t)(T * HD), sizeof(float));
+        assert_int_equal(tg_kvcache_read_back(a, 0, T - 1, ka, va, NULL), T);
+        assert_int_equal(tg_kvcache_read_back(b, 0, T - 1, NULL, vb, NULL), T);
+        const int64_t flushed = b->layers[0].qend;
+        assert_true(flushed >= T - 2 * G);
+        assert_memory_equal(va, vb, (size_t)(flushed * HD) * sizeof(float));
+        const tg_kivi_range *r = tg_kivi_range_of((tg_kv_precision)prec);
+        const int levels = r->qmax - r->qmin;
+        float rk[32];
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++) {
+                memcpy(rk, kraw + t * HD + h * D, sizeof(float) * (size_t)D);
+                tg_rope(rk, 1, (int)D, t, 10000.0f, TG_ROPE_HALF); /* keys are quantised after RoPE */
+                const int64_t uh = ((t / G) % a->g.n_units) * H + h;
+                for (int64_t c = 0; c < D; c++) {
+                    const float s = tg_f16_to_f32(a->layers[0].k.scale[uh * D + c]);
+                    const float z = tg_f16_to_f32(a->layers[0].k.zero[uh * D + c]);
+                    assert_true(rk[c] >= z && rk[c] <= z + (float)levels * s); /* on the grid's span */
+                    const float d = fabsf(ka[t * HD + h * D + c] - rk[c]);
+                    if (!(d <= 1.5f * s + 1e-6f)) fail_msg("%s token %lld channel %lld: |dK| %g > 3 half-steps of %g",
+                                                           tg_kv_precision_name((tg_kv_precision)prec), (long long)t,
+                                                           (long long)c, (double)d, (double)s);
+                }
+            }
+        free(kraw);
+        free(ka);
+        free(va);
+        free(vb);
+        tg_kvcache_free(a);
+        tg_kvcache_free(b);
+    }
 }
 
 static void test_forcing_a_codec(void **state) {
@@ -185,6 +258,7 @@ static void test_fp32_copy_equals_plain(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_picks_the_codec),
+        cmocka_unit_test(test_provisional_against_grouped),
         cmocka_unit_test(test_forcing_a_codec),
         cmocka_unit_test(test_eviction_table),
         cmocka_unit_test(test_plan),

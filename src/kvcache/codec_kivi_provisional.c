@@ -1,0 +1,102 @@
+/* codec_kivi_provisional.c — KIVI groups of G tokens without a full-precision residual: every non-sink token is
+ * quantised as it arrives, into group unit (n / G) mod n_units ([n_units][n_kv_heads][G][row_bytes] codes, the
+ * layout of codec_kivi_grouped.c). Values: one fp16 (scale, zero) per token, exactly what a flushed group holds.
+ * Keys: one fp16 (scale, zero) per channel of a group, provisional while the group fills: the first token fits the
+ * grid to itself; a later token whose channel value falls outside the grid's span widens that channel's grid to
+ * cover it (tg_kivi_fit over [grid bottom, grid top] and the value) and re-codes the channel's earlier rows of the
+ * group from their dequantised values. Cost O(G) per widened channel, so at most O(G * D) per token; a complete
+ * group's grid covers all its values, and each row carries at most one half-step of every grid it was re-coded
+ * under. Sinks at the residual precision (codec_kivi_grouped.c's rule). */
+#include "kvcache/codec.h"
+
+#include <string.h>
+
+#include "util/half.h"
+
+static bool provisional_selects(const tg_cache_geom *g, tg_kv_precision p) {
+    return g->grouped && g->res_cap == 0 && tg_kivi_is_quantized(p);
+}
+
+static bool provisional_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
+    bool ok = true;
+    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
+    sg->range = tg_kivi_range_of(sg->precision);
+    sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
+    sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
+    sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
+    sg->resid_bytes = 0;
+    sg->sink_precision = g->sink_precision;
+    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
+    sg->rewrites = sg->per_channel; /* a widened key grid re-codes the group's earlier rows */
+    return ok;
+}
+
+/* Key channel k of the t rows before row t of a group (rows[t'] at rows + t' * rb) re-coded from grid (s0, z0) to
+ * the grid (scale, zero). */
+static void recode_channel(const tg_kivi_range *r, uint8_t *rows, size_t rb, int64_t t, int64_t k, float s0, float z0,
+                           float s1, float z1) {
+    const int levels = r->qmax - r->qmin;
+    for (int64_t i = 0; i < t; i++) {
+        uint8_t *row = rows + (size_t)i * rb;
+        const float x = (float)tg_kivi_get(row, r->bits, k) * s0 + z0;
+        tg_kivi_put(row, r->bits, k, tg_kivi_code(x, s1, z1, levels));
+    }
+}
+
+/* Token t of a key group (t > 0): widens the grid of every channel the token falls outside of, then codes it. */
+static void insert_key(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *rows, size_t rb, int64_t t,
+                       uint16_t *scale, uint16_t *zero) {
+    const int levels = r->qmax - r->qmin;
+    uint8_t *row = rows + (size_t)t * rb;
+    memset(row, 0, rb);
+    for (int64_t k = 0; k < D; k++) {
+        float s = tg_f16_to_f32(scale[k]), z = tg_f16_to_f32(zero[k]);
+        const float top = z + (float)levels * s;
+        if (x[k] < z || x[k] > top) { /* outside the span (NaN never is: it codes to 0) */
+            uint16_t ns, nz;
+            tg_kivi_fit(r, x[k] < z ? x[k] : z, x[k] > top ? x[k] : top, &ns, &nz);
+            const float s1 = tg_f16_to_f32(ns), z1 = tg_f16_to_f32(nz);
+            recode_channel(r, rows, rb, t, k, s, z, s1, z1);
+            scale[k] = ns;
+            zero[k] = nz;
+            s = s1;
+            z = z1;
+        }
+        tg_kivi_put(row, r->bits, k, tg_kivi_code(x[k], s, z, levels));
+    }
+}
+
+static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
+                               const float *x) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, n = L->n_appended;
+    const int64_t unit = (n / G) % c->g.n_units, t = n % G;
+    for (int64_t h = 0; h < H; h++) {
+        const int64_t uh = unit * H + h;
+        uint8_t *rows = s->data + (size_t)(uh * G) * sg->row_bytes;
+        const float *xh = x + h * D;
+        if (!sg->per_channel)
+            tg_kivi_quantize_row(sg->range, xh, D, rows + (size_t)t * sg->row_bytes, &s->scale[uh * G + t],
+                                 &s->zero[uh * G + t]);
+        else if (t == 0)
+            tg_kivi_quantize_channels(sg->range, xh, (size_t)D, 1, D, rows, s->scale + uh * D, s->zero + uh * D);
+        else
+            insert_key(sg->range, xh, D, rows, sg->row_bytes, t, s->scale + uh * D, s->zero + uh * D);
+    }
+}
+
+static tg_segment provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                                         const tg_layer_cache *L, int h, int64_t n) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
+    const int64_t uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
+    tg_segment g = {0};
+    g.count = L->n_appended - n < G - t ? L->n_appended - n : G - t;
+    g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
+    g.stride = sg->row_bytes;
+    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
+    return g;
+}
+
+const tg_store_codec tg_codec_kivi_provisional = {
+    .name = "kivi-provisional", .selects = provisional_selects, .geometry = provisional_geometry,
+    .insert = provisional_insert, .segment_at = provisional_segment_at,
+};
