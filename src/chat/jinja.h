@@ -46,6 +46,9 @@ void *tj_alloc_array(tj_ctx *c, size_t n, size_t sz);
 char *tj_strdup(tj_ctx *c, const char *s, size_t n);
 /* Frees every chunk (the context itself is the caller's). */
 void tj_arena_free(tj_ctx *c);
+/* An arena array of n elements of `elem` bytes with room for one more: `a` itself while n < *cap, else a copy in a
+ * block twice as large (4 at first), *cap updated. */
+void *tj_grow_array(tj_ctx *c, void *a, size_t n, size_t *cap, size_t elem);
 /* calloc(1, bytes) outside any arena (a compile's or render's own context), or NULL with "chat template: out of
  * memory" in err. In its own file so that it is never inlined into a function that calls setjmp. */
 void *tj_zalloc_or_fail(size_t bytes, tg_error *err);

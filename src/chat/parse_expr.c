@@ -201,13 +201,7 @@ static tj_node *parse_compare(tj_parser *p) {
             cmp = tj_node_new(p, N_COMPARE, pos);
             cmp->a = first;
         }
-        if (cmp->n_kids == ops_cap) {
-            size_t nc = ops_cap ? ops_cap * 2 : 4;
-            int *ops = tj_alloc_array(p->c, nc, sizeof *ops);
-            if (cmp->n_kids) memcpy(ops, cmp->ops, cmp->n_kids * sizeof *ops);
-            cmp->ops = ops;
-            ops_cap = nc;
-        }
+        cmp->ops = tj_grow_array(p->c, cmp->ops, cmp->n_kids, &ops_cap, sizeof *cmp->ops);
         cmp->ops[cmp->n_kids] = op;
         tj_node_push(p, cmp, parse_math1(p), &cap);
     }
@@ -364,13 +358,7 @@ static void parse_call_args(tj_parser *p, tj_node *n) {
         if (cur(p)->kind == TK_NAME && p->i + 1 < p->n && tj_tok_op(&p->t[p->i + 1], "=")) {
             const tj_token *name = next(p);
             next(p);
-            if (n->n_kw == kw_cap) {
-                size_t nc = kw_cap ? kw_cap * 2 : 4;
-                tj_kwarg *kw = tj_alloc_array(p->c, nc, sizeof *kw);
-                if (n->n_kw) memcpy(kw, n->kw, n->n_kw * sizeof *kw);
-                n->kw = kw;
-                kw_cap = nc;
-            }
+            n->kw = tj_grow_array(p->c, n->kw, n->n_kw, &kw_cap, sizeof *n->kw);
             tj_kwarg *k = &n->kw[n->n_kw++];
             k->name = tj_strdup(p->c, name->s, name->n);
             k->n = name->n;

@@ -265,3 +265,12 @@ void *tj_zalloc_or_fail(size_t bytes, tg_error *err) {
     if (!p) tg_fail(err, "chat template: out of memory");
     return p;
 }
+
+void *tj_grow_array(tj_ctx *c, void *a, size_t n, size_t *cap, size_t elem) {
+    if (n < *cap) return a;
+    size_t nc = *cap ? *cap * 2 : 4;
+    void *b = tj_alloc_array(c, nc, elem);
+    if (n) memcpy(b, a, n * elem);
+    *cap = nc;
+    return b;
+}

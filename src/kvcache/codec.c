@@ -110,3 +110,28 @@ size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
     }
     return r;
 }
+
+tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
+                                 int64_t end) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
+    const int64_t uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
+    tg_segment g = {0};
+    g.count = end - n < G - t ? end - n : G - t;
+    g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
+    g.stride = sg->row_bytes;
+    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
+    return g;
+}
+
+bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
+    bool ok = true;
+    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
+    sg->range = tg_kivi_range_of(sg->precision);
+    sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
+    sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
+    sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
+    sg->resid_bytes = 0;
+    sg->sink_precision = g->sink_precision;
+    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
+    return ok;
+}

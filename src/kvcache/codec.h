@@ -70,6 +70,13 @@ tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, b
  * with their own scales from element `token` on, tstride apart. */
 void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
                       size_t tstride);
+/* The grouped KIVI layout's byte counts into sg (codes, scales + zeros per group, sinks; no residual): false when
+ * they overflow. */
+bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg);
+/* The codes of kv-head h from token n to the end of n's quantised group, or to `end` (exclusive) when that comes
+ * first: the grouped KIVI layout shared by the KIVI codecs (G tokens of a unit contiguous per kv-head). */
+tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
+                                 int64_t end);
 /* Row i of a segment as fp32 into out[head_dim] (the scalar reference of the kernels' widening). */
 void tg_segment_widen(const tg_segment *g, int64_t i, int64_t head_dim, float *out);
 

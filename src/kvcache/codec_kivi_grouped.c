@@ -10,15 +10,8 @@ static bool grouped_selects(const tg_cache_geom *g, tg_kv_precision p) {
 }
 
 static bool grouped_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
-    bool ok = true;
-    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
-    sg->range = tg_kivi_range_of(sg->precision);
-    sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
-    sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
-    sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
-    sg->resid_bytes = tg_mul4(&ok, (size_t)g->res_cap, H, D, g->resid_elem);
-    sg->sink_precision = g->sink_precision;
-    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
+    bool ok = tg_kivi_group_geometry(g, sg);
+    sg->resid_bytes = tg_mul4(&ok, (size_t)g->res_cap, (size_t)g->n_kv_heads, (size_t)g->head_dim, g->resid_elem);
     sg->rewrites = sg->scale_bytes > 0; /* groups get quantised (none when the residual never fills) */
     return ok;
 }
@@ -70,13 +63,7 @@ static tg_segment grouped_segment_at(const tg_kvcache *c, const tg_store_geom *s
         g.stride = (size_t)(H * D) * c->g.resid_elem;
         return g;
     }
-    /* the rest of n's quantised group, contiguous for one kv-head */
-    const int64_t G = c->g.group, uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
-    g.count = L->qend - n < G - t ? L->qend - n : G - t;
-    g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
-    g.stride = sg->row_bytes;
-    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
-    return g;
+    return tg_kivi_group_segment(c, sg, s, h, n, L->qend); /* the rest of n's quantised group */
 }
 
 const tg_store_codec tg_codec_kivi_grouped = {

@@ -18,15 +18,7 @@ static bool provisional_selects(const tg_cache_geom *g, tg_kv_precision p) {
 }
 
 static bool provisional_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
-    bool ok = true;
-    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
-    sg->range = tg_kivi_range_of(sg->precision);
-    sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
-    sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
-    sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
-    sg->resid_bytes = 0;
-    sg->sink_precision = g->sink_precision;
-    sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
+    bool ok = tg_kivi_group_geometry(g, sg);
     sg->rewrites = sg->per_channel; /* a widened key grid re-codes the group's earlier rows */
     return ok;
 }
@@ -86,14 +78,7 @@ static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_
 
 static tg_segment provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
                                          const tg_layer_cache *L, int h, int64_t n) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
-    const int64_t uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
-    tg_segment g = {0};
-    g.count = L->n_appended - n < G - t ? L->n_appended - n : G - t;
-    g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
-    g.stride = sg->row_bytes;
-    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
-    return g;
+    return tg_kivi_group_segment(c, sg, s, h, n, L->n_appended);
 }
 
 const tg_store_codec tg_codec_kivi_provisional = {

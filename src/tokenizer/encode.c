@@ -132,6 +132,19 @@ static bool encode_normalized(const tg_tokenizer *t, enc_ctx *c, const char *nor
 static size_t space_before(const char *s, size_t n);
 static size_t space_after(const char *s, size_t n);
 
+/* Moves *pos to the next position before n where an added token starts (its match in *k); false at the end, or
+ * with *ok false and err set when the scan runs out of memory. */
+static bool next_added(tg_added_scan *scan, size_t *pos, size_t n, int32_t *k, bool *ok, tg_error *err) {
+    for (; *pos < n; (*pos)++) {
+        if (!tg_added_scan_at(scan, *pos, k)) {
+            *ok = tg_fail(err, "out of memory matching added tokens");
+            return false;
+        }
+        if (*k >= 0) return true;
+    }
+    return false;
+}
+
 /* The added tokens matched in the normalized text ("normalized": true, tg_tok_set_normalized) split norm[0, n);
  * the stretches between them are encoded as they are (normalized once, as a whole, as tokenizers does). */
 static bool encode_split_normalized(const tg_tokenizer *t, enc_ctx *c, const char *norm, size_t n, bool first,
@@ -140,16 +153,8 @@ static bool encode_split_normalized(const tg_tokenizer *t, enc_ctx *c, const cha
     tg_added_scan_init(&scan, t->norm_match, norm, n);
     size_t sec = 0, pos = 0;
     bool ok = true;
-    while (ok && pos < n) {
-        int32_t k;
-        if (!tg_added_scan_at(&scan, pos, &k)) {
-            ok = tg_fail(err, "out of memory matching added tokens");
-            break;
-        }
-        if (k < 0) {
-            pos++;
-            continue;
-        }
+    int32_t k;
+    while (ok && next_added(&scan, &pos, n, &k, &ok, err)) {
         const tg_added_token *a = &t->added[t->norm_index[k]];
         size_t end = pos;
         if (a->lstrip) {
@@ -232,16 +237,8 @@ bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bo
     tg_added_scan scan;
     tg_added_scan_init(&scan, t->added_match, text, len);
     size_t sec = 0, pos = 0;
-    while (ok && pos < len && t->added_match) {
-        int32_t k;
-        if (!tg_added_scan_at(&scan, pos, &k)) {
-            ok = tg_fail(err, "out of memory matching added tokens");
-            break;
-        }
-        if (k < 0) {
-            pos++;
-            continue;
-        }
+    int32_t k;
+    while (ok && t->added_match && next_added(&scan, &pos, len, &k, &ok, err)) {
         const tg_added_token *a = &t->added[t->raw_index ? t->raw_index[k] : (size_t)k];
         size_t end = pos;
         if (a->lstrip) {

@@ -75,6 +75,16 @@ bool tg_tok_parse_byte(const char *s, size_t len, uint8_t *out) {
     return true;
 }
 
+/* Frees the added-token list, its matchers and their index tables (the pointers are left dangling). */
+static void free_added(tg_tokenizer *t) {
+    free(t->added);
+    tg_added_matcher_free(t->added_match);
+    tg_added_matcher_free(t->norm_match);
+    free(t->raw_index);
+    free(t->norm_index);
+    free(t->norm_len);
+}
+
 bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_error *err) {
     size_t n_added = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
@@ -85,12 +95,7 @@ bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_e
         const uint8_t ty = t->type[i];
         if ((ty == TG_TOK_CONTROL || ty == TG_TOK_USER || ty == TG_TOK_UNKNOWN) && len > 0) n_added++;
     }
-    free(t->added);
-    tg_added_matcher_free(t->added_match);
-    tg_added_matcher_free(t->norm_match);
-    free(t->raw_index);
-    free(t->norm_index);
-    free(t->norm_len);
+    free_added(t);
     t->added_match = t->norm_match = NULL;
     t->raw_index = t->norm_index = t->norm_len = NULL;
     t->n_norm_added = 0;
@@ -295,12 +300,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
     free(t->norm);
     for (size_t i = 0; i < t->n_pre; i++) tg_regex_free(t->pre[i].re);
     free(t->pre);
-    free(t->added);
-    tg_added_matcher_free(t->added_match);
-    tg_added_matcher_free(t->norm_match);
-    free(t->raw_index);
-    free(t->norm_index);
-    free(t->norm_len);
+    free_added(t);
     free(t);
 }
 
