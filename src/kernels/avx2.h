@@ -55,8 +55,9 @@ void tg_avx2_gemv_q3_k(const uint8_t *w, size_t w_stride, int64_t nr, const void
 void tg_avx2_tile_q3_k(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                        int64_t cols, float *y, size_t ldy);
 void tg_avx2_gemv_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
-void tg_avx2_tile_q4_k(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
-                       int64_t cols, float *y, size_t ldy);
+/* Q4_K takes the Q8 form (tg_q8x_block rows; packed groups for prefill): integer dot products per sub-block */
+void tg_avx2_gemm_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
+                       float *y, size_t ldy);
 void tg_avx2_gemv_q5_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
 void tg_avx2_tile_q5_k(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                        int64_t cols, float *y, size_t ldy);

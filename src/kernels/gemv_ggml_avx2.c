@@ -32,7 +32,7 @@ TG_INLINE __m256i bits8(uint32_t bits, int j0) {
 TG_INLINE __m256i shr(__m256i v, int n) { return _mm256_srl_epi32(v, _mm_cvtsi32_si128(n)); }
 TG_INLINE __m256i mask(__m256i v, int m) { return _mm256_and_si256(v, _mm256_set1_epi32(m)); }
 
-/* acc[g % 4] += (d * q + c) * x for the group g of eight codes q (int32 lanes) */
+/* acc[g % 4] += (d * q + c) * x for the group g of eight codes q (int32 lanes); callers pass g % 4 as a constant */
 TG_INLINE void group(__m256 acc[4], int g, __m256i q, float d, float c, const float *x) {
     const __m256 w = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(q), _mm256_set1_ps(c));
     acc[g & 3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x), acc[g & 3]);
@@ -82,39 +82,49 @@ TG_INLINE void blk_iq4_nl(const uint8_t *p, const float *x, __m256 acc[4]) {
     group(acc, 3, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), d, 0.0f, x + 24);
 }
 
-/* Q2_K / Q3_K / Q6_K share the element order 128h + 32s + l; group g = 4(4h + s) + l / 8, scale 8h + 2s + l / 16 */
+/* Q2_K / Q3_K / Q6_K share the element order 128h + 32s + l (j = 4h + s, l = 8k): group 4j + k, 16-element scale
+ * 8h + 2s + k / 2; the loops run j outside and k inside (four iterations, unrolled: acc[k] stays in a register) */
 TG_INLINE void blk_q2_k(const uint8_t *p, const float *x, __m256 acc[4]) {
     const float d = f16_at(p + 80), dmin = f16_at(p + 82);
-    for (int g = 0; g < 32; g++) {
-        const int h = g / 16, s = (g / 4) % 4, l = 8 * (g % 4);
-        const uint8_t k = p[8 * h + 2 * s + l / 16];
-        const float dl = d * (float)(k & 0xF), ml = dmin * (float)(k >> 4);
-        group(acc, g, mask(shr(u8x8(p + 16 + 32 * h + l), 2 * s), 3), dl, -ml, x + 8 * g);
+    for (int j = 0; j < 8; j++) {
+        const int h = j / 4, s = j % 4;
+        float dl[2], ml[2];
+        for (int u = 0; u < 2; u++) {
+            const uint8_t k = p[8 * h + 2 * s + u];
+            dl[u] = d * (float)(k & 0xF), ml[u] = dmin * (float)(k >> 4);
+        }
+        for (int k = 0; k < 4; k++)
+            group(acc, k, mask(shr(u8x8(p + 16 + 32 * h + 8 * k), 2 * s), 3), dl[k / 2], -ml[k / 2], x + 32 * j + 8 * k);
     }
 }
 
 TG_INLINE void blk_q3_k(const uint8_t *p, const float *x, __m256 acc[4]) {
     const float d = f16_at(p + 108);
-    for (int g = 0; g < 32; g++) {
-        const int h = g / 16, s = (g / 4) % 4, l = 8 * (g % 4);
-        const float dl = d * (float)tg_q3k_scale(8 * h + 2 * s + l / 16, p + 96);
-        const __m256i lo = mask(shr(u8x8(p + 32 + 32 * h + l), 2 * s), 3);
-        const __m256i hb = mask(shr(u8x8(p + l), 4 * h + s), 1); /* set: no offset; clear: minus 4 */
-        group(acc, g, _mm256_sub_epi32(lo, _mm256_slli_epi32(_mm256_xor_si256(hb, _mm256_set1_epi32(1)), 2)), dl, 0.0f,
-              x + 8 * g);
+    for (int j = 0; j < 8; j++) {
+        const int h = j / 4, s = j % 4;
+        const float dl[2] = {d * (float)tg_q3k_scale(8 * h + 2 * s, p + 96),
+                             d * (float)tg_q3k_scale(8 * h + 2 * s + 1, p + 96)};
+        for (int k = 0; k < 4; k++) {
+            const __m256i lo = mask(shr(u8x8(p + 32 + 32 * h + 8 * k), 2 * s), 3);
+            const __m256i hb = mask(shr(u8x8(p + 8 * k), j), 1); /* set: no offset; clear: minus 4 */
+            const __m256i q = _mm256_sub_epi32(lo, _mm256_slli_epi32(_mm256_xor_si256(hb, _mm256_set1_epi32(1)), 2));
+            group(acc, k, q, dl[k / 2], 0.0f, x + 32 * j + 8 * k);
+        }
     }
 }
 
 TG_INLINE void blk_q6_k(const uint8_t *p, const float *x, __m256 acc[4]) {
     const float d = f16_at(p + 208);
     const int8_t *sc = (const int8_t *)(const void *)(p + 192);
-    for (int g = 0; g < 32; g++) {
-        const int h = g / 16, s = (g / 4) % 4, l = 8 * (g % 4);
-        const float dl = d * (float)sc[8 * h + 2 * s + l / 16];
-        const __m256i lo = mask(shr(u8x8(p + 64 * h + 32 * (s % 2) + l), 4 * (s / 2)), 0xF);
-        const __m256i hi = mask(shr(u8x8(p + 128 + 32 * h + l), 2 * s), 3);
-        group(acc, g, _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32)), dl, 0.0f,
-              x + 8 * g);
+    for (int j = 0; j < 8; j++) {
+        const int h = j / 4, s = j % 4;
+        const float dl[2] = {d * (float)sc[8 * h + 2 * s], d * (float)sc[8 * h + 2 * s + 1]};
+        for (int k = 0; k < 4; k++) {
+            const __m256i lo = mask(shr(u8x8(p + 64 * h + 32 * (s % 2) + 8 * k), 4 * (s / 2)), 0xF);
+            const __m256i hi = mask(shr(u8x8(p + 128 + 32 * h + 8 * k), 2 * s), 3);
+            const __m256i q = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+            group(acc, k, q, dl[k / 2], 0.0f, x + 32 * j + 8 * k);
+        }
     }
 }
 
@@ -129,12 +139,11 @@ TG_INLINE void blk_q45_k(const uint8_t *p, const float *x, __m256 acc[4], bool f
         for (int k = 0; k < 4; k++) {
             __m256i q = mask(shr(u8x8(qs + 32 * (sb / 2) + 8 * k), 4 * (sb % 2)), 0xF);
             if (five) q = _mm256_or_si256(q, _mm256_slli_epi32(mask(shr(u8x8(qh + 8 * k), sb), 1), 4));
-            group(acc, 4 * sb + k, q, d1, -m1, x + 32 * sb + 8 * k);
+            group(acc, k, q, d1, -m1, x + 32 * sb + 8 * k);
         }
     }
 }
 
-TG_INLINE void blk_q4_k(const uint8_t *p, const float *x, __m256 acc[4]) { blk_q45_k(p, x, acc, false); }
 TG_INLINE void blk_q5_k(const uint8_t *p, const float *x, __m256 acc[4]) { blk_q45_k(p, x, acc, true); }
 
 /* ---- the entry points (tg_gemv_fn, tg_tile_fn) ---- */
@@ -161,8 +170,63 @@ GGML_KERNELS(q5_1, blk_q5_1, 32, TG_Q5_1_BYTES)
 GGML_KERNELS(iq4_nl, blk_iq4_nl, 32, TG_IQ4_NL_BYTES)
 GGML_KERNELS(q2_k, blk_q2_k, TG_QK_K, TG_Q2_K_BYTES)
 GGML_KERNELS(q3_k, blk_q3_k, TG_QK_K, TG_Q3_K_BYTES)
-GGML_KERNELS(q4_k, blk_q4_k, TG_QK_K, TG_Q4_K_BYTES)
 GGML_KERNELS(q5_k, blk_q5_k, TG_QK_K, TG_Q5_K_BYTES)
 GGML_KERNELS(q6_k, blk_q6_k, TG_QK_K, TG_Q6_K_BYTES)
+
+/* ---- Q4_K against the Q8 form of the activations (tg_q8x_block, one per 32 elements = one Q4_K sub-block) ----
+ * Per sub-block: isum = the exact int32 dot product of the 32 nibbles with the activation's codes (maddubs + madd,
+ * lanes of eight), acc = fma((float)isum, (d * sc) * dx, acc) over the row's sub-blocks in order; the mins
+ * separately, mins += ((dmin * m) * dx) * (float)sum(codes) in order; y = tg_reduce1_ps(acc) - mins. The prefill
+ * kernel reads the same codes out of the packed groups (a gather of eight 4-byte pieces), so it gives the same
+ * bits. Error: the activation's quantisation (|x - dx q| <= dx / 2 per element) plus fp32 rounding. */
+TG_INLINE float q4k_row_q8x(const uint8_t *row, int64_t nsup, const tg_q8x_block *xq, const tg_q8x_pack8 *xp, int t) {
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0xF);
+    const __m256i piece = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0.0f;
+    for (int64_t b = 0; b < nsup; b++) {
+        const uint8_t *p = row + (size_t)b * TG_Q4_K_BYTES;
+        const float d = f16_at(p), dmin = f16_at(p + 2);
+        for (int sb = 0; sb < 8; sb++) {
+            const int64_t xb = 8 * b + sb;
+            __m256i codes;
+            float dx;
+            int32_t sum;
+            if (xq) {
+                codes = _mm256_loadu_si256((const __m256i *)(const void *)xq[xb].q);
+                dx = xq[xb].d, sum = xq[xb].sum;
+            } else {
+                codes = _mm256_i32gather_epi32((const int *)(const void *)xp[xb].q, _mm256_add_epi32(piece, _mm256_set1_epi32(t)), 4);
+                dx = xp[xb].d[t], sum = xp[xb].sum[t];
+            }
+            __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + 16 + 32 * (sb / 2)));
+            if (sb % 2) q = _mm256_srli_epi16(q, 4);
+            q = _mm256_and_si256(q, lo4);
+            const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(q, codes), ones);
+            uint8_t sc, m;
+            tg_k4_scale_min(sb, p + 4, &sc, &m);
+            const float ds = d * (float)sc, dm = dmin * (float)m;
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(ds * dx), acc);
+            const float mt = dm * dx;
+            const float mterm = mt * (float)sum;
+            mins = mins + mterm;
+        }
+    }
+    return tg_reduce1_ps(acc) - mins;
+}
+
+void tg_avx2_gemv_q4_k(const uint8_t *w, size_t ws, int64_t nr, const void *x, int64_t cols, float *y) {
+    for (int64_t r = 0; r < nr; r++) {
+        if (r + 1 < nr) _mm_prefetch((const char *)(w + (size_t)(r + 1) * ws), _MM_HINT_T0);
+        y[r] = q4k_row_q8x(w + (size_t)r * ws, cols / TG_QK_K, x, NULL, 0);
+    }
+}
+
+void tg_avx2_gemm_q4_k(const uint8_t *w, size_t ws, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
+                       float *y, size_t ldy) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t t = 0; t < n; t++)
+            y[(size_t)t * ldy + (size_t)r] = q4k_row_q8x(w + (size_t)r * ws, nb / 8, NULL, xp + (t / 8) * nb, (int)(t % 8));
+}
 
 #endif

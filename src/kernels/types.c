@@ -132,8 +132,9 @@ static const tg_weight_type table[TG_DT_COUNT] = {
              FAST(tg_avx2_gemv_q2_k, tg_avx2_tile_q2_k, NULL)),
     GGML_ROW(TG_DT_Q3_K, "Q3_K", 11, TG_QK_K, TG_Q3_K_BYTES, tg_decode_q3_k, tg_non_finite_q3_k,
              FAST(tg_avx2_gemv_q3_k, tg_avx2_tile_q3_k, NULL)),
-    GGML_ROW(TG_DT_Q4_K, "Q4_K", 12, TG_QK_K, TG_Q4_K_BYTES, tg_decode_q4_k, tg_non_finite_q4_k,
-             FAST(tg_avx2_gemv_q4_k, tg_avx2_tile_q4_k, NULL)),
+    /* Q4_K: integer dot products against the Q8 form of the activations (one q8x block per 32-element sub-block) */
+    [TG_DT_Q4_K] = {"Q4_K", 12, NULL, TG_QK_K, TG_Q4_K_BYTES, 1, tg_decode_q4_k, tg_non_finite_q4_k, NULL, TG_ACT_Q8X,
+                    FAST(tg_avx2_gemv_q4_k, NULL, tg_avx2_gemm_q4_k)},
     GGML_ROW(TG_DT_Q5_K, "Q5_K", 13, TG_QK_K, TG_Q5_K_BYTES, tg_decode_q5_k, tg_non_finite_q5_k,
              FAST(tg_avx2_gemv_q5_k, tg_avx2_tile_q5_k, NULL)),
     GGML_ROW(TG_DT_Q6_K, "Q6_K", 14, TG_QK_K, TG_Q6_K_BYTES, tg_decode_q6_k, tg_non_finite_q6_k,
