@@ -2,7 +2,8 @@
  * model loader. The input is up to four parts separated by FUZZ_SEP: config.json, model.safetensors,
  * tokenizer.json, model.safetensors.index.json (a part that is absent leaves its file out of the folder; an index
  * names shards, so the safetensors part is also written as model-00001-of-00001.safetensors). Every tensor of the
- * safetensors file is viewed; a folder that loads is tokenised and run for a few tokens under a bounded cache. */
+ * safetensors file is viewed; a folder that loads is tokenised and run for a few tokens under a bounded cache, and
+ * loaded again as `info` (TG_NEED_CONFIG) and `tokenize` (TG_NEED_TOKENIZER) load it. */
 #include "fuzz_common.h"
 
 #include "format/safetensors.h"
@@ -95,6 +96,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tg_model_free(m);
     } else {
         fuzz_check_error(&err, "tg_model_load");
+    }
+    /* what `info` and `tokenize` read: config.json and whatever else is there / the tokenizer files alone */
+    static const tg_model_need needs[] = {TG_NEED_CONFIG, TG_NEED_TOKENIZER};
+    for (size_t i = 0; i < 2; i++) {
+        memset(&err, 0, sizeof err);
+        m = tg_model_load_for(dir, needs[i], &err);
+        if (m) {
+            tg_model_info info;
+            tg_model_get_info(m, &info);
+            const int32_t *eos = NULL;
+            const size_t n_eos = tg_token_eos_ids(m, &eos);
+            for (size_t k = 0; k < n_eos; k++)
+                if (eos[k] < 0) fuzz_die("tg_token_eos_ids", "a negative id");
+            if (info.has_tokenizer) hf_exercise(m);
+            tg_model_free(m);
+        } else {
+            fuzz_check_error(&err, "tg_model_load_for");
+        }
     }
     return 0;
 }

@@ -63,10 +63,24 @@ typedef struct tg_model tg_model;
 tg_model *tg_model_load(const char *path, tg_error *err);
 void tg_model_free(tg_model *model);
 
+/* What a command needs of a model (tg_model_load_for). A GGUF file is always read whole (a vocab-only one loads
+ * with has_weights = false); the needs differ for a Hugging Face folder. */
+typedef enum {
+    TG_NEED_ALL = 0,   /* config.json, the safetensors weights and tokenizer.json: what tg_model_load reads */
+    TG_NEED_TOKENIZER, /* only tokenizer.json (and the optional tokenizer_config.json / generation_config.json):
+                        * enough to tokenise; neither config.json nor the weights are read */
+    TG_NEED_CONFIG,    /* config.json; the weights and tokenizer.json only when present (tg_model_info.absent names
+                        * what is not), the weights' shapes checked but their values not scanned: enough for `info` */
+} tg_model_need;
+
+/* tg_model_load with what `need` says; the model has has_weights = false when it was loaded without weights. */
+tg_model *tg_model_load_for(const char *path, tg_model_need need, tg_error *err);
+
 typedef struct {
     char architecture[32];   /* "llama", "mistral" */
     char weight_types[64];   /* e.g. "F16 (+F32 norms)" */
-    int64_t n_params;        /* parameters in the weight tensors */
+    int64_t n_params;        /* parameters in the weight tensors; a folder loaded without weights: the count the
+                              * shapes of its config.json imply (0 for a vocab-only GGUF) */
     int64_t weight_bytes;    /* weight bytes one decoded token reads, as stored: every layer matrix, the norms and the
                               * output head (the embedding table is only looked up, one row) */
     int n_layers, n_heads, n_kv_heads, head_dim, d_model, ffn_dim, vocab_size;
@@ -76,6 +90,10 @@ typedef struct {
     bool tied_embeddings;
     bool has_weights;        /* false for a vocab-only GGUF */
     int n_kv_layers;         /* layers that hold their own K/V (YOCO shares the rest) */
+    bool has_tokenizer;      /* false for a folder loaded with TG_NEED_CONFIG that has no tokenizer.json */
+    char rope_scaling[96];   /* "none", "linear (factor 4)", "llama3 (factor 32, low 1, high 4, original context
+                              * 8192)", "rope_freqs.weight factors (Llama 3.1 form)" */
+    char absent[320];        /* TG_NEED_CONFIG: the files the folder lacks and why they matter; "" when none */
 } tg_model_info;
 
 void tg_model_get_info(const tg_model *model, tg_model_info *info);
@@ -88,6 +106,11 @@ bool tg_tokenize(const tg_model *model, const char *text, size_t len, bool add_b
                  tg_error *err);
 int32_t tg_token_bos(const tg_model *model);   /* -1 if none */
 int32_t tg_token_eos(const tg_model *model);   /* -1 if none */
+/* Every id that ends generation, without repeats: the tokenizer's EOS, then config.json's and
+ * generation_config.json's eos_token_id (an id or a list: Llama 3.1 Instruct lists three). Returns the count; *ids
+ * (when ids is not NULL) points into the model. */
+size_t tg_token_eos_ids(const tg_model *model, const int32_t **ids);
+bool tg_token_is_eos(const tg_model *model, int32_t id);
 bool tg_model_adds_bos(const tg_model *model); /* whether the tokenizer's config says BOS is added to prompts */
 int32_t tg_vocab_size(const tg_model *model);
 
@@ -203,6 +226,18 @@ tg_sampler_params tg_sampler_default_params(void);
  * not finite, top_k < 0, top_p is outside [0, 1], or memory runs out. */
 tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err);
 void tg_sampler_free(tg_sampler *s);
+/* The sampling settings a model's files recommend: a Hugging Face folder's generation_config.json temperature,
+ * top_k and top_p (not when it says "do_sample": false: transformers then decodes greedily and ignores them).
+ * Each has_* tells whether the file sets it; source names the file. */
+typedef struct {
+    bool has_temperature, has_top_k, has_top_p;
+    float temperature;
+    int top_k;
+    float top_p;
+    char source[32];
+} tg_generation_defaults;
+void tg_model_generation_defaults(const tg_model *model, tg_generation_defaults *out);
+
 /* Picks a token from logits[vocab_size] (the logits are not modified). Temperature 0: the argmax, ties to the lowest
  * id. Otherwise softmax(logits / T) cut to the top_k highest, then to the smallest set whose probability reaches
  * top_p (at least one id), and drawn. NaN and -inf logits are never picked; if any logit / T is +inf the draw is

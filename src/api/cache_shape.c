@@ -13,6 +13,7 @@ tg_cache_shape tg_model_cache_shape(const tg_model *model, int64_t context, cons
         .n_kv_heads = hp->n_kv_heads,
         .head_dim = hp->head_dim,
         .rope_theta = hp->rope_theta,
+        .rope_inv_freq = hp->rope_inv_freq,
         .rope_style = hp->rope_style,
         .context_length = context,
         .kv_source = hp->kv_source,

@@ -17,7 +17,9 @@ static const char USAGE[] =
     "usage: tinygpt info MODEL [--cache-table]\n"
     "\n"
     "Prints the architecture, parameter count, weight types, context length, layer and head shapes, vocabulary,\n"
-    "RoPE theta, sliding window, tied embeddings and the KV cache bytes per token at each precision.\n"
+    "RoPE theta and scaling, sliding window, tied embeddings, BOS / EOS and the KV cache bytes per token at each\n"
+    "precision. A Hugging Face folder needs only config.json: without weights the parameter count is the one its\n"
+    "shapes imply, and the files it lacks are listed.\n"
     "\n"
     "  --cache-table   also print the KV cache bytes for T = 128 ... 8192 tokens at every precision, unbounded\n"
     "                  and StreamingLLM 4 + 256, with the ratio to an unbounded bf16 cache\n";
@@ -123,9 +125,13 @@ static int print_info(FILE *out, const char *path, const tg_model *model, bool t
     if (in.has_weights) {
         fprintf(out, "parameters       %s (%" PRId64 ")\n", count, in.n_params);
         fprintf(out, "weight types     %s\n", in.weight_types);
+    } else if (in.n_params > 0) {
+        fprintf(out, "parameters       %s (%" PRId64 ", from the shapes config.json implies)\n", count, in.n_params);
+        fprintf(out, "weights          none (it can describe, not run)\n");
     } else {
         fprintf(out, "weights          none (vocab-only: it can tokenize, not run)\n");
     }
+    if (in.absent[0]) fprintf(out, "absent           %s\n", in.absent);
     fprintf(out, "context length   %d\n", in.context_length);
     fprintf(out, "layers           %d (%d hold their own K/V)\n", in.n_layers, in.n_kv_layers);
     fprintf(out, "heads            %d query, %d KV, head dim %d\n", in.n_heads, in.n_kv_heads, in.head_dim);
@@ -133,12 +139,16 @@ static int print_info(FILE *out, const char *path, const tg_model *model, bool t
     fprintf(out, "ffn              %d\n", in.ffn_dim);
     fprintf(out, "vocab            %d\n", in.vocab_size);
     fprintf(out, "rope theta       %g\n", (double)in.rope_theta);
+    fprintf(out, "rope scaling     %s\n", in.rope_scaling);
     fprintf(out, "norm eps         %g\n", (double)in.norm_eps);
     if (in.sliding_window > 0) fprintf(out, "sliding window   %d\n", in.sliding_window);
     else fprintf(out, "sliding window   none\n");
     fprintf(out, "tied embeddings  %s\n", in.tied_embeddings ? "yes" : "no");
-    fprintf(out, "BOS / EOS        %" PRId32 " / %" PRId32 "%s\n", tg_token_bos(model), tg_token_eos(model),
-           tg_model_adds_bos(model) ? " (BOS added to prompts)" : "");
+    const int32_t *eos = NULL;
+    const size_t n_eos = tg_token_eos_ids(model, &eos);
+    fprintf(out, "BOS / EOS        %" PRId32 " / %" PRId32, tg_token_bos(model), n_eos ? eos[0] : tg_token_eos(model));
+    for (size_t i = 1; i < n_eos; i++) fprintf(out, ", %" PRId32, eos[i]);
+    fprintf(out, "%s\n", tg_model_adds_bos(model) ? " (BOS added to prompts)" : "");
     if (in.n_layers <= 0 || in.n_kv_heads <= 0 || in.head_dim <= 0) return TG_EXIT_OK;
     print_bytes_per_token(out, model, &in);
     return table ? print_cache_table(out, model, &in) : TG_EXIT_OK;
@@ -158,7 +168,7 @@ int tg_cmd_info(int argc, char **argv) {
     }
     if (n_pos < 1) return tg_usage_error("info", "expected MODEL (see tinygpt info --help)");
     tg_error err = {0};
-    tg_model *model = tg_model_load(pos[0], &err);
+    tg_model *model = tg_model_load_for(pos[0], TG_NEED_CONFIG, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     /* everything is computed into a buffer first: a failure leaves nothing on stdout */
     char *text = NULL;

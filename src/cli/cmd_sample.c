@@ -37,11 +37,14 @@ static const char USAGE[] =
     "  --temperature T                0 = greedy (default 0.8)\n"
     "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
     "  --top-p P                      keep the smallest set with probability >= P, 1 = off (default 0.95)\n"
+    "                                 (a folder's generation_config.json temperature / top_k / top_p replace\n"
+    "                                 these defaults, as the banner says; the flags override them)\n"
     "  --seed S                       PRNG seed (default: from the clock; the banner prints it)\n"
     "  --threads N                    worker threads, 0 = all cores (default 0)\n"
     "  --no-echo                      do not print the prompt (an incomplete UTF-8 character at its end is\n"
     "                                 dropped, not joined to the generated text)\n"
-    "  --ignore-eos                   keep generating after the end-of-sequence token\n"
+    "  --ignore-eos                   keep generating after an end-of-sequence token (the tokenizer's, and\n"
+    "                                 every eos_token_id of config.json / generation_config.json)\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
@@ -122,6 +125,8 @@ typedef struct {
     const char *prompt;
     int64_t n_tokens;
     tg_sampler_params sp;
+    bool sp_given[3];   /* --temperature, --top-k, --top-p given: the model's generation defaults do not apply */
+    char sp_note[160];  /* which settings came from the model's files, for the banner ("" when none) */
     int threads;
     bool echo, ignore_eos;
     int64_t progress; /* a progress line every this many generated tokens; 0 = none */
@@ -164,12 +169,41 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->sp.top_k = (int)top_k;
     a->sp.top_p = (float)top_p;
     a->sp.seed = o[O_SEED].seen ? seed : clock_seed();
+    a->sp_given[0] = o[O_TEMP].seen;
+    a->sp_given[1] = o[O_TOPK].seen;
+    a->sp_given[2] = o[O_TOPP].seen;
     a->threads = (int)threads;
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
     return TG_EXIT_OK;
+}
+
+/* The sampling settings the user did not give, from the model's files (generation_config.json) when they set them;
+ * a->sp_note says which, e.g. "generation_config.json: temperature 0.6, top-p 0.9". */
+static void apply_generation_defaults(sample_args *a, const tg_model *model) {
+    tg_generation_defaults d;
+    tg_model_generation_defaults(model, &d);
+    char list[120] = "";
+    size_t len = 0;
+    if (d.has_temperature && !a->sp_given[0]) {
+        a->sp.temperature = d.temperature;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%stemperature %g", len ? ", " : "",
+                                (double)d.temperature);
+    }
+    /* greedy decoding ignores top-k and top-p: they are taken but not named */
+    const bool sampling = a->sp.temperature > 0.0f;
+    if (d.has_top_k && !a->sp_given[1] && len < sizeof list) {
+        a->sp.top_k = d.top_k;
+        if (sampling) len += (size_t)snprintf(list + len, sizeof list - len, "%stop-k %d", len ? ", " : "", d.top_k);
+    }
+    if (d.has_top_p && !a->sp_given[2] && len < sizeof list) {
+        a->sp.top_p = d.top_p;
+        if (sampling)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%stop-p %g", len ? ", " : "", (double)d.top_p);
+    }
+    if (list[0]) snprintf(a->sp_note, sizeof a->sp_note, "%s: %s", d.source, list);
 }
 
 /* Everything the run owns, freed together. */
@@ -251,7 +285,6 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     tg_error err = {0};
     tg_model_info info;
     tg_model_get_info(r->model, &info);
-    int32_t eos = tg_token_eos(r->model);
 
     int64_t room = tg_session_remaining(r->session);
     if ((int64_t)n_prompt > room) {
@@ -263,6 +296,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     tg_cache_report rep;
     tg_session_cache_report(r->session, &rep);
     tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->session));
+    if (a->sp_note[0]) fprintf(stderr, "tinygpt: sampling defaults from %s (flags override them)\n", a->sp_note);
 
     double t0 = now_s();
     size_t done = 0;
@@ -289,7 +323,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !interrupted) {
         int32_t id = tg_sampler_sample(r->sampler, r->logits);
         if (id < 0) return tg_runtime_error("the model produced no finite logits");
-        if (id == eos && !a->ignore_eos) {
+        if (tg_token_is_eos(r->model, id) && !a->ignore_eos) {
             stop = "end of sequence";
             break;
         }
@@ -377,6 +411,7 @@ int tg_cmd_sample(int argc, char **argv) {
         run_free(&r);
         return tg_runtime_error("%s", err.msg);
     }
+    apply_generation_defaults(&a, r.model);
     r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model), &err);
     if (r.sampler) r.detok = tg_detok_new(r.model, &err);
     if (!r.sampler || !r.detok) {

@@ -12,7 +12,8 @@
 static const char USAGE[] =
     "usage: tinygpt tokenize MODEL TEXT [--bos]\n"
     "\n"
-    "Prints the token ids of TEXT, space-separated on one line. MODEL may be a vocab-only GGUF file.\n"
+    "Prints the token ids of TEXT, space-separated on one line. MODEL may be a vocab-only GGUF file, or a Hugging\n"
+    "Face folder of which only tokenizer.json (and tokenizer_config.json) is read.\n"
     "\n"
     "  --bos   put the BOS token first (default: no BOS)\n"
     "  --      ends the options (for a TEXT that starts with '-')\n";
@@ -34,7 +35,7 @@ int tg_cmd_tokenize(int argc, char **argv) {
                               n_pos == 0 ? "neither" : "only MODEL");
     }
     tg_error err = {0};
-    tg_model *model = tg_model_load(pos[0], &err);
+    tg_model *model = tg_model_load_for(pos[0], TG_NEED_TOKENIZER, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     int32_t *ids = NULL;
     size_t n = 0;

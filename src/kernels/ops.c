@@ -72,13 +72,20 @@ void tg_rope_angles(int head_dim, int64_t pos, float theta, float *c, float *s) 
     }
 }
 
+void tg_rope_angles_freqs(int head_dim, int64_t pos, const double *inv_freq, float *c, float *s) {
+    for (int i = 0; i < head_dim / 2; i++) {
+        const double a = (double)pos * inv_freq[i];
+        c[i] = (float)cos(a);
+        s[i] = (float)sin(a);
+    }
+}
+
 void tg_rope_apply(float *x, int n_heads, int head_dim, const float *c, const float *s, tg_rope_style style) {
     if (n_heads <= 0 || head_dim < 2) return;
     rope_rotate(x, n_heads, head_dim, 0, head_dim / 2, c, s, style);
 }
 
-/* The table for angles per position inv_freq[head_dim / 2] (copied). */
-static tg_rope_table *rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err) {
+tg_rope_table *tg_rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err) {
     if (head_dim < 2 || head_dim % 2) {
         tg_fail(err, "rope: head_dim %d must be even and positive", head_dim);
         return NULL;
@@ -130,7 +137,7 @@ tg_rope_table *tg_rope_table_new(int head_dim, float theta, int64_t n_pos, tg_er
         return NULL;
     }
     for (int i = 0; i < head_dim / 2; i++) f[i] = pow((double)theta, -2.0 * i / head_dim);
-    tg_rope_table *t = rope_table_new_freqs(head_dim, f, n_pos, err);
+    tg_rope_table *t = tg_rope_table_new_freqs(head_dim, f, n_pos, err);
     free(f);
     return t;
 }

@@ -27,6 +27,8 @@ void tg_rope(float *x, int n_heads, int head_dim, int64_t pos, float theta, tg_r
  * them; tg_rope_apply then rotates with them, bit-for-bit tg_rope. For callers that rotate several vectors at one
  * position (a token's keys and queries) and compute the trigonometry once. */
 void tg_rope_angles(int head_dim, int64_t pos, float theta, float *c, float *s);
+/* The same with the frequencies given: angle pos * inv_freq[i] (a model that scales its RoPE frequencies). */
+void tg_rope_angles_freqs(int head_dim, int64_t pos, const double *inv_freq, float *c, float *s);
 void tg_rope_apply(float *x, int n_heads, int head_dim, const float *c, const float *s, tg_rope_style style);
 
 /* Precomputed RoPE cos/sin for positions [0, n_pos): applying it gives bit-for-bit the result of tg_rope without
@@ -42,6 +44,9 @@ typedef struct {
 /* Builds the table for frequencies theta^(-2i/head_dim). head_dim even and > 0, n_pos >= 0 (0 = no table: every
  * apply computes cos/sin directly). Returns NULL and fills err on bad arguments or out of memory. */
 tg_rope_table *tg_rope_table_new(int head_dim, float theta, int64_t n_pos, tg_error *err);
+/* Same with caller-chosen frequencies inv_freq[head_dim / 2] (copied): a model that scales them (Llama 3.1's
+ * llama3 rule, linear, GGUF rope_freqs.weight; the KV cache's re-positioning table then uses them). */
+tg_rope_table *tg_rope_table_new_freqs(int head_dim, const double *inv_freq, int64_t n_pos, tg_error *err);
 void tg_rope_table_free(tg_rope_table *t);
 /* tg_rope with the table's frequencies; pos >= n_pos (or < 0) is computed directly, still exact. */
 void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t pos, tg_rope_style style);

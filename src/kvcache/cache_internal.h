@@ -114,6 +114,7 @@ struct tg_kvcache {
     int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
     float *rope_cos;         /* [head_dim / 2] */
     float *rope_sin;         /* [head_dim / 2] */
+    double *rope_inv_freq;   /* [head_dim / 2] copy of shape->rope_inv_freq (NULL: unscaled) */
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     float *group_f32;        /* residual not fp32: [group][n_kv_heads * head_dim] the group being flushed, widened */

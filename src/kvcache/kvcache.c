@@ -119,6 +119,11 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
         c->rope_cos = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
         c->rope_sin = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
         c->rope_pos = -1;
+        if (shape->rope_inv_freq) {
+            c->rope_inv_freq = cache_alloc(c, D / 2 * sizeof(double), false, &ok);
+            if (ok) memcpy(c->rope_inv_freq, shape->rope_inv_freq, D / 2 * sizeof(double));
+        }
+        c->shape.rope_inv_freq = c->rope_inv_freq;
     }
     if (ok && g.grouped && g.resid_precision != TG_KV_FP32)
         c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
@@ -131,7 +136,8 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
          * table (a window beyond TG_REPOSITION_TABLE_SLOTS) are rotated by the same formula computed directly, so
          * a huge window costs neither the table's memory nor its time up front */
         const int64_t slots = g.max_stored < TG_REPOSITION_TABLE_SLOTS ? g.max_stored : TG_REPOSITION_TABLE_SLOTS;
-        c->rope_tab = tg_rope_table_new(g.head_dim, shape->rope_theta, slots, err);
+        c->rope_tab = c->rope_inv_freq ? tg_rope_table_new_freqs(g.head_dim, c->rope_inv_freq, slots, err)
+                                       : tg_rope_table_new(g.head_dim, shape->rope_theta, slots, err);
         if (!c->rope_tab) {
             tg_kvcache_free(c);
             return NULL;
@@ -173,7 +179,8 @@ void tg_kvcache_free(tg_kvcache *c) {
 
 void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos) {
     if (c->rope_pos == pos) return;
-    tg_rope_angles(c->g.head_dim, pos, c->shape.rope_theta, c->rope_cos, c->rope_sin);
+    if (c->rope_inv_freq) tg_rope_angles_freqs(c->g.head_dim, pos, c->rope_inv_freq, c->rope_cos, c->rope_sin);
+    else tg_rope_angles(c->g.head_dim, pos, c->shape.rope_theta, c->rope_cos, c->rope_sin);
     c->rope_pos = pos;
 }
 

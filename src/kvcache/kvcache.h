@@ -24,6 +24,8 @@ typedef struct {
     int n_layers;
     int n_heads, n_kv_heads, head_dim;
     float rope_theta;
+    const double *rope_inv_freq; /* [head_dim / 2]: each pair's RoPE frequency when the model scales them (Llama 3.1,
+                                  * linear; copied), NULL = theta^(-2i/head_dim) */
     tg_rope_style rope_style;
     int64_t context_length;     /* capacity of an unbounded cache */
     const int *kv_source;       /* [n_layers]: layer whose K/V each layer reads (NULL = every layer its own) */

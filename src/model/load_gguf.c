@@ -2,9 +2,11 @@
  * blk.N.* tensors with their shapes checked, Q/K rows in llama.cpp's interleaved RoPE order; the YOCO layer map
  * `tinygpt.kv_source` (docs/yoco.md) when present. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/matmul.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -75,6 +77,46 @@ static bool read_kv_source(const tg_gguf *g, tg_hparams *hp, tg_error *err) {
     return true;
 }
 
+/* <arch>.rope.scaling.type: absent or "none", or "linear" with <arch>.rope.scaling.factor (llama.cpp's freq_scale
+ * = 1 / factor); the others (yarn, longrope) are refused by name. */
+static bool read_rope_scaling(const tg_gguf *g, const char *arch, tg_hparams *hp, tg_error *err) {
+    const char *path = tg_gguf_path(g);
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    tg_gguf_str scaling;
+    if (!tg_gguf_get_str(g, key, &scaling) || (scaling.len == 4 && memcmp(scaling.ptr, "none", 4) == 0)) return true;
+    if (!(scaling.len == 6 && memcmp(scaling.ptr, "linear", 6) == 0))
+        return tg_fail(err, "%s: rope scaling type '%.*s' is not supported (supported: none, linear; Llama 3.1 "
+                            "scaling comes as rope_freqs.weight)", path, (int)(scaling.len > 32 ? 32 : scaling.len),
+                       scaling.ptr);
+    float factor = 0.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (!tg_gguf_has(g, key)) return tg_fail(err, "%s: rope scaling type 'linear' without %s", path, key);
+    if (!tg_gguf_get_f32(g, key, &factor) || !(factor > 0.0f) || !isfinite(factor))
+        return tg_fail(err, "%s: metadata key %s must be a positive number", path, key);
+    hp->rope_scaling.type = TG_ROPE_SCALING_LINEAR;
+    hp->rope_scaling.factor = factor;
+    return true;
+}
+
+/* rope_freqs.weight (llama.cpp's converter writes it for Llama 3.1 / 3.2): head_dim / 2 factors, each pair's
+ * frequency divided by its factor. Copied to f32; each must be positive and finite. */
+static bool read_rope_freqs(struct tg_model *m, const tg_gguf *g, tg_error *err) {
+    static const char NAME[] = "rope_freqs.weight";
+    if (!tg_gguf_find_tensor(g, NAME)) return true;
+    const int half = m->hp.head_dim / 2;
+    tg_tensor t;
+    if (!tg_gguf_tensor_view(g, NAME, 1, half, &t, err)) return false;
+    float *f = tg_model_alloc_f32(m, (size_t)half);
+    if (!f) return tg_fail(err, "out of memory");
+    tg_tensor_get_row(&t, 0, f); /* f: [head_dim / 2] */
+    for (int i = 0; i < half; i++)
+        if (!(f[i] > 0.0f) || !isfinite(f[i]))
+            return tg_fail(err, "%s: %s[%d] = %g must be a positive number", tg_gguf_path(g), NAME, i, (double)f[i]);
+    m->hp.rope_scaling.freq_factors = f;
+    return true;
+}
+
 static bool gguf_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
     return tg_gguf_tensor_view(ctx, name, rows, cols, out, err);
 }
@@ -105,12 +147,7 @@ static bool read_hparams(const tg_gguf *g, const char *arch, bool weights, tg_hp
     if (!arch_f32(g, arch, "rope.freq_base", false, 10000.0f, &hp->rope_theta, err)) return false;
     if (!arch_f32(g, arch, "attention.layer_norm_rms_epsilon", weights, 1e-5f, &hp->norm_eps, err)) return false;
 
-    char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    tg_gguf_str scaling;
-    if (tg_gguf_get_str(g, key, &scaling) && !(scaling.len == 4 && memcmp(scaling.ptr, "none", 4) == 0))
-        return tg_fail(err, "%s: rope scaling type '%.*s' is not supported", path,
-                       (int)(scaling.len > 32 ? 32 : scaling.len), scaling.ptr);
+    if (!read_rope_scaling(g, arch, hp, err)) return false;
 
     /* vocabulary: <arch>.vocab_size (the embedding's rows, which may exceed the token list when padded), else the
      * token list's length */
@@ -147,6 +184,7 @@ bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
     if (!read_hparams(g, hp->architecture, weights, hp, err)) return false;
     m->tokenizer = tg_tokenizer_load_gguf(g, err);
     if (!m->tokenizer) return false;
+    if (!tg_model_add_eos(m, tg_tokenizer_eos(m->tokenizer), path, err)) return false;
     if (!weights) {
         if (hp->n_layers < 0 || hp->n_layers > 65536) hp->n_layers = 0;
         m->has_weights = false;
@@ -154,9 +192,7 @@ bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
     }
 
     if (!tg_hparams_validate(hp, path, err)) return false;
-    if (tg_gguf_find_tensor(g, "rope_freqs.weight"))
-        return tg_fail(err, "%s: RoPE frequency factors (rope_freqs.weight, Llama 3.1 scaling) are not supported",
-                       path);
+    if (!read_rope_freqs(m, g, err)) return false;
     hp->tied_embeddings = tg_gguf_find_tensor(g, "output.weight") == NULL;
     if (!tg_model_init_kv_source(m, err)) return false;
     if (!read_kv_source(g, hp, err)) return false;

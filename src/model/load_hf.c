@@ -3,9 +3,11 @@
  * The YOCO variant (docs/yoco.md) is architecture TinyGPTYocoForCausalLM with a "kv_source" layer map. */
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "model/hf_generation.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -62,21 +64,84 @@ static bool cfg_bool(const config *c, const char *key, bool def, bool *out, tg_e
     return true;
 }
 
-/* Accepts a RoPE parameter object ({"rope_type"|"type": ..., "rope_theta": ...}) only for the default (unscaled)
- * RoPE; takes its rope_theta when present. `what` names the object in messages. */
-static bool check_rope_object(const config *c, const json_t *obj, const char *what, float *theta, tg_error *err) {
+/* A number in obj (a RoPE parameter object): required; positive unless min0. */
+static bool rope_num(const config *c, const json_t *obj, const char *what, const char *type, const char *key,
+                     double *out, tg_error *err) {
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return tg_fail(err, "%s: %s type '%s' needs \"%s\"", c->path, what, type, key);
+    if (!json_is_number(v) || !(json_number_value(v) > 0.0) || !isfinite(json_number_value(v)))
+        return tg_fail(err, "%s: %s \"%s\" must be a positive number", c->path, what, key);
+    *out = json_number_value(v);
+    return true;
+}
+
+/* A RoPE parameter object ({"rope_type"|"type": ..., "rope_theta": ..., "factor": ...}, transformers 4's
+ * rope_scaling or 5's rope_parameters) into hp: types default, linear and llama3 (the others are refused by name);
+ * its rope_theta when present. `what` names the object in messages. llama3's original_max_position_embeddings
+ * defaults to max_position_embeddings, as transformers 5 does. */
+static bool read_rope_object(const config *c, const json_t *obj, const char *what, tg_hparams *hp, tg_error *err) {
     if (!json_is_object(obj)) return tg_fail(err, "%s: \"%s\" is not an object", c->path, what);
     const json_t *type = json_object_get(obj, "rope_type");
     if (!type || json_is_null(type)) type = json_object_get(obj, "type");
+    const char *t = "default";
     if (type && !json_is_null(type)) {
         if (!json_is_string(type)) return tg_fail(err, "%s: %s type is not a string", c->path, what);
-        const char *t = json_string_value(type);
-        if (strcmp(t, "default") != 0)
-            return tg_fail(err, "%s: rope_scaling type '%.64s' is not supported", c->path, t);
+        t = json_string_value(type);
+    } else {
+        /* transformers 5 keys a per-layer-type object by layer type ("full_attention": {...}) */
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)obj, key, v) {
+            if (json_is_object(v))
+                return tg_fail(err, "%s: %s per layer type ('%.32s') is not supported", c->path, what, key);
+        }
     }
     const json_t *th = json_object_get(obj, "rope_theta");
-    if (th && !json_is_null(th)) return num_value(th, c->path, "rope_theta", theta, err);
-    return true;
+    if (th && !json_is_null(th) && !num_value(th, c->path, "rope_theta", &hp->rope_theta, err)) return false;
+    const json_t *partial = json_object_get(obj, "partial_rotary_factor");
+    if (partial && !json_is_null(partial) && !(json_is_number(partial) && json_number_value(partial) == 1.0))
+        return tg_fail(err, "%s: %s \"partial_rotary_factor\" other than 1 (partial RoPE) is not supported",
+                       c->path, what);
+    tg_rope_scaling *s = &hp->rope_scaling;
+    memset(s, 0, sizeof *s);
+    if (strcmp(t, "default") == 0) return true;
+    if (strcmp(t, "linear") == 0) {
+        s->type = TG_ROPE_SCALING_LINEAR;
+        return rope_num(c, obj, what, t, "factor", &s->factor, err);
+    }
+    if (strcmp(t, "llama3") == 0) {
+        s->type = TG_ROPE_SCALING_LLAMA3;
+        if (!rope_num(c, obj, what, t, "factor", &s->factor, err) ||
+            !rope_num(c, obj, what, t, "low_freq_factor", &s->low_freq_factor, err) ||
+            !rope_num(c, obj, what, t, "high_freq_factor", &s->high_freq_factor, err))
+            return false;
+        if (!(s->high_freq_factor > s->low_freq_factor))
+            return tg_fail(err, "%s: %s \"high_freq_factor\" %g must exceed \"low_freq_factor\" %g", c->path, what,
+                           s->high_freq_factor, s->low_freq_factor);
+        const json_t *orig = json_object_get(obj, "original_max_position_embeddings");
+        if (!orig || json_is_null(orig)) {
+            s->original_context = hp->context_length;
+        } else if (!json_is_integer(orig) || json_integer_value(orig) < 1 || json_integer_value(orig) > INT_MAX) {
+            return tg_fail(err, "%s: %s \"original_max_position_embeddings\" must be a positive integer", c->path,
+                           what);
+        } else {
+            s->original_context = (int64_t)json_integer_value(orig);
+        }
+        return true;
+    }
+    return tg_fail(err, "%s: %s type '%.64s' is not supported (supported: default, linear, llama3)", c->path, what, t);
+}
+
+/* RoPE: rope_theta, then transformers 4's "rope_scaling" or, when that is absent, null or empty, transformers 5's
+ * "rope_parameters" (transformers takes rope_scaling first too). */
+static bool read_rope(const config *c, tg_hparams *hp, tg_error *err) {
+    hp->rope_theta = 10000.0f;
+    if (!cfg_float(c, "rope_theta", 10000.0f, &hp->rope_theta, err)) return false;
+    const json_t *rs = cfg_get(c, "rope_scaling");
+    if (rs && json_is_object(rs) && json_object_size(rs) == 0) rs = NULL;
+    if (rs) return read_rope_object(c, rs, "rope_scaling", hp, err);
+    const json_t *rp = cfg_get(c, "rope_parameters");
+    return !rp || read_rope_object(c, rp, "rope_parameters", hp, err);
 }
 
 /* The Hugging Face architecture name of the YOCO variant: Llama tensors and shapes plus "kv_source". */
@@ -139,12 +204,7 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     if (!cfg_int(c, "vocab_size", false, 32000, &hp->vocab_size, err)) return false;
     if (!cfg_bool(c, "tie_word_embeddings", false, &hp->tied_embeddings, err)) return false;
 
-    hp->rope_theta = 10000.0f;
-    if (!cfg_float(c, "rope_theta", 10000.0f, &hp->rope_theta, err)) return false;
-    const json_t *rp = cfg_get(c, "rope_parameters");
-    if (rp && !check_rope_object(c, rp, "rope_parameters", &hp->rope_theta, err)) return false;
-    const json_t *rs = cfg_get(c, "rope_scaling");
-    if (rs && !check_rope_object(c, rs, "rope_scaling", &hp->rope_theta, err)) return false;
+    if (!read_rope(c, hp, err)) return false;
     hp->rope_style = TG_ROPE_HALF;
 
     hp->sliding_window = 0;
@@ -199,11 +259,94 @@ static bool check_shared_layers(const struct tg_model *m, const char *path, tg_e
     return true;
 }
 
+/* The transformers names of the token embedding and the output head. */
+#define EMBED_NAME "model.embed_tokens.weight"
+#define LM_HEAD_NAME "lm_head.weight"
+
 static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
     return tg_safetensors_view(ctx, name, rows, cols, out, err);
 }
 
-bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
+/* Whether the folder holds file `name`: 1 yes, 0 no (absent), -1 it is there but unusable (err says why: a FIFO,
+ * a symlink out of the folder...). */
+static int folder_has(const char *dir, const char *name, tg_error *err) {
+    char path[4096];
+    bool missing = false;
+    tg_error why = {0};
+    if (tg_folder_file(dir, name, NULL, path, sizeof path, &missing, &why)) return 1;
+    if (missing) return 0;
+    if (err) *err = why;
+    return -1;
+}
+
+/* Whether the folder has safetensors weights (1 / 0 / -1 as folder_has). Without them, note[cap] says what is
+ * there instead: PyTorch pickle weights (pytorch_model.bin, Llama 2's pytorch_model.bin.index.json) are not read. */
+static int has_safetensors(const char *dir, char *note, size_t cap, tg_error *err) {
+    int single = folder_has(dir, "model.safetensors", err), index = single < 0 ? -1 : folder_has(dir,
+                                                                 "model.safetensors.index.json", err);
+    if (single < 0 || index < 0) return -1;
+    if (single || index) return 1;
+    static const char *const pickles[] = {"pytorch_model.bin.index.json", "pytorch_model.bin"};
+    const char *pickle = NULL;
+    for (size_t i = 0; i < 2 && !pickle; i++)
+        if (folder_has(dir, pickles[i], NULL) == 1) pickle = pickles[i];
+    if (pickle)
+        snprintf(note, cap, "no model.safetensors or model.safetensors.index.json; %s names PyTorch pickle weights, "
+                            "which tinygpt does not read (convert them to safetensors)", pickle);
+    else snprintf(note, cap, "no model.safetensors or model.safetensors.index.json");
+    return 0;
+}
+
+/* A sharded checkpoint whose index names a shard that is not in the folder (the index and config downloaded, the
+ * shards not): 1 with note[cap] naming the first missing shard and the count, 0 when every shard is there (or the
+ * index is unreadable: opening the weights then reports why), -1 on a shard that is there but unusable. */
+static int missing_shard(const char *dir, char *note, size_t cap, tg_error *err) {
+    char path[4096];
+    if (!tg_folder_file(dir, "model.safetensors.index.json", NULL, path, sizeof path, NULL, NULL)) return 0;
+    json_t *root = tg_json_load_path(path, 0, NULL, NULL);
+    const json_t *map = json_object_get(root, "weight_map");
+    const char *key, *first = NULL;
+    const json_t *v;
+    size_t n_missing = 0;
+    int status = 0;
+    json_object_foreach((json_t *)map, key, v) {
+        if (!json_is_string(v)) continue;
+        const int has = folder_has(dir, json_string_value(v), err);
+        if (has < 0) {
+            status = -1;
+            break;
+        }
+        if (has == 0 && (!first || strcmp(first, json_string_value(v)) != 0)) {
+            if (!first) first = json_string_value(v);
+            n_missing++;
+        }
+    }
+    if (status == 0 && first) {
+        snprintf(note, cap, "model.safetensors.index.json names shards that are not here: %.100s%s", first,
+                 n_missing > 1 ? " and others" : "");
+        status = 1;
+    }
+    json_decref(root);
+    return status;
+}
+
+/* Appends "; what" (or "what" first) to the model's list of absent files. */
+static void note_absent(struct tg_model *m, const char *what) {
+    const size_t len = strlen(m->absent);
+    snprintf(m->absent + len, sizeof m->absent - len, "%s%s", len ? "; " : "", what);
+}
+
+/* TG_NEED_TOKENIZER: the tokenizer files alone. */
+static bool load_tokenizer_only(struct tg_model *m, const char *dir, tg_error *err) {
+    m->tokenizer = tg_tokenizer_load_hf(dir, err);
+    if (!m->tokenizer) return false;
+    m->has_weights = false;
+    if (!tg_model_add_eos(m, tg_tokenizer_eos(m->tokenizer), dir, err)) return false;
+    return tg_model_init_kv_source(m, err);
+}
+
+bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, tg_error *err) {
+    if (need == TG_NEED_TOKENIZER) return load_tokenizer_only(m, dir, err);
     char path[4096];
     bool missing;
     tg_error why = {0};
@@ -218,23 +361,53 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
     config c = {root, path};
     bool ok = read_config(&c, &m->hp, err) && tg_hparams_validate(&m->hp, path, err) &&
               tg_model_init_kv_source(m, err) && read_kv_source(&c, &m->hp, err);
+    if (!ok) {
+        json_decref(root);
+        return false;
+    }
+
+    char note[256] = "";
+    int weights = has_safetensors(dir, note, sizeof note, err);
+    if (weights == 1 && need == TG_NEED_CONFIG) {
+        const int gone = missing_shard(dir, note, sizeof note, err);
+        weights = gone < 0 ? -1 : !gone;
+    }
+    if (weights < 0 || (weights == 0 && need == TG_NEED_ALL && strstr(note, "pickle")))
+        ok = weights < 0 ? false : tg_fail(err, "%s: %s", dir, note);
+    if (ok && weights == 0 && need == TG_NEED_CONFIG) {
+        char what[300];
+        snprintf(what, sizeof what, "weights (%s)", note);
+        note_absent(m, what);
+    } else if (ok) {
+        m->st = tg_safetensors_open_dir(dir, err);
+        ok = m->st && check_shared_layers(m, path, err);
+    }
+    const int tokenizer = ok && need == TG_NEED_CONFIG ? folder_has(dir, "tokenizer.json", err) : 1;
+    if (tokenizer < 0) ok = false;
+    if (ok && tokenizer == 0) note_absent(m, "tokenizer.json (no tokenizer: BOS / EOS from config.json)");
+    if (ok && tokenizer == 1) {
+        m->tokenizer = tg_tokenizer_load_hf(dir, err);
+        ok = m->tokenizer != NULL;
+        /* Every id the tokenizer can produce must have an embedding row (vocab_size may be larger: padding). */
+        if (ok && tg_tokenizer_vocab_size(m->tokenizer) > m->hp.vocab_size)
+            ok = tg_fail(err, "%s: the tokenizer has %d tokens but \"vocab_size\" is %d", path,
+                         (int)tg_tokenizer_vocab_size(m->tokenizer), m->hp.vocab_size);
+        if (ok) ok = tg_model_add_eos(m, tg_tokenizer_eos(m->tokenizer), dir, err);
+    }
+    if (ok) ok = tg_hf_read_generation(m, dir, root, path, m->hp.vocab_size, err);
     json_decref(root);
     if (!ok) return false;
+    if (!m->st) {
+        m->has_weights = false;
+        m->n_params = tg_hparams_param_count(&m->hp);
+        if (m->n_params < 0) return tg_fail(err, "%s: the parameter count overflows", path);
+        return true;
+    }
 
-    m->st = tg_safetensors_open_dir(dir, err);
-    if (!m->st) return false;
-    if (!check_shared_layers(m, path, err)) return false;
-    m->tokenizer = tg_tokenizer_load_hf(dir, err);
-    if (!m->tokenizer) return false;
-    /* Every id the tokenizer can produce must have an embedding row (vocab_size may be larger: padding). */
-    if (tg_tokenizer_vocab_size(m->tokenizer) > m->hp.vocab_size)
-        return tg_fail(err, "%s: the tokenizer has %d tokens but \"vocab_size\" is %d", path,
-                       (int)tg_tokenizer_vocab_size(m->tokenizer), m->hp.vocab_size);
-
-    static const tg_weight_names names = {
-        .tok_embd = "model.embed_tokens.weight",
+    tg_weight_names names = {
+        .tok_embd = EMBED_NAME,
         .out_norm = "model.norm.weight",
-        .lm_head = "lm_head.weight",
+        .lm_head = LM_HEAD_NAME,
         .layer_prefix = "model.layers.",
         .attn_norm = "input_layernorm.weight",
         .wq = "self_attn.q_proj.weight",
@@ -246,5 +419,9 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err) {
         .w_up = "mlp.up_proj.weight",
         .w_down = "mlp.down_proj.weight",
     };
+    /* A tied model's one matrix may be stored under either name (transformers saves whichever it meets first:
+     * TinyStories-656K has lm_head.weight only); with both, the embedding's copy is used. */
+    if (m->hp.tied_embeddings && !tg_safetensors_find(m->st, EMBED_NAME) && tg_safetensors_find(m->st, LM_HEAD_NAME))
+        names.tok_embd = LM_HEAD_NAME;
     return tg_model_bind_weights(m, &names, st_view, m->st, err);
 }

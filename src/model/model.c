@@ -28,7 +28,7 @@ typedef struct {
     size_t n, cap;
 } tg_owned;
 
-float *tg_model_alloc_f32(struct tg_model *m, size_t n) {
+void *tg_model_alloc(struct tg_model *m, size_t bytes) {
     tg_owned *o = m->owned;
     if (!o) {
         o = calloc(1, sizeof *o);
@@ -42,10 +42,24 @@ float *tg_model_alloc_f32(struct tg_model *m, size_t n) {
         o->ptrs = p;
         o->cap = cap;
     }
-    float *buf = calloc(n ? n : 1, sizeof *buf);
+    void *buf = calloc(bytes ? bytes : 1, 1);
     if (!buf) return NULL;
     o->ptrs[o->n++] = buf;
     return buf;
+}
+
+float *tg_model_alloc_f32(struct tg_model *m, size_t n) {
+    return n > SIZE_MAX / sizeof(float) ? NULL : tg_model_alloc(m, n * sizeof(float));
+}
+
+bool tg_model_set_rope_freqs(struct tg_model *m, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    if (!tg_rope_is_scaled(&hp->rope_scaling)) return true;
+    double *f = tg_model_alloc(m, (size_t)(hp->head_dim / 2) * sizeof(double));
+    if (!f) return tg_fail(err, "out of memory");
+    tg_rope_inv_freq(hp->head_dim, hp->rope_theta, &hp->rope_scaling, f);
+    hp->rope_inv_freq = f;
+    return true;
 }
 
 static void owned_free(tg_owned *o) {
@@ -267,7 +281,9 @@ static bool check_weights_finite(const tg_model *m, const char *path, tg_error *
 
 /* ---- loading and freeing ---- */
 
-tg_model *tg_model_load(const char *path, tg_error *err) {
+tg_model *tg_model_load(const char *path, tg_error *err) { return tg_model_load_for(path, TG_NEED_ALL, err); }
+
+tg_model *tg_model_load_for(const char *path, tg_model_need need, tg_error *err) {
     if (!path || !*path) {
         tg_fail(err, "no model path given");
         return NULL;
@@ -303,8 +319,11 @@ tg_model *tg_model_load(const char *path, tg_error *err) {
         tg_fail(err, "out of memory");
         return NULL;
     }
-    bool ok = is_dir ? tg_model_load_hf(m, path, err) : tg_model_load_gguf(m, path, err);
-    if (ok && m->has_weights) ok = check_weights_finite(m, path, err);
+    m->config_bos = -1;
+    bool ok = is_dir ? tg_model_load_hf(m, path, need, err) : tg_model_load_gguf(m, path, err);
+    /* TG_NEED_CONFIG describes the model without reading its weights' values */
+    if (ok && m->has_weights && need != TG_NEED_CONFIG) ok = check_weights_finite(m, path, err);
+    if (ok && m->has_weights) ok = tg_model_set_rope_freqs(m, err);
     if (!ok) {
         tg_model_free(m);
         return NULL;
@@ -347,6 +366,55 @@ void tg_model_get_info(const tg_model *m, tg_model_info *info) {
     int n_kv = 0;
     for (int l = 0; l < hp->n_layers && hp->kv_source; l++) n_kv += hp->kv_source[l] == l;
     info->n_kv_layers = n_kv;
+    info->has_tokenizer = m->tokenizer != NULL;
+    tg_rope_scaling_describe(&hp->rope_scaling, info->rope_scaling, sizeof info->rope_scaling);
+    snprintf(info->absent, sizeof info->absent, "%s", m->absent);
+}
+
+int64_t tg_hparams_param_count(const tg_hparams *hp) {
+    const int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
+    int64_t qd, kvd, embd, attn_q, attn_kv, ffn, layer_kv, total;
+    if (!tg_mul_i64(hp->n_heads, hp->head_dim, &qd) || !tg_mul_i64(hp->n_kv_heads, hp->head_dim, &kvd) ||
+        !tg_mul_i64(vocab, d, &embd) || !tg_mul_i64(2 * qd, d, &attn_q) || !tg_mul_i64(2 * kvd, d, &attn_kv) ||
+        !tg_mul_i64(3 * ff, d, &ffn))
+        return -1;
+    /* embedding (+ the untied output head) and the output norm */
+    if (!tg_mul_i64(embd, hp->tied_embeddings ? 1 : 2, &total) || !tg_add_i64(total, d, &total)) return -1;
+    for (int l = 0; l < hp->n_layers; l++) {
+        /* two norms, q and o, k and v unless the layer reads another's (YOCO), the three feed-forward matrices */
+        const bool own_kv = !hp->kv_source || hp->kv_source[l] == l;
+        if (!tg_add_i64(2 * d + attn_q, own_kv ? attn_kv : 0, &layer_kv) || !tg_add_i64(layer_kv, ffn, &layer_kv) ||
+            !tg_add_i64(total, layer_kv, &total))
+            return -1;
+    }
+    return total;
+}
+
+bool tg_model_add_eos(struct tg_model *m, int32_t id, const char *where, tg_error *err) {
+    if (id < 0) return true;
+    for (int i = 0; i < m->n_eos_ids; i++)
+        if (m->eos_ids[i] == id) return true;
+    if (m->n_eos_ids == TG_MAX_EOS_IDS)
+        return tg_fail(err, "%s: more than %d end-of-sequence ids", where, TG_MAX_EOS_IDS);
+    m->eos_ids[m->n_eos_ids++] = id;
+    return true;
+}
+
+size_t tg_token_eos_ids(const tg_model *m, const int32_t **ids) {
+    if (ids) *ids = m ? m->eos_ids : NULL;
+    return m ? (size_t)m->n_eos_ids : 0;
+}
+
+bool tg_token_is_eos(const tg_model *m, int32_t id) {
+    if (!m || id < 0) return false;
+    for (int i = 0; i < m->n_eos_ids; i++)
+        if (m->eos_ids[i] == id) return true;
+    return false;
+}
+
+void tg_model_generation_defaults(const tg_model *m, tg_generation_defaults *out) {
+    memset(out, 0, sizeof *out);
+    if (m) *out = m->gen;
 }
 
 /* ---- tokenizer entry points ---- */
@@ -359,9 +427,16 @@ bool tg_tokenize(const tg_model *m, const char *text, size_t len, bool add_bos, 
     return tg_tokenizer_encode(m->tokenizer, text, len, add_bos, ids, n_ids, err);
 }
 
-int32_t tg_token_bos(const tg_model *m) { return m && m->tokenizer ? tg_tokenizer_bos(m->tokenizer) : -1; }
+int32_t tg_token_bos(const tg_model *m) {
+    if (!m) return -1;
+    return m->tokenizer ? tg_tokenizer_bos(m->tokenizer) : m->config_bos;
+}
 
-int32_t tg_token_eos(const tg_model *m) { return m && m->tokenizer ? tg_tokenizer_eos(m->tokenizer) : -1; }
+int32_t tg_token_eos(const tg_model *m) {
+    if (!m) return -1;
+    if (m->tokenizer) return tg_tokenizer_eos(m->tokenizer);
+    return m->n_eos_ids > 0 ? m->eos_ids[0] : -1;
+}
 
 tg_detok *tg_detok_new(const tg_model *m, tg_error *err) {
     return tg_tokenizer_detok_new(m ? m->tokenizer : NULL, err);

@@ -9,6 +9,7 @@
 #include "format/safetensors.h"
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
+#include "model/rope_scaling.h"
 #include "tinygpt.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,6 +25,8 @@ typedef struct {
     float rope_theta;
     float norm_eps;
     tg_rope_style rope_style; /* HALF for Hugging Face weights, INTERLEAVED for llama.cpp-converted GGUF */
+    tg_rope_scaling rope_scaling;  /* NONE unless the file declares a scaling */
+    const double *rope_inv_freq;   /* [head_dim / 2] the scaled frequencies (owned by the model); NULL = unscaled */
     bool tied_embeddings;
     /* YOCO / cross-layer sharing: kv_source[l] = the layer whose K/V layer l reads (l itself if it holds its own). */
     int *kv_source;           /* [n_layers] */
@@ -41,6 +44,9 @@ typedef struct {
     tg_tensor w_down;            /* [d_model, ffn_dim] */
 } tg_layer_weights;
 
+/* The most end-of-sequence ids a model keeps (real configs list up to three). */
+#define TG_MAX_EOS_IDS 16
+
 struct tg_model {
     tg_hparams hp;
     bool has_weights;
@@ -48,7 +54,12 @@ struct tg_model {
     float *out_norm;             /* [d_model] */
     tg_tensor lm_head;           /* [vocab, d_model]; equals tok_embd when tied */
     tg_layer_weights *layers;    /* [n_layers] */
-    tg_tokenizer *tokenizer;
+    tg_tokenizer *tokenizer;     /* NULL only for a folder loaded with TG_NEED_CONFIG that has no tokenizer.json */
+    int32_t config_bos;          /* config.json's bos_token_id (-1: none): BOS when there is no tokenizer */
+    int32_t eos_ids[TG_MAX_EOS_IDS]; /* every id that ends generation (tg_token_eos_ids) */
+    int n_eos_ids;
+    tg_generation_defaults gen;  /* generation_config.json's sampling settings */
+    char absent[320];            /* TG_NEED_CONFIG: what the folder lacks (tg_model_info.absent) */
     int64_t n_params;
     int64_t weight_bytes;        /* bytes read per decoded token (tg_model_info.weight_bytes) */
     char weight_types[64];
@@ -60,15 +71,28 @@ struct tg_model {
 
 /* Format-specific loaders (called by tg_model_load after it has decided what `path` is). */
 bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err);
-bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_error *err);
+bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, tg_error *err);
+
+/* Adds id to the model's end-of-sequence ids unless it is there already (or negative); false with a message naming
+ * `where` when more than TG_MAX_EOS_IDS are given. */
+bool tg_model_add_eos(struct tg_model *m, int32_t id, const char *where, tg_error *err);
+
+/* The parameters of the weight tensors hp implies (the shapes tg_model_bind_weights checks); -1 on overflow. */
+int64_t tg_hparams_param_count(const tg_hparams *hp);
 
 /* The model's tokenizer (never NULL for a loaded model); owned by the model. */
 const tg_tokenizer *tg_model_tokenizer(const tg_model *m);
 
 /* ---- helpers shared by the two loaders (model.c) ---- */
 
-/* A zeroed float buffer of n elements owned by the model (freed by tg_model_free); NULL on allocation failure. */
+/* A zeroed buffer of `bytes` / a zeroed float buffer of n elements owned by the model (freed by tg_model_free);
+ * NULL on allocation failure. */
+void *tg_model_alloc(struct tg_model *m, size_t bytes);
 float *tg_model_alloc_f32(struct tg_model *m, size_t n);
+
+/* When hp.rope_scaling scales the frequencies: computes them once (hp.rope_inv_freq, owned by the model) for the
+ * KV cache. hp must be validated (head_dim even, theta positive). */
+bool tg_model_set_rope_freqs(struct tg_model *m, tg_error *err);
 
 /* Sets kv_source to the identity (every layer holds its own K/V). hp->n_layers must be set. */
 bool tg_model_init_kv_source(struct tg_model *m, tg_error *err);

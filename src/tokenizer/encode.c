@@ -1,5 +1,6 @@
 /* encode.c — text to ids: split on added tokens (leftmost, longest), then normalize, pre-tokenize and run the model
- * over each stretch of text in between. */
+ * over each stretch of text in between. Added tokens marked "normalized" (Hugging Face) are found after normalizing,
+ * in the normalized stretch, against their normalized content, as tokenizers does. */
 #define _GNU_SOURCE /* memmem */
 #include <stdlib.h>
 #include <string.h>
@@ -101,19 +102,12 @@ static bool normalize(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n
 #define LIMIT_FMT "(limit: %dx the input + %d bytes)"
 #define LIMIT_ARGS TG_TOK_EXPAND_FACTOR, TG_TOK_EXPAND_SLACK
 
-/* Encodes the text between two added tokens. first: it starts at offset 0 of the caller's text. The section's
- * normalized and pre-tokenized text is charged to c->budget (what is left of the call's expansion ceiling). */
-static bool encode_section(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n, bool first, tg_error *err) {
-    if (n == 0) return true;
-    const char *norm;
-    size_t norm_n;
+/* Pre-tokenizes normalized text norm[0, n) and runs the model over its pieces. first: it starts at offset 0 of the
+ * caller's text. Charged to c->budget. */
+static bool encode_normalized(const tg_tokenizer *t, enc_ctx *c, const char *norm, size_t norm_n, bool first,
+                              tg_error *err) {
+    if (norm_n == 0) return true;
     bool over;
-    if (!normalize(t, c, s, n, c->budget, &norm, &norm_n, &over)) {
-        if (over)
-            return tg_fail(err, "%s: normalizer expands the input beyond %zu bytes " LIMIT_FMT, t->source,
-                           c->max_bytes, LIMIT_ARGS);
-        return tg_fail(err, "%s: out of memory normalizing %zu bytes", t->source, n);
-    }
     if (!tg_pieces_set(&c->pieces, norm, norm_n, first)) return tg_fail(err, "out of memory");
     if (!tg_pretok_run(t->pre, t->n_pre, &c->pieces, c->budget, c->pre, &over, err)) {
         if (over)
@@ -133,6 +127,62 @@ static bool encode_section(const tg_tokenizer *t, enc_ctx *c, const char *s, siz
         return tg_fail(err, "%s: the input gives more than %zu tokens " LIMIT_FMT, t->source, c->max_bytes,
                        LIMIT_ARGS);
     return true;
+}
+
+static size_t space_before(const char *s, size_t n);
+static size_t space_after(const char *s, size_t n);
+
+/* The added tokens matched in the normalized text ("normalized": true, tg_tok_set_normalized) split norm[0, n);
+ * the stretches between them are encoded as they are (normalized once, as a whole, as tokenizers does). */
+static bool encode_split_normalized(const tg_tokenizer *t, enc_ctx *c, const char *norm, size_t n, bool first,
+                                    tg_error *err) {
+    tg_added_scan scan;
+    tg_added_scan_init(&scan, t->norm_match, norm, n);
+    size_t sec = 0, pos = 0;
+    bool ok = true;
+    while (ok && pos < n) {
+        int32_t k;
+        if (!tg_added_scan_at(&scan, pos, &k)) {
+            ok = tg_fail(err, "out of memory matching added tokens");
+            break;
+        }
+        if (k < 0) {
+            pos++;
+            continue;
+        }
+        const tg_added_token *a = &t->added[t->norm_index[k]];
+        size_t end = pos;
+        if (a->lstrip) {
+            for (size_t s; (s = space_before(norm + sec, end - sec)) > 0;) end -= s;
+        }
+        ok = encode_normalized(t, c, norm + sec, end - sec, first && sec == 0, err);
+        if (ok && !tg_idvec_push(&c->out, a->id)) ok = tg_fail(err, "out of memory");
+        pos += t->norm_len[k];
+        if (a->rstrip) {
+            for (size_t s; (s = space_after(norm + pos, n - pos)) > 0;) pos += s;
+        }
+        sec = pos;
+    }
+    tg_added_scan_free(&scan);
+    return ok && encode_normalized(t, c, norm + sec, n - sec, first && sec == 0, err);
+}
+
+/* Encodes the text between two added tokens (found in the raw text). first: it starts at offset 0 of the caller's
+ * text. The section's normalized and pre-tokenized text is charged to c->budget (what is left of the call's
+ * expansion ceiling). */
+static bool encode_section(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n, bool first, tg_error *err) {
+    if (n == 0) return true;
+    const char *norm;
+    size_t norm_n;
+    bool over;
+    if (!normalize(t, c, s, n, c->budget, &norm, &norm_n, &over)) {
+        if (over)
+            return tg_fail(err, "%s: normalizer expands the input beyond %zu bytes " LIMIT_FMT, t->source,
+                           c->max_bytes, LIMIT_ARGS);
+        return tg_fail(err, "%s: out of memory normalizing %zu bytes", t->source, n);
+    }
+    return t->norm_match ? encode_split_normalized(t, c, norm, norm_n, first, err)
+                         : encode_normalized(t, c, norm, norm_n, first, err);
 }
 
 /* Unicode's White_Space property (what tokenizers' lstrip / rstrip strip: Rust's char::is_whitespace). */
@@ -182,7 +232,7 @@ bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bo
     tg_added_scan scan;
     tg_added_scan_init(&scan, t->added_match, text, len);
     size_t sec = 0, pos = 0;
-    while (ok && pos < len && t->n_added) {
+    while (ok && pos < len && t->added_match) {
         int32_t k;
         if (!tg_added_scan_at(&scan, pos, &k)) {
             ok = tg_fail(err, "out of memory matching added tokens");
@@ -192,7 +242,7 @@ bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bo
             pos++;
             continue;
         }
-        const tg_added_token *a = &t->added[k];
+        const tg_added_token *a = &t->added[t->raw_index ? t->raw_index[k] : (size_t)k];
         size_t end = pos;
         if (a->lstrip) {
             for (size_t s; (s = space_before(text + sec, end - sec)) > 0;) end -= s;

@@ -427,6 +427,23 @@ static bool load_specials(hf_ctx *c, const char *dir, const json_t *root) {
     return true;
 }
 
+/* The added tokens' "normalized" flags (absent: not special, as tokenizers' AddedToken defaults) to the tokenizer,
+ * once its normalizer is known: those are matched in the normalized text (tg_tok_set_normalized). */
+static bool set_normalized(hf_ctx *c, const json_t *added) {
+    if (c->t->n_norm == 0 || json_array_size(added) == 0) return true;
+    bool *normalized = calloc((size_t)c->t->n_vocab, sizeof *normalized);
+    if (!normalized) return tg_fail(c->err, "out of memory reading %s", c->path);
+    size_t i;
+    json_t *a;
+    json_array_foreach(added, i, a) {
+        const size_t id = (size_t)json_integer_value(json_object_get(a, "id")); /* checked by vocab_size */
+        normalized[id] = bool_field(a, "normalized", !bool_field(a, "special", false));
+    }
+    const bool ok = tg_tok_set_normalized(c->t, normalized, c->err);
+    free(normalized);
+    return ok;
+}
+
 tg_tokenizer *tg_tokenizer_load_hf(const char *dir, tg_error *err) {
     char path[4096];
     bool failed;
@@ -450,7 +467,8 @@ tg_tokenizer *tg_tokenizer_load_hf(const char *dir, tg_error *err) {
         c.t->byte_fallback = bool_field(model, "byte_fallback", false);
         ok = load_model(&c, root) && parse_normalizer(&c, json_object_get(root, "normalizer")) &&
              parse_pre(&c, json_object_get(root, "pre_tokenizer")) &&
-             parse_decoder(&c, json_object_get(root, "decoder")) && load_specials(&c, dir, root);
+             parse_decoder(&c, json_object_get(root, "decoder")) && load_specials(&c, dir, root) &&
+             set_normalized(&c, added);
     }
     json_decref(root);
     if (!ok) {

@@ -87,7 +87,15 @@ struct tg_tokenizer {
 
     tg_added_token *added;    /* [n_added], by id */
     size_t n_added;
-    tg_added_matcher *added_match; /* finds them: its index i is added[i] (NULL when n_added is 0) */
+    tg_added_matcher *added_match; /* finds them in the raw text: its index i is added[i], or added[raw_index[i]] */
+    /* Hugging Face added tokens marked "normalized": true, when there are normalizer steps: tokenizers matches them
+     * in the normalized text against their normalized content (tg_tok_set_normalized); added_match then finds only
+     * the others. NULL / 0 when there are none. */
+    size_t *raw_index;             /* [added_match's count] added_match index -> added[] index */
+    tg_added_matcher *norm_match;  /* over the normalized contents */
+    size_t *norm_index;            /* [n_norm_added] norm_match index -> added[] index */
+    size_t *norm_len;              /* [n_norm_added] bytes of each normalized content */
+    size_t n_norm_added;
 
     /* decoder */
     bool dec_byte_level;      /* NORMAL tokens are byte-level characters */
@@ -106,6 +114,10 @@ bool tg_tok_set_texts(tg_tokenizer *t, const char *const *texts, const size_t *l
 /* After types and texts are set: fills byte_id from <0xNN> tokens, and indexes the added tokens: every token of
  * type CONTROL, USER or UNKNOWN with non-empty text (lstrip/rstrip from the optional arrays, may be NULL). */
 bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_error *err);
+/* After tg_tok_finish and the normalizer steps: the added tokens whose normalized[id] is set are matched in the
+ * normalized text against their normalized content, as Hugging Face tokenizers does ("normalized": true); the rest
+ * stay matched in the raw text. Nothing changes without normalizer steps or such tokens. */
+bool tg_tok_set_normalized(tg_tokenizer *t, const bool *normalized, tg_error *err);
 /* Parses "<0xNN>"; false for anything else. */
 bool tg_tok_parse_byte(const char *s, size_t len, uint8_t *out);
 /* Appends a normalizer step (strings copied). */

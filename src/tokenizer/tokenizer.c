@@ -1,6 +1,7 @@
 /* tokenizer.c — building and freeing a tokenizer (vocabulary arena, lookup maps, pipeline steps, added-token
  * index) and its small accessors; the loaders in load_gguf.c / load_hf.c fill it through these helpers. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
+#define _GNU_SOURCE /* memmem */
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,7 +87,13 @@ bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_e
     }
     free(t->added);
     tg_added_matcher_free(t->added_match);
-    t->added_match = NULL;
+    tg_added_matcher_free(t->norm_match);
+    free(t->raw_index);
+    free(t->norm_index);
+    free(t->norm_len);
+    t->added_match = t->norm_match = NULL;
+    t->raw_index = t->norm_index = t->norm_len = NULL;
+    t->n_norm_added = 0;
     t->n_added = 0;
     t->added = calloc(n_added ? n_added : 1, sizeof *t->added);
     const char **texts = calloc(n_added ? n_added : 1, sizeof *texts);
@@ -112,6 +119,100 @@ bool tg_tok_finish(tg_tokenizer *t, const bool *lstrip, const bool *rstrip, tg_e
     if (!ok) return tg_fail(err, "%s: out of memory for the added-token index", t->source);
     t->n_added = n_added;
     return true;
+}
+
+/* s[0, n) through the normalizer steps (Prepend, Replace), malloc'd into *out (*out_n bytes); false when out of
+ * memory or the result would overflow. */
+static bool normalize_alloc(const tg_tokenizer *t, const char *s, size_t n, char **out, size_t *out_n) {
+    char *cur = malloc(n + 1);
+    if (!cur) return false;
+    memcpy(cur, s, n);
+    size_t cur_n = n;
+    for (size_t k = 0; k < t->n_norm; k++) {
+        const tg_norm_step *st = &t->norm[k];
+        if (st->kind == TG_NORM_PREPEND ? cur_n == 0 : st->a_len == 0) continue;
+        size_t hits = 0;
+        if (st->kind != TG_NORM_PREPEND)
+            for (const char *p = cur, *end = cur + cur_n; (p = memmem(p, (size_t)(end - p), st->a, st->a_len));
+                 p += st->a_len)
+                hits++;
+        size_t need, grow;
+        if (!tg_mul_size(hits, st->b_len, &grow) ||
+            !tg_add_size(cur_n - hits * st->a_len, st->kind == TG_NORM_PREPEND ? st->a_len : grow, &need)) {
+            free(cur);
+            return false;
+        }
+        char *next = malloc(need + 1);
+        if (!next) {
+            free(cur);
+            return false;
+        }
+        size_t o = 0;
+        if (st->kind == TG_NORM_PREPEND) {
+            memcpy(next, st->a, st->a_len);
+            memcpy(next + st->a_len, cur, cur_n);
+            o = need;
+        } else {
+            for (const char *p = cur, *end = cur + cur_n; p < end;) {
+                const char *hit = memmem(p, (size_t)(end - p), st->a, st->a_len);
+                const size_t keep = (size_t)((hit ? hit : end) - p);
+                memcpy(next + o, p, keep);
+                o += keep;
+                if (!hit) break;
+                memcpy(next + o, st->b, st->b_len);
+                o += st->b_len;
+                p = hit + st->a_len;
+            }
+        }
+        free(cur);
+        cur = next;
+        cur_n = o;
+    }
+    *out = cur;
+    *out_n = cur_n;
+    return true;
+}
+
+bool tg_tok_set_normalized(tg_tokenizer *t, const bool *normalized, tg_error *err) {
+    size_t n_norm = 0;
+    for (size_t k = 0; k < t->n_added; k++) n_norm += normalized[t->added[k].id];
+    if (t->n_norm == 0 || n_norm == 0) return true;
+    const size_t n_raw = t->n_added - n_norm;
+    const char **texts = calloc(t->n_added, sizeof *texts);
+    size_t *lens = calloc(t->n_added, sizeof *lens);
+    char **owned = calloc(n_norm, sizeof *owned);
+    t->raw_index = calloc(n_raw ? n_raw : 1, sizeof *t->raw_index);
+    t->norm_index = calloc(n_norm, sizeof *t->norm_index);
+    t->norm_len = calloc(n_norm, sizeof *t->norm_len);
+    bool ok = texts && lens && owned && t->raw_index && t->norm_index && t->norm_len;
+    /* texts[0, n_raw): the raw ones; texts[n_raw, n_added): the normalized contents */
+    size_t r = 0, q = 0;
+    for (size_t k = 0; ok && k < t->n_added; k++) {
+        size_t len;
+        const char *s = tg_tok_text(t, t->added[k].id, &len);
+        if (!normalized[t->added[k].id]) {
+            t->raw_index[r] = k;
+            texts[r] = s;
+            lens[r++] = len;
+        } else if ((ok = normalize_alloc(t, s, len, &owned[q], &t->norm_len[q]))) {
+            t->norm_index[q] = k;
+            texts[n_raw + q] = owned[q];
+            lens[n_raw + q] = t->norm_len[q];
+            q++;
+        }
+    }
+    if (ok) {
+        tg_added_matcher_free(t->added_match);
+        t->added_match = n_raw ? tg_added_matcher_new(texts, lens, n_raw) : NULL;
+        t->norm_match = tg_added_matcher_new(texts + n_raw, lens + n_raw, n_norm);
+        ok = (t->added_match || !n_raw) && t->norm_match;
+        t->n_norm_added = n_norm;
+    }
+    for (size_t i = 0; owned && i < q; i++) free(owned[i]);
+    free(owned);
+    free(texts);
+    free(lens);
+    return ok ? true : tg_fail(err, "%s: out of memory for the added-token index", t->source);
 }
 
 static char *dup_bytes(const char *s, size_t len) {
@@ -196,6 +297,10 @@ void tg_tokenizer_free(tg_tokenizer *t) {
     free(t->pre);
     free(t->added);
     tg_added_matcher_free(t->added_match);
+    tg_added_matcher_free(t->norm_match);
+    free(t->raw_index);
+    free(t->norm_index);
+    free(t->norm_len);
     free(t);
 }
 

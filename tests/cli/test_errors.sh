@@ -44,16 +44,26 @@ expect_fail() {
     fi
 }
 
-# model_fails NAME PATTERN : loading $tmp/m/NAME fails the same way for info, tokenize and sample; the message names
-# the file (or the file inside the folder) and contains PATTERN.
-model_fails() {
-    local name=$1 pattern=$2 path="$tmp/m/$1"
+# model_fails_in "CMDS" NAME PATTERN : loading $tmp/m/NAME fails the same way for each of CMDS (info, tokenize,
+# sample); the message names the file (or the file inside the folder) and contains PATTERN. What each command reads
+# differs: info reads a folder's config.json and the headers (not the values) of whatever weights and tokenizer are
+# there, tokenize a folder's tokenizer files only; a GGUF file is read whole by all three.
+model_fails_in() {
+    local cmds=$1 name=$2 pattern=$3 path="$tmp/m/$2" cmd
     [ -e "$path" ] || path="$path.gguf"
-    expect_fail 1 "$pattern" info "$path"
-    grep -qF "$name" "$tmp/err" || bad "info $name: the message does not name the file: $(cat "$tmp/err")"
-    expect_fail 1 "$pattern" tokenize "$path" hello
-    expect_fail 1 "$pattern" sample "$path" --prompt hi --tokens 2 --seed 1
+    for cmd in $cmds; do
+        case $cmd in
+        info) expect_fail 1 "$pattern" info "$path" ;;
+        tokenize) expect_fail 1 "$pattern" tokenize "$path" hello ;;
+        sample) expect_fail 1 "$pattern" sample "$path" --prompt hi --tokens 2 --seed 1 ;;
+        esac
+        grep -qF "$name" "$tmp/err" || bad "$cmd $name: the message does not name the file: $(cat "$tmp/err")"
+    done
 }
+# model_fails NAME PATTERN : the same for all three commands.
+model_fails() { model_fails_in "info tokenize sample" "$@"; }
+# A folder's config / weights defects: everything but tokenize, which reads only the tokenizer files.
+hf_model_fails() { model_fails_in "info sample" "$@"; }
 
 python3 tests/cli/errors_mkmodel.py "$tmp/m" >/dev/null || { echo "test_errors: errors_mkmodel.py failed"; exit 1; }
 good="$tmp/m/good.gguf"
@@ -83,7 +93,7 @@ expect_fail 1 "notes.txt: not a model" info "$tmp/notes.txt"
 expect_fail 1 "empty.gguf: not a model" info "$tmp/empty.gguf"
 mkdir "$tmp/emptydir"
 expect_fail 1 "emptydir: not a model" sample "$tmp/emptydir" --prompt hi
-model_fails hf-noconfig "not a model"
+hf_model_fails hf-noconfig "not a model"
 model_fails magic "not a model"
 
 # ---- GGUF: version, truncation, counts and offsets ---------------------------------------------------------------
@@ -111,25 +121,33 @@ model_fails ggmltype "unknown ggml type 99"
 model_fails nomerges "no tokenizer.ggml.merges"
 model_fails novocab "missing metadata key llama.vocab_size"
 model_fails tokmodel "unsupported tokenizer.ggml.model 'wordpiece'"
-model_fails nan "the output norm weights hold a NaN or infinite value"
-model_fails inf "the token embedding weights hold a NaN or infinite value (row 0, column 1)"
-model_fails nan-f16 "the output weights hold a NaN or infinite value"
-model_fails inf-q8 "the down weights of layer 0 hold a NaN or infinite value"
+# the weights' values: info describes the file without reading them
+model_fails_in "tokenize sample" nan "the output norm weights hold a NaN or infinite value"
+model_fails_in "tokenize sample" inf "the token embedding weights hold a NaN or infinite value (row 0, column 1)"
+model_fails_in "tokenize sample" nan-f16 "the output weights hold a NaN or infinite value"
+model_fails_in "tokenize sample" inf-q8 "the down weights of layer 0 hold a NaN or infinite value"
 
 # ---- Hugging Face folders ---------------------------------------------------------------------------------------
-model_fails hf-badjson "hf-badjson/config.json: bad JSON at line 1"
-model_fails hf-arch "unsupported architecture 'GPT2LMHeadModel'"
-model_fails hf-shape "expected [66, 32]"
-model_fails hf-dtype "has dtype I8, which is not supported"
-model_fails hf-headerlen "bad header length: the first 8 bytes give more than"
-model_fails hf-trunc "truncated: tensor 'lm_head.weight' data_offsets"
-model_fails hf-offsets "extend past the end of the data section"
-model_fails hf-shape-overflow "element count overflows"
-model_fails hf-noweights "no weights: neither model.safetensors nor model.safetensors.index.json"
-model_fails hf-notok "hf-notok/tokenizer.json: cannot open"
+hf_model_fails hf-badjson "hf-badjson/config.json: bad JSON at line 1"
+hf_model_fails hf-arch "unsupported architecture 'GPT2LMHeadModel'"
+hf_model_fails hf-shape "expected [66, 32]"
+hf_model_fails hf-dtype "has dtype I8, which is not supported"
+hf_model_fails hf-headerlen "bad header length: the first 8 bytes give more than"
+hf_model_fails hf-trunc "truncated: tensor 'lm_head.weight' data_offsets"
+hf_model_fails hf-offsets "extend past the end of the data section"
+hf_model_fails hf-shape-overflow "element count overflows"
+model_fails_in sample hf-noweights "no weights: neither model.safetensors nor model.safetensors.index.json"
+model_fails_in "tokenize sample" hf-notok "hf-notok/tokenizer.json: cannot open"
+# ... but info describes a folder without weights or tokenizer, naming what is absent
+run info "$tmp/m/hf-noweights"
+[ "$rc" -eq 0 ] && grep -q "^absent  *weights (no model.safetensors or model.safetensors.index.json)" "$tmp/out" && ok ||
+    bad "info hf-noweights -> exit $rc, no 'absent weights' line: $(cat "$tmp/out" "$tmp/err" | head -c 600)"
+run info "$tmp/m/hf-notok"
+[ "$rc" -eq 0 ] && grep -q "^absent  *tokenizer.json" "$tmp/out" && ok ||
+    bad "info hf-notok -> exit $rc, no 'absent tokenizer.json' line: $(cat "$tmp/out" "$tmp/err" | head -c 600)"
 model_fails hf-nomerges "hf-nomerges/tokenizer.json: model.merges missing"
 model_fails hf-novocab "hf-novocab/tokenizer.json: model.vocab missing"
-model_fails hf-vocab "the tokenizer has 276 tokens but \"vocab_size\" is 263"
+hf_model_fails hf-vocab "the tokenizer has 276 tokens but \"vocab_size\" is 263"
 expect_fail 1 "spm-vocab.gguf has no weights" sample "$tmp/m/spm-vocab.gguf" --prompt hi
 
 # ---- the context and the cache flags -----------------------------------------------------------------------------

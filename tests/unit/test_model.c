@@ -164,6 +164,8 @@ typedef struct {
     const char *bad_shape;    /* GGUF name of a tensor written with one row too many */
     const char *omit_key;     /* a llama.* key suffix to leave out */
     const char *rope_scaling; /* llama.rope.scaling.type */
+    float rope_factor;        /* > 0: llama.rope.scaling.factor */
+    const float *rope_freqs;  /* [head_dim / 2]: a rope_freqs.weight tensor (llama.cpp's Llama 3.1 factors) */
     bool extra_output;        /* write output.weight even for a tied set */
     uint32_t type;            /* matrices' ggml type (F32 default) */
     bool no_tensors;          /* vocab-only */
@@ -207,6 +209,11 @@ static void write_gguf(const wset *w, const gguf_opts *o, const char *path) {
     if (!(o->omit_key && strcmp(o->omit_key, "attention.layer_norm_rms_epsilon") == 0))
         gguf_builder_add_f32(b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     if (o->rope_scaling) gguf_builder_add_str(b, "llama.rope.scaling.type", o->rope_scaling);
+    if (o->rope_factor > 0) gguf_builder_add_f32(b, "llama.rope.scaling.factor", o->rope_factor);
+    if (o->rope_freqs) {
+        const int64_t ne[1] = {w->head_dim / 2};
+        gguf_builder_add_tensor(b, "rope_freqs.weight", GGUF_BUILDER_F32, 1, ne, o->rope_freqs);
+    }
     if (o->vocab_size_key) gguf_builder_add_u32(b, "llama.vocab_size", o->vocab_size_key);
     char **tokens = vocab_tokens();
     gguf_builder_add_str(b, "tokenizer.ggml.model", "gpt2");
@@ -398,12 +405,13 @@ static tg_model *load_ok(const char *path) {
     return m;
 }
 
-/* Logits [n, vocab] of a fixed 12-token sequence, prefilled at once (malloc'd). */
+/* Logits [n, vocab] of a fixed sequence of n <= 64 tokens, prefilled at once (malloc'd). */
 static float *run_logits(const tg_model *m, int n) {
     tg_error err = {0};
     tg_session *s = tg_session_new(m, NULL, 1, &err);
     if (!s) fail_msg("tg_session_new: %s", err.msg);
-    int32_t ids[16];
+    int32_t ids[64];
+    assert_true(n <= 64);
     for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 37 + 11) % N_VOCAB);
     float *out = malloc((size_t)n * N_VOCAB * sizeof(float));
     if (!tg_session_eval(s, ids, (size_t)n, out, NULL, &err)) fail_msg("eval: %s", err.msg);
@@ -657,10 +665,23 @@ static void test_hf_errors(void **state) {
     expect_hf_error(&w, "GPT2LMHeadModel", NULL, NULL, "unsupported architecture 'GPT2LMHeadModel'");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}", NULL,
                     "rope_scaling type 'yarn' is not supported");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 8.0}}",
+                    NULL, "rope_parameters type 'dynamic' is not supported (supported: default, linear, llama3)");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
-                    NULL, "rope_scaling type 'llama3' is not supported");
-    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}", NULL,
-                    "rope_scaling type 'linear' is not supported");
+                    NULL, "rope_parameters type 'llama3' needs \"low_freq_factor\"");
+    expect_hf_error(&w, "LlamaForCausalLM",
+                    "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4, "
+                    "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 16}}",
+                    NULL, "\"high_freq_factor\" 4 must exceed \"low_freq_factor\" 4");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": -2.0}}", NULL,
+                    "rope_scaling \"factor\" must be a positive number");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"type\": \"linear\"}}", NULL,
+                    "rope_scaling type 'linear' needs \"factor\"");
+    expect_hf_error(&w, "LlamaForCausalLM",
+                    "{\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}}}", NULL,
+                    "rope_parameters per layer type ('full_attention') is not supported");
+    expect_hf_error(&w, "LlamaForCausalLM", "{\"partial_rotary_factor\": 0.5, \"rope_parameters\": {\"rope_type\": "
+                    "\"default\", \"partial_rotary_factor\": 0.5}}", NULL, "partial RoPE) is not supported");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"hidden_size\": 64}", NULL, "model.embed_tokens.weight");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"num_key_value_heads\": 3}", NULL, "must divide");
     expect_hf_error(&w, "LlamaForCausalLM", "{\"hidden_act\": \"gelu\"}", NULL, "hidden_act 'gelu'");
@@ -724,6 +745,73 @@ static void test_hf_and_gguf_agree(void **state) {
     wset_free(&w);
 }
 
+/* llama.cpp's convert_hf_to_gguf.py for Llama 3.1: the factor each pair's frequency is divided by. */
+static void llama_cpp_rope_freqs(int head_dim, double theta, double factor, double low, double high, double old_ctx,
+                                 float *out) {
+    const double pi = 3.14159265358979323846;
+    for (int i = 0; i < head_dim / 2; i++) {
+        const double freq = 1.0 / pow(theta, 2.0 * i / head_dim), wavelen = 2 * pi / freq;
+        if (wavelen < old_ctx / high) out[i] = 1.0f;
+        else if (wavelen > old_ctx / low) out[i] = (float)factor;
+        else {
+            const double smooth = (old_ctx / wavelen - low) / (high - low);
+            out[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+}
+
+/* The same weights with Llama 3.1 RoPE scaling as a Hugging Face config (rope_scaling llama3) and as llama.cpp
+ * writes it (rope_freqs.weight), and with linear scaling both ways, give the same logits; unscaled they differ. */
+static void test_rope_scaling_hf_and_gguf_agree(void **state) {
+    (void)state;
+    wset w;
+    wset_init(&w, 2, 32, 4, 2, 16, 64, false);
+    const int n = 60;
+    const size_t count = (size_t)n * N_VOCAB;
+    char *hf3 = write_hf(&w, "LlamaForCausalLM", "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                         "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}}",
+                         NULL);
+    char *hf_lin = write_hf(&w, "LlamaForCausalLM", "{\"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4.0}}",
+                            NULL);
+    float freqs[8];
+    llama_cpp_rope_freqs(16, 10000.0, 8.0, 1.0, 4.0, 64.0, freqs);
+    /* the pairs span the rule's regions: pair 0 kept, 1 and 2 smoothed, 3.. divided */
+    assert_true(freqs[0] == 1.0f && freqs[1] > 1.0f && freqs[2] < 8.0f && freqs[3] == 8.0f && freqs[7] == 8.0f);
+    gguf_opts o3 = {.type = GGUF_BUILDER_F32, .rope_freqs = freqs};
+    gguf_opts o_lin = {.type = GGUF_BUILDER_F32, .rope_scaling = "linear", .rope_factor = 4.0f};
+    gguf_opts o_plain = {.type = GGUF_BUILDER_F32};
+    tmpfile_t g3 = gguf_file(&w, &o3), g_lin = gguf_file(&w, &o_lin), g_plain = gguf_file(&w, &o_plain);
+    tg_model *m_hf3 = load_ok(hf3), *m_g3 = load_ok(g3.path), *m_hl = load_ok(hf_lin), *m_gl = load_ok(g_lin.path),
+             *m_gp = load_ok(g_plain.path);
+    tg_model_info info;
+    tg_model_get_info(m_g3, &info);
+    assert_string_equal(info.rope_scaling, "rope_freqs.weight factors (Llama 3.1 form)");
+    tg_model_get_info(m_gl, &info);
+    assert_string_equal(info.rope_scaling, "linear (factor 4)");
+    float *a = run_logits(m_hf3, n), *b = run_logits(m_g3, n), *c = run_logits(m_hl, n), *d = run_logits(m_gl, n),
+          *e = run_logits(m_gp, n);
+    const double d3 = max_diff(a, b, count), dl = max_diff(c, d, count), dp = max_diff(a, e, count);
+    /* F32 weights: only the rounding of rope_freqs.weight to f32 and summation order differ */
+    if (!(d3 <= 1e-4)) fail_msg("llama3: HF vs GGUF rope_freqs: max diff %g", d3);
+    if (!(dl <= 1e-4)) fail_msg("linear: HF vs GGUF: max diff %g", dl);
+    if (!(dp > 1e-3)) fail_msg("llama3 vs unscaled: max diff only %g", dp);
+    free(a), free(b), free(c), free(d), free(e);
+    tg_model_free(m_hf3), tg_model_free(m_g3), tg_model_free(m_hl), tg_model_free(m_gl), tg_model_free(m_gp);
+    tmp_remove(&g3), tmp_remove(&g_lin), tmp_remove(&g_plain);
+    gguf_builder_rmdir(hf3), gguf_builder_rmdir(hf_lin);
+    free(hf3), free(hf_lin);
+
+    /* bad GGUF scalings: one line each */
+    o_lin.rope_scaling = "yarn";
+    expect_gguf_error(&w, &o_lin, "rope scaling type 'yarn' is not supported (supported: none, linear", NULL);
+    o_lin.rope_scaling = "linear";
+    o_lin.rope_factor = 0.0f;
+    expect_gguf_error(&w, &o_lin, "rope scaling type 'linear' without llama.rope.scaling.factor", NULL);
+    freqs[3] = 0.0f;
+    expect_gguf_error(&w, &o3, "rope_freqs.weight[3] = 0 must be a positive number", NULL);
+    wset_free(&w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_loads_hparams_and_info),
@@ -738,6 +826,7 @@ int main(void) {
         cmocka_unit_test(test_hf_config_variants),
         cmocka_unit_test(test_hf_errors),
         cmocka_unit_test(test_hf_and_gguf_agree),
+        cmocka_unit_test(test_rope_scaling_hf_and_gguf_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

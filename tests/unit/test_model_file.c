@@ -80,6 +80,45 @@ static void test_special_files(void **state) {
     expect_msg(&err, nothere, "cannot open");
 }
 
+static json_t *parse(const char *text) {
+    json_error_t je;
+    return tg_json_parse(text, strlen(text), JSON_REJECT_DUPLICATES, &je);
+}
+
+/* Integers beyond json_int_t become reals of the same value (transformers' "no limit"); the limits themselves, and
+ * digits inside strings, keys and reals, are untouched; malformed text still fails. */
+static void test_json_big_integers(void **state) {
+    (void)state;
+    json_t *j = parse("{\"model_max_length\": 1000000000000000019884624838656, \"id\": 7,"
+                      " \"ids\": [9223372036854775807, -9223372036854775808, 9223372036854775808, -9223372036854775809],"
+                      " \"s\": \"12345678901234567890123 \\\" 99999999999999999999\", \"x\": 2.5,"
+                      " \"99999999999999999999\": 1}");
+    assert_non_null(j);
+    const json_t *big = json_object_get(j, "model_max_length");
+    assert_true(json_is_real(big));
+    assert_true(json_real_value(big) == 1e30);
+    assert_true(json_is_integer(json_object_get(j, "id")));
+    assert_int_equal(json_integer_value(json_object_get(j, "id")), 7);
+    const json_t *ids = json_object_get(j, "ids");
+    assert_true(json_is_integer(json_array_get(ids, 0)));
+    assert_true(json_integer_value(json_array_get(ids, 0)) == INT64_MAX);
+    assert_true(json_is_integer(json_array_get(ids, 1)));
+    assert_true(json_integer_value(json_array_get(ids, 1)) == INT64_MIN);
+    assert_true(json_is_real(json_array_get(ids, 2)));
+    assert_true(json_real_value(json_array_get(ids, 2)) == 9223372036854775808.0);
+    assert_true(json_is_real(json_array_get(ids, 3)));
+    assert_true(json_real_value(json_array_get(ids, 3)) == -9223372036854775809.0);
+    assert_string_equal(json_string_value(json_object_get(j, "s")), "12345678901234567890123 \" 99999999999999999999");
+    assert_true(json_is_real(json_object_get(j, "x")));
+    assert_non_null(json_object_get(j, "99999999999999999999"));
+    json_decref(j);
+    /* still malformed: a huge integer does not make bad JSON good */
+    assert_null(parse("{\"a\": 123456789012345678901234567890x}"));
+    assert_null(parse("{\"a\": 0123456789012345678901234567890}"));
+    assert_null(parse("[99999999999999999999999"));
+    assert_null(parse("\"unterminated 99999999999999999999999"));
+}
+
 static void test_json(void **state) {
     fixture *fx = *state;
     char path[128];
@@ -187,6 +226,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_special_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+        cmocka_unit_test(test_json_big_integers),
         cmocka_unit_test_setup_teardown(test_names_and_symlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hub_snapshot, setup, teardown),
     };

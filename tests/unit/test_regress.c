@@ -102,7 +102,7 @@ static void test_hf(void **state) {
 
 static void test_folder(void **state) {
     (void)state;
-    replay(regress_folder_one, "folder", 0);
+    replay(regress_folder_one, "folder", 1);
 }
 
 static void test_tokenizer_json(void **state) {
