@@ -93,8 +93,10 @@ TG_INLINE void blk_q2_k(const uint8_t *p, const float *x, __m256 acc[4]) {
             const uint8_t k = p[8 * h + 2 * s + u];
             dl[u] = d * (float)(k & 0xF), ml[u] = dmin * (float)(k >> 4);
         }
-        for (int k = 0; k < 4; k++)
-            group(acc, k, mask(shr(u8x8(p + 16 + 32 * h + 8 * k), 2 * s), 3), dl[k / 2], -ml[k / 2], x + 32 * j + 8 * k);
+        for (int k = 0; k < 4; k++) {
+            const __m256i q = mask(shr(u8x8(p + 16 + 32 * h + 8 * k), 2 * s), 3);
+            group(acc, k, q, dl[k / 2], -ml[k / 2], x + 32 * j + 8 * k);
+        }
     }
 }
 
@@ -196,7 +198,8 @@ TG_INLINE float q4k_row_q8x(const uint8_t *row, int64_t nsup, const tg_q8x_block
                 codes = _mm256_loadu_si256((const __m256i *)(const void *)xq[xb].q);
                 dx = xq[xb].d, sum = xq[xb].sum;
             } else {
-                codes = _mm256_i32gather_epi32((const int *)(const void *)xp[xb].q, _mm256_add_epi32(piece, _mm256_set1_epi32(t)), 4);
+                const __m256i at = _mm256_add_epi32(piece, _mm256_set1_epi32(t));
+                codes = _mm256_i32gather_epi32((const int *)(const void *)xp[xb].q, at, 4);
                 dx = xp[xb].d[t], sum = xp[xb].sum[t];
             }
             __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + 16 + 32 * (sb / 2)));
@@ -226,7 +229,8 @@ void tg_avx2_gemm_q4_k(const uint8_t *w, size_t ws, int64_t nr, const tg_q8x_pac
                        float *y, size_t ldy) {
     for (int64_t r = 0; r < nr; r++)
         for (int64_t t = 0; t < n; t++)
-            y[(size_t)t * ldy + (size_t)r] = q4k_row_q8x(w + (size_t)r * ws, nb / 8, NULL, xp + (t / 8) * nb, (int)(t % 8));
+            y[(size_t)t * ldy + (size_t)r] =
+                q4k_row_q8x(w + (size_t)r * ws, nb / 8, NULL, xp + (t / 8) * nb, (int)(t % 8));
 }
 
 #endif

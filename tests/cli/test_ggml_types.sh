@@ -16,10 +16,14 @@ for t in q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl; do
         continue
     fi
     T=$(echo "$t" | tr a-z A-Z)
-    if "$TINYGPT" info "$m" >"$tmp/info" 2>&1 && grep -q "$T" "$tmp/info"; then ok; else bad "$t: info does not name $T"; fi
+    if "$TINYGPT" info "$m" >"$tmp/info" 2>&1 && grep -q "$T" "$tmp/info"; then ok; else
+        bad "$t: info does not name $T"
+    fi
     if "$TINYGPT" sample "$m" --prompt "Once upon" --tokens 12 --temperature 0 --threads 1 >"$tmp/s1" 2>"$tmp/e1" &&
         "$TINYGPT" sample "$m" --prompt "Once upon" --tokens 12 --temperature 0 --threads 2 >"$tmp/s2" 2>"$tmp/e2"; then
-        if cmp -s "$tmp/s1" "$tmp/s2" && [ -s "$tmp/s1" ]; then ok; else bad "$t: greedy text differs between 1 and 2 threads"; fi
+        if cmp -s "$tmp/s1" "$tmp/s2" && [ -s "$tmp/s1" ]; then ok; else
+            bad "$t: greedy text differs between 1 and 2 threads"
+        fi
     else
         bad "$t: sample failed: $(cat "$tmp/e1" "$tmp/e2" 2>/dev/null | tail -1)"
     fi
