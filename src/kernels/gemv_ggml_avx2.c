@@ -176,46 +176,46 @@ GGML_KERNELS(q5_k, blk_q5_k, TG_QK_K, TG_Q5_K_BYTES)
 GGML_KERNELS(q6_k, blk_q6_k, TG_QK_K, TG_Q6_K_BYTES)
 
 /* ---- Q4_K against the Q8 form of the activations (tg_q8x_block, one per 32 elements = one Q4_K sub-block) ----
- * Per sub-block: isum = the exact int32 dot product of the 32 nibbles with the activation's codes (maddubs + madd,
- * lanes of eight), acc = fma((float)isum, (d * sc) * dx, acc) over the row's sub-blocks in order; the mins
- * separately, mins += ((dmin * m) * dx) * (float)sum(codes) in order; y = tg_reduce1_ps(acc) - mins. The prefill
- * kernel reads the same codes out of the packed groups (a gather of eight 4-byte pieces), so it gives the same
- * bits. Error: the activation's quantisation (|x - dx q| <= dx / 2 per element) plus fp32 rounding. */
+ * Per super-block: isum[sb] = the exact int32 dot product of sub-block sb's 32 nibbles with the activation's codes
+ * (maddubs + madd, the eight sub-blocks' lanes reduced together, exact), then in eight lanes at once
+ * acc = fma((float)isum, (d * sc) * dx, acc) and mins = fma((dmin * m) * dx, (float)sum(codes), mins), over the
+ * row's super-blocks in order; y = tg_reduce1_ps(acc) - tg_reduce1_ps(mins). The prefill kernel reads the same
+ * codes out of the packed groups (a gather of eight 4-byte pieces), so it gives the same bits. Error: the
+ * activation's quantisation (|x - dx q| <= dx / 2 per element) plus fp32 rounding. */
 TG_INLINE float q4k_row_q8x(const uint8_t *row, int64_t nsup, const tg_q8x_block *xq, const tg_q8x_pack8 *xp, int t) {
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0xF);
     const __m256i piece = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
+    __m256 acc = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
     for (int64_t b = 0; b < nsup; b++) {
         const uint8_t *p = row + (size_t)b * TG_Q4_K_BYTES;
         const float d = f16_at(p), dmin = f16_at(p + 2);
+        __m256i isum[8];
+        float ds[8], dm[8], sums[8];
         for (int sb = 0; sb < 8; sb++) {
             const int64_t xb = 8 * b + sb;
             __m256i codes;
             float dx;
-            int32_t sum;
             if (xq) {
                 codes = _mm256_loadu_si256((const __m256i *)(const void *)xq[xb].q);
-                dx = xq[xb].d, sum = xq[xb].sum;
+                dx = xq[xb].d, sums[sb] = (float)xq[xb].sum;
             } else {
                 const __m256i at = _mm256_add_epi32(piece, _mm256_set1_epi32(t));
                 codes = _mm256_i32gather_epi32((const int *)(const void *)xp[xb].q, at, 4);
-                dx = xp[xb].d[t], sum = xp[xb].sum[t];
+                dx = xp[xb].d[t], sums[sb] = (float)xp[xb].sum[t];
             }
             __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + 16 + 32 * (sb / 2)));
             if (sb % 2) q = _mm256_srli_epi16(q, 4);
             q = _mm256_and_si256(q, lo4);
-            const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(q, codes), ones);
+            isum[sb] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, codes), ones);
             uint8_t sc, m;
             tg_k4_scale_min(sb, p + 4, &sc, &m);
-            const float ds = d * (float)sc, dm = dmin * (float)m;
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(ds * dx), acc);
-            const float mt = dm * dx;
-            const float mterm = mt * (float)sum;
-            mins = mins + mterm;
+            const float d1 = d * (float)sc, m1 = dmin * (float)m;
+            ds[sb] = d1 * dx, dm[sb] = m1 * dx;
         }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tg_reduce8_epi32(isum)), _mm256_loadu_ps(ds), acc);
+        mins = _mm256_fmadd_ps(_mm256_loadu_ps(dm), _mm256_loadu_ps(sums), mins);
     }
-    return tg_reduce1_ps(acc) - mins;
+    return tg_reduce1_ps(acc) - tg_reduce1_ps(mins);
 }
 
 void tg_avx2_gemv_q4_k(const uint8_t *w, size_t ws, int64_t nr, const void *x, int64_t cols, float *y) {
