@@ -25,12 +25,12 @@ folder("dircfg"); os.remove(os.path.join(d, "dircfg", "config.json")); os.mkdir(
 folder("passwd"); os.remove(os.path.join(d, "passwd", "model.safetensors")); os.symlink("/etc/passwd", os.path.join(d, "passwd", "model.safetensors"))
 line = "    " * 2000 + "def f(x):\n" + "        return x\n" * 40
 open(os.path.join(d, "spaces.txt"), "w").write(line)
-open(os.path.join(d, "prompts.txt"), "wb").write(b"a\xc3" + b"\x80" * 20000 + b"\n")
+open(os.path.join(d, "prompts.txt"), "wb").write(b"a\xc3" + b"\x80" * 400 + b"\n")
 PY
 run() { local a show=""; for a in "$@"; do a=${a//$D\//}; [ ${#a} -gt 40 ] && a="'${a:0:20}…' (${#a} bytes)"; show+=" $a"; done; echo "\$ tinygpt$show"; /usr/bin/time -o "$D/time" -f "%e s, max RSS %M KiB" timeout 60 "$B" "$@" >"$D/out" 2>"$D/err"; rc=$?; head -c 300 "$D/out" | head -3; head -3 "$D/err" | cut -c1-300; echo "[rc=$rc, stdout $(wc -c <"$D/out") bytes, $(tail -1 "$D/time")]"; echo; }
 echo "## 1 Metaspace with a 4-byte replacement over 9 KB of mostly spaces"
 run tokenize "$D/meta4" "$(cat "$D/spaces.txt")"
-echo "## 2 compare: a prompt line of one lead byte and 20000 continuation bytes"
+echo "## 2 compare: a prompt line of one lead byte and 400 continuation bytes (the overflow shows under an ASan build)"
 run compare models/tinygpt-flagship.gguf --prompts "$D/prompts.txt" --tokens 1 --kv-quantize int8 --streaming-llm-window 64
 echo "## 3 a FIFO as config.json"
 run info "$D/fifo"
