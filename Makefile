@@ -63,7 +63,12 @@ $(REL)/tools/%: tools/%.c $(REL)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
 
-unit-tests: $(TEST_BIN) $(ASN)/tinygpt
+# the random-weight model writer under the sanitizers, for tests/cli/test_ggml_types.sh
+$(ASN)/tools/%: tools/%.c $(ASN)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(ASN)/libtinygpt.a $(DEPS_LIBS)
+
+unit-tests: $(TEST_BIN) $(ASN)/tinygpt $(ASN)/tools/gen_random_gguf
 
 test: check-generic unit-tests tinygpt
 	@tests/run.sh $(ASN)

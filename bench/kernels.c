@@ -19,9 +19,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/ggml_blocks.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "kernels/types.h"
+#include "util/half.h"
 #include "util/thread_pool.h"
 
 static double now_s(void) {
@@ -46,18 +48,30 @@ static uint64_t next(uint64_t *s) {
 
 static float unit(uint64_t *s) { return (float)((double)(next(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
 
-/* Random weights of `type`: uniform values through the type's reference encoder (types.h); NULL for a type
- * without one. */
+/* Random weights of `type`: uniform values through the type's reference encoder (types.h), or, for the GGUF block
+ * types tinygpt only reads (ggml_blocks.h), random codes with small random fp16 scales; NULL for any other type. */
 static void *make_weights(tg_dtype type, int64_t rows, int64_t cols, uint64_t *s) {
     const tg_weight_type *wt = tg_weight_type_of(type);
     size_t rb = tg_row_bytes(type, cols);
-    if (!wt->encode_row || rb == 0) return NULL;
+    int scale_at[2];
+    const bool random_blocks = !wt->encode_row && tg_ggml_scale_fields(type, scale_at);
+    if ((!wt->encode_row && !random_blocks) || rb == 0) return NULL;
     uint8_t *w = malloc(rb * (size_t)rows);
     float *tmp = malloc((size_t)cols * sizeof(float));
     if (!w || !tmp) {
         free(w);
         free(tmp);
         return NULL;
+    }
+    if (random_blocks) {
+        for (size_t i = 0; i < rb * (size_t)rows; i++) w[i] = (uint8_t)next(s);
+        for (size_t b = 0; b < rb * (size_t)rows / wt->block_bytes; b++)
+            for (int f = 0; f < 2 && scale_at[f] >= 0; f++) {
+                const uint16_t h = tg_f32_to_f16(unit(s) * 0.001f);
+                memcpy(w + b * wt->block_bytes + (size_t)scale_at[f], &h, 2);
+            }
+        free(tmp);
+        return w;
     }
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t j = 0; j < cols; j++) tmp[j] = unit(s) * 0.05f;
@@ -83,13 +97,13 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < cols * ntok; i++) x[i] = unit(&seed);
     printf("W [%lld, %lld], matmul over %lld tokens, %d threads\n", (long long)rows, (long long)cols,
            (long long)ntok, threads);
-    printf("%-5s %10s %9s %10s %12s %12s %10s\n", "type", "max relerr", "mv ms", "mv GB/s", "mv cpu GB/s",
+    printf("%-6s %10s %9s %10s %12s %12s %10s\n", "type", "max relerr", "mv ms", "mv GB/s", "mv cpu GB/s",
            "mm ms/token", "mm GFLOP/s");
     for (int t = 0; t < TG_DT_COUNT; t++) {
         tg_dtype type = (tg_dtype)t;
         void *data = make_weights(type, rows, cols, &seed);
         if (!data) {
-            printf("%-5s (no encoder or no memory: skipped)\n", tg_dtype_name(type));
+            printf("%-6s (no encoder or no memory: skipped)\n", tg_dtype_name(type));
             continue;
         }
         tg_tensor w = {type, rows, cols, data};
@@ -127,7 +141,7 @@ int main(int argc, char **argv) {
             t1 = now_s();
         } while (t1 - t0 < 0.3);
         double mm = (t1 - t0) / reps;
-        printf("%-5s %10.2e %9.3f %10.2f %12.2f %12.3f %10.2f\n", tg_dtype_name(type), maxerr, mv * 1e3,
+        printf("%-6s %10.2e %9.3f %10.2f %12.2f %12.3f %10.2f\n", tg_dtype_name(type), maxerr, mv * 1e3,
                bytes / mv / 1e9, bytes / mv_cpu / 1e9,
                mm * 1e3 / (double)ntok, 2.0 * (double)rows * (double)cols * (double)ntok / mm / 1e9);
         free(data);

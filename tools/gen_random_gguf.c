@@ -2,12 +2,17 @@
  * models, so that speed can be measured at real sizes without downloading anything (speed does not depend on the
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
- *   build/release/tools/gen_random_gguf --shape smollm2-135m|tinyllama-1.1b --type f16|q8_0|q4_0 --out FILE
+ *   build/release/tools/gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b --type TYPE --out FILE
  *                                       [--seed S] [--ctx N]
  *
+ * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
+ * q3_k, q4_k, q5_k, q6_k, iq4_nl; any case). tiny-256 is a 2-layer, 256-wide model (rows whole K-quant blocks) for
+ * tests.
+ *
  * Weights are N(0, 0.02)-like (a sum of four uniforms, scaled), so activations stay finite through every layer;
- * norm weights are 1. Q8_0 / Q4_0 tensors are quantised with the library's own row quantisers (the embedding too,
- * as llama.cpp's pure quantisation does). The vocabulary is synthetic and self-contained: a SentencePiece-style
+ * norm weights are 1. Types with a reference encoder (F16, BF16, Q8_0, Q4_0) are written through it (the embedding
+ * too, as llama.cpp's pure quantisation does); the GGUF block types tinygpt only reads get random codes and a
+ * per-block scale (d, and dmin or m with a random sign) chosen so that the block's largest magnitude is about 0.05. The vocabulary is synthetic and self-contained: a SentencePiece-style
  * ("llama") token list with <unk>, <s>, </s>, the 256 byte tokens, the printable ASCII characters and filler words,
  * as many tokens as the shape's vocabulary, which llama.cpp and tinygpt both load.
  *
@@ -22,16 +27,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "kernels/ggml_blocks.h"
 #include "kernels/quant.h"
 #include "kernels/tensor.h"
+#include "kernels/types.h"
 #include "util/half.h"
 
 #define ALIGNMENT 32
 
-/* ggml type numbers and llama file types. */
-enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q8_0 = 8 };
-enum { FTYPE_F16 = 1, FTYPE_Q4_0 = 2, FTYPE_Q8_0 = 7 };
+/* the weights' ggml type numbers come from the weight-type table; llama.cpp's file type of each (general.file_type:
+ * its "mostly TYPE" numbers, the K-quants' _M variants), 0 when unknown */
+static uint32_t file_type_of(tg_dtype t) {
+    switch (t) {
+    case TG_DT_F16: return 1;
+    case TG_DT_Q4_0: return 2;
+    case TG_DT_Q4_1: return 3;
+    case TG_DT_Q8_0: return 7;
+    case TG_DT_Q5_0: return 8;
+    case TG_DT_Q5_1: return 9;
+    case TG_DT_Q2_K: return 10;
+    case TG_DT_Q3_K: return 12;
+    case TG_DT_Q4_K: return 15;
+    case TG_DT_Q5_K: return 17;
+    case TG_DT_Q6_K: return 18;
+    case TG_DT_IQ4_NL: return 25;
+    case TG_DT_BF16: return 32;
+    default: return 0;
+    }
+}
 /* GGUF metadata value types. */
 enum { GV_U32 = 4, GV_I32 = 5, GV_F32 = 6, GV_BOOL = 7, GV_STRING = 8, GV_ARRAY = 9 };
 /* llama.cpp token types. */
@@ -46,6 +71,7 @@ typedef struct {
 } shape;
 
 static const shape SHAPES[] = {
+    {"tiny-256", 2, 256, 4, 2, 64, 512, 512, true, 10000.0f, 1e-5f, 512},
     {"smollm2-135m", 30, 576, 9, 3, 64, 1536, 49152, true, 100000.0f, 1e-5f, 8192},
     {"tinyllama-1.1b", 22, 2048, 32, 4, 64, 5632, 32000, false, 10000.0f, 1e-5f, 8192},
 };
@@ -192,55 +218,61 @@ typedef struct {
     char name[64];
     int64_t rows, cols; /* ne1, ne0 */
     bool norm;          /* 1-D F32 norm weight (all ones) */
-    uint32_t ggml_type;
+    tg_dtype type;
     size_t nbytes;
     uint64_t offset;
 } tensor;
 
-static size_t row_bytes_of(uint32_t ggml_type, int64_t cols) {
-    switch (ggml_type) {
-    case GGML_F32: return (size_t)cols * 4;
-    case GGML_F16: return (size_t)cols * 2;
-    case GGML_Q8_0: return tg_row_bytes(TG_DT_Q8_0, cols);
-    default: return tg_row_bytes(TG_DT_Q4_0, cols);
-    }
-}
-
 static size_t align_up(size_t x) { return (x + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT; }
 
 static void add_tensor(tensor *t, size_t *n, const char *name, int64_t rows, int64_t cols, bool norm,
-                       uint32_t wtype) {
+                       tg_dtype wtype) {
     tensor *x = &t[(*n)++];
     snprintf(x->name, sizeof x->name, "%s", name);
     x->rows = rows;
     x->cols = cols;
     x->norm = norm;
-    x->ggml_type = norm ? GGML_F32 : wtype;
-    x->nbytes = row_bytes_of(x->ggml_type, cols) * (size_t)rows;
+    x->type = norm ? TG_DT_F32 : wtype;
+    x->nbytes = tg_row_bytes(x->type, cols) * (size_t)rows;
+}
+
+/* One row of random blocks of a type without an encoder into out: random codes, then the scale fields set so that
+ * the largest magnitude of each block is about 0.05 (the decoders are linear in the scale fields). */
+static void random_blocks(const tg_weight_type *wt, tg_dtype type, int64_t cols, uint64_t *rng, uint8_t *out) {
+    int at[2];
+    tg_ggml_scale_fields(type, at);
+    float vals[TG_QK_K];
+    for (int64_t b = 0; b < cols / wt->block_elems; b++) {
+        uint8_t *blk = out + (size_t)b * wt->block_bytes;
+        for (size_t k = 0; k < wt->block_bytes; k++) blk[k] = (uint8_t)rng_next(rng);
+        const uint16_t one = tg_f32_to_f16(1.0f);
+        for (int f = 0; f < 2 && at[f] >= 0; f++) memcpy(blk + at[f], &one, 2);
+        wt->decode_row(blk, vals, wt->block_elems);
+        float amax = 0.0f;
+        for (int64_t j = 0; j < wt->block_elems; j++) amax = fabsf(vals[j]) > amax ? fabsf(vals[j]) : amax;
+        const float s = amax > 0.0f ? 0.05f / amax : 0.0f;
+        for (int f = 0; f < 2 && at[f] >= 0; f++) {
+            const uint16_t h = tg_f32_to_f16(f == 1 && (rng_next(rng) & 1) ? -s : s);
+            memcpy(blk + at[f], &h, 2);
+        }
+    }
 }
 
 /* Streams one tensor's data: rows of random values converted to its type. */
 static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *row, uint8_t *out) {
-    const size_t rb = row_bytes_of(t->ggml_type, t->cols);
+    const tg_weight_type *wt = tg_weight_type_of(t->type);
+    const size_t rb = tg_row_bytes(t->type, t->cols);
     for (int64_t r = 0; r < t->rows && w->ok; r++) {
-        for (int64_t j = 0; j < t->cols; j++) row[j] = t->norm ? 1.0f : rng_normal(rng, 0.02f);
-        switch (t->ggml_type) {
-        case GGML_F32: memcpy(out, row, rb); break;
-        case GGML_F16:
-            for (int64_t j = 0; j < t->cols; j++) {
-                uint16_t h = tg_f32_to_f16(row[j]);
-                memcpy(out + 2 * j, &h, 2);
-            }
-            break;
-        case GGML_Q8_0: tg_quantize_row_q8_0(row, out, t->cols); break;
-        default: tg_quantize_row_q4_0(row, out, t->cols); break;
-        }
+        if (wt->encode_row) {
+            for (int64_t j = 0; j < t->cols; j++) row[j] = t->norm ? 1.0f : rng_normal(rng, 0.02f);
+            wt->encode_row(row, out, t->cols);
+        } else random_blocks(wt, t->type, t->cols, rng, out);
         put(w, out, rb);
     }
 }
 
 static int usage(void) {
-    fputs("usage: gen_random_gguf --shape smollm2-135m|tinyllama-1.1b --type f16|q8_0|q4_0 --out FILE "
+    fputs("usage: gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b --type f16|q8_0|q4_k|... --out FILE "
           "[--seed S] [--ctx N]\n",
           stderr);
     return 2;
@@ -274,11 +306,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gen_random_gguf: unknown shape '%s'\n", shape_name);
         return usage();
     }
-    uint32_t wtype, ftype;
-    if (strcmp(type_name, "f16") == 0) wtype = GGML_F16, ftype = FTYPE_F16;
-    else if (strcmp(type_name, "q8_0") == 0) wtype = GGML_Q8_0, ftype = FTYPE_Q8_0;
-    else if (strcmp(type_name, "q4_0") == 0) wtype = GGML_Q4_0, ftype = FTYPE_Q4_0;
-    else {
+    tg_dtype wtype = TG_DT_COUNT;
+    for (int t = 0; t < TG_DT_COUNT; t++)
+        if (t != TG_DT_F32 && tg_weight_type_of((tg_dtype)t)->ggml_type >= 0 &&
+            strcasecmp(tg_weight_type_of((tg_dtype)t)->name, type_name) == 0)
+            wtype = (tg_dtype)t;
+    const uint32_t ftype = file_type_of(wtype);
+    int scale_at[2];
+    if (wtype == TG_DT_COUNT || (!tg_weight_type_of(wtype)->encode_row && !tg_ggml_scale_fields(wtype, scale_at))) {
         fprintf(stderr, "gen_random_gguf: unknown type '%s'\n", type_name);
         return usage();
     }
@@ -353,7 +388,7 @@ int main(int argc, char **argv) {
         put_u32(&w, one_d ? 1 : 2);
         put_u64(&w, (uint64_t)ts[i].cols);
         if (!one_d) put_u64(&w, (uint64_t)ts[i].rows);
-        put_u32(&w, ts[i].ggml_type);
+        put_u32(&w, (uint32_t)tg_weight_type_of(ts[i].type)->ggml_type);
         put_u64(&w, ts[i].offset);
     }
     long here = ftell(w.f);

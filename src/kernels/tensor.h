@@ -14,6 +14,15 @@ typedef enum {
     TG_DT_BF16,
     TG_DT_Q8_0, /* ggml's blocks (quant.h) */
     TG_DT_Q4_0,
+    TG_DT_Q4_1, /* the GGUF block types of kernels/ggml_blocks.h */
+    TG_DT_Q5_0,
+    TG_DT_Q5_1,
+    TG_DT_Q2_K,
+    TG_DT_Q3_K,
+    TG_DT_Q4_K,
+    TG_DT_Q5_K,
+    TG_DT_Q6_K,
+    TG_DT_IQ4_NL,
     TG_DT_COUNT
 } tg_dtype; /* everything about each type is one row of the table in types.c (types.h) */
 

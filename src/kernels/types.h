@@ -18,7 +18,7 @@
 /* The form the fast kernels of a type take their activations in (tg_act in matmul.h). */
 typedef enum {
     TG_ACT_F32 = 0, /* float rows */
-    TG_ACT_Q8X,     /* tg_q8x_block rows (and tg_q8x_pack8 groups for prefill); block_elems must be TG_QK */
+    TG_ACT_Q8X,     /* tg_q8x_block rows (and tg_q8x_pack8 groups for prefill); block_elems a multiple of TG_QK */
 } tg_act_form;
 
 /* Decode kernel: y[r] = dot(row r of W, x) for r < nr, row r at w + r * w_stride bytes (any alignment); x is

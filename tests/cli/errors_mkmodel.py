@@ -362,7 +362,7 @@ def variants(hp):
         replace_kvs={"llama.embedding_length": (T_U32, hp["d_model"] * 2)})
     yield "missing-tensor", "no blk.0.ffn_up.weight", g(drop_tensors=("blk.0.ffn_up.weight",))
     yield "arch", "architecture gpt2", g(replace_kvs={"general.architecture": (T_STRING, "gpt2")})
-    yield "qtype", "a tensor of type Q4_1 (known to GGUF, not supported)", g(fix={"output_norm.weight": {"type": 3}})
+    yield "qtype", "a tensor of type Q8_1 (known to GGUF, not supported)", g(fix={"output_norm.weight": {"type": 9}})
     yield "qblock", "a Q4_K tensor whose rows are not whole blocks", g(fix={"output_norm.weight": {"type": 12}})
     yield "ggmltype", "a tensor of unknown type 99", g(fix={"output_norm.weight": {"type": 99}})
     yield "nomerges", "a BPE tokenizer without merges", g(drop_keys=("tokenizer.ggml.merges",))

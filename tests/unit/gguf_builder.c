@@ -235,6 +235,7 @@ int gguf_builder_add_tensor(gguf_builder *b, const char *name, uint32_t ggml_typ
     case GGUF_BUILDER_Q4_1: block = 32, bytes = 20; break;
     case GGUF_BUILDER_Q4_K: block = 256, bytes = 144; break;
     case GGUF_BUILDER_Q6_K: block = 256, bytes = 210; break;
+    case GGUF_BUILDER_IQ2_XXS: block = 256, bytes = 66; break;
     default: return -1;
     }
     if (n_dims < 1 || n_dims > 4 || ne[0] < 0 || ne[0] % (int64_t)block != 0) return -1;

@@ -33,6 +33,7 @@ enum {
     GGUF_BUILDER_Q8_0 = 8,
     GGUF_BUILDER_Q4_K = 12,
     GGUF_BUILDER_Q6_K = 14,
+    GGUF_BUILDER_IQ2_XXS = 16, /* known to GGUF, not read by tinygpt */
     GGUF_BUILDER_BF16 = 30,
 };
 
@@ -83,7 +84,7 @@ void gguf_builder_add_arr_i32(gguf_builder *b, const char *key, size_t count, co
 void gguf_builder_add_raw(gguf_builder *b, const char *key, uint32_t type, const void *bytes, size_t n);
 
 /* Adds a tensor with n_dims (1..4) sizes ne[] (ne[0] fastest). Its byte size comes from the builder's own table
- * (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K); data (that many bytes) is copied, NULL writes zeros. Returns the
+ * (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, IQ2_XXS); data (that many bytes) is copied, NULL writes zeros. Returns the
  * tensor's index, or -1 (nothing added) when the type is not in the table or ne0 is not a whole number of blocks. */
 int gguf_builder_add_tensor(gguf_builder *b, const char *name, uint32_t ggml_type, int n_dims, const int64_t *ne,
                             const void *data);

@@ -241,13 +241,14 @@ static void test_tensor_views(void **state) {
     assert_int_equal(gguf_builder_add_tensor(b, "w.bf16", GGUF_BUILDER_BF16, 2, (int64_t[]){2, 2}, h), 4);
     assert_int_equal(gguf_builder_add_tensor(b, "w.q4k", GGUF_BUILDER_Q4_K, 1, (int64_t[]){256}, k4), 5);
     assert_int_equal(gguf_builder_add_tensor(b, "w.3d", GGUF_BUILDER_F32, 3, (int64_t[]){4, 2, 2}, NULL), 6);
+    assert_int_equal(gguf_builder_add_tensor(b, "w.iq2", GGUF_BUILDER_IQ2_XXS, 1, (int64_t[]){256}, NULL), 7);
     assert_int_equal(gguf_builder_add_tensor(b, "w.bad", GGUF_BUILDER_Q8_0, 1, (int64_t[]){33}, NULL), -1);
 
     tg_error err = {0};
     tg_gguf *g = open_built(fx, b, &err);
     if (!g) fail_msg("%s", err.msg);
     gguf_builder_free(b);
-    assert_int_equal(tg_gguf_n_tensors(g), 7);
+    assert_int_equal(tg_gguf_n_tensors(g), 8);
     assert_int_equal(tg_gguf_alignment(g), 32);
     assert_int_equal(tg_gguf_data_offset(g) % 32, 0);
 
@@ -259,7 +260,7 @@ static void test_tensor_views(void **state) {
     assert_int_equal(t->ne[1], 3);
     assert_int_equal(t->ne[2], 1);
     assert_int_equal(t->nbytes, sizeof w);
-    assert_null(tg_gguf_tensor_at(g, 7));
+    assert_null(tg_gguf_tensor_at(g, 8));
     assert_ptr_equal(tg_gguf_find_tensor(g, "w.q4k"), tg_gguf_tensor_at(g, 5));
     assert_int_equal(tg_gguf_find_tensor(g, "w.q4k")->nbytes, 144);
     assert_null(tg_gguf_find_tensor(g, "w.f3"));
@@ -289,8 +290,11 @@ static void test_tensor_views(void **state) {
     check_message(fx, &err, "w.f32", "shape [3, 64]", "expected [64, 3]", (const char *)NULL);
     assert_false(tg_gguf_tensor_view(g, "w.f32", -1, 65, &v, &err));
     check_message(fx, &err, "expected [any, 65]", (const char *)NULL);
-    assert_false(tg_gguf_tensor_view(g, "w.q4k", 1, 256, &v, &err));
-    check_message(fx, &err, "w.q4k", "Q4_K", "not supported", (const char *)NULL);
+    assert_true(tg_gguf_tensor_view(g, "w.q4k", 1, 256, &v, &err)); /* the K-quants are table rows */
+    assert_int_equal(v.type, TG_DT_Q4_K);
+    assert_memory_equal(v.data, k4, sizeof k4);
+    assert_false(tg_gguf_tensor_view(g, "w.iq2", 1, 256, &v, &err));
+    check_message(fx, &err, "w.iq2", "IQ2_XXS", "not supported", (const char *)NULL);
     assert_false(tg_gguf_tensor_view(g, "w.3d", -1, -1, &v, &err));
     check_message(fx, &err, "w.3d", "[4, 2, 2, 1]", (const char *)NULL);
     assert_false(tg_gguf_tensor_view(g, "nope", 1, 1, &v, &err));

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "kernels/avx2.h"
+#include "kernels/ggml_blocks.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "util/half.h"
@@ -75,7 +76,15 @@ static void *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
     assert_non_null(v);
     for (int64_t i = 0; i < rows; i++) {
         uint8_t *row = p + (size_t)i * rb;
-        if (type != TG_DT_Q8_0 && type != TG_DT_Q4_0) {
+        int scale_at[2];
+        if (tg_ggml_scale_fields(type, scale_at)) { /* read-only GGUF block types: random codes, random small scales */
+            for (size_t k = 0; k < rb; k++) row[k] = (uint8_t)rng_next(r);
+            for (size_t b = 0; b < rb / wt->block_bytes; b++)
+                for (int f = 0; f < 2 && scale_at[f] >= 0; f++) {
+                    uint16_t d = tg_f32_to_f16(rng_unit(r) * (wt->block_elems > 32 ? 0.004f : 0.05f));
+                    memcpy(row + b * wt->block_bytes + (size_t)scale_at[f], &d, 2);
+                }
+        } else if (type != TG_DT_Q8_0 && type != TG_DT_Q4_0) {
             assert_non_null(wt->encode_row); /* a type without an encoder needs its own case here */
             for (int64_t j = 0; j < cols; j++) v[j] = rng_unit(r);
             wt->encode_row(v, row, cols);
@@ -113,7 +122,12 @@ static double abs_dot(const tg_tensor *w, int64_t r, const float *x, float *tmp)
 /* Whether the fast kernels of t take quantised activations (the x-quantisation bound applies), and whether t stores
  * blocks (cols a multiple of 32). */
 static bool is_quant(tg_dtype t) { return tg_weight_type_of(t)->act == TG_ACT_Q8X; }
-static bool is_block(tg_dtype t) { return tg_weight_type_of(t)->block_elems > 1; }
+/* A row length for t: `scalar` for the scalar types, `blocked` (a multiple of 32) for the 32-element block types, one
+ * to three 256-element super-blocks (chosen by blocked) for the K-quants. */
+static int64_t cols_for(tg_dtype t, int64_t blocked, int64_t scalar) {
+    const int64_t be = tg_weight_type_of(t)->block_elems;
+    return be == 1 ? scalar : be == 32 ? blocked : be * (blocked / 32 % 3 + 1);
+}
 
 /* ---- hand-made blocks ------------------------------------------------------------------------------------------ */
 
@@ -350,11 +364,24 @@ static void test_matvec_quant_types(void **state) {
             for (size_t j = 0; j < sizeof cols / sizeof cols[0]; j++) check_matvec(&r, types[t], rows[i], cols[j]);
 }
 
+/* The GGUF block types (float activations): fast vs reference within 1e-5 * E, one to three blocks per row. */
+static void test_matvec_ggml_types(void **state) {
+    (void)state;
+    rng_t r = {8};
+    const int64_t rows[] = {1, 2, 3, 5, 8, 17, 33};
+    const tg_dtype types[] = {TG_DT_Q4_1, TG_DT_Q5_0, TG_DT_Q5_1, TG_DT_Q2_K,  TG_DT_Q3_K,
+                              TG_DT_Q4_K, TG_DT_Q5_K, TG_DT_Q6_K, TG_DT_IQ4_NL};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (int64_t k = 1; k <= 3; k++)
+                check_matvec(&r, types[t], rows[i], k * tg_weight_type_of(types[t])->block_elems);
+}
+
 /* Large enough to cross the threading threshold (rows * cols >= 2^17) with a ragged last row block. */
 static void test_matvec_threaded_sizes(void **state) {
     (void)state;
     rng_t r = {5};
-    for (int t = 0; t < TG_DT_COUNT; t++) check_matvec(&r, (tg_dtype)t, 1031, 160);
+    for (int t = 0; t < TG_DT_COUNT; t++) check_matvec(&r, (tg_dtype)t, 1031, cols_for((tg_dtype)t, 160, 160));
 }
 
 static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, int64_t n, int threads) {
@@ -388,13 +415,13 @@ static void test_matmul_equals_matvecs(void **state) {
     rng_t r = {6};
     const int64_t ns[] = {1, 2, 3, 4, 5, 9};
     for (int t = 0; t < TG_DT_COUNT; t++) {
-        int64_t cols = is_block((tg_dtype)t) ? 96 : 45;
+        int64_t cols = cols_for((tg_dtype)t, 96, 45);
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
             check_matmul(&r, (tg_dtype)t, 7, cols, ns[k], 1);
             check_matmul(&r, (tg_dtype)t, 13, cols, ns[k], 2);
         }
-        check_matmul(&r, (tg_dtype)t, 517, is_block((tg_dtype)t) ? 128 : 131, 7, 2); /* threaded, ragged */
-        check_matmul(&r, (tg_dtype)t, 517, is_block((tg_dtype)t) ? 128 : 131, 9, 3);
+        check_matmul(&r, (tg_dtype)t, 517, cols_for((tg_dtype)t, 128, 131), 7, 2); /* threaded, ragged */
+        check_matmul(&r, (tg_dtype)t, 517, cols_for((tg_dtype)t, 128, 131), 9, 3);
     }
 }
 
@@ -407,7 +434,7 @@ static void test_matmul_rows_splits(void **state) {
     const int64_t rows = 45, ns[] = {1, 2, 7, 8, 9, 19};
     for (int ty = 0; ty < TG_DT_COUNT; ty++) {
         const tg_dtype type = (tg_dtype)ty;
-        const int64_t cols = is_block(type) ? 160 : 77;
+        const int64_t cols = cols_for(type, 160, 77);
         void *base;
         tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 1, &base)};
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
@@ -452,6 +479,7 @@ int main(void) {
         cmocka_unit_test(test_quantize_q8x_simd_matches_ref),
         cmocka_unit_test(test_matvec_float_types),
         cmocka_unit_test(test_matvec_quant_types),
+        cmocka_unit_test(test_matvec_ggml_types),
         cmocka_unit_test(test_matvec_threaded_sizes),
         cmocka_unit_test(test_matmul_equals_matvecs),
         cmocka_unit_test(test_matmul_rows_splits),

@@ -28,7 +28,7 @@ static void test_rows_consistent(void **state) {
         assert_string_equal(tg_dtype_name((tg_dtype)t), wt->name);
         assert_int_equal(tg_row_bytes((tg_dtype)t, wt->block_elems * 3), 3 * wt->block_bytes);
         if (wt->block_elems > 1) assert_int_equal(tg_row_bytes((tg_dtype)t, wt->block_elems + 1), 0);
-        if (wt->act == TG_ACT_Q8X) assert_int_equal(wt->block_elems, TG_QK);
+        if (wt->act == TG_ACT_Q8X) assert_int_equal(wt->block_elems % TG_QK, 0);
         /* all fast kernels or none */
         const bool any = wt->gemv || wt->tile || wt->gemm_q8x;
         if (any) {
@@ -62,7 +62,9 @@ static void test_known_numbers(void **state) {
         int64_t elems;
         size_t bytes;
     } want[] = {{TG_DT_F32, 0, 1, 4}, {TG_DT_F16, 1, 1, 2}, {TG_DT_BF16, 30, 1, 2}, {TG_DT_Q8_0, 8, 32, 34},
-                {TG_DT_Q4_0, 2, 32, 18}};
+                {TG_DT_Q4_0, 2, 32, 18}, {TG_DT_Q4_1, 3, 32, 20}, {TG_DT_Q5_0, 6, 32, 22}, {TG_DT_Q5_1, 7, 32, 24},
+                {TG_DT_Q2_K, 10, 256, 84}, {TG_DT_Q3_K, 11, 256, 110}, {TG_DT_Q4_K, 12, 256, 144},
+                {TG_DT_Q5_K, 13, 256, 176}, {TG_DT_Q6_K, 14, 256, 210}, {TG_DT_IQ4_NL, 20, 32, 18}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const tg_weight_type *wt = tg_weight_type_of(want[i].t);
         assert_int_equal(wt->ggml_type, want[i].ggml);
@@ -71,7 +73,7 @@ static void test_known_numbers(void **state) {
     }
     char buf[128];
     tg_weight_type_names(false, buf, sizeof buf);
-    assert_string_equal(buf, "F32, F16, BF16, Q8_0, Q4_0");
+    assert_string_equal(buf, "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL");
     tg_weight_type_names(true, buf, sizeof buf);
     assert_string_equal(buf, "F32, F16, BF16");
     tg_weight_type_names(false, buf, 6); /* truncated, terminated */
