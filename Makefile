@@ -1,6 +1,6 @@
 # tinygpt — `make` builds ./tinygpt; `make test` builds everything under ASan+UBSan and runs the whole suite.
 CC      ?= cc
-PKGS    := jansson libpcre2-8
+PKGS    := jansson libpcre2-8 libedit
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))

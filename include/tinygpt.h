@@ -231,14 +231,23 @@ typedef struct {
     int top_k;         /* 0 = off */
     float top_p;       /* 1 = off */
     uint64_t seed;
+    float repeat_penalty; /* llama.cpp's: the logit of each id among the last repeat_last_n tokens is divided by it
+                           * when positive, multiplied when negative (once per id); 0 or 1 = off */
+    int repeat_last_n;    /* how many of the latest tokens (tg_sampler_accept) the penalty looks at; 0 = off */
+    float min_p;          /* keep ids whose probability is at least min_p times the top one's (on the logits
+                           * before temperature, as llama.cpp); 0 = off */
 } tg_sampler_params;
 
+/* The largest repeat_last_n a sampler accepts. */
+#define TG_SAMPLER_MAX_LAST_N (1 << 20)
+
 typedef struct tg_sampler tg_sampler;
-/* temperature 0.8, top-k 40, top-p 0.95, seed 0. */
+/* temperature 0.8, top-k 40, top-p 0.95, seed 0, repeat penalty 1 (off) over the last 64 tokens, min-p 0 (off). */
 tg_sampler_params tg_sampler_default_params(void);
 /* Allocates every buffer once (sampling never allocates). The PRNG is seeded from p->seed: the same seed gives the
  * same sequence of draws. NULL (err filled, naming the parameter) when vocab_size <= 0, temperature is negative or
- * not finite, top_k < 0, top_p is outside [0, 1], or memory runs out. */
+ * not finite, top_k < 0, top_p is outside [0, 1], repeat_penalty is negative or not finite, repeat_last_n is outside
+ * 0..TG_SAMPLER_MAX_LAST_N, min_p is outside [0, 1], or memory runs out. */
 tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err);
 void tg_sampler_free(tg_sampler *s);
 /* The sampling settings a model's files recommend: a Hugging Face folder's generation_config.json temperature,
@@ -253,11 +262,14 @@ typedef struct {
 } tg_generation_defaults;
 void tg_model_generation_defaults(const tg_model *model, tg_generation_defaults *out);
 
-/* Picks a token from logits[vocab_size] (the logits are not modified). Temperature 0: the argmax, ties to the lowest
- * id. Otherwise softmax(logits / T) cut to the top_k highest, then to the smallest set whose probability reaches
- * top_p (at least one id), and drawn. NaN and -inf logits are never picked; if any logit / T is +inf the draw is
- * uniform over those. Returns -1 when no logit is pickable (all NaN or -inf). */
+/* Picks a token from logits[vocab_size] (the logits are not modified) and remembers it for the repeat penalty (as
+ * tg_sampler_accept). First the repeat penalty; then at temperature 0 the argmax, ties to the lowest id. Otherwise
+ * ids below min-p are dropped, softmax(logits / T) cut to the top_k highest, then to the smallest set whose
+ * probability reaches top_p (at least one id), and drawn. NaN and -inf logits are never picked; if any logit / T is
+ * +inf the draw is uniform over those. Returns -1 when no logit is pickable (all NaN or -inf). */
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
+/* Remembers id (a prompt token) for the repeat penalty; ids outside the vocabulary are ignored. */
+void tg_sampler_accept(tg_sampler *s, int32_t id);
 
 /* ---- the machine -------------------------------------------------------------------------------------------- */
 

@@ -184,6 +184,15 @@ static bool take_value(const char *cmd, tg_opt *o, const char *v) {
         *(tg_kv_precision *)o->dest = p;
         return true;
     }
+    case TG_OPT_LIST: {
+        tg_opt_list *l = o->dest;
+        if (l->n == TG_OPT_LIST_MAX) {
+            tg_usage_error(cmd, "%s: given more than %d times", o->name, TG_OPT_LIST_MAX);
+            return false;
+        }
+        l->items[l->n++] = v;
+        return true;
+    }
     case TG_OPT_FLAG:
         break;
     }
@@ -214,7 +223,9 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
         size_t name_len = eq ? (size_t)(eq - a) : strlen(a);
         tg_opt *o = NULL;
         for (size_t j = 0; j < n_opts; j++) {
-            if (strlen(opts[j].name) == name_len && strncmp(opts[j].name, a, name_len) == 0) {
+            const char *alias = opts[j].alias;
+            if ((strlen(opts[j].name) == name_len && strncmp(opts[j].name, a, name_len) == 0) ||
+                (alias && strlen(alias) == name_len && strncmp(alias, a, name_len) == 0)) {
                 o = &opts[j];
                 break;
             }

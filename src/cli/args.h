@@ -22,10 +22,20 @@ typedef enum {
                        * [lo, hi]; dest: int64_t */
     TG_OPT_STRING,    /* any text; dest: const char * (points into argv) */
     TG_OPT_PRECISION, /* fp32 | fp16 | bf16 | int8 | int4 | int2; dest: tg_kv_precision */
+    TG_OPT_LIST,      /* repeatable text (--stop A --stop B), at most TG_OPT_LIST_MAX; dest: tg_opt_list */
 } tg_opt_kind;
+
+#define TG_OPT_LIST_MAX 16
+
+/* The values of a TG_OPT_LIST option, in the order given (pointers into argv). */
+typedef struct {
+    const char *items[TG_OPT_LIST_MAX];
+    size_t n;
+} tg_opt_list;
 
 typedef struct {
     const char *name;  /* with the dashes: "--tokens" */
+    const char *alias; /* a short form ("-n") or NULL; messages name the long form */
     tg_opt_kind kind;
     void *dest;        /* written only when the option is given and valid */
     int64_t lo, hi;    /* range of INT and SIZE */
@@ -39,9 +49,9 @@ typedef enum {
     TG_ARGS_USAGE, /* a message was printed on stderr: exit 2 */
 } tg_args_status;
 
-/* Parses argv[0..argc) (the words after the command name) against opts. Options take their value as the next word
- * or after '=' ("--tokens=5"); a value may start with '-'. Words that do not start with "--" or "-h" (and every word
- * after a lone "--") are positionals, stored in pos[] in order; more than max_pos of them is a usage error.
+/* Parses argv[0..argc) (the words after the command name) against opts. Options (by name or alias) take their value
+ * as the next word or after '=' ("--tokens=5"); a value may start with '-'. Words that do not start with '-' (a lone
+ * "-" is a word, e.g. "standard input", and so is every word after a lone "--") are positionals, stored in pos[] in order; more than max_pos of them is a usage error.
  * On TG_ARGS_USAGE one line "tinygpt <cmd>: ..." has been printed on stderr. */
 tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
                              size_t max_pos, size_t *n_pos);

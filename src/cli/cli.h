@@ -5,6 +5,8 @@
 
 /* tinygpt sample [MODEL] --prompt TEXT ...: streams the prompt and a continuation to stdout. */
 int tg_cmd_sample(int argc, char **argv);
+/* tinygpt chat MODEL ...: a conversation through the model's chat template, the cache kept across turns. */
+int tg_cmd_chat(int argc, char **argv);
 /* tinygpt tokenize MODEL TEXT [--bos]: prints the token ids on one line. */
 int tg_cmd_tokenize(int argc, char **argv);
 /* tinygpt info MODEL [--cache-table]: hyper-parameters and KV cache sizes. */

@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "cli/text.h"
 
 static const char USAGE[] =
@@ -230,7 +231,13 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
     int status = TG_EXIT_OK;
     char ref_policy[256] = "";
     if (!match || !ref || !out || !logits || !sampler) status = tg_runtime_error("out of memory");
+    const size_t n_all = n_prompts;
+    tg_interrupt_catch();
     for (size_t i = 0; i < n_prompts && status == TG_EXIT_OK; i++) {
+        if (tg_interrupted()) { /* Ctrl-C: the table of the prompts measured in full */
+            n_prompts = i;
+            break;
+        }
         int32_t *ids = NULL;
         size_t n_ids = 0;
         tg_error err = {0};
@@ -252,7 +259,8 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
         if (greedy(model, &p, a->threads, ids, n_ids, a->n_tokens, NULL, ref, logits, sampler, NULL) < 0) {
             status = TG_EXIT_ERROR;
         }
-        for (int c = 0; c < a->n_cols && status == TG_EXIT_OK; c++) {
+        int c = 0;
+        for (; c < a->n_cols && status == TG_EXIT_OK && !tg_interrupted(); c++) {
             p.key_precision = a->cols[c].k;
             p.value_precision = a->cols[c].v;
             int64_t q = 0;
@@ -262,9 +270,17 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
             if (q > 0) quantized[c] = true;
         }
         free(ids);
+        if (status == TG_EXIT_OK && c < a->n_cols) { /* interrupted within this prompt: leave it out */
+            n_prompts = i;
+            break;
+        }
     }
+    if (status == TG_EXIT_OK && n_prompts == 0) status = tg_runtime_error("interrupted before a prompt was measured");
     if (status == TG_EXIT_OK) {
         const size_t width = 44;
+        if (n_prompts < n_all)
+            printf("%sinterrupted: Ctrl-C after %zu of %zu prompts; the table is of those\n", a->markdown ? "" : "# ",
+                   n_prompts, n_all);
         printf("%sreference: greedy continuation of %" PRId64 " tokens with %s\n", a->markdown ? "" : "# ",
                a->n_tokens, ref_policy);
         if (a->residual_given)
@@ -317,6 +333,7 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
     free(out);
     free(ref);
     free(match);
+    if (tg_interrupted()) return status == TG_EXIT_OK || n_prompts == 0 ? TG_EXIT_INTERRUPTED : status;
     return status;
 }
 

@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "cli/text.h"
 
 static const char USAGE[] =
@@ -342,7 +343,7 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
     bool ok = true;
     tg_error err = {0};
     const int64_t chunk = only_last ? n : e->a->chunk;
-    for (int64_t done = 0; done < n && ok;) {
+    for (int64_t done = 0; done < n && ok && !tg_interrupted();) {
         const int64_t c = n - done < chunk ? n - done : chunk;
         const int32_t *in = e->ids + start + done;
         double t0 = now_s();
@@ -384,7 +385,7 @@ static bool evaluate(ppl_eval *e) {
                              a->recompute, e->context);
             return false;
         }
-        for (int64_t index = a->every; index < e->n_ids; index += a->every) {
+        for (int64_t index = a->every; index < e->n_ids && !tg_interrupted(); index += a->every) {
             const int64_t from = index > a->recompute ? index - a->recompute : 0;
             if (!eval_span(e, from, index - from, true)) return false;
         }
@@ -392,7 +393,7 @@ static bool evaluate(ppl_eval *e) {
     }
     const bool bounded = e->params.window > 0 || e->params.budget_bytes > 0;
     const int64_t span = bounded ? n_inputs : e->context;
-    for (int64_t start = 0; start < n_inputs; start += span) {
+    for (int64_t start = 0; start < n_inputs && !tg_interrupted(); start += span) {
         const int64_t n = n_inputs - start < span ? n_inputs - start : span;
         if (!eval_span(e, start, n, false)) return false;
     }
@@ -426,6 +427,9 @@ static void print_summary(const ppl_eval *e, size_t n_tokens, size_t n_bytes, do
     else
         printf("protocol        one stream (the text fits the cache)\n");
     if (a->every > 1) printf("subsample       every %" PRId64 "th token scored\n", a->every);
+    if (tg_interrupted())
+        printf("interrupted     Ctrl-C after %" PRId64 " of %" PRId64 " tokens: the numbers below are of those\n",
+               e->n_scored, e->to_score);
     printf("scored          %" PRId64 "\n", e->n_scored);
     printf("mean_nll        %.6f\n", mean);
     printf("perplexity      %.4f\n", exp(mean));
@@ -515,6 +519,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
         }
     }
     if (ok) {
+        tg_interrupt_catch();
         e.t_start = e.t_progress = now_s();
         ok = evaluate(&e);
         if (ok) progress(&e, true);
@@ -524,15 +529,19 @@ int tg_cmd_perplexity(int argc, char **argv) {
         ok = false;
         tg_runtime_error("writing %s: %s", a.csv_path, strerror(errno));
     }
+    if (ok && e.n_scored == 0 && tg_interrupted()) {
+        ok = false;
+        tg_runtime_error("interrupted before any token was scored");
+    }
     if (ok) print_summary(&e, n_all, whole ? 0 : n_bytes, now_s() - t_start);
     free(e.lt);
     free(e.lb);
     free(ids);
     tg_model_free(model);
-    if (!ok) return TG_EXIT_ERROR;
+    if (!ok) return tg_interrupted() ? TG_EXIT_INTERRUPTED : TG_EXIT_ERROR;
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (errno == EPIPE) return TG_EXIT_OK;
         return tg_runtime_error("writing to stdout: %s", strerror(errno));
     }
-    return TG_EXIT_OK;
+    return tg_interrupted() ? TG_EXIT_INTERRUPTED : TG_EXIT_OK;
 }

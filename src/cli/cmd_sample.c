@@ -1,6 +1,6 @@
 /* cmd_sample.c — `tinygpt sample`: tokenise a prompt, run it through a session whose KV cache follows the cache
  * flags, then sample tokens and stream their text to stdout, with a banner and a speed/cache report on stderr.
- * Stops at EOS, after --tokens, when the context is full (without a streaming policy), on Ctrl-C, or when stdout
+ * Stops at EOS, after --tokens, at a --stop string (not printed), when the context is full (without a streaming policy), on Ctrl-C, or when stdout
  * is closed (a pipe into `head`), which is not an error. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -19,32 +19,45 @@
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "cli/stop_text.h"
 #include "cli/text.h"
 
 #define BUNDLED_MODEL "models/tinygpt-flagship.gguf"
 #define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
 
 static const char USAGE[] =
-    "usage: tinygpt sample [MODEL] --prompt TEXT [options]\n"
+    "usage: tinygpt sample [MODEL] --prompt TEXT | --prompt-file FILE [options]\n"
     "\n"
     "Streams TEXT and a generated continuation to stdout; a banner and a report (speed, KV cache) go to stderr.\n"
     "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " BUNDLED_MODEL "\n"
     "next to the executable is used.\n"
     "\n"
     "sampling:\n"
-    "  --prompt TEXT                  text to continue (default: empty, i.e. start from BOS)\n"
-    "  --tokens N                     tokens to generate (default 128)\n"
+    "  -p, --prompt TEXT              text to continue (default: empty, i.e. start from BOS)\n"
+    "  -f, --prompt-file FILE         read the prompt from FILE, '-' = standard input (any length up to\n"
+    "                                 " TG_TEXT_FILE_LIMIT_TEXT "; beyond the context it needs --streaming-llm-window)\n"
+    "  -m, --model MODEL              the model (instead of the MODEL argument)\n"
+    "  -n, --tokens N                 tokens to generate (default 128)\n"
     "  --temperature T                0 = greedy (default 0.8)\n"
     "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
     "  --top-p P                      keep the smallest set with probability >= P, 1 = off (default 0.95)\n"
     "                                 (a folder's generation_config.json temperature / top_k / top_p replace\n"
     "                                 these defaults, as the banner says; the flags override them)\n"
-    "  --seed S                       PRNG seed (default: from the clock; the banner prints it)\n"
-    "  --threads N                    worker threads, 0 = all cores (default 0)\n"
+    "  -s, --seed S                   PRNG seed (default: from the clock; the banner prints it)\n"
+    "  -c, --context N                tokens an unbounded cache holds instead of the model's training context\n"
+    "                                 (less caps memory; more runs at positions the model was never trained on)\n"
+    "  -t, --threads N                worker threads, 0 = all cores (default 0)\n"
     "  --no-echo                      do not print the prompt (an incomplete UTF-8 character at its end is\n"
     "                                 dropped, not joined to the generated text)\n"
     "  --ignore-eos                   keep generating after an end-of-sequence token (the tokenizer's, and\n"
     "                                 every eos_token_id of config.json / generation_config.json)\n"
+    "  --stop STRING                  end the output before STRING (repeatable; STRING is not printed: text that\n"
+    "                                 could be its start is held back until it cannot)\n"
+    "  --repeat-penalty R             llama.cpp's: divide positive logits (multiply negative ones) by R for the\n"
+    "                                 ids of the last --repeat-last-n tokens, prompt included; 1 = off (default)\n"
+    "  --repeat-last-n N              tokens the repeat penalty looks at (default 64; 0 = off)\n"
+    "  --min-p P                      keep ids at least P times as likely as the top one (before temperature);\n"
+    "                                 0 = off (default)\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
@@ -110,25 +123,42 @@ static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looke
     return false;
 }
 
+/* What has been written to stdout: the errno of a failed write, and whether the text ends inside a line. */
+typedef struct {
+    int write_errno;
+    bool mid_line;
+} stdout_state;
+
 /* Writes to stdout and flushes. 0: written; 1: the reader has gone (EPIPE), stop quietly; -1: another error, whose
- * errno is left in *write_errno. */
-static int emit(const char *text, size_t len, int *write_errno) {
+ * errno is left in o->write_errno. */
+static int emit(const char *text, size_t len, stdout_state *o) {
     if ((len > 0 && fwrite(text, 1, len, stdout) != len) || fflush(stdout) != 0) {
-        *write_errno = errno;
+        o->write_errno = errno;
         return errno == EPIPE ? 1 : -1;
     }
+    if (len > 0) o->mid_line = text[len - 1] != '\n';
     return 0;
+}
+
+/* Whether stdout and stderr are the same file, terminal or pipe (`2>&1`): the report must then start a new line. */
+static bool stdout_is_stderr(void) {
+    struct stat a, b;
+    return fstat(STDOUT_FILENO, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 typedef struct {
     const char *model_path;
     const char *prompt;
+    size_t prompt_len;
+    char *prompt_owned; /* the text of --prompt-file (malloc'ed), or NULL */
     int64_t n_tokens;
     tg_sampler_params sp;
     bool sp_given[3];   /* --temperature, --top-k, --top-p given: the model's generation defaults do not apply */
     char sp_note[160];  /* which settings came from the model's files, for the banner ("" when none) */
     int threads;
     bool echo, ignore_eos;
+    tg_opt_list stops;
     int64_t progress; /* a progress line every this many generated tokens; 0 = none */
     tg_cache_params cache;
 } sample_args;
@@ -136,22 +166,34 @@ typedef struct {
 /* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
     int64_t tokens = 128, top_k = 40, threads = 0, progress = 0;
-    double temperature = 0.8, top_p = 0.95;
+    double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
+    int64_t repeat_last_n = 64, context = 0;
     uint64_t seed = 0;
-    const char *prompt = "";
+    const char *prompt = "", *prompt_file = NULL, *model = NULL;
     bool no_echo = false, ignore_eos = false;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_OWN };
+    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_STOP, O_REPPEN, O_REPN,
+           O_MINP, O_CONTEXT, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
-        [O_PROMPT] = {.name = "--prompt", .kind = TG_OPT_STRING, .dest = &prompt},
-        [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
+        [O_PROMPT] = {.name = "--prompt", .alias = "-p", .kind = TG_OPT_STRING, .dest = &prompt},
+        [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
         [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
         [O_TOPK] = {.name = "--top-k", .kind = TG_OPT_INT, .dest = &top_k, .lo = 0, .hi = INT32_MAX},
         [O_TOPP] = {.name = "--top-p", .kind = TG_OPT_FLOAT, .dest = &top_p, .flo = 0, .fhi = 1},
-        [O_SEED] = {.name = "--seed", .kind = TG_OPT_U64, .dest = &seed},
-        [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
+        [O_SEED] = {.name = "--seed", .alias = "-s", .kind = TG_OPT_U64, .dest = &seed},
+        [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
         [O_IGNEOS] = {.name = "--ignore-eos", .kind = TG_OPT_FLAG, .dest = &ignore_eos},
         [O_PROGRESS] = {.name = "--progress", .kind = TG_OPT_INT, .dest = &progress, .lo = 1, .hi = INT64_MAX},
+        [O_PFILE] = {.name = "--prompt-file", .alias = "-f", .kind = TG_OPT_STRING, .dest = &prompt_file},
+        [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
+        [O_STOP] = {.name = "--stop", .kind = TG_OPT_LIST, .dest = &a->stops},
+        [O_REPPEN] = {.name = "--repeat-penalty", .kind = TG_OPT_FLOAT, .dest = &repeat_penalty, .flo = 0,
+                      .fhi = 1e4},
+        [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
+                    .hi = TG_SAMPLER_MAX_LAST_N},
+        [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
+        [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
+                       .hi = INT32_MAX},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -162,13 +204,29 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    a->model_path = n_pos ? pos[0] : NULL;
+    if (o[O_PROMPT].seen && o[O_PFILE].seen)
+        return tg_usage_error("sample", "--prompt and --prompt-file: give one of them, not both");
+    if (o[O_MODEL].seen && n_pos)
+        return tg_usage_error("sample", "--model and a MODEL argument: give one of them, not both");
+    a->model_path = n_pos ? pos[0] : model;
     a->prompt = prompt;
+    a->prompt_len = strlen(prompt);
+    if (o[O_PFILE].seen) {
+        char msg[600];
+        a->prompt_owned = tg_read_text_file(prompt_file, TG_TEXT_FILE_LIMIT, &a->prompt_len, msg, sizeof msg);
+        if (!a->prompt_owned) return tg_usage_error("sample", "--prompt-file %s", msg);
+        a->prompt = a->prompt_owned;
+    }
     a->n_tokens = tokens;
     a->sp.temperature = (float)temperature;
     a->sp.top_k = (int)top_k;
     a->sp.top_p = (float)top_p;
     a->sp.seed = o[O_SEED].seen ? seed : clock_seed();
+    a->sp.repeat_penalty = (float)repeat_penalty;
+    a->sp.repeat_last_n = (int)repeat_last_n;
+    a->sp.min_p = (float)min_p;
+    for (size_t i = 0; i < a->stops.n; i++)
+        if (!a->stops.items[i][0]) return tg_usage_error("sample", "--stop: expected a non-empty string");
     a->sp_given[0] = o[O_TEMP].seen;
     a->sp_given[1] = o[O_TOPK].seen;
     a->sp_given[2] = o[O_TOPP].seen;
@@ -177,6 +235,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->ignore_eos = ignore_eos;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }
 
@@ -214,7 +273,8 @@ typedef struct {
     tg_detok *detok;
     int32_t *ids;    /* [n_prompt] the prompt's token ids */
     float *logits;   /* [vocab] the distribution after the last evaluated token */
-    int write_errno; /* errno of a failed write to stdout */
+    tg_stop_text stop; /* the --stop filter of the generated text */
+    stdout_state out; /* errno of a failed write to stdout, and whether the text ends inside a line */
 } sample_run;
 
 static void run_free(sample_run *r) {
@@ -224,13 +284,13 @@ static void run_free(sample_run *r) {
     tg_model_free(r->model);
     free(r->ids);
     free(r->logits);
+    tg_stop_text_free(&r->stop);
 }
 
 /* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
 static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
     tg_error err = {0};
-    size_t len = strlen(a->prompt);
-    if (!tg_tokenize(r->model, a->prompt, len, tg_model_adds_bos(r->model), &r->ids, n, &err))
+    if (!tg_tokenize(r->model, a->prompt, a->prompt_len, tg_model_adds_bos(r->model), &r->ids, n, &err))
         return tg_runtime_error("%s", err.msg);
     if (*n > 0) return TG_EXIT_OK;
     int32_t bos = tg_token_bos(r->model);
@@ -250,7 +310,24 @@ static int emit_token(sample_run *r, int32_t id) {
     const char *text = NULL;
     size_t len = 0;
     tg_detok_push(r->detok, id, &text, &len);
-    return emit(text, len, &r->write_errno);
+    return emit(text, len, &r->out);
+}
+
+/* A generated token: through the detokeniser and the --stop filter; 2 when a stop string appeared (the text before
+ * it printed), else as emit_token. */
+static int emit_generated(sample_run *r, int32_t id) {
+    const char *text = NULL;
+    size_t len = 0;
+    tg_detok_push(r->detok, id, &text, &len);
+    if (r->stop.n_stops == 0) return emit(text, len, &r->out);
+    bool oom = false;
+    const bool stopped = tg_stop_text_push(&r->stop, text, len, &text, &len, &oom);
+    if (oom) {
+        r->out.write_errno = ENOMEM;
+        return -1;
+    }
+    int w = emit(text, len, &r->out);
+    return w == 0 && stopped ? 2 : w;
 }
 
 /* Resident memory of this process in KiB (from /proc/self/statm), or -1 where that is not available. */
@@ -315,6 +392,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i]);
     else
         tg_detok_skip_prompt(r->detok, r->ids, n_prompt);
+    for (size_t i = 0; i < n_prompt; i++) tg_sampler_accept(r->sampler, r->ids[i]); /* the repeat penalty's history */
 
     const char *stop = NULL;
     int64_t generated = 0;
@@ -328,7 +406,12 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             break;
         }
         generated++;
-        write_state = emit_token(r, id);
+        write_state = emit_generated(r, id);
+        if (write_state == 2) {
+            write_state = 0;
+            stop = "stop string";
+            break;
+        }
         if (a->progress > 0 && generated % a->progress == 0) {
             double t = now_s();
             report_progress(r, generated, a->progress, t - t_mark);
@@ -350,14 +433,23 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     double t_gen = now_s() - t0;
     if (interrupted) stop = "interrupted";
 
-    if (write_state == 0) {
+    if (write_state == 0 && !r->stop.stopped) {
         const char *text = NULL;
         size_t len = 0;
         tg_detok_flush(r->detok, &text, &len);
-        write_state = emit(text, len, &r->write_errno);
-        if (write_state == 0 && isatty(STDOUT_FILENO)) write_state = emit("\n", 1, &r->write_errno);
+        bool oom = false;
+        if (r->stop.n_stops > 0 && tg_stop_text_push(&r->stop, text, len, &text, &len, &oom)) stop = "stop string";
+        if (oom) return tg_runtime_error("out of memory");
+        write_state = emit(text, len, &r->out);
+        if (write_state == 0 && !r->stop.stopped) {
+            tg_stop_text_flush(&r->stop, &text, &len);
+            write_state = emit(text, len, &r->out);
+        }
     }
-    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
+    /* a final newline on a terminal, and wherever the report would otherwise be glued to the text (2>&1) */
+    if (write_state == 0 && r->out.mid_line && (isatty(STDOUT_FILENO) || stdout_is_stderr()))
+        write_state = emit("\n", 1, &r->out);
+    if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->out.write_errno));
 
     tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
     tg_report_speed(stderr, "generated", generated, t_gen);
@@ -367,16 +459,25 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     return TG_EXIT_OK;
 }
 
+static int sample_main(sample_args *ap);
+
 int tg_cmd_sample(int argc, char **argv) {
     sample_args a = {0};
     int status = parse_sample_args(argc, argv, &a);
-    if (status < 0) {
+    if (status == TG_EXIT_OK) status = sample_main(&a);
+    else if (status < 0) {
         fputs(USAGE, stdout);
         fputs(TG_CACHE_FLAGS_HELP, stdout);
-        return TG_EXIT_OK;
+        status = TG_EXIT_OK;
     }
-    if (status != TG_EXIT_OK) return status;
+    free(a.prompt_owned);
+    return status;
+}
 
+/* Loads the model and runs the sampling of the parsed arguments (the caller frees the prompt). */
+static int sample_main(sample_args *ap) {
+    sample_args a = *ap;
+    int status;
     char bundled[4200];
     if (!a.model_path) {
         char looked[4096];
@@ -418,6 +519,7 @@ int tg_cmd_sample(int argc, char **argv) {
         run_free(&r);
         return tg_runtime_error("%s", err.msg);
     }
+    tg_stop_text_init(&r.stop, a.stops.items, a.stops.n);
     r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
     if (!r.logits) {
         run_free(&r);

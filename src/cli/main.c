@@ -8,6 +8,9 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 
+/* The tool's version (the library has no version of its own yet). */
+#define TINYGPT_VERSION "0.15.0"
+
 static const char USAGE[] =
     "tinygpt — a small inference engine for Llama-family models with a bounded, compressed KV cache\n"
     "\n"
@@ -15,12 +18,14 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  sample [MODEL] --prompt TEXT   generate a continuation of TEXT (MODEL defaults to the bundled model)\n"
+    "  chat MODEL                     talk to an instruction-tuned model through its chat template\n"
     "  tokenize MODEL TEXT [--bos]    print the token ids of TEXT\n"
     "  info MODEL [--cache-table]     print the model's hyper-parameters and KV cache sizes\n"
     "  perplexity MODEL FILE          perplexity of FILE through the KV cache (teacher-forced)\n"
     "  compare MODEL --prompts FILE   greedy prefix match of each cache precision against an fp32 cache\n"
     "  bench MODEL [--depth D,...]    prompt and generation speed, peak RSS and the memory-bandwidth roofline\n"
     "  help                           print this message\n"
+    "  --version                      print the version\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json).\n"
     "`tinygpt <command> --help` describes a command's options.\n"
@@ -47,7 +52,12 @@ int main(int argc, char **argv) {
         fputs(USAGE, stdout);
         return TG_EXIT_OK;
     }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        fputs("tinygpt " TINYGPT_VERSION "\n", stdout);
+        return TG_EXIT_OK;
+    }
     if (strcmp(cmd, "sample") == 0) return tg_cmd_sample(sub_argc, sub_argv);
+    if (strcmp(cmd, "chat") == 0) return tg_cmd_chat(sub_argc, sub_argv);
     if (strcmp(cmd, "tokenize") == 0) return tg_cmd_tokenize(sub_argc, sub_argv);
     if (strcmp(cmd, "info") == 0) return tg_cmd_info(sub_argc, sub_argv);
     if (strcmp(cmd, "perplexity") == 0) return tg_cmd_perplexity(sub_argc, sub_argv);

@@ -3,6 +3,7 @@
 #include "cli/report.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* The binary unit for a byte count: index into "B", "KiB", "MiB", "GiB", "TiB" and its divisor. */
 static int unit_of(double bytes, double *div) {
@@ -38,12 +39,20 @@ void tg_report_banner(FILE *f, const char *model_path, const tg_model_info *info
     fprintf(f, "tinygpt: model %s · %s · %s params · %s · %d layers · context %d\n", model_path, info->architecture,
             params, info->weight_types, info->n_layers, info->context_length);
     fprintf(f, "tinygpt: cache %s\n", r->policy);
+    char extra[160] = ""; /* the repeat penalty and min-p, only when on */
+    if (sp->repeat_penalty > 0.0f && sp->repeat_penalty != 1.0f && sp->repeat_last_n > 0)
+        snprintf(extra, sizeof extra, " · repeat-penalty %g over %d", (double)sp->repeat_penalty, sp->repeat_last_n);
+    if (sp->min_p > 0.0f && sp->temperature > 0.0f) {
+        size_t used = strlen(extra);
+        snprintf(extra + used, sizeof extra - used, " · min-p %g", (double)sp->min_p);
+    }
     if (sp->temperature <= 0.0f) {
-        fprintf(f, "tinygpt: sampling greedy (temperature 0) · seed %" PRIu64 " · threads %d\n", sp->seed, threads);
+        fprintf(f, "tinygpt: sampling greedy (temperature 0)%s · seed %" PRIu64 " · threads %d\n", extra, sp->seed,
+                threads);
     } else {
-        fprintf(f, "tinygpt: sampling temperature %g · top-k %d%s · top-p %g%s · seed %" PRIu64 " · threads %d\n",
+        fprintf(f, "tinygpt: sampling temperature %g · top-k %d%s · top-p %g%s%s · seed %" PRIu64 " · threads %d\n",
                 (double)sp->temperature, sp->top_k, sp->top_k == 0 ? " (off)" : "", (double)sp->top_p,
-                sp->top_p >= 1.0f ? " (off)" : "", sp->seed, threads);
+                sp->top_p >= 1.0f ? " (off)" : "", extra, sp->seed, threads);
     }
 }
 

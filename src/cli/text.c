@@ -148,7 +148,7 @@ void tg_text_lines_free(char **lines, size_t n) {
 bool tg_text_reader_open(tg_text_reader *r, const char *path, size_t limit, char *msg, size_t msg_cap) {
     memset(r, 0, sizeof *r);
     r->limit = limit < SIZE_MAX / 4 ? limit : SIZE_MAX / 4; /* limit + 2 must not wrap */
-    r->f = fopen(path, "rb");
+    r->f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!r->f) {
         snprintf(msg, msg_cap, "%s: %s", path, strerror(errno));
         return false;
@@ -207,7 +207,7 @@ bool tg_text_reader_fill(tg_text_reader *r, const char *path, size_t want, char 
 }
 
 void tg_text_reader_close(tg_text_reader *r) {
-    if (r->f) fclose(r->f);
+    if (r->f && r->f != stdin) fclose(r->f);
     free(r->buf);
     memset(r, 0, sizeof *r);
 }

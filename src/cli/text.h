@@ -47,7 +47,7 @@ void tg_text_lines_free(char **lines, size_t n);
 void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n);
 
 /* Reads the file at path into a malloc'ed, NUL-terminated buffer (*len excludes the NUL), at most `limit` bytes: a
- * file with more is refused. Works for pipes and character devices too (it never needs the size up front). On
+ * file with more is refused. "-" reads standard input. Works for pipes and character devices too (it never needs the size up front). On
  * failure returns NULL and writes one line into msg[msg_cap] naming the path (no trailing newline). */
 char *tg_read_text_file(const char *path, size_t limit, size_t *len, char *msg, size_t msg_cap);
 
@@ -60,7 +60,8 @@ typedef struct {
     bool eof;
 } tg_text_reader;
 
-/* Opens path for tg_text_reader_fill; false with msg (naming path) on failure. */
+/* Opens path for tg_text_reader_fill ("-" is standard input, which close leaves open); false with msg (naming
+ * path) on failure. */
 bool tg_text_reader_open(tg_text_reader *r, const char *path, size_t limit, char *msg, size_t msg_cap);
 /* Buffers at least `want` bytes (fewer at the end of the file). False with msg when reading fails, memory runs out,
  * or the file holds more than the reader's limit while more than the limit is wanted. */

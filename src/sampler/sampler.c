@@ -7,9 +7,15 @@
  *
  * Candidate selection uses a binary max-heap over the drawable ids, ordered by (scaled logit desc, id asc): building
  * it is O(V) and each pop O(log V), so top-k costs O(V + k log V) and top-p pops only the nucleus instead of sorting
- * the whole vocabulary. All buffers are allocated once in tg_sampler_new. */
+ * the whole vocabulary. All buffers are allocated once in tg_sampler_new.
+ *
+ * The repeat penalty (llama.cpp's semantics) works on a copy of the logits: each distinct id among the last
+ * repeat_last_n accepted tokens (a ring) has its logit divided by the penalty when positive, multiplied when not.
+ * min-p (also llama.cpp's, before temperature) drops ids whose logit is below max + ln(min_p). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tinygpt.h"
 #include "util/error.h"
@@ -22,7 +28,15 @@ struct tg_sampler {
     int32_t *kept;    /* [vocab] ids popped from the heap, highest first */
     double *weight;   /* [vocab] exp(z - zmax) of kept[i] */
     uint64_t rng[4];  /* xoshiro256** state */
+    float *penalized; /* [vocab] the logits after the repeat penalty (only with a penalty) */
+    unsigned char *seen; /* [vocab] marks of the ids already penalised in this call (only with a penalty) */
+    int32_t *recent;  /* [repeat_last_n] ring of the latest accepted ids */
+    size_t n_recent, next_recent;
 };
+
+static bool penalty_on(const tg_sampler_params *p) {
+    return p->repeat_penalty > 0.0f && p->repeat_penalty != 1.0f && p->repeat_last_n > 0;
+}
 
 /* ---- PRNG: xoshiro256** seeded through splitmix64 (Blackman & Vigna) ---------------------------------------- */
 
@@ -53,7 +67,8 @@ static double uniform01(uint64_t s[4]) { return (double)(xoshiro_next(s) >> 11) 
 /* ---- public API --------------------------------------------------------------------------------------------- */
 
 tg_sampler_params tg_sampler_default_params(void) {
-    tg_sampler_params p = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 0};
+    tg_sampler_params p = {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 0, .repeat_penalty = 1.0f,
+                           .repeat_last_n = 64, .min_p = 0.0f};
     return p;
 }
 
@@ -70,6 +85,11 @@ tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_er
         return refuse(err, "the temperature must be a finite number >= 0");
     if (p->top_k < 0) return refuse(err, "top-k must be >= 0");
     if (!(p->top_p >= 0.0f && p->top_p <= 1.0f)) return refuse(err, "top-p must be in [0, 1]");
+    if (!(p->repeat_penalty >= 0.0f) || isinf(p->repeat_penalty))
+        return refuse(err, "the repeat penalty must be a finite number >= 0");
+    if (p->repeat_last_n < 0 || p->repeat_last_n > TG_SAMPLER_MAX_LAST_N)
+        return refuse(err, "repeat-last-n must be in 0..1048576");
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) return refuse(err, "min-p must be in [0, 1]");
     tg_sampler *s = calloc(1, sizeof *s);
     if (!s) return refuse(err, "out of memory");
     s->p = *p;
@@ -79,7 +99,13 @@ tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_er
     s->heap = malloc(n * sizeof *s->heap);
     s->kept = malloc(n * sizeof *s->kept);
     s->weight = malloc(n * sizeof *s->weight);
-    if (!s->z || !s->heap || !s->kept || !s->weight) {
+    if (penalty_on(p)) {
+        s->penalized = malloc(n * sizeof *s->penalized);
+        s->seen = calloc(n, 1);
+        s->recent = malloc((size_t)p->repeat_last_n * sizeof *s->recent);
+    }
+    if (!s->z || !s->heap || !s->kept || !s->weight ||
+        (penalty_on(p) && (!s->penalized || !s->seen || !s->recent))) {
         tg_sampler_free(s);
         return refuse(err, "out of memory");
     }
@@ -94,6 +120,9 @@ void tg_sampler_free(tg_sampler *s) {
     free(s->heap);
     free(s->kept);
     free(s->weight);
+    free(s->penalized);
+    free(s->seen);
+    free(s->recent);
     free(s);
 }
 
@@ -131,16 +160,59 @@ static int32_t heap_pop(const float *z, int32_t *h, size_t *n) {
     return top;
 }
 
+void tg_sampler_accept(tg_sampler *s, int32_t id) {
+    if (!s || !s->recent || id < 0 || id >= s->vocab) return;
+    const size_t cap = (size_t)s->p.repeat_last_n;
+    s->recent[s->next_recent] = id;
+    s->next_recent = (s->next_recent + 1) % cap;
+    if (s->n_recent < cap) s->n_recent++;
+}
+
+/* The logits with the repeat penalty applied (a copy), or logits itself without one. */
+static const float *apply_penalty(tg_sampler *s, const float *logits) {
+    if (!s->recent || s->n_recent == 0) return logits;
+    memcpy(s->penalized, logits, (size_t)s->vocab * sizeof *logits);
+    const float pen = s->p.repeat_penalty;
+    for (size_t i = 0; i < s->n_recent; i++) {
+        const int32_t id = s->recent[i];
+        if (s->seen[id]) continue;
+        s->seen[id] = 1;
+        float v = s->penalized[id];
+        s->penalized[id] = v > 0.0f ? v / pen : v * pen; /* NaN and +-inf stay what they are */
+    }
+    for (size_t i = 0; i < s->n_recent; i++) s->seen[s->recent[i]] = 0;
+    return s->penalized;
+}
+
+/* The lowest logit min-p keeps: max + ln(min_p) over the finite logits; -inf when min-p is off or a logit is +inf. */
+static float min_p_floor(const tg_sampler *s, const float *logits) {
+    if (s->p.min_p <= 0.0f) return -INFINITY;
+    float top = -INFINITY;
+    for (int32_t i = 0; i < s->vocab; i++)
+        if (!isnan(logits[i]) && logits[i] > top) top = logits[i];
+    if (isinf(top)) return -INFINITY;
+    return top + logf(s->p.min_p);
+}
+
+static int32_t sample_from(tg_sampler *s, const float *logits);
+
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits) {
     if (!s || !logits) return -1;
+    const int32_t id = sample_from(s, apply_penalty(s, logits));
+    if (id >= 0) tg_sampler_accept(s, id);
+    return id;
+}
+
+static int32_t sample_from(tg_sampler *s, const float *logits) {
     if (s->p.temperature <= 0.0f) return argmax(logits, s->vocab);
+    const float floor_logit = min_p_floor(s, logits);
 
     /* Scale and collect drawable ids; +inf after scaling wins outright (uniform over those). */
     const float inv_t = 1.0f / s->p.temperature;
     size_t n = 0, n_pinf = 0;
     for (int32_t i = 0; i < s->vocab; i++) {
         float v = logits[i];
-        if (isnan(v) || v == -INFINITY) continue;
+        if (isnan(v) || v == -INFINITY || v < floor_logit) continue;
         float z = v * inv_t;
         if (z == INFINITY) n_pinf++;
         s->z[i] = z;

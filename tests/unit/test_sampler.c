@@ -274,8 +274,112 @@ static void test_large_vocab_top_k_frequencies(void **state) {
     tg_sampler_free(s);
 }
 
+/* llama.cpp's repeat penalty: a positive logit divided by the penalty, a negative one multiplied, once per id,
+ * only for the ids among the last repeat_last_n accepted or sampled tokens. */
+static void test_repeat_penalty(void **state) {
+    (void)state;
+    tg_sampler_params p = tg_sampler_default_params();
+    p.temperature = 0.0f;
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = 2;
+    tg_sampler *s = tg_sampler_new(&p, 4, NULL);
+    assert_non_null(s);
+    const float pos[4] = {5.0f, 4.0f, 1.0f, 0.0f};
+    assert_int_equal(tg_sampler_sample(s, pos), 0); /* no history yet: the argmax */
+    /* 0 was sampled and is remembered: 5 / 2 = 2.5 < 4 */
+    assert_int_equal(tg_sampler_sample(s, pos), 1);
+    /* history {0, 1}: 2.5 and 2.0 against 1 and 0 -> 0 again (2.5) */
+    assert_int_equal(tg_sampler_sample(s, pos), 0);
+    tg_sampler_free(s);
+
+    s = tg_sampler_new(&p, 4, NULL);
+    const float neg[4] = {-1.0f, -1.5f, -3.0f, -4.0f};
+    tg_sampler_accept(s, 0); /* -1 * 2 = -2 < -1.5 */
+    assert_int_equal(tg_sampler_sample(s, neg), 1);
+    tg_sampler_free(s);
+
+    /* the window: with repeat_last_n 1, only the latest token is penalised */
+    p.repeat_last_n = 1;
+    s = tg_sampler_new(&p, 4, NULL);
+    tg_sampler_accept(s, 0);
+    tg_sampler_accept(s, 3);
+    assert_int_equal(tg_sampler_sample(s, pos), 0);
+    /* the same id twice in the window is penalised once: 5 / 2 = 2.5 > 1 */
+    tg_sampler_free(s);
+    p.repeat_last_n = 4;
+    s = tg_sampler_new(&p, 4, NULL);
+    const float close[4] = {5.0f, 2.4f, 0.0f, 0.0f};
+    tg_sampler_accept(s, 0);
+    tg_sampler_accept(s, 0);
+    tg_sampler_accept(s, 0);
+    assert_int_equal(tg_sampler_sample(s, close), 0);
+    tg_sampler_free(s);
+
+    /* penalty 1 (and a zero-initialised struct) is off: the same draws as before the option existed */
+    tg_sampler *a = make(0.9f, 0, 1.0f, 42, 5);
+    p = tg_sampler_default_params();
+    p.temperature = 0.9f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.seed = 42;
+    tg_sampler *b = tg_sampler_new(&p, 5, NULL);
+    const float l[5] = {1.0f, 0.5f, 0.2f, -0.3f, 0.9f};
+    for (int i = 0; i < 200; i++) assert_int_equal(tg_sampler_sample(a, l), tg_sampler_sample(b, l));
+    tg_sampler_free(a);
+    tg_sampler_free(b);
+}
+
+/* min-p: ids whose probability is below min_p times the top one's are never drawn; the rest keep their softmax. */
+static void test_min_p(void **state) {
+    (void)state;
+    tg_sampler_params p = tg_sampler_default_params();
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.2f;
+    p.seed = 7;
+    tg_sampler *s = tg_sampler_new(&p, 4, NULL);
+    assert_non_null(s);
+    /* relative probabilities exp(l - max): 1, 0.5, 0.25, 0.1 -> the last one (< 0.2) is dropped */
+    const float l[4] = {0.0f, logf(0.5f), logf(0.25f), logf(0.1f)};
+    const double want[4] = {1.0 / 1.75, 0.5 / 1.75, 0.25 / 1.75, 0.0};
+    check_frequencies(s, l, want, 4);
+    tg_sampler_free(s);
+}
+
+static void test_invalid_new_params(void **state) {
+    (void)state;
+    tg_sampler_params p = tg_sampler_default_params();
+    p.repeat_penalty = -1.0f;
+    assert_null(tg_sampler_new(&p, 10, NULL));
+    p = tg_sampler_default_params();
+    p.repeat_penalty = INFINITY;
+    assert_null(tg_sampler_new(&p, 10, NULL));
+    p = tg_sampler_default_params();
+    p.repeat_last_n = -1;
+    assert_null(tg_sampler_new(&p, 10, NULL));
+    p.repeat_last_n = TG_SAMPLER_MAX_LAST_N + 1;
+    assert_null(tg_sampler_new(&p, 10, NULL));
+    p = tg_sampler_default_params();
+    p.min_p = 1.5f;
+    tg_error err = {0};
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_non_null(strstr(err.msg, "min-p"));
+    p = tg_sampler_default_params();
+    p.repeat_penalty = -2.0f;
+    assert_null(tg_sampler_new(&p, 10, &err));
+    assert_non_null(strstr(err.msg, "repeat penalty"));
+    p = tg_sampler_default_params();
+    p.min_p = NAN;
+    assert_null(tg_sampler_new(&p, 10, NULL));
+    tg_sampler_accept(NULL, 3); /* no crash */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_repeat_penalty),
+        cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_invalid_new_params),
         cmocka_unit_test(test_greedy_picks_argmax),
         cmocka_unit_test(test_greedy_ties_lowest_id),
         cmocka_unit_test(test_top_k_one_is_greedy),

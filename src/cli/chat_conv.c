@@ -1,0 +1,141 @@
+/* chat_conv.c — the conversation of `tinygpt chat`: template lookup and compilation, the messages, rendering. */
+#include "cli/chat_conv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/text.h"
+
+/* "; choose a built-in with --chat-template NAME (chatml, ...)" */
+static void suggest_builtin(char *msg, size_t cap) {
+    size_t used = strlen(msg);
+    if (used + 1 < cap)
+        snprintf(msg + used, cap - used, "; choose a built-in with --chat-template NAME (%s)", tg_chat_builtin_names());
+}
+
+bool tg_chat_conv_open(tg_chat_conv *c, const char *model_path, const char *builtin, char *msg, size_t cap) {
+    memset(c, 0, sizeof *c);
+    tg_error err = {0};
+    if (!tg_chat_source_find(model_path, &c->src, &err)) {
+        snprintf(msg, cap, "%s", err.msg);
+        return false;
+    }
+    const char *text = NULL;
+    size_t len = 0;
+    if (builtin) {
+        text = tg_chat_builtin(builtin);
+        if (!text) {
+            snprintf(msg, cap, "--chat-template: no built-in template '%s' (built-ins: %s)", builtin,
+                     tg_chat_builtin_names());
+            tg_chat_conv_close(c);
+            return false;
+        }
+        len = strlen(text);
+        c->builtin = builtin;
+        snprintf(c->origin, sizeof c->origin, "the built-in template '%.64s'", builtin);
+    } else {
+        if (!c->src.text) {
+            snprintf(msg, cap, "%s carries no chat template", model_path);
+            suggest_builtin(msg, cap);
+            tg_chat_conv_close(c);
+            return false;
+        }
+        text = c->src.text;
+        len = c->src.len;
+        snprintf(c->origin, sizeof c->origin, "%s", c->src.origin);
+    }
+    c->tmpl = tg_chat_template_compile(text, len, NULL, &err);
+    c->messages = json_array();
+    if (!c->tmpl || !c->messages) {
+        snprintf(msg, cap, "%s: %s", c->origin, c->tmpl ? "out of memory" : err.msg);
+        if (!builtin) suggest_builtin(msg, cap);
+        tg_chat_conv_close(c);
+        return false;
+    }
+    return true;
+}
+
+void tg_chat_conv_close(tg_chat_conv *c) {
+    tg_chat_template_free(c->tmpl);
+    tg_chat_source_free(&c->src);
+    json_decref(c->messages);
+    memset(c, 0, sizeof *c);
+}
+
+bool tg_chat_conv_add(tg_chat_conv *c, const char *role, const char *content, size_t len, char *msg, size_t cap) {
+    json_t *text = json_stringn(content, len); /* NULL for invalid UTF-8 (or out of memory) */
+    if (!text) {
+        snprintf(msg, cap, "a %s message is not valid UTF-8 text", role);
+        return false;
+    }
+    json_t *m = json_pack("{s:s, s:o}", "role", role, "content", text);
+    if (!m || json_array_append_new(c->messages, m) != 0) {
+        snprintf(msg, cap, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+bool tg_chat_conv_load_messages(tg_chat_conv *c, const char *path, char *msg, size_t cap) {
+    char why[600];
+    size_t len = 0;
+    char *text = tg_read_text_file(path, TG_TEXT_FILE_LIMIT, &len, why, sizeof why);
+    if (!text) {
+        snprintf(msg, cap, "--messages %s", why);
+        return false;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!root) {
+        snprintf(msg, cap, "--messages %s: bad JSON at line %d, column %d: %s", path, je.line, je.column, je.text);
+        return false;
+    }
+    bool ok = json_is_array(root);
+    if (!ok) snprintf(msg, cap, "--messages %s: expected a JSON array of {\"role\", \"content\"} objects", path);
+    for (size_t i = 0; ok && i < json_array_size(root); i++) {
+        json_t *m = json_array_get(root, i);
+        json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+        if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
+            snprintf(msg, cap, "--messages %s: message %zu: expected an object with string \"role\" and \"content\"",
+                     path, i);
+            ok = false;
+        } else if (json_array_append(c->messages, m) != 0) {
+            snprintf(msg, cap, "out of memory");
+            ok = false;
+        }
+    }
+    json_decref(root);
+    return ok;
+}
+
+char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap) {
+    json_t *vars = json_pack("{s:O, s:b}", "messages", c->messages, "add_generation_prompt", add_generation_prompt);
+    /* an unknown token string stays undefined (as transformers leaves it), not None */
+    if (vars && c->src.bos_token && json_object_set_new(vars, "bos_token", json_string(c->src.bos_token)) != 0) {
+        json_decref(vars);
+        vars = NULL;
+    }
+    if (vars && c->src.eos_token && json_object_set_new(vars, "eos_token", json_string(c->src.eos_token)) != 0) {
+        json_decref(vars);
+        vars = NULL;
+    }
+    if (!vars) {
+        snprintf(msg, cap, "out of memory");
+        return NULL;
+    }
+    tg_error err = {0};
+    char *text = tg_chat_template_render(c->tmpl, vars, NULL, len, &err);
+    json_decref(vars);
+    if (!text) {
+        snprintf(msg, cap, "%s: %s", c->origin, err.msg);
+        if (!c->builtin) suggest_builtin(msg, cap);
+    }
+    return text;
+}
+
+const char *tg_chat_conv_last_role(const tg_chat_conv *c) {
+    size_t n = json_array_size(c->messages);
+    return n ? json_string_value(json_object_get(json_array_get(c->messages, n - 1), "role")) : NULL;
+}

@@ -1,0 +1,558 @@
+/* cmd_chat.c — `tinygpt chat MODEL`: a conversation rendered with the model's chat template. Each turn renders the
+ * whole conversation and feeds the session only the text past what the cache already holds (no re-prefill of the
+ * history); when a rendering does not extend the previous one the session is rebuilt from the full text, which is
+ * said on stderr. Replies stream to stdout and end at EOS, the template's end-of-turn token or --tokens; a report
+ * goes to stderr after each turn. User turns come from standard input, one per line (on a terminal through
+ * libedit, with line editing and history), after the history of --messages FILE. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/cache_errors.h"
+#include "cli/chat_conv.h"
+#include "cli/cli.h"
+#include "cli/line_input.h"
+#include "cli/report.h"
+#include "cli/stop_text.h"
+#include "cli/text.h"
+
+#define PROMPT_CHUNK 128  /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed */
+#define MAX_EOT 8         /* end-of-turn ids: EOS and the template's own markers */
+
+static const char USAGE[] =
+    "usage: tinygpt chat MODEL [options]\n"
+    "\n"
+    "Talks to an instruction-tuned model through its chat template (tokenizer.chat_template in a GGUF,\n"
+    "chat_template.jinja or tokenizer_config.json in a folder). User turns are read from standard input, one per\n"
+    "line; replies go to stdout, a report after each turn to stderr. The KV cache persists across turns: each turn\n"
+    "feeds only the new text. Lines /stats (the cache report) and /quit are commands.\n"
+    "\n"
+    "conversation:\n"
+    "  -m, --model MODEL              the model (instead of the MODEL argument)\n"
+    "  --chat-template NAME           use a built-in template instead of the model's\n"
+    "  --system TEXT                  a system message first\n"
+    "  --system-file FILE             the system message from FILE ('-' = standard input)\n"
+    "  --messages FILE.json           the conversation so far, OpenAI's format: [{\"role\": ..., \"content\": ...}];\n"
+    "                                 when it ends with a user message, that is answered first\n"
+    "  --print-prompt                 print the rendered conversation (with the generation prompt; the user turns\n"
+    "                                 of standard input when it is not a terminal) and exit; reads only the\n"
+    "                                 tokenizer files\n"
+    "  --quiet                        no banner and no report after each turn\n"
+    "\n"
+    "sampling:\n"
+    "  -n, --tokens N                 most tokens per reply (default 512)\n"
+    "  --stop STRING                  end a reply before STRING (repeatable; not printed, not in the conversation;\n"
+    "                                 the next turn then re-reads the conversation)\n"
+    "  --temperature T                0 = greedy (default 0.8)\n"
+    "  --top-k K                      keep the K most likely tokens, 0 = off (default 40)\n"
+    "  --top-p P                      nucleus, 1 = off (default 0.95)\n"
+    "  --repeat-penalty R             llama.cpp's repeat penalty over the last --repeat-last-n tokens (default 1 =\n"
+    "                                 off; 64 tokens)\n"
+    "  --repeat-last-n N              tokens the repeat penalty looks at (default 64; 0 = off)\n"
+    "  --min-p P                      keep ids at least P times as likely as the top one; 0 = off (default)\n"
+    "  -c, --context N                tokens an unbounded cache holds instead of the model's training context\n"
+    "  -s, --seed S                   PRNG seed (default: from the clock; the banner prints it)\n"
+    "  -t, --threads N                worker threads, 0 = all cores (default 0)\n"
+    "\n"
+    "With --streaming-llm-window M the cache stays bounded however long the conversation runs (the transcript\n"
+    "text itself, kept for the template, grows with the conversation).\n"
+    "\n";
+
+/* Set by SIGINT: stops the reply being generated. The only static mutable state (a handler may only touch statics). */
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    const char *model_path, *template_name, *system, *system_file, *messages_path;
+    bool print_prompt, quiet;
+    tg_opt_list stops;
+    int64_t n_tokens;
+    tg_sampler_params sp;
+    int threads;
+    tg_cache_params cache;
+} chat_args;
+
+static int parse_chat_args(int argc, char **argv, chat_args *a) {
+    int64_t tokens = 512, top_k = 40, threads = 0, repeat_last_n = 64, context = 0;
+    double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
+    uint64_t seed = 0;
+    const char *model = NULL;
+    enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED,
+           O_THREADS, O_REPPEN, O_REPN, O_MINP, O_CONTEXT, O_STOP, O_OWN };
+    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
+        [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
+        [O_TMPL] = {.name = "--chat-template", .kind = TG_OPT_STRING, .dest = &a->template_name},
+        [O_SYS] = {.name = "--system", .kind = TG_OPT_STRING, .dest = &a->system},
+        [O_SYSF] = {.name = "--system-file", .kind = TG_OPT_STRING, .dest = &a->system_file},
+        [O_MSGS] = {.name = "--messages", .kind = TG_OPT_STRING, .dest = &a->messages_path},
+        [O_PRINT] = {.name = "--print-prompt", .kind = TG_OPT_FLAG, .dest = &a->print_prompt},
+        [O_QUIET] = {.name = "--quiet", .kind = TG_OPT_FLAG, .dest = &a->quiet},
+        [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1,
+                      .hi = INT64_MAX},
+        [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
+        [O_TOPK] = {.name = "--top-k", .kind = TG_OPT_INT, .dest = &top_k, .lo = 0, .hi = INT32_MAX},
+        [O_TOPP] = {.name = "--top-p", .kind = TG_OPT_FLOAT, .dest = &top_p, .flo = 0, .fhi = 1},
+        [O_SEED] = {.name = "--seed", .alias = "-s", .kind = TG_OPT_U64, .dest = &seed},
+        [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &threads, .lo = 0,
+                       .hi = 4096},
+        [O_REPPEN] = {.name = "--repeat-penalty", .kind = TG_OPT_FLOAT, .dest = &repeat_penalty, .flo = 0,
+                      .fhi = 1e4},
+        [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
+                    .hi = TG_SAMPLER_MAX_LAST_N},
+        [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
+        [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
+                       .hi = INT32_MAX},
+        [O_STOP] = {.name = "--stop", .kind = TG_OPT_LIST, .dest = &a->stops},
+    };
+    tg_cache_flags cf;
+    tg_cache_flags_options(&cf, o + O_OWN);
+    const char *pos[1];
+    size_t n_pos = 0;
+    switch (tg_args_parse("chat", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
+    case TG_ARGS_HELP: return -1;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    if (o[O_MODEL].seen && n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
+    a->model_path = n_pos ? pos[0] : model;
+    if (!a->model_path) return tg_usage_error("chat", "no MODEL given (tinygpt chat MODEL; see --help)");
+    if (o[O_SYS].seen && o[O_SYSF].seen) return tg_usage_error("chat", "--system and --system-file: give one of them");
+    for (size_t i = 0; i < a->stops.n; i++)
+        if (!a->stops.items[i][0]) return tg_usage_error("chat", "--stop: expected a non-empty string");
+    a->n_tokens = tokens;
+    a->sp.temperature = (float)temperature;
+    a->sp.top_k = (int)top_k;
+    a->sp.top_p = (float)top_p;
+    a->sp.repeat_penalty = (float)repeat_penalty;
+    a->sp.repeat_last_n = (int)repeat_last_n;
+    a->sp.min_p = (float)min_p;
+    if (o[O_SEED].seen) {
+        a->sp.seed = seed;
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        a->sp.seed = ((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec) % 1000000000000ull;
+    }
+    a->threads = (int)threads;
+    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (o[O_CONTEXT].seen) a->cache.context = context;
+    return TG_EXIT_OK;
+}
+
+/* A growable byte buffer, NUL-terminated. */
+typedef struct {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+static bool buf_append(buf_t *b, const char *s, size_t n) {
+    if (n > SIZE_MAX - b->len - 1) return false;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap = cap > SIZE_MAX / 2 ? b->len + n + 1 : cap * 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return false;
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return true;
+}
+
+/* Everything a running conversation owns. */
+typedef struct {
+    tg_chat_conv conv;
+    tg_model *model;
+    tg_session *session;
+    tg_sampler *sampler;
+    tg_detok *detok;
+    float *logits;
+    buf_t fed;          /* the text the cache holds, as rendered (the renders' prefixes and the replies) */
+    int32_t eot[MAX_EOT];
+    size_t n_eot;
+    int turn;
+    int write_errno;
+} chat_run;
+
+static void chat_free(chat_run *r) {
+    tg_detok_free(r->detok);
+    tg_sampler_free(r->sampler);
+    tg_session_free(r->session);
+    tg_model_free(r->model);
+    free(r->logits);
+    free(r->fed.p);
+    tg_chat_conv_close(&r->conv);
+}
+
+/* The ids that end a reply: EOS (all of tg_token_is_eos), and every common end-of-turn marker that the template mentions and the tokenizer
+ * encodes as one token (<|im_end|> of ChatML, <|eot_id|> of Llama 3, ...). */
+static void find_end_of_turn(chat_run *r, const char *template_text) {
+    static const char *const markers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
+    int32_t eos = tg_token_eos(r->model);
+    if (eos >= 0) r->eot[r->n_eot++] = eos;
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0] && r->n_eot < MAX_EOT; i++) {
+        if (!template_text || !strstr(template_text, markers[i])) continue;
+        int32_t *ids = NULL;
+        size_t n = 0;
+        tg_error err = {0};
+        if (tg_tokenize(r->model, markers[i], strlen(markers[i]), false, &ids, &n, &err) && n == 1 && ids[0] != eos)
+            r->eot[r->n_eot++] = ids[0];
+        free(ids);
+    }
+}
+
+static bool is_eot(const chat_run *r, int32_t id) {
+    if (tg_token_is_eos(r->model, id)) return true; /* every EOS id of the model's files */
+    for (size_t i = 0; i < r->n_eot; i++)
+        if (r->eot[i] == id) return true;
+    return false;
+}
+
+static int emit(chat_run *r, const char *text, size_t len) {
+    if ((len > 0 && fwrite(text, 1, len, stdout) != len) || fflush(stdout) != 0) {
+        r->write_errno = errno;
+        return -1;
+    }
+    return 0;
+}
+
+/* Feeds ids[0..n) to the session in chunks; false (message printed) on failure. */
+static bool feed(chat_run *r, const int32_t *ids, size_t n) {
+    tg_error err = {0};
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < PROMPT_CHUNK ? n - done : PROMPT_CHUNK;
+        if (!tg_session_eval(r->session, ids + done, k, NULL, r->logits, &err)) {
+            tg_cli_word_error(&err, NULL);
+            tg_runtime_error("%s", err.msg);
+            return false;
+        }
+        done += k;
+    }
+    return true;
+}
+
+/* One assistant turn: render, feed the new suffix (or everything, after a rebuild), generate the reply, add it to
+ * the conversation. Returns TG_EXIT_OK or the status to end with. */
+static int assistant_turn(const chat_args *a, chat_run *r) {
+    char msg[1200];
+    size_t len = 0;
+    char *text = tg_chat_conv_render(&r->conv, true, &len, msg, sizeof msg);
+    if (!text) return tg_runtime_error("%s", msg);
+    r->turn++;
+
+    bool rebuild = false;
+    const char *suffix = text;
+    size_t suffix_len = len;
+    if (r->fed.len > 0) {
+        if (len >= r->fed.len && memcmp(text, r->fed.p, r->fed.len) == 0) {
+            suffix = text + r->fed.len;
+            suffix_len = len - r->fed.len;
+        } else {
+            fprintf(stderr, "tinygpt chat: turn %d: the template's rendering does not extend the text in the cache; "
+                            "re-reading the whole conversation\n", r->turn);
+            rebuild = true;
+        }
+    }
+    tg_error err = {0};
+    if (rebuild) {
+        tg_session_free(r->session);
+        r->session = tg_session_new(r->model, &a->cache, a->threads, &err);
+        r->fed.len = 0;
+        if (!r->session) {
+            free(text);
+            tg_cli_word_error(&err, &a->cache);
+            return tg_runtime_error("%s", err.msg);
+        }
+    }
+    bool first = r->fed.len == 0;
+    const char *bos = r->conv.src.bos_token;
+    bool add_bos = first && tg_model_adds_bos(r->model) && !(bos && *bos && strncmp(text, bos, strlen(bos)) == 0);
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (!tg_tokenize(r->model, suffix, suffix_len, add_bos, &ids, &n_ids, &err)) {
+        free(text);
+        return tg_runtime_error("%s", err.msg);
+    }
+    r->fed.len = 0;
+    bool ok = buf_append(&r->fed, text, len);
+    free(text);
+    if (!ok) {
+        free(ids);
+        return tg_runtime_error("out of memory");
+    }
+    int64_t room = tg_session_remaining(r->session);
+    if ((int64_t)n_ids >= room) {
+        free(ids);
+        return tg_runtime_error("turn %d: the conversation needs %" PRId64 " more tokens but the context holds %" PRId64
+                                " more; bound the cache with --streaming-llm-window M",
+                                r->turn, (int64_t)n_ids, room);
+    }
+    double t0 = now_s();
+    ok = feed(r, ids, n_ids);
+    double t_prompt = now_s() - t0;
+    tg_detok_skip_prompt(r->detok, ids, n_ids);
+    for (size_t i = 0; i < n_ids; i++) tg_sampler_accept(r->sampler, ids[i]); /* the repeat penalty's history */
+    free(ids);
+    if (!ok) return TG_EXIT_ERROR;
+
+    buf_t reply = {0}, shown = {0}; /* the reply's text as generated (in the cache) / as printed (in the messages) */
+    tg_stop_text filter;
+    tg_stop_text_init(&filter, a->stops.items, a->stops.n);
+    bool oom = false;
+    const char *stop = "--tokens";
+    int64_t generated = 0;
+    int status = TG_EXIT_OK;
+    interrupted = 0;
+    t0 = now_s();
+    while (generated < a->n_tokens) {
+        if (interrupted) {
+            stop = "interrupted";
+            break;
+        }
+        int32_t id = tg_sampler_sample(r->sampler, r->logits);
+        if (id < 0) {
+            status = tg_runtime_error("the model produced no finite logits");
+            break;
+        }
+        if (is_eot(r, id)) {
+            stop = "end of turn";
+            break;
+        }
+        generated++;
+        const char *piece = NULL;
+        size_t piece_len = 0;
+        tg_detok_push(r->detok, id, &piece, &piece_len);
+        const char *show = piece;
+        size_t show_len = piece_len;
+        const bool hit = filter.n_stops > 0 && tg_stop_text_push(&filter, piece, piece_len, &show, &show_len, &oom);
+        if (oom || !buf_append(&reply, piece, piece_len) || !buf_append(&shown, show, show_len)) {
+            status = tg_runtime_error("out of memory");
+            break;
+        }
+        if (hit) stop = "stop string";
+        if (emit(r, show, show_len) != 0) break;
+        /* every reply token goes into the cache, the last one too: the next turn's text starts after it */
+        if (tg_session_remaining(r->session) < 1) {
+            stop = "the context is full (--streaming-llm-window M keeps a conversation going)";
+            break;
+        }
+        if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) {
+            tg_cli_word_error(&err, NULL);
+            status = tg_runtime_error("%s", err.msg);
+            break;
+        }
+        if (hit) break;
+    }
+    double t_gen = now_s() - t0;
+    const char *rest = NULL;
+    size_t rest_len = 0;
+    tg_detok_flush(r->detok, &rest, &rest_len);
+    if (status == TG_EXIT_OK) {
+        const char *show = rest, *held = NULL;
+        size_t show_len = rest_len, held_len = 0;
+        if (filter.n_stops > 0 && tg_stop_text_push(&filter, rest, rest_len, &show, &show_len, &oom))
+            stop = "stop string";
+        if (!oom && !buf_append(&reply, rest, rest_len)) oom = true;
+        if (!oom && !buf_append(&shown, show, show_len)) oom = true;
+        if (!oom && r->write_errno == 0) (void)emit(r, show, show_len);
+        tg_stop_text_flush(&filter, &held, &held_len); /* the held-back tail did not become a stop string */
+        if (!oom && !buf_append(&shown, held ? held : "", held_len)) oom = true;
+        if (oom) status = tg_runtime_error("out of memory");
+        else if (r->write_errno == 0 && emit(r, held, held_len) == 0) (void)emit(r, "\n", 1);
+        if (r->write_errno == EPIPE) status = -1; /* the reader has gone: end quietly */
+        else if (r->write_errno != 0) status = tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
+    }
+    if (status == TG_EXIT_OK) {
+        /* The cache now holds the rendering and the reply's tokens (not the end-of-turn token: the next rendering
+         * brings it, as text the tokenizer turns into the same special token). */
+        if (!buf_append(&r->fed, reply.p ? reply.p : "", reply.len) ||
+            !tg_chat_conv_add(&r->conv, "assistant", shown.p ? shown.p : "", shown.len, msg, sizeof msg))
+            status = tg_runtime_error("%s", "the reply could not be added to the conversation (out of memory or "
+                                            "not UTF-8)");
+    }
+    free(reply.p);
+    free(shown.p);
+    tg_stop_text_free(&filter);
+    if (!a->quiet && status == TG_EXIT_OK) {
+        fprintf(stderr, "turn %d: prompt %zu new tokens%s in %.3f s, generated %" PRId64 " tokens in %.3f s "
+                        "(%.1f tokens/s), stopped: %s, position %" PRId64 "\n",
+                r->turn, n_ids, rebuild ? " (re-read)" : "", t_prompt, generated, t_gen,
+                t_gen > 0 ? (double)generated / t_gen : 0.0, stop, tg_session_position(r->session));
+        tg_cache_report rep;
+        tg_session_cache_report(r->session, &rep);
+        tg_report_cache(stderr, &rep);
+    }
+    return status;
+}
+
+/* Adds the system message and --messages to the conversation. */
+static int add_history(const chat_args *a, tg_chat_conv *c) {
+    char msg[1200];
+    if (a->system_file) {
+        char why[600];
+        size_t len = 0;
+        char *text = tg_read_text_file(a->system_file, TG_TEXT_FILE_LIMIT, &len, why, sizeof why);
+        if (!text) return tg_usage_error("chat", "--system-file %s", why);
+        bool ok = tg_chat_conv_add(c, "system", text, len, msg, sizeof msg);
+        free(text);
+        if (!ok) return tg_usage_error("chat", "--system-file %s: %s", a->system_file, msg);
+    } else if (a->system && !tg_chat_conv_add(c, "system", a->system, strlen(a->system), msg, sizeof msg)) {
+        return tg_usage_error("chat", "--system: %s", msg);
+    }
+    if (a->messages_path && !tg_chat_conv_load_messages(c, a->messages_path, msg, sizeof msg))
+        return tg_usage_error("chat", "%s", msg);
+    return TG_EXIT_OK;
+}
+
+/* --print-prompt: the conversation (with stdin's user lines when stdin is not a terminal), rendered with the
+ * generation prompt. */
+static int print_prompt(tg_chat_conv *c) {
+    char msg[1200];
+    if (!isatty(STDIN_FILENO)) {
+        tg_line_input in;
+        tg_line_input_open(&in);
+        bool ok = true;
+        const char *line;
+        while (ok && (line = tg_line_input_read(&in, "")) != NULL)
+            if (line[0]) ok = tg_chat_conv_add(c, "user", line, strlen(line), msg, sizeof msg);
+        tg_line_input_close(&in);
+        if (!ok) return tg_runtime_error("standard input: %s", msg);
+    }
+    size_t len = 0;
+    char *text = tg_chat_conv_render(c, true, &len, msg, sizeof msg);
+    if (!text) return tg_runtime_error("%s", msg);
+    bool ok = fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0;
+    free(text);
+    return ok ? TG_EXIT_OK : tg_runtime_error("writing to stdout: %s", strerror(errno));
+}
+
+static int converse(const chat_args *a, chat_run *r) {
+    const char *last = tg_chat_conv_last_role(&r->conv);
+    if (last && strcmp(last, "user") == 0) {
+        int st = assistant_turn(a, r);
+        if (st != TG_EXIT_OK) return st < 0 ? TG_EXIT_OK : st;
+    }
+    tg_line_input in;
+    tg_line_input_open(&in);
+    int status = TG_EXIT_OK;
+    char msg[1200];
+    const char *line;
+    while (status == TG_EXIT_OK && (line = tg_line_input_read(&in, "> ")) != NULL) {
+        if (!line[0]) continue;
+        if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) break;
+        if (strcmp(line, "/stats") == 0) {
+            tg_cache_report rep;
+            tg_session_cache_report(r->session, &rep);
+            fprintf(stderr, "turns %d, position %" PRId64 "\n", r->turn, tg_session_position(r->session));
+            tg_report_cache(stderr, &rep);
+            continue;
+        }
+        if (!tg_chat_conv_add(&r->conv, "user", line, strlen(line), msg, sizeof msg)) {
+            status = tg_runtime_error("standard input: %s", msg);
+            break;
+        }
+        status = assistant_turn(a, r);
+    }
+    if (in.tty && status == TG_EXIT_OK) fputc('\n', stderr);
+    tg_line_input_close(&in);
+    return status < 0 ? TG_EXIT_OK : status;
+}
+
+int tg_cmd_chat(int argc, char **argv) {
+    chat_args a = {0};
+    int status = parse_chat_args(argc, argv, &a);
+    if (status < 0) {
+        fputs(USAGE, stdout);
+        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        return TG_EXIT_OK;
+    }
+    if (status != TG_EXIT_OK) return status;
+
+    chat_run r = {0};
+    char msg[1200];
+    if (!tg_chat_conv_open(&r.conv, a.model_path, a.template_name, msg, sizeof msg)) {
+        return a.template_name && !tg_chat_builtin(a.template_name) ? tg_usage_error("chat", "%s", msg)
+                                                                     : tg_runtime_error("%s", msg);
+    }
+    status = add_history(&a, &r.conv);
+    if (status == TG_EXIT_OK && a.print_prompt) status = print_prompt(&r.conv);
+    if (status != TG_EXIT_OK || a.print_prompt) {
+        chat_free(&r);
+        return status;
+    }
+    /* A template that cannot render this conversation fails here, before the weights are read. */
+    size_t len = 0;
+    char *probe = tg_chat_conv_render(&r.conv, true, &len, msg, sizeof msg);
+    if (!probe) {
+        chat_free(&r);
+        return tg_runtime_error("%s", msg);
+    }
+    free(probe);
+
+    tg_error err = {0};
+    r.model = tg_model_load(a.model_path, &err);
+    if (!r.model) {
+        chat_free(&r);
+        return tg_runtime_error("%s", err.msg);
+    }
+    tg_model_info info;
+    tg_model_get_info(r.model, &info);
+    if (!info.has_weights) {
+        chat_free(&r);
+        return tg_runtime_error("%s has no weights: it can only --print-prompt", a.model_path);
+    }
+    r.session = tg_session_new(r.model, &a.cache, a.threads, &err);
+    if (!r.session) {
+        tg_cli_word_error(&err, &a.cache);
+        chat_free(&r);
+        return tg_runtime_error("%s", err.msg);
+    }
+    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model), &err);
+    if (r.sampler) r.detok = tg_detok_new(r.model, &err);
+    if (!r.sampler || !r.detok) {
+        chat_free(&r);
+        return tg_runtime_error("%s", err.msg);
+    }
+    r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
+    if (!r.logits) {
+        chat_free(&r);
+        return tg_runtime_error("out of memory");
+    }
+    find_end_of_turn(&r, a.template_name ? tg_chat_builtin(a.template_name) : r.conv.src.text);
+    if (!a.quiet) {
+        tg_cache_report rep;
+        tg_session_cache_report(r.session, &rep);
+        tg_report_banner(stderr, a.model_path, &info, &rep, &a.sp, tg_session_threads(r.session));
+        fprintf(stderr, "tinygpt: chat template: %s\n", r.conv.origin);
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+
+    status = converse(&a, &r);
+    chat_free(&r);
+    return status;
+}
