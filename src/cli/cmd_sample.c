@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "cli/report.h"
 #include "cli/stop_text.h"
 #include "cli/text.h"
@@ -61,32 +62,6 @@ static const char USAGE[] =
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
-
-/* The signal flag and the time of the first interrupt: the only static mutable state, as a handler may only touch
- * statics. */
-static volatile sig_atomic_t interrupted = 0;
-
-/* When the first Ctrl-C came; written only by the handler, which SIGINT cannot re-enter. */
-static struct timespec first_interrupt;
-
-/* First Ctrl-C: ask the loop to stop and report. A second one at least half a second later ends the process at once
- * (exit by SIGINT). Copies of the first that arrive sooner are ignored: `timeout -s INT` and terminals that signal the
- * whole process group deliver the same interrupt twice within microseconds. Only async-signal-safe calls here. */
-static void on_sigint(int sig) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if (!interrupted) {
-        first_interrupt = t;
-        interrupted = 1;
-        return;
-    }
-    long long ms = (long long)(t.tv_sec - first_interrupt.tv_sec) * 1000 +
-                   (t.tv_nsec - first_interrupt.tv_nsec) / 1000000;
-    if (ms >= 500) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-    }
-}
 
 static double now_s(void) {
     struct timespec ts;
@@ -377,7 +352,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
 
     double t0 = now_s();
     size_t done = 0;
-    while (done < n_prompt && !interrupted) {
+    while (done < n_prompt && !tg_interrupted()) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
         if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
             tg_cli_word_error(&err, NULL);
@@ -398,7 +373,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     int64_t generated = 0;
     t0 = now_s();
     double t_mark = t0; /* the last progress line */
-    while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !interrupted) {
+    while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !tg_interrupted()) {
         int32_t id = tg_sampler_sample(r->sampler, r->logits);
         if (id < 0) return tg_runtime_error("the model produced no finite logits");
         if (tg_token_is_eos(r->model, id) && !a->ignore_eos) {
@@ -417,7 +392,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             report_progress(r, generated, a->progress, t - t_mark);
             t_mark = t;
         }
-        if (write_state != 0 || generated == a->n_tokens || interrupted) break;
+        if (write_state != 0 || generated == a->n_tokens || tg_interrupted()) break;
         if (tg_session_remaining(r->session) < 1) {
             fprintf(stderr,
                     "tinygpt: stopped after %" PRId64 " tokens: the context (%d tokens) is full; "
@@ -431,7 +406,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         }
     }
     double t_gen = now_s() - t0;
-    if (interrupted) stop = "interrupted";
+    if (tg_interrupted()) stop = "interrupted";
 
     if (write_state == 0 && !r->stop.stopped) {
         const char *text = NULL;
@@ -526,12 +501,7 @@ static int sample_main(sample_args *ap) {
         return tg_runtime_error("out of memory");
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = 0;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    tg_interrupt_catch();
 
     status = generate(&a, &r, n_prompt, a.model_path);
     run_free(&r);
