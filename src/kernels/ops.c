@@ -1,6 +1,7 @@
 /* ops.c — RMSNorm, RoPE (direct and table-driven), softmax and SwiGLU, with the edge cases defined in ops.h. Scalar
  * except SwiGLU, whose exp per element is measurable on small models and runs eight lanes at a time with AVX2
  * (tg_avx2_swiglu; the scalar loop here is its reference and the fallback). */
+#include "util/free_all.h"
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -144,10 +145,7 @@ tg_rope_table *tg_rope_table_new(int head_dim, float theta, int64_t n_pos, tg_er
 
 void tg_rope_table_free(tg_rope_table *t) {
     if (!t) return;
-    free(t->inv_freq);
-    free(t->cos_tab);
-    free(t->sin_tab);
-    free(t);
+    TG_FREE_ALL(t->inv_freq, t->cos_tab, t->sin_tab, t);
 }
 
 void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t pos, tg_rope_style style) {

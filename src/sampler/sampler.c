@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/free_all.h"
 #include "tinygpt.h"
 #include "util/error.h"
 
@@ -116,14 +117,7 @@ tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_er
 
 void tg_sampler_free(tg_sampler *s) {
     if (!s) return;
-    free(s->z);
-    free(s->heap);
-    free(s->kept);
-    free(s->weight);
-    free(s->penalized);
-    free(s->seen);
-    free(s->recent);
-    free(s);
+    TG_FREE_ALL(s->z, s->heap, s->kept, s->weight, s->penalized, s->seen, s->recent, s);
 }
 
 /* Greedy: the highest logit, ties to the lowest id; NaN is skipped, -inf only counts as "not drawable". */

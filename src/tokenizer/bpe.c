@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/free_all.h"
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/utf8.h"
 
@@ -20,12 +21,7 @@ bool tg_idvec_push(tg_idvec *v, int32_t id) {
 
 void tg_word_scratch_free(tg_word_scratch *s) {
     if (!s) return;
-    free(s->id);
-    free(s->start);
-    free(s->len);
-    free(s->prev);
-    free(s->next);
-    free(s->heap.v);
+    TG_FREE_ALL(s->id, s->start, s->len, s->prev, s->next, s->heap.v);
     memset(s, 0, sizeof *s);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/free_all.h"
 #include "tokenizer/tok_internal.h"
 #include "util/checked.h"
 #include "util/error.h"
@@ -286,11 +287,7 @@ bool tg_tok_add_merge(tg_tokenizer *t, const char *a, size_t a_len, const char *
 
 void tg_tokenizer_free(tg_tokenizer *t) {
     if (!t) return;
-    free(t->source);
-    free(t->text);
-    free(t->off);
-    free(t->type);
-    free(t->score);
+    TG_FREE_ALL(t->source, t->text, t->off, t->type, t->score);
     tg_strmap_free(&t->vocab);
     tg_pairmap_free(&t->merges);
     for (size_t i = 0; i < t->n_norm; i++) {
