@@ -25,11 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tiny.gguf", fuzz_data_dir());
-    tg_error err = {0};
-    clitext_model = tg_model_load(path, &err);
-    if (!clitext_model) fuzz_die("loading the tiny model", err.msg);
+    clitext_model = fuzz_load_tiny_model();
     atexit(clitext_cleanup);
     return 0;
 }

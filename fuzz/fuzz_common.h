@@ -137,4 +137,14 @@ static inline const char *fuzz_data_dir(void) {
     return d && *d ? d : "fuzz/data";
 }
 
+/* The harnesses' tiny model, fuzz/data/tiny.gguf (or $TG_FUZZ_DATA/tiny.gguf); a load failure aborts. */
+static inline tg_model *fuzz_load_tiny_model(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tiny.gguf", fuzz_data_dir());
+    tg_error err = {0};
+    tg_model *m = tg_model_load(path, &err);
+    if (!m) fuzz_die("loading the tiny model", err.msg);
+    return m;
+}
+
 #endif
