@@ -1,6 +1,6 @@
 # tinygpt — `make` builds ./tinygpt; `make test` builds everything under ASan+UBSan and runs the whole suite.
 CC      ?= cc
-PKGS    := jansson libpcre2-8 libedit
+PKGS    := jansson libpcre2-8 libedit libmicrohttpd
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -9,8 +9,9 @@ THREADS := -pthread # one thread team (src/util/thread_pool.c); no OpenMP
 OPT     := -O3 -march=native -g
 SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
-CLI_SRC := $(shell find src/cli -name '*.c' | sort)
+# src/serve (the HTTP server of `tinygpt serve`, on libmicrohttpd) links into the tool, not the library
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/serve/*' | sort)
+CLI_SRC := $(shell find src/cli src/serve -name '*.c' | sort)
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 
