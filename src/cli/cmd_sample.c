@@ -23,14 +23,13 @@
 #include "cli/stop_text.h"
 #include "cli/text.h"
 
-#define BUNDLED_MODEL "models/tinygpt-flagship.gguf"
 #define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
 
 static const char USAGE[] =
     "usage: tinygpt sample [MODEL] --prompt TEXT | --prompt-file FILE [options]\n"
     "\n"
     "Streams TEXT and a generated continuation to stdout; a banner and a report (speed, KV cache) go to stderr.\n"
-    "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " BUNDLED_MODEL "\n"
+    "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " TG_BUNDLED_MODEL "\n"
     "next to the executable is used.\n"
     "\n"
     "sampling:\n"
@@ -74,28 +73,6 @@ static uint64_t clock_seed(void) {
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
     return s % 1000000000000ull; /* short enough to retype */
-}
-
-/* Finds the bundled model next to the executable (or two levels up, for the build/<variant>/tinygpt binaries).
- * On failure `looked` names the executable's directory. */
-static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
-        return false;
-    }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(looked, looked_cap, "%s", exe);
-    static const char *const ups[] = {"", "/..", "/../.."};
-    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
-        int w = snprintf(out, cap, "%s%s/" BUNDLED_MODEL, exe, ups[i]);
-        struct stat st;
-        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0) return true;
-    }
-    return false;
 }
 
 /* What has been written to stdout: the errno of a failed write, and whether the text ends inside a line. */
@@ -456,8 +433,8 @@ static int sample_main(sample_args *ap) {
     char bundled[4200];
     if (!a.model_path) {
         char looked[4096];
-        if (!find_bundled_model(bundled, sizeof bundled, looked, sizeof looked)) {
-            return tg_runtime_error("no MODEL given and the bundled model " BUNDLED_MODEL " was not found "
+        if (!tg_find_bundled_model(bundled, sizeof bundled, looked, sizeof looked)) {
+            return tg_runtime_error("no MODEL given and the bundled model " TG_BUNDLED_MODEL " was not found "
                                     "(looked next to %s); pass one: tinygpt sample MODEL --prompt TEXT",
                                     looked);
         }

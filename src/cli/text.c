@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static bool text_is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -224,4 +226,26 @@ char *tg_read_text_file(const char *path, size_t limit, size_t *len, char *msg, 
     r.buf = NULL;
     tg_text_reader_close(&r);
     return buf;
+}
+
+/* Finds the bundled model next to the executable (or two levels up, for the build/<variant>/tinygpt binaries).
+ * On failure `looked` names the executable's directory. */
+bool tg_find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
+        return false;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(looked, looked_cap, "%s", exe);
+    static const char *const ups[] = {"", "/..", "/../.."};
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
+        int w = snprintf(out, cap, "%s%s/" TG_BUNDLED_MODEL, exe, ups[i]);
+        struct stat st;
+        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0) return true;
+    }
+    return false;
 }

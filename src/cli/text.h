@@ -68,4 +68,11 @@ bool tg_text_reader_open(tg_text_reader *r, const char *path, size_t limit, char
 bool tg_text_reader_fill(tg_text_reader *r, const char *path, size_t want, char *msg, size_t msg_cap);
 void tg_text_reader_close(tg_text_reader *r);
 
+/* The bundled model, relative to the executable's directory (or one or two levels up). */
+#define TG_BUNDLED_MODEL "models/tinygpt-flagship.gguf"
+
+/* Finds the bundled model next to the executable (or two levels up, for the build/<variant>/tinygpt binaries): its
+ * path into out. On failure `looked` names the executable's directory. */
+bool tg_find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap);
+
 #endif
