@@ -169,6 +169,7 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
                      .metrics = &metrics, .created = (int64_t)time(NULL)};
     atomic_init(&srv.draining, false);
     atomic_init(&srv.next_id, 1);
+    atomic_init(&srv.in_flight, 0);
     pthread_mutex_init(&srv.conv_mu, NULL);
     if (!info.has_weights) {
         tg_runtime_error("%s has no weights (a vocab-only file): it cannot serve", a->model_path);
@@ -234,6 +235,9 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
     status = TG_EXIT_OK;
 done:
     tg_sched_stop(sched); /* fails what is left: every waiting handler and stream ends */
+    /* let the handlers and streams write their last words (an error event, [DONE]) before the sockets close */
+    for (int i = 0; http && i < 200 && atomic_load(&srv.in_flight) > 0; i++)
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
     tg_http_stop(http);
     tg_batch_free(batch);
     if (have_conv) tg_chat_conv_close(&conv);

@@ -304,6 +304,7 @@ static void stream_free(void *cls) {
     pthread_mutex_unlock(&s->job->mu);
     if (!done) cancel(s->srv, s->job); /* the connection ended before the job did */
     tg_job_unref(s->job);
+    atomic_fetch_sub(&s->srv->in_flight, 1);
     free(s->out);
     free(s);
 }
@@ -313,6 +314,7 @@ static enum MHD_Result start_stream(tg_server *srv, struct MHD_Connection *c, co
     if (!s) {
         cancel(srv, j);
         tg_job_unref(j);
+        atomic_fetch_sub(&srv->in_flight, 1);
         return MHD_NO;
     }
     s->srv = srv;
@@ -335,8 +337,8 @@ static enum MHD_Result start_stream(tg_server *srv, struct MHD_Connection *c, co
     return ok;
 }
 
-enum MHD_Result tg_serve_generate(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, const char *body,
-                                  size_t len) {
+static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, const char *body,
+                                size_t len, bool *streaming) {
     tg_serve_request r;
     tg_serve_error e = {0};
     tg_job *j = NULL;
@@ -371,6 +373,7 @@ enum MHD_Result tg_serve_generate(tg_server *srv, struct MHD_Connection *c, tg_s
     } else if (failed_early) {
         res = job_error(srv, c, j);
     } else if (r.stream) {
+        *streaming = true; /* stream_free ends the request */
         res = start_stream(srv, c, &r, j); /* the stream owns j now */
         j = NULL;
     } else if (j->error_status) {
@@ -389,4 +392,13 @@ refuse:
     tg_job_unref(j);
     tg_serve_request_free(&r);
     return tg_http_send_error(srv, c, &e);
+}
+
+enum MHD_Result tg_serve_generate(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, const char *body,
+                                  size_t len) {
+    atomic_fetch_add(&srv->in_flight, 1);
+    bool streaming = false;
+    const enum MHD_Result res = generate(srv, c, kind, body, len, &streaming);
+    if (!streaming) atomic_fetch_sub(&srv->in_flight, 1);
+    return res;
 }

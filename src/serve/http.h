@@ -38,6 +38,7 @@ typedef struct {
     atomic_bool draining;      /* SIGTERM: /health answers 503, generation requests 503 */
     int64_t created;           /* seconds since the epoch, for /v1/models */
     atomic_llong next_id;      /* completion ids */
+    atomic_int in_flight;      /* generation requests being answered (handlers waiting, streams open) */
 } tg_server;
 
 typedef struct tg_http tg_http;
