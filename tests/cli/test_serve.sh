@@ -224,13 +224,32 @@ cmp -s "$tmp/got" "$tmp/want_p2_24" && ok || bad "SIGTERM: the running request d
 grep -q 'SIGTERM: no longer admitting' "$tmp/A.err" && ok || bad "SIGTERM: no message: $(tail -3 "$tmp/A.err")"
 
 # ---- server B: int4 keys and values in a StreamingLLM window of 32 (evicting), a key, a short grace ---------------------
-start B --kv-quantize int4 --streaming-llm-window 32 --api-key sekrit --grace 0.3
+start B --kv-quantize int4 --streaming-llm-window 32 --api-key sekrit --grace 0.3 --prefill-chunk 16
 auth=(-H 'Authorization: Bearer sekrit')
 want "$tmp/want" --prompt "$P1" -n 60 --kv-quantize int4 --streaming-llm-window 32
 curl -s --max-time 60 "${auth[@]}" -d "{\"prompt\": \"$P1\", \"max_tokens\": 60, \"temperature\": 0}" \
     "$BASE/v1/completions" >"$tmp/r.json"
 text_of "$tmp/r.json" >"$tmp/got"
 cmp -s "$tmp/got" "$tmp/want" && ok || bad "int4 window 32 greedy: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+# a long prompt prefilled 16 tokens a step (evicting as it goes) beside a running decode: both equal sample's
+head -c 600 models/data/valid.txt >"$tmp/long.txt"
+want "$tmp/want_long" --prompt-file "$tmp/long.txt" -n 20 --kv-quantize int4 --streaming-llm-window 32
+python3 -c 'import json, sys; print(json.dumps({"prompt": open(sys.argv[1]).read(), "max_tokens": 20, "temperature": 0}))' \
+    "$tmp/long.txt" >"$tmp/long.json"
+curl -s --max-time 60 "${auth[@]}" -d "{\"prompt\": \"$P1\", \"max_tokens\": 60, \"temperature\": 0, \"stream\": true}" \
+    "$BASE/v1/completions" >"$tmp/sse" &
+CPID=$!
+sleep 0.2
+curl -s --max-time 60 "${auth[@]}" -d @"$tmp/long.json" "$BASE/v1/completions" >"$tmp/r.json"
+wait "$CPID"
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want_long" && ok || bad "long prompt in chunks: $(cat "$tmp/got") vs $(cat "$tmp/want_long")"
+python3 - "$tmp/sse" "$tmp/want" <<'PY' && ok || bad "the decode beside the long prompt: $(head -c 300 "$tmp/sse")"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
+chunks = [json.loads(l[len("data: "):]) for l in lines[:-2]]
+assert "".join(c["choices"][0]["text"] for c in chunks) == open(sys.argv[2], encoding="utf-8").read()
+PY
 st=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")
 [ "$st" = 200 ] && ok || bad "health needs no key: $st"
 st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "$BASE/v1/models")
