@@ -56,6 +56,13 @@ $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
 	    $(DEPS_LIBS) -lcmocka
 
+# test_serve_parts also links the server's pure parts (they live outside the library: src/serve is the tool's)
+SERVE_UNIT_OBJ := $(ASN)/src/serve/admission.o $(ASN)/src/serve/request.o $(ASN)/src/serve/openai.o
+$(ASN)/tests/test_serve_parts: tests/unit/test_serve_parts.c $(SERVE_UNIT_OBJ) $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(SERVE_UNIT_OBJ) $(ASN_SUPPORT_OBJ) \
+	    $(ASN)/libtinygpt.a $(DEPS_LIBS) -lcmocka
+
 # --- tools/*.c: stand-alone programs on the release library (bench/compare-llamacpp builds them) ---
 TOOL_BIN := $(patsubst tools/%.c,$(REL)/tools/%,$(wildcard tools/*.c))
 tools: $(TOOL_BIN)

@@ -78,7 +78,8 @@ static bool session_open(tg_sched *s, tg_job *j, session *ss) {
     if (ss->sampler) ss->detok = tg_detok_new(s->cfg.model, &err);
     ss->logits = malloc((size_t)s->vocab * sizeof *ss->logits);
     if (!ss->sampler || !ss->detok || !ss->logits) {
-        tg_job_fail(j, ss->sampler && ss->detok ? 500 : 400, ss->logits ? err.msg : "out of memory");
+        if (!ss->sampler) tg_job_fail(j, 400, err.msg); /* the sampling settings */
+        else tg_job_fail(j, 500, ss->detok ? "out of memory" : err.msg);
         tg_detok_free(ss->detok);
         tg_sampler_free(ss->sampler);
         tg_sequence_free(ss->seq);
