@@ -83,7 +83,8 @@ size_t tg_model_kvcache_bytes(const tg_model *model, const tg_cache_params *para
     int64_t n = context;
     if (params->window > 0 || params->budget_bytes > 0) {
         const int64_t sink = params->sink > 0 ? params->sink : 4;
-        n = context + sink + (params->window > 0 ? params->window : context) + TG_KV_MAX_GROUP_SIZE + TG_KV_MAX_RESIDUAL;
+        n = context + sink + (params->window > 0 ? params->window : context) + TG_KV_MAX_GROUP_SIZE +
+            TG_KV_MAX_RESIDUAL;
     }
     tg_cache_params p = *params;
     p.max_memory = -1; /* the long history is only a probe: the memory limit applies when the cache is made */

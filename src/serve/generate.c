@@ -135,7 +135,8 @@ static tg_job *make_job(tg_server *srv, const tg_serve_request *r, tg_serve_erro
         return NULL;
     }
     if (r->max_tokens > srv->max_tokens) {
-        tg_serve_fail(e, 400, INVALID, "max_tokens", "max_tokens is %lld; this server generates at most %lld (--max-tokens)",
+        tg_serve_fail(e, 400, INVALID, "max_tokens",
+                      "max_tokens is %lld; this server generates at most %lld (--max-tokens)",
                       (long long)r->max_tokens, (long long)srv->max_tokens);
         return NULL;
     }

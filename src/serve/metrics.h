@@ -12,7 +12,7 @@
 
 typedef struct {
     pthread_mutex_t mu;
-    int64_t by_status[TG_METRICS_STATUSES]; /* responses by HTTP status (200, 400, 401, 404, 405, 413, 500, 503, other) */
+    int64_t by_status[TG_METRICS_STATUSES]; /* responses by status: 200, 400, 401, 404, 405, 413, 500, 503, other */
     int64_t prompt_tokens, generated_tokens, steps;
     int64_t ttft_count[TG_METRICS_TTFT_BUCKETS]; /* cumulative at render time; per bucket here */
     double ttft_sum;

@@ -5,7 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/utf8.h"
+
+/* The length (1..4) of the well-formed UTF-8 character at s[0..n) (n > 0), or 0: a bad lead or continuation byte,
+ * an overlong form, a surrogate, beyond U+10FFFF, or cut short. */
+static size_t utf8_char(const unsigned char *s, size_t n) {
+    const unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
 
 /* text[len] as a JSON string, each invalid UTF-8 byte replaced by U+FFFD. NULL when memory runs out. */
 static json_t *text_value(const char *text, size_t len) {
@@ -15,8 +35,7 @@ static json_t *text_value(const char *text, size_t len) {
     if (!clean) return NULL;
     size_t out = 0;
     for (size_t i = 0; i < len;) {
-        uint32_t cp;
-        size_t n = tg_utf8_decode((const uint8_t *)text + i, len - i, &cp);
+        const size_t n = utf8_char((const unsigned char *)text + i, len - i);
         if (n == 0) {
             memcpy(clean + out, "\xEF\xBF\xBD", 3);
             out += 3;

@@ -64,7 +64,8 @@ static bool get_stops(json_t *root, tg_serve_request *r, tg_serve_error *e) {
         r->stops[r->n_stops++] = json_string_value(v);
         return true;
     }
-    if (!json_is_array(v)) return tg_serve_fail(e, 400, INVALID, "stop", "'stop' must be a string or an array of strings");
+    if (!json_is_array(v))
+        return tg_serve_fail(e, 400, INVALID, "stop", "'stop' must be a string or an array of strings");
     if (json_array_size(v) > TG_SERVE_MAX_STOPS)
         return tg_serve_fail(e, 400, INVALID, "stop", "'stop' has %zu strings; at most %d", json_array_size(v),
                              TG_SERVE_MAX_STOPS);
@@ -83,7 +84,8 @@ static json_t *message_content(json_t *content, size_t i, tg_serve_error *e) {
     if (json_is_string(content)) return json_incref(content);
     if (json_is_null(content)) return json_string("");
     if (!json_is_array(content)) {
-        tg_serve_fail(e, 400, INVALID, "messages", "'messages'[%zu].content must be a string or an array of text parts", i);
+        tg_serve_fail(e, 400, INVALID, "messages",
+                      "'messages'[%zu].content must be a string or an array of text parts", i);
         return NULL;
     }
     size_t total = 0;
@@ -91,7 +93,8 @@ static json_t *message_content(json_t *content, size_t i, tg_serve_error *e) {
         json_t *part = json_array_get(content, k), *text = json_object_get(part, "text");
         const char *type = json_string_value(json_object_get(part, "type"));
         if (!json_is_object(part) || !type || strcmp(type, "text") != 0 || !json_is_string(text)) {
-            tg_serve_fail(e, 400, INVALID, "messages", "'messages'[%zu].content[%zu] must be {\"type\": \"text\", \"text\": ...}", i, k);
+            tg_serve_fail(e, 400, INVALID, "messages",
+                          "'messages'[%zu].content[%zu] must be {\"type\": \"text\", \"text\": ...}", i, k);
             return NULL;
         }
         total += json_string_length(text);
@@ -122,7 +125,8 @@ static bool get_messages(json_t *root, tg_serve_request *r, tg_serve_error *e) {
     for (size_t i = 0; i < json_array_size(v); i++) {
         json_t *m = json_array_get(v, i), *role = json_object_get(m, "role");
         if (!json_is_object(m) || !json_is_string(role))
-            return tg_serve_fail(e, 400, INVALID, "messages", "'messages'[%zu] must be an object with a string 'role'", i);
+            return tg_serve_fail(e, 400, INVALID, "messages",
+                                 "'messages'[%zu] must be an object with a string 'role'", i);
         json_t *content = message_content(json_object_get(m, "content"), i, e);
         if (!content) return false;
         json_t *copy = json_pack("{s:O, s:o}", "role", role, "content", content);
@@ -191,7 +195,8 @@ static bool get_max_tokens(json_t *root, tg_serve_request *r, tg_serve_error *e)
         if (!json_is_integer(v)) return tg_serve_fail(e, 400, INVALID, "n_predict", "'n_predict' must be an integer");
         const json_int_t n = json_integer_value(v);
         if (n == 0 || n < -1)
-            return tg_serve_fail(e, 400, INVALID, "n_predict", "'n_predict' is %lld; it must be -1 (the server's most) or at least 1",
+            return tg_serve_fail(e, 400, INVALID, "n_predict",
+                                 "'n_predict' is %lld; it must be -1 (the server's most) or at least 1",
                                  (long long)n);
         r->max_tokens = n == -1 ? 0 : (int64_t)n;
     }
