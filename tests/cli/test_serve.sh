@@ -305,6 +305,19 @@ python3 tests/serve/requests_client.py disconnect "$BASE" >"$tmp/py.out" 2>&1 &&
 cat "$tmp/py.out"
 stop C
 
+# ---- server D: the YOCO model (shared layers: under eviction its caches take one token per step) ---------------------
+MODEL=models/tinygpt-yoco.gguf
+start D --kv-quantize int8 --streaming-llm-window 32
+head -c 300 models/data/valid.txt >"$tmp/long.txt"
+want "$tmp/want" --prompt-file "$tmp/long.txt" -n 12 --kv-quantize int8 --streaming-llm-window 32
+python3 -c 'import json, sys; print(json.dumps({"prompt": open(sys.argv[1]).read(), "max_tokens": 12, "temperature": 0}))' \
+    "$tmp/long.txt" >"$tmp/long.json"
+curl -s --max-time 60 -d @"$tmp/long.json" "$BASE/v1/completions" >"$tmp/r.json"
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want" && ok || bad "YOCO int8 window 32: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+stop D
+MODEL=models/tinygpt-flagship.gguf
+
 # bad flags
 st=0
 "$T" serve "$MODEL" --port 70000 >/dev/null 2>"$tmp/e" || st=$?
