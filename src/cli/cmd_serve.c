@@ -236,7 +236,7 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
 done:
     tg_sched_stop(sched); /* fails what is left: every waiting handler and stream ends */
     /* let the handlers and streams write their last words (an error event, [DONE]) before the sockets close */
-    for (int i = 0; http && i < 200 && atomic_load(&srv.in_flight) > 0; i++)
+    for (int i = 0; http && i < 500 && atomic_load(&srv.in_flight) > 0; i++) /* at most 5 s */
         nanosleep(&(struct timespec){0, 10000000L}, NULL);
     tg_http_stop(http);
     tg_batch_free(batch);

@@ -51,6 +51,7 @@ struct tg_sched {
     int64_t n_sessions;
     tg_batch_item *items; /* [max_sessions] */
     int64_t *item_session;
+    tg_job **local;       /* [max_sessions] the jobs a step takes from `starting` */
     int32_t vocab;
     double rate_t0;
     int64_t rate_tokens;
@@ -279,9 +280,9 @@ static void admit_queued(tg_sched *s) {
 
 static void *sched_main(void *arg) {
     tg_sched *s = arg;
-    tg_job **local = calloc((size_t)s->cfg.max_sessions, sizeof *local);
+    tg_job **local = s->local;
     pthread_mutex_lock(&s->mu);
-    while (!s->quit && local) {
+    while (!s->quit) {
         drop_cancelled_queued(s);
         admit_queued(s);
         if (s->n_sessions == 0 && s->n_starting == 0) {
@@ -344,7 +345,6 @@ static void *sched_main(void *arg) {
         session_close(&s->sessions[i]);
     }
     s->n_sessions = 0;
-    free(local);
     return NULL;
 }
 
@@ -364,7 +364,8 @@ tg_sched *tg_sched_start(const tg_sched_config *c, tg_error *err) {
     s->sessions = calloc(ms, sizeof *s->sessions);
     s->items = calloc(ms, sizeof *s->items);
     s->item_session = calloc(ms, sizeof *s->item_session);
-    if (!s->queue || !s->starting || !s->sessions || !s->items || !s->item_session) {
+    s->local = calloc(ms, sizeof *s->local);
+    if (!s->queue || !s->starting || !s->sessions || !s->items || !s->item_session || !s->local) {
         snprintf(err->msg, sizeof err->msg, "out of memory for %lld sessions", (long long)c->max_sessions);
         goto fail;
     }
@@ -383,6 +384,7 @@ fail:
     free(s->sessions);
     free(s->items);
     free(s->item_session);
+    free(s->local);
     free(s);
     return NULL;
 }
@@ -455,5 +457,6 @@ void tg_sched_stop(tg_sched *s) {
     free(s->sessions);
     free(s->items);
     free(s->item_session);
+    free(s->local);
     free(s);
 }

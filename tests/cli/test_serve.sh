@@ -216,7 +216,7 @@ fi
 curl -s --max-time 60 -o "$tmp/late.json" -d "{\"prompt\": \"$P2\", \"max_tokens\": 24, \"temperature\": 0}" \
     "$BASE/v1/completions" &
 CPID=$!
-for _ in $(seq 200); do grep -q '^tinygpt_sessions_active 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
+for _ in $(seq 1000); do grep -q '^tinygpt_sessions_active 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
 stop A
 wait "$CPID"
 text_of "$tmp/late.json" >"$tmp/got" 2>/dev/null
@@ -266,7 +266,7 @@ st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "${auth[@]}" -d '{"prompt": "x
 curl -sN --max-time 60 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 256, "ignore_eos": true, "stream": true}' \
     "$BASE/v1/completions" >"$tmp/sse" &
 CPID=$!
-for _ in $(seq 200); do [ -s "$tmp/sse" ] && break; sleep 0.02; done
+for _ in $(seq 1000); do [ -s "$tmp/sse" ] && break; sleep 0.02; done
 stop B
 wait "$CPID"
 tail -c 200 "$tmp/sse" | grep -q 'shutting down' && tail -c 20 "$tmp/sse" | grep -q 'data: \[DONE\]' && ok ||
@@ -281,10 +281,10 @@ start C --kv-budget "$bytes" --queue 1
 long='{"prompt": "x", "max_tokens": 256, "ignore_eos": true, "stream": true}'
 curl -sN --max-time 60 -d "$long" "$BASE/v1/completions" >/dev/null &
 C1=$!
-for _ in $(seq 200); do grep -q '^tinygpt_sessions_active 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
+for _ in $(seq 1000); do grep -q '^tinygpt_sessions_active 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
 curl -sN --max-time 60 -d "$long" "$BASE/v1/completions" >/dev/null &
 C2=$!
-for _ in $(seq 200); do grep -q '^tinygpt_sessions_queued 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
+for _ in $(seq 1000); do grep -q '^tinygpt_sessions_queued 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
 curl -s "$BASE/metrics" >"$tmp/metrics"
 grep -q "^tinygpt_kv_bytes_in_use $bytes\$" "$tmp/metrics" && grep -q '^tinygpt_sessions_queued 1$' "$tmp/metrics" && ok ||
     bad "one active, one queued: $(grep -E '^tinygpt_(sessions|kv)' "$tmp/metrics")"
@@ -293,7 +293,7 @@ st=$(curl -s -D "$tmp/hdr" -o "$tmp/err.json" -w '%{http_code}' -d "$long" "$BAS
     bad "the queue full: $st $(cat "$tmp/hdr" "$tmp/err.json")"
 kill "$C1" "$C2"
 wait "$C1" "$C2" 2>/dev/null
-for _ in $(seq 200); do
+for _ in $(seq 1000); do
     curl -s "$BASE/metrics" >"$tmp/metrics"
     grep -q '^tinygpt_sessions_active 0$' "$tmp/metrics" && grep -q '^tinygpt_sessions_queued 0$' "$tmp/metrics" && break
     sleep 0.05
