@@ -211,10 +211,11 @@ for m in "${present[@]}"; do
         "$dir/buckets.tsv" >"$dir/verdict.tsv"
     printf '%s\t%s\t%s\t%s\n' "$name" "$model" "$text" "$ctx" >>"$out/models.tsv.tmp"
     {
-        echo "| cache (fp32) | first 1 | first 4 | first 16 | newest 16 | heads > 50 % on the first 4 |"
-        echo "|---|---:|---:|---:|---:|---:|"
+        echo "| cache (fp32) | first 1 | first 4 | first 16 | newest 16 | heads > 50 % on the first 4 | most on the first 4 (one head) |"
+        echo "|---|---:|---:|---:|---:|---:|---:|"
         for pol in in-context $policies; do
-            printf '| %s | %s |\n' "$(policy_label "$pol")" "$(meter_row "$dir/$pol-fp32.txt")"
+            printf '| %s | %s | %s |\n' "$(policy_label "$pol")" "$(meter_row "$dir/$pol-fp32.txt")" \
+                "$(awk -F, 'NR > 1 && $5 > x { x = $5; l = $1; h = $2 } END { printf "%.3f (layer %d head %d)", x, l, h }' "$dir/$pol-fp32.attn.csv")"
         done
     } >"$dir/meter.md"
 
