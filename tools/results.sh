@@ -235,7 +235,7 @@ lc_quick=()
 [ "$quick" = 1 ] && lc_quick=(--quick)
 bash bench/long_context_models.sh --out "$lcdir" --tinygpt "$bin" --jobs "$jobs" "${lc_quick[@]}" >&2 ||
     { echo "results.sh: bench/long_context_models.sh failed" >&2; exit 1; }
-job lc-reference "$long" 1000000 --csv "$work/lc-reference.csv"
+job lc-reference "$long" "$([ "$quick" = 1 ] && echo 5121 || echo 1000000)" --csv "$work/lc-reference.csv"
 if [ -e "$long_sinks_model" ]; then
     # the try's model: the long-context experiment at fp32 to 8x its context of 1024, and the quality measures of the
     # bundled model (valid.txt and the long text in 512-token windows, as ctx-fp32 and lc-reference score them)
