@@ -7,9 +7,10 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "tinygpt.h"
 
-/* The tool's version (the library has no version of its own yet). */
-#define TINYGPT_VERSION "0.15.0"
+/* The tool's version: the library's (include/tinygpt.h). */
+#define TINYGPT_VERSION TG_VERSION_STRING
 
 static const char USAGE[] =
     "tinygpt — a small inference engine for Llama-family models with a bounded, compressed KV cache\n"
