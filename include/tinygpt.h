@@ -326,6 +326,35 @@ typedef bool (*tg_token_fn)(int32_t id, const char *text, size_t len, void *user
 TG_API int64_t tg_generate(tg_session *s, tg_sampler *sampler, const int32_t *prompt, size_t n_prompt,
                            int64_t max_tokens, tg_token_fn on_token, void *user, tg_error *err);
 
+/* ---- chat templates ------------------------------------------------------------------------------------------ */
+
+/* One message of a conversation, as in OpenAI's format: role "system", "user" or "assistant"; content UTF-8. */
+typedef struct {
+    const char *role;
+    const char *content;
+} tg_chat_message;
+
+typedef struct tg_chat tg_chat;
+
+/* The chat template of the model at model_path (a .gguf: tokenizer.chat_template; a Hugging Face folder:
+ * chat_template.jinja, else tokenizer_config.json's chat_template; only those files are read, never the weights),
+ * or, when builtin is not NULL, the built-in template of that name (tg_chat_builtin_names). NULL with err when the
+ * model carries no template, the name is unknown, or the template does not compile (the Jinja2 subset of
+ * docs/chat_templates.md). */
+TG_API tg_chat *tg_chat_open(const char *model_path, const char *builtin, tg_error *err);
+TG_API void tg_chat_free(tg_chat *c);
+/* The names of the built-in templates, comma-separated ("chatml, llama2, ..."). */
+TG_API const char *tg_chat_builtin_names(void);
+/* messages[n] rendered as transformers' apply_chat_template(messages, add_generation_prompt=...) renders them:
+ * malloc'ed, NUL-terminated text (caller frees), its length in *len (len may be NULL). NULL with err when the
+ * template raises an error, a message is not valid UTF-8, or a bound of the renderer is exceeded. */
+TG_API char *tg_chat_render(const tg_chat *c, const tg_chat_message *messages, size_t n, bool add_generation_prompt,
+                            size_t *len, tg_error *err);
+/* tg_tokenize of text rendered by c, with BOS added where the model adds it and the text does not already start with
+ * the template's BOS string (as `tinygpt chat` does). */
+TG_API bool tg_chat_tokenize(const tg_chat *c, const tg_model *model, const char *text, size_t len, int32_t **ids,
+                             size_t *n_ids, tg_error *err);
+
 /* ---- the machine -------------------------------------------------------------------------------------------- */
 
 /* What "all cores" means wherever a thread count of 0 is accepted: the CPUs this process may run on (its affinity
