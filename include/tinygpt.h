@@ -1,8 +1,8 @@
 /* tinygpt.h — the public API of libtinygpt.
  *
  * A C11 inference engine for Llama-family models (GGUF files and Hugging Face folders) whose KV cache is bounded in
- * length (StreamingLLM), compressed in precision (KIVI) and shared across layers (YOCO). The command-line tool uses
- * only this header.
+ * length (StreamingLLM), compressed in precision (KIVI) and shared across layers (YOCO). Programs use only this header
+ * (`pkg-config --cflags --libs tinygpt`); libtinygpt.so exports exactly the functions marked TG_API.
  *
  * Conventions: handles are opaque; every *_free(NULL) is a no-op; functions that can fail take a tg_error* and
  * return NULL / false / a negative value, with a one-line message (no trailing newline) in err->msg. The library
