@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/chat_conv.h"
 #include "cli/cli.h"
@@ -28,8 +29,9 @@
 #define MAX_EOT 8         /* end-of-turn ids: EOS and the template's own markers */
 
 static const char USAGE[] =
-    "usage: tinygpt chat MODEL [options]\n"
+    "usage: tinygpt chat [MODEL] [options]\n"
     "\n"
+    "Without MODEL, the bundled model " TG_BUNDLED_MODEL " next to the executable.\n"
     "Talks to an instruction-tuned model through its chat template (tokenizer.chat_template in a GGUF,\n"
     "chat_template.jinja or tokenizer_config.json in a folder). User turns are read from standard input, one per\n"
     "line; replies go to stdout, a report after each turn to stderr. The KV cache persists across turns: each turn\n"
@@ -82,6 +84,7 @@ static double now_s(void) {
 
 typedef struct {
     const char *model_path, *template_name, *system, *system_file, *messages_path;
+    char model_buf[4200]; /* the bundled model's path when no MODEL is given */
     bool print_prompt, quiet;
     tg_opt_list stops;
     int64_t n_tokens;
@@ -132,8 +135,8 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     case TG_ARGS_OK: break;
     }
     if (o[O_MODEL].seen && n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
-    a->model_path = n_pos ? pos[0] : model;
-    if (!a->model_path) return tg_usage_error("chat", "no MODEL given (tinygpt chat MODEL; see --help)");
+    a->model_path = tg_model_or_bundled(n_pos ? pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
+    if (!a->model_path) return TG_EXIT_ERROR;
     if (o[O_SYS].seen && o[O_SYSF].seen) return tg_usage_error("chat", "--system and --system-file: give one of them");
     for (size_t i = 0; i < a->stops.n; i++)
         if (!a->stops.items[i][0]) return tg_usage_error("chat", "--stop: expected a non-empty string");
