@@ -77,7 +77,7 @@ install: tinygpt lib
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtinygpt.so
 	install -m 644 include/tinygpt.h $(DESTDIR)$(INCLUDEDIR)/tinygpt.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
-	    -e 's|@VERSION@|$(VERSION)|g' -e 's|@REQUIRES_PRIVATE@|$(LIB_PKGS)|g' tinygpt.pc.in \
+	    -e 's|@VERSION@|$(VERSION)|g' -e 's|@REQUIRES_PRIVATE@|$(strip $(LIB_PKGS))|g' tinygpt.pc.in \
 	    >$(DESTDIR)$(LIBDIR)/pkgconfig/tinygpt.pc
 
 # --- examples/*.c, built through pkg-config alone against a staged install (tests/cli/test_examples.sh runs them) ---
@@ -88,7 +88,7 @@ STAGE_PC := PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig
 
 examples: $(EX_BIN)
 
-build/stage/.installed: tinygpt lib tinygpt.pc.in include/tinygpt.h
+build/stage/.installed: tinygpt lib tinygpt.pc.in include/tinygpt.h Makefile
 	$(MAKE) --no-print-directory install PREFIX=$(STAGE) DESTDIR=
 	@touch $@
 

@@ -230,7 +230,8 @@ typedef struct {
 
 typedef struct tg_session tg_session;
 
-/* n_threads <= 0: all cores (tg_threads_all_cores). Fails if the cache policy is invalid for this model. */
+/* n_threads <= 0: all cores (tg_threads_all_cores). NULL with err filled (its code saying which setting) when the
+ * cache policy is invalid for this model, the model has no weights, or memory runs out. */
 TG_API tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err);
 TG_API void tg_session_free(tg_session *s);
 /* The model the session runs. */
