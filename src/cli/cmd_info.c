@@ -198,7 +198,12 @@ static json_t *json_cache_table(const tg_model *model, tg_error *err) {
 static int print_info_json(const char *path, const tg_model *model, bool table) {
     tg_model_info in;
     tg_model_get_info(model, &in);
-    json_t *o = tg_json_model_info(&in);
+    json_t *o = json_pack("{s:s}", "model", path), *fields = tg_json_model_info(&in); /* "model" first */
+    if (o && (!fields || json_object_update(o, fields) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(fields);
     const int32_t *eos = NULL;
     const size_t n_eos = tg_token_eos_ids(model, &eos);
     json_t *eos_ids = json_array(), *per_token = json_object();
@@ -217,17 +222,25 @@ static int print_info_json(const char *path, const tg_model *model, bool table) 
         json_decref(per_token);
         return tg_runtime_error("%s", err.msg);
     }
-    if (o && json_object_set_new(o, "model", json_string(path)) == 0 &&
-        json_object_set_new(o, "bos", json_integer(tg_token_bos(model))) == 0 &&
-        json_object_set_new(o, "eos_ids", eos_ids) == 0 &&
-        json_object_set_new(o, "adds_bos", json_boolean(tg_model_adds_bos(model))) == 0 &&
-        json_object_set_new(o, "kv_bytes_per_token", per_token) == 0 &&
-        (!rows || json_object_set_new(o, "cache_table", rows) == 0)) {
-        if (!tg_json_print(stdout, o)) return errno == EPIPE ? TG_EXIT_OK : tg_runtime_error("writing to stdout failed");
-        return TG_EXIT_OK;
+    /* json_object_set_new takes each value, also when it fails; with no object they are released here */
+    bool ok = o != NULL;
+    if (ok) {
+        ok = json_object_set_new(o, "bos", json_integer(tg_token_bos(model))) == 0;
+        ok = json_object_set_new(o, "eos_ids", eos_ids) == 0 && ok;
+        ok = json_object_set_new(o, "adds_bos", json_boolean(tg_model_adds_bos(model))) == 0 && ok;
+        ok = json_object_set_new(o, "kv_bytes_per_token", per_token) == 0 && ok;
+        if (rows) ok = json_object_set_new(o, "cache_table", rows) == 0 && ok;
+    } else {
+        json_decref(eos_ids);
+        json_decref(per_token);
+        json_decref(rows);
     }
-    json_decref(o);
-    return tg_runtime_error("--json: out of memory, or a model path that is not UTF-8");
+    if (!ok) {
+        json_decref(o);
+        return tg_runtime_error("--json: out of memory, or a model path that is not UTF-8");
+    }
+    if (!tg_json_print(stdout, o)) return errno == EPIPE ? TG_EXIT_OK : tg_runtime_error("writing to stdout failed");
+    return TG_EXIT_OK;
 }
 
 int tg_cmd_info(int argc, char **argv) {

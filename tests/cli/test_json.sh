@@ -59,6 +59,13 @@ PY
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["cache_table"]; assert len(r) == 72 and all(x["bytes"] > 0 for x in r) and [x["ratio_to_bf16"] for x in r if x["precision"] == "bf16" and x["policy"] == "unbounded"] == [1.0] * 6, r[:3]' \
     "$tmp/table.json" && ok || bad "info --json --cache-table: $(head -c 400 "$tmp/table.json")"
 
+# a path JSON cannot carry (not UTF-8): one error line, nothing on stdout
+bad_dir="$tmp/$(printf 'bad\377')"
+cp -r models/flagship-hf "$bad_dir"
+"$T" info "$bad_dir" --json >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 1 ] && [ ! -s "$tmp/o" ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "not UTF-8" "$tmp/e" && ok ||
+    bad "info --json on a non-UTF-8 path: $(cat "$tmp/e")"
+
 # ---- the bundled model by default; bench with sample's cache flags --------------------------------------------------
 [ "$("$T" tokenize "Hello world")" = "$("$T" tokenize "$M" "Hello world")" ] && ok || bad "tokenize TEXT: not the bundled model"
 "$T" info | head -1 | grep -q 'tinygpt-flagship.gguf' && ok || bad "info: not the bundled model"
