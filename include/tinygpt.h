@@ -308,6 +308,9 @@ TG_API void tg_model_generation_defaults(const tg_model *model, tg_generation_de
 TG_API int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
 /* Remembers id (a prompt token) for the repeat penalty; ids outside the vocabulary are ignored. */
 TG_API void tg_sampler_accept(tg_sampler *s, int32_t id);
+/* Back to the state tg_sampler_new left: the PRNG re-seeded from the parameters' seed, the repeat penalty's history
+ * emptied (with tg_session_reset, a run then repeats exactly, sampled or greedy). */
+TG_API void tg_sampler_reset(tg_sampler *s);
 
 /* ---- generation: prompt in, tokens out through a callback ------------------------------------------------------ */
 

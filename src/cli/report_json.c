@@ -24,7 +24,8 @@ json_t *tg_json_model_info(const tg_model_info *in) {
                      (json_int_t)in->n_params, "weight_bytes", (json_int_t)in->weight_bytes, "n_layers", in->n_layers,
                      "n_heads", in->n_heads, "n_kv_heads", in->n_kv_heads, "head_dim", in->head_dim, "d_model",
                      in->d_model, "ffn_dim", in->ffn_dim, "vocab_size", in->vocab_size, "context_length",
-                     in->context_length, "sliding_window", in->sliding_window, "rope_theta", short_float(in->rope_theta),
+                     in->context_length, "sliding_window", in->sliding_window, "rope_theta",
+                     short_float(in->rope_theta),
                      "norm_eps", short_float(in->norm_eps), "tied_embeddings", in->tied_embeddings, "has_weights",
                      in->has_weights, "n_kv_layers", in->n_kv_layers, "has_tokenizer", in->has_tokenizer,
                      "rope_scaling", in->rope_scaling, "absent", in->absent);
@@ -37,7 +38,8 @@ json_t *tg_json_sampler(const tg_sampler_params *sp) {
     json_t *seed = sp->seed <= (uint64_t)INT64_MAX ? json_integer((json_int_t)sp->seed) : json_string(digits);
     return json_pack("{s:f, s:i, s:f, s:o, s:f, s:i, s:f}", "temperature", short_float(sp->temperature), "top_k",
                      sp->top_k, "top_p", short_float(sp->top_p), "seed", seed, "repeat_penalty",
-                     short_float(sp->repeat_penalty), "repeat_last_n", sp->repeat_last_n, "min_p", short_float(sp->min_p));
+                     short_float(sp->repeat_penalty), "repeat_last_n", sp->repeat_last_n, "min_p",
+                     short_float(sp->min_p));
 }
 
 json_t *tg_json_cache_report(const tg_cache_report *r) {

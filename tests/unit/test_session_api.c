@@ -2,8 +2,8 @@
  * tg_session_reset (after any history, the same tokens give bit-identical logits to a fresh session, for plain,
  * KIVI, StreamingLLM, re-positioned and quantised-sink caches), the abort callback (asked before every forward call;
  * TG_ERR_ABORTED with the evaluated chunks kept), tg_generate (greedy text equals the hand-written loop; a callback
- * that stops; abort between tokens), tg_chat (a built-in template rendered as expected, errors), and every
- * constructor filling tg_error when it fails. */
+ * that stops; abort between tokens), a sampled run repeated after tg_session_reset + tg_sampler_reset, tg_chat (a
+ * built-in template rendered as expected, errors), and every constructor filling tg_error when it fails. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,6 +188,39 @@ static void test_generate(void **state) {
     tg_model_free(m);
 }
 
+/* tg_session_reset + tg_sampler_reset: a sampled run with a repeat penalty repeats exactly. */
+static void test_sampled_run_repeats_after_resets(void **state) {
+    (void)state;
+    tg_model *m = load();
+    tg_error err = {0};
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    assert_true(tg_tokenize(m, "Hello", 5, tg_model_adds_bos(m), &prompt, &n_prompt, &err));
+    tg_sampler_params sp = tg_sampler_default_params();
+    sp.seed = 1234;
+    sp.repeat_penalty = 1.3f;
+    tg_sampler *smp = tg_sampler_new(&sp, tg_vocab_size(m), &err);
+    tg_session *s = tg_session_new(m, NULL, 1, &err);
+    assert_non_null(smp);
+    assert_non_null(s);
+    static collected first, again;
+    memset(&first, 0, sizeof first);
+    memset(&again, 0, sizeof again);
+    const int64_t n1 = tg_generate(s, smp, prompt, n_prompt, 24, collect, &first, &err);
+    assert_true(n1 > 0);
+    tg_session_reset(s);
+    tg_sampler_reset(smp);
+    assert_int_equal(tg_generate(s, smp, prompt, n_prompt, 24, collect, &again, &err), n1);
+    assert_memory_equal(first.ids, again.ids, (size_t)n1 * sizeof first.ids[0]);
+    assert_int_equal(first.len, again.len);
+    assert_memory_equal(first.text, again.text, first.len);
+    tg_sampler_reset(NULL);
+    free(prompt);
+    tg_session_free(s);
+    tg_sampler_free(smp);
+    tg_model_free(m);
+}
+
 static void test_chat(void **state) {
     (void)state;
     tg_error err = {0};
@@ -266,6 +299,7 @@ int main(void) {
         cmocka_unit_test(test_reset_gives_fresh_results),
         cmocka_unit_test(test_abort_between_chunks),
         cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_sampled_run_repeats_after_resets),
         cmocka_unit_test(test_chat),
         cmocka_unit_test(test_constructors_report),
     };
