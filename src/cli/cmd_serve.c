@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/chat_conv.h"
 #include "cli/cli.h"
@@ -140,14 +141,8 @@ static int wait_for_signal(const sigset_t *set) {
 
 static int serve_main(serve_args *a, const sigset_t *signals) {
     char bundled[4200];
-    if (!a->model_path) {
-        char looked[4096];
-        if (!tg_find_bundled_model(bundled, sizeof bundled, looked, sizeof looked))
-            return tg_runtime_error("no MODEL given and the bundled model " TG_BUNDLED_MODEL " was not found "
-                                    "(looked next to %s); pass one: tinygpt serve MODEL",
-                                    looked);
-        a->model_path = bundled;
-    }
+    a->model_path = tg_model_or_bundled(a->model_path, "serve", bundled, sizeof bundled);
+    if (!a->model_path) return TG_EXIT_ERROR;
     tg_error err = {0};
     tg_model *model = tg_model_load(a->model_path, &err);
     if (!model) return tg_runtime_error("%s", err.msg);

@@ -10,8 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static bool text_is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -100,13 +98,6 @@ size_t tg_text_cell(const char *p, size_t max_chars, bool markdown, char *buf, s
 void tg_print_padded(FILE *f, const char *s, size_t width) {
     fputs(s, f);
     for (size_t chars = tg_utf8_count(s, strlen(s)); chars < width; chars++) fputc(' ', f);
-}
-
-void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n) {
-    const char *text = NULL;
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) tg_detok_push(d, ids[i], &text, &len);
-    tg_detok_flush(d, &text, &len);
 }
 
 bool tg_text_lines(const char *text, size_t len, char ***lines, size_t *n) {
@@ -226,26 +217,4 @@ char *tg_read_text_file(const char *path, size_t limit, size_t *len, char *msg, 
     r.buf = NULL;
     tg_text_reader_close(&r);
     return buf;
-}
-
-/* Finds the bundled model next to the executable (or two levels up, for the build/<variant>/tinygpt binaries).
- * On failure `looked` names the executable's directory. */
-bool tg_find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
-        return false;
-    }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(looked, looked_cap, "%s", exe);
-    static const char *const ups[] = {"", "/..", "/../.."};
-    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
-        int w = snprintf(out, cap, "%s%s/" TG_BUNDLED_MODEL, exe, ups[i]);
-        struct stat st;
-        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0) return true;
-    }
-    return false;
 }

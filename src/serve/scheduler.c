@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "cli/stop_text.h"
-#include "cli/text.h"
 #include "serve/admission.h"
 
 typedef struct {
