@@ -4,7 +4,9 @@
  * whatever is left is cancelled, and the process exits 0. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,6 +113,9 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
     if (o[O_MODEL].seen && n_pos)
         return tg_usage_error("serve", "--model and a MODEL argument: give one of them, not both");
     if (a->api_key && !a->api_key[0]) return tg_usage_error("serve", "--api-key: expected a non-empty key");
+    unsigned char addr[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, a->host, addr) != 1 && inet_pton(AF_INET6, a->host, addr) != 1)
+        return tg_usage_error("serve", "--host %s: not an IPv4 or IPv6 address", a->host);
     if (a->max_sessions + a->prefill > 8192)
         return tg_usage_error("serve", "--max-sessions %lld and --prefill-chunk %lld: together at most 8192 rows",
                               (long long)a->max_sessions, (long long)a->prefill);

@@ -324,7 +324,8 @@ st=0
 [ "$st" = 2 ] && [ "$(wc -l <"$tmp/e")" = 1 ] && ok || bad "--port 70000: $st $(cat "$tmp/e")"
 st=0
 "$T" serve "$MODEL" --port 0 --host nowhere >/dev/null 2>"$tmp/e" || st=$?
-[ "$st" = 1 ] && grep -q -- '--host nowhere' "$tmp/e" && ok || bad "--host nowhere: $st $(cat "$tmp/e")"
+[ "$st" = 2 ] && grep -q -- '--host nowhere' "$tmp/e" && [ "$(wc -l <"$tmp/e")" = 1 ] && ok ||
+    bad "--host nowhere: $st $(cat "$tmp/e")"
 
 echo "serve: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
