@@ -10,9 +10,11 @@
 #   tinygpt perplexity (YOCO)                 the YOCO variant against the standard model, bytes and perplexity
 # A "## Soak" section already in RESULTS.md (another tool's) is kept as it is, at the end.
 #
-# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN]
+# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN] [--skip-long-context]
 #   --quick     small token counts (a smoke run of the pipeline; the numbers are not the published ones)
 #   --jobs N    perplexity runs in parallel, one thread each (default 2: the two cores of the reference machine)
+#   --skip-long-context  do not run bench/long_context.sh (the longest part): the "## Long context" section, its
+#               plots and the long-context verdict lines of Targets are kept from the RESULTS.md already there
 # Intermediate files go to build/results/ and build/long_context/; runs whose output is newer than the model and the
 # binary are re-used (delete those folders to start afresh).
 set -u
@@ -26,12 +28,14 @@ bos_model=models/experiments/tinygpt-bos.gguf
 bin=./tinygpt
 jobs=2
 quick=0
+skip_lc=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --tinygpt) bin=$2; shift 2 ;;
+    --skip-long-context) skip_lc=1; shift ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "results.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -209,10 +213,11 @@ fi
 
 # ---- the long-context experiment ------------------------------------------------------------------------------------
 echo "results.sh: long-context experiment" >&2
-bash bench/long_context.sh --model "$model" --text "$long" --tokens "$lc_tokens" --unbounded-tokens "$lc_unbounded" \
+[ "$skip_lc" = 1 ] && echo "results.sh: --skip-long-context: its section is kept from $out_md" >&2
+[ "$skip_lc" = 1 ] || bash bench/long_context.sh --model "$model" --text "$long" --tokens "$lc_tokens" --unbounded-tokens "$lc_unbounded" \
     --every "$lc_every" --out "$lcdir" --tinygpt "$bin" --jobs "$jobs" >&2 ||
     { echo "results.sh: bench/long_context.sh failed" >&2; exit 1; }
-cp "$lcdir"/perplexity-vs-position-*.svg "$plots"/
+[ "$skip_lc" = 1 ] || cp "$lcdir"/perplexity-vs-position-*.svg "$plots"/
 
 # ---- RESULTS.md ------------------------------------------------------------------------------------------------------
 # pct A B: 100 * (A / B - 1)
@@ -269,11 +274,12 @@ sink_table() {
     done
 }
 
-# bytes_ratio MODEL PRECISION [FLAGS...]: the report's ratio to bf16 ("bf16 would be ... (0.36x)") of a cache
+# bytes_ratio MODEL PRECISION TOKENS [FLAGS...]: the report's ratio to bf16 ("bf16 would be ... (0.36x)") of a
+# cache after a run of TOKENS generated tokens (an unbounded cache grows as tokens arrive)
 bytes_ratio() {
-    local m=$1 p=$2
-    shift 2
-    "$bin" sample "$m" --prompt x --tokens 1 --threads 1 --seed 1 --kv-quantize "$p" "$@" 2>&1 >/dev/null |
+    local m=$1 p=$2 n=$3
+    shift 3
+    "$bin" sample "$m" --prompt x --tokens "$n" --threads 1 --seed 1 --kv-quantize "$p" "$@" 2>&1 >/dev/null |
         sed -n 's/.*bf16 would be [^(]*(\([0-9.]*\)x).*/\1/p'
 }
 # the issue-14 byte targets: int8 <= 0.65, int4 <= 0.42, int2 <= 0.32 of bf16 at sink 4 + window 256 and at the full
@@ -283,13 +289,19 @@ bytes_targets() {
     for p in int8:0.65 int4:0.42 int2:0.32; do
         lim=${p#*:} p=${p%%:*} cells="" worst=0 kcells="" kworst=0
         for m in "$model" "$yoco_model"; do
+            # a bounded cache is allocated whole at once; an unbounded one is filled to its context (512, the
+            # prompt included: the run reserves all of it)
+            local n_full
+            n_full=$(("$("$bin" info "$m" | awk '$1 == "context" {print $3}')" - 8))
             for pol in window full; do
-                local f=()
+                local f=() n=1
                 [ $pol = window ] && f=(--streaming-llm-sink 4 --streaming-llm-window 256)
-                r=$(bytes_ratio "$m" "$p" "${f[@]}")
+                [ $pol = full ] && n=$n_full
+                r=$(bytes_ratio "$m" "$p" "$n" "${f[@]}")
                 cells="$cells${cells:+ · }$(basename "$m" .gguf | sed 's/tinygpt-//') $pol ${r}x"
                 worst=$(awk -v a="$worst" -v b="${r:-9}" 'BEGIN { print (b > a ? b : a) }')
-                r=$(bytes_ratio "$m" "$p" "${f[@]}" --kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32)
+                r=$(bytes_ratio "$m" "$p" "$n" "${f[@]}" --kv-group-size 32 --kv-residual 128 \
+                    --kv-residual-precision fp32)
                 kcells="$kcells${kcells:+ · }$(basename "$m" .gguf | sed 's/tinygpt-//') $pol ${r}x"
                 kworst=$(awk -v a="$kworst" -v b="${r:-9}" 'BEGIN { print (b > a ? b : a) }')
             done
@@ -346,6 +358,15 @@ elif [ -f "$out_md" ]; then
     bos_block=$(awk '/^<!-- BOS BEGIN -->/ {on = 1} on; /^<!-- BOS END -->/ {on = 0}' "$out_md")
 fi
 
+# --skip-long-context: the previous file's long-context parts (spliced in after writing, below)
+prev_md=$work/RESULTS.prev.md
+if [ "$skip_lc" = 1 ]; then
+    [ -f "$out_md" ] || { echo "results.sh: --skip-long-context needs an $out_md to keep the section from" >&2; exit 1; }
+    cp "$out_md" "$prev_md"
+    lc_verdict=$(grep -E "^- (window|sink4|sink4-repos) fp32:" "$prev_md")
+    [ -n "$n_long" ] || n_long=$(sed -n 's/.*long-heldout.txt` (\([0-9]*\) tokens;.*/\1/p' "$prev_md" | head -n 1)
+fi
+
 soak=""
 if [ -f "$out_md" ]; then
     soak=$(awk '/^## Soak/ {on = 1} on && /^## / && !/^## Soak/ {on = 0} on' "$out_md")
@@ -365,6 +386,9 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
   exactly as in generation. "vs fp32" and KL compare against an fp32 cache with the same length policy run in
   lockstep over the same tokens (\`--kl-base fp32\`): KL(fp32 ‖ policy) averaged over the scored tokens, top-1 = how
   often both put the same token first.
+- RoPE: each StreamingLLM row names its scheme: re-positioned = \`--streaming-llm-reposition\` (keys rotated at their
+  cache slot); vanilla = no re-positioning flag (keys at their original positions: the default for a bounded cache at
+  the commit below); unbounded caches have nothing to re-position.
 - subsampling (to keep the run under ~30 minutes on 2 cores): within-context table on the first $valid_tokens tokens
   of \`$valid\` (independent 512-token windows, a fresh cache each, as in training's evaluation); sink table on the
   first $sink_tokens tokens of \`$long\`; long-context experiment on the first $lc_tokens tokens (unbounded cache: the first
@@ -383,8 +407,10 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
 | greedy match 100 % at int8 ($greedy_tokens tokens; \`tinygpt compare\` runs without a residual unless given one) | ${greedy_int8:-–} % | $(verdict "$(awk -v g="${greedy_int8:-0}" 'BEGIN { print 100 - g }')" 0) | ${greedy_int8_r0:-–} % (never leaves the residual) | $(verdict "$(awk -v g="${greedy_int8_r0:-0}" 'BEGIN { print 100 - g }')" 0) |
 $(bytes_targets)
 
-Bytes allocated, from the report of \`tinygpt sample MODEL --kv-quantize P [--streaming-llm-window 256] --tokens 1\`
-("bf16 would be": a bf16 cache with the same sinks, window and context, from the same geometry code).
+Bytes allocated, from the report of \`tinygpt sample MODEL --prompt x --kv-quantize P\` with \`--streaming-llm-sink 4
+--streaming-llm-window 256 --tokens 1\`, or unbounded with \`--tokens 504\` (the run reserves its whole context: an
+unbounded cache grows in chunks as tokens arrive) ("bf16 would be": a bf16 cache with the same sinks, window and
+context holding the same tokens, from the same geometry code).
 \`tests/unit/test_cache_sizes.c\` (in \`make test\`) checks that every quantised cache under the default flags is
 smaller than bf16 at every window 16, 32, …, 65536 and every unbounded cache of 16 … 65536 tokens, on both models.
 
@@ -519,4 +545,10 @@ if [ -n "$soak" ]; then
     echo "$soak"
 fi
 } >"$out_md.tmp" && mv "$out_md.tmp" "$out_md"
+if [ "$skip_lc" = 1 ]; then # the new file with the previous one's "## Long context" section in place of its own
+    awk -v prev="$prev_md" '
+        BEGIN { while ((getline l < prev) > 0) { if (l ~ /^## /) on = (l ~ /^## Long context/); if (on) keep = keep l "\n" } }
+        /^## / { skip = /^## Long context/; if (skip) printf "%s", keep }
+        !skip' "$out_md" >"$out_md.tmp" && mv "$out_md.tmp" "$out_md"
+fi
 echo "results.sh: wrote $out_md ($(((SECONDS - t_start) / 60)) min)" >&2
