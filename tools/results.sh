@@ -267,7 +267,7 @@ sink_table() {
             [ -s "$work/$n.txt" ] || continue
             printf '| %s | %s | %s | %s | %s | %s %% | %s | %s %% |\n' "$p" \
                 "$([ $s = vanilla ] && echo "vanilla (after RoPE)" || echo "re-positioned (before RoPE)")" \
-                "$([ $s = qsinks ] && echo "quantised ($p)" || echo fp32)" \
+                "$([ $s = qsinks ] && echo "quantised ($p)" || echo "full precision (fp16)")" \
                 "$(get "$n" perplexity)" "$(get "$n" base_perplexity)" "$(get "$n" ppl_increase)" "$(get "$n" kl_mean)" \
                 "$(get "$n" top1_agree)"
         done
@@ -450,7 +450,8 @@ for the whole 512-token context.
 
 Alternatives measured for the defaults (issue 14): no residual at all for int2 (\`int2, G 32, no residual\`, and G 16)
 misses its 5 % target, so int2 keeps one group; a residual of one group of 16 (the default) against one of 8 or of 32
-(\`R 32\`: the same quality, but 0.33× of bf16 at window 256, over the 0.32× target); int4 with G 16 and no
+(\`R 32\`: better, $(get ctx-int2-r32 ppl_increase) % against the default's $(get ctx-int2 ppl_increase) %, but 0.33× of bf16 at window 256, over
+the 0.32× target); int4 with G 16 and no
 residual against G 32 (more scale bytes for little gain).
 
 $(ctx_table)
@@ -458,8 +459,8 @@ $(ctx_table)
 ## Sinks in full precision or quantised
 
 StreamingLLM sink 4 + window 476, re-positioned, over the first $sink_tokens tokens of \`$long\`, against an fp32 cache with the
-same policy. By default the cache keeps the 4 sink tokens at the residual precision (fp16; "fp32" in the table's sink column is that
-full-precision default); \`--kv-quantize-sinks\` quantises them like the rest (keys per channel over the 4 sinks, values
+same policy. By default the cache keeps the 4 sink tokens at the residual precision (fp16);
+\`--kv-quantize-sinks\` quantises them like the rest (keys per channel over the 4 sinks, values
 per token; they keep fp32 slots).
 
 $(sink_table)
@@ -475,7 +476,7 @@ is needed to pass (see Targets); their measured effect, from the tables above:
 - keys quantised before RoPE (re-positioned StreamingLLM stores them so) against after it (vanilla), sink 4 + window
   476, mean KL against fp32 with the same policy: int4 $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-vanilla kl_mean), int2
   $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-vanilla kl_mean) nats.
-- sinks kept in fp32 against quantised: mean KL int2 $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-qsinks kl_mean), int4
+- sinks kept in full precision (fp16, the default) against quantised: mean KL int2 $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-qsinks kl_mean), int4
   $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-qsinks kl_mean) nats.
 - the residual at fp16 instead of fp32 (a memory remedy; R 128): int4 $(mib "$(get ctx-int4-kivi cache_bytes)") → $(mib "$(get ctx-int4-rfp16 cache_bytes)") at 512 tokens
   (bf16: $(mib "$(get ctx-bf16 cache_bytes)"); the default, no residual: $(mib "$(get ctx-int4 cache_bytes)")), mean KL $(get ctx-int4-kivi kl_mean) → $(get ctx-int4-rfp16 kl_mean) nats (default: $(get ctx-int4 kl_mean)).
