@@ -38,7 +38,10 @@ typedef struct {
     /* data and scales as units (a row of every kv-head for plain stores, a KIVI group of G tokens for grouped ones),
      * allocated in chunks of chunk_units units (chunk k holds units [k * chunk_units, ...), the last one fewer):
      * one chunk of everything for a bounded cache, as tokens arrive for an unbounded one (geometry->lazy) */
-    bool grows;                 /* the codec's data and scales are made of units (false: one block, up front) */
+    bool grows;                 /* the codec's data and scales are made of units in chunks */
+    bool doubles;               /* instead: one block of units (rows) that an unbounded cache doubles as it fills,
+                                 * moving what it holds (O(1) amortised), so that its rows stay one segment */
+    size_t fixed_scale_bytes;   /* doubles: scales + zeros that do not grow with the rows (per-channel key grids) */
     int64_t unit_tokens;        /* tokens per unit: 1 or G */
     int64_t unit_lag;           /* non-sink tokens held before the first unit is needed (the residual ring) */
     int64_t n_units;            /* units of the whole capacity */
@@ -92,14 +95,17 @@ tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g);
 void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *params, char *buf, size_t size);
 /* Bytes of all stores of all K/V layers at the whole capacity (what a bounded cache allocates up front). */
 size_t tg_cache_geom_bytes(const tg_cache_geom *g);
-/* Chunks of store sg that hold n non-sink tokens (all of them when the cache is not lazy). */
+/* The allocation level of store sg that holds n non-sink tokens (the whole capacity when the cache is not lazy):
+ * its chunks, or its rows for a store that doubles. */
 int64_t tg_store_chunks_for(const tg_cache_geom *g, const tg_store_geom *sg, int64_t n);
+/* Bytes of store sg's data and scales + zeros at allocation level `level` (chunks, or rows when it doubles). */
+void tg_store_level_bytes(const tg_store_geom *sg, int64_t level, size_t *data, size_t *scales);
 /* Bytes of chunk k of store sg: its data and its scales + zeros. */
 size_t tg_store_chunk_data_bytes(const tg_store_geom *sg, int64_t k);
 size_t tg_store_chunk_scale_bytes(const tg_store_geom *sg, int64_t k);
 /* Units in chunk k of store sg. */
 int64_t tg_store_chunk_units(const tg_store_geom *sg, int64_t k);
-/* Non-sink tokens store sg holds with its first `chunks` chunks (its residual ring's included), at most g's
+/* Non-sink tokens store sg holds at allocation level `chunks` (its residual ring's included), at most g's
  * max_nonsink. */
 int64_t tg_store_tokens_in(const tg_cache_geom *g, const tg_store_geom *sg, int64_t chunks);
 /* Bytes of all stores of all K/V layers once n non-sink tokens are held: everything allocated up front plus the
@@ -113,7 +119,7 @@ typedef struct {
     uint8_t **data;   /* [n_chunks] rows / quantised units */
     uint16_t **scale; /* [n_chunks] fp16 scales (KIVI) */
     uint16_t **zero;  /* [n_chunks] fp16 zeros, same shape as scale */
-    int64_t n_alloc;  /* chunks allocated: [0, n_alloc) */
+    int64_t n_alloc;  /* chunks allocated: [0, n_alloc) (a store that doubles: rows its one block holds) */
     uint8_t *resid;   /* grouped: [res_cap][n_kv_heads][head_dim] at resid_precision */
     uint8_t *sink;    /* [sink][n_kv_heads][head_dim] at sink_precision */
 } tg_store;

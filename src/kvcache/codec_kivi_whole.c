@@ -1,8 +1,9 @@
 /* codec_kivi_whole.c — KIVI without groups (group size 0, the design note's scheme): token n in row n mod row_cap
  * ([row_cap][n_kv_heads][row_bytes] codes, quantised when appended, no residual); keys with one fp16 (scale, zero)
  * per (kv-head, channel) for all held rows, re-fitted on every append; values with one per token; sinks at the residual
- * precision (fp32 when they get quantised). One block each, allocated up front even when unbounded: a unit-made
- * layout would cut the rows' segments at chunk ends, which regroups the values' blocks in attention. */
+ * precision (fp32 when they get quantised). One block of rows (a unit = one row of every kv-head) that an unbounded
+ * cache doubles as it fills (moving what it holds: O(1) amortised), not chunks: chunks would cut the rows' segments
+ * at their ends, which regroups the values' blocks in attention and changes the last bits. */
 #include "kvcache/codec.h"
 
 #include <string.h>
@@ -22,6 +23,12 @@ static bool whole_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     sg->sink_precision = g->sink_precision;
     sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
     sg->rewrites = sg->scale_bytes > 0; /* keys: every append may re-fit the grid and re-code the held rows */
+    sg->doubles = true;
+    sg->unit_tokens = 1;
+    sg->n_units = g->row_cap;
+    sg->unit_data_bytes = tg_mul4(&ok, H, sg->row_bytes, 1, 1);
+    sg->unit_scale_bytes = sg->per_channel ? 0 : tg_mul4(&ok, H, 2 * sizeof(uint16_t), 1, 1);
+    sg->fixed_scale_bytes = sg->per_channel ? sg->scale_bytes : 0;
     return ok;
 }
 

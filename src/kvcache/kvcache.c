@@ -45,9 +45,39 @@ static void store_alloc(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, boo
     s->sink = cache_alloc(c, sg->sink_bytes, true, ok);
 }
 
-/* Allocates store s's chunks up to `chunks` (zeroed, counted as K/V storage; those it has stay where they are).
- * False when the system refuses one (the chunks allocated before it stay). */
+/* *p (of `old` bytes) grown to `bytes`, the new bytes zeroed; false (nothing changed) when the system refuses. */
+static bool grow_block(void **p, size_t old, size_t bytes) {
+    if (bytes <= old) return true;
+    void *q = realloc(*p, bytes);
+    if (!q) return false;
+    memset((uint8_t *)q + old, 0, bytes - old);
+    *p = q;
+    return true;
+}
+
+/* A store that doubles: its one block grown to `rows` rows (what it holds moves with it). */
+static bool store_double(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t rows) {
+    if (rows <= s->n_alloc) return true;
+    size_t d0, s0, d1, s1;
+    tg_store_level_bytes(sg, s->n_alloc, &d0, &s0);
+    tg_store_level_bytes(sg, rows, &d1, &s1);
+    void *d = s->data[0], *sc = s->scale[0], *z = s->zero[0];
+    if (!grow_block(&d, d0, d1)) return false;
+    s->data[0] = d;
+    if (!grow_block(&sc, s0 / 2, s1 / 2)) return false;
+    s->scale[0] = sc;
+    if (!grow_block(&z, s0 / 2, s1 / 2)) return false;
+    s->zero[0] = z;
+    s->n_alloc = rows;
+    c->n_allocs += (d1 > d0) + 2 * (s1 > s0);
+    c->bytes_store += (d1 - d0) + (s1 - s0);
+    return true;
+}
+
+/* Allocates store s's chunks up to `chunks` (zeroed, counted as K/V storage; those it has stay where they are), or
+ * grows the block of a store that doubles. False when the system refuses one (the chunks allocated before it stay). */
 static bool store_grow(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t chunks) {
+    if (sg->doubles) return store_double(c, sg, s, chunks);
     for (int64_t k = s->n_alloc; k < chunks; k++) {
         const size_t db = tg_store_chunk_data_bytes(sg, k), sb = tg_store_chunk_scale_bytes(sg, k) / 2;
         /* scale and zero: two halves of the chunk's scale bytes */
@@ -418,13 +448,9 @@ static size_t bytes_at_precision(const tg_kvcache *c, tg_kv_precision p, int64_t
     return tg_cache_geom_resolve(&s, &q, NULL, NULL, &g, &err) ? tg_cache_geom_bytes_held(&g, held) : 0;
 }
 
-/* Bytes store s of one layer has allocated: its chunks' data and scales, its residual ring, its sinks. */
+/* Bytes store s of one layer has allocated: its chunks' (or block's) data and scales. */
 static void store_allocated(const tg_store_geom *sg, const tg_store *s, size_t *data, size_t *scales) {
-    *data = *scales = 0;
-    for (int64_t k = 0; k < s->n_alloc; k++) {
-        *data += tg_store_chunk_data_bytes(sg, k);
-        *scales += tg_store_chunk_scale_bytes(sg, k);
-    }
+    tg_store_level_bytes(sg, s->n_alloc, data, scales);
 }
 
 void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r) {

@@ -13,7 +13,8 @@
  *  - A bounded cache allocates every buffer once, in tg_kvcache_new; nothing grows afterwards. An unbounded one
  *    (no window) allocates its rows and groups in chunks of 128 or more tokens as they arrive (tg_kvcache_reserve,
  *    or the append that needs one), never moving what it holds, so its bytes follow the tokens held; the memory
- *    limit (tg_cache_params.max_memory) is checked at every chunk. (Group size 0 allocates its context up front.) */
+ *    limit (tg_cache_params.max_memory) is checked at every chunk. (Group size 0 doubles one block of rows
+ *    instead, moving what it holds: O(1) amortised, its rows one segment.) */
 #ifndef TG_KVCACHE_H
 #define TG_KVCACHE_H
 

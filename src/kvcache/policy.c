@@ -95,6 +95,12 @@ static int64_t chunk_tokens(int64_t context) {
 /* The chunk layout of a store (tg_store_geom's units): chunks of g->chunk tokens when the cache is lazy, else one
  * chunk of everything. */
 static void store_chunks(const tg_cache_geom *g, tg_store_geom *s) {
+    (void)g;
+    if (s->doubles) {
+        s->chunk_units = 1;
+        s->n_chunks = s->n_units > 0 ? 1 : 0;
+        return;
+    }
     if (!s->grows) {
         s->chunk_units = 1;
         s->n_chunks = s->data_bytes > 0 || s->scale_bytes > 0 ? 1 : 0;
@@ -120,23 +126,44 @@ size_t tg_store_chunk_scale_bytes(const tg_store_geom *sg, int64_t k) {
 }
 
 int64_t tg_store_tokens_in(const tg_cache_geom *g, const tg_store_geom *sg, int64_t chunks) {
+    if (sg->doubles) return !g->lazy || chunks >= sg->n_units ? g->max_nonsink : chunks;
     if (!g->lazy || chunks >= sg->n_chunks) return g->max_nonsink;
     const int64_t t = sg->unit_lag + chunks * sg->chunk_units * sg->unit_tokens;
     return t < g->max_nonsink ? t : g->max_nonsink;
 }
 
 int64_t tg_store_chunks_for(const tg_cache_geom *g, const tg_store_geom *sg, int64_t n) {
+    if (sg->doubles) { /* rows: the first chunk's worth, doubled until n fit, at most the capacity */
+        if (!g->lazy) return sg->n_units;
+        if (n <= 0) return 0;
+        int64_t rows = g->chunk;
+        while (rows < n && rows < sg->n_units) rows *= 2;
+        return rows < sg->n_units ? rows : sg->n_units;
+    }
     if (!g->lazy) return sg->n_chunks;
     int64_t units = n > sg->unit_lag ? (n - sg->unit_lag + sg->unit_tokens - 1) / sg->unit_tokens : 0;
     if (units > sg->n_units) units = sg->n_units;
     return (units + sg->chunk_units - 1) / sg->chunk_units;
 }
 
-/* Bytes of one layer's store sg with its first `chunks` chunks allocated. */
+void tg_store_level_bytes(const tg_store_geom *sg, int64_t level, size_t *data, size_t *scales) {
+    *data = *scales = 0;
+    if (sg->doubles) {
+        *data = (size_t)level * sg->unit_data_bytes;
+        *scales = level > 0 ? (size_t)level * sg->unit_scale_bytes + sg->fixed_scale_bytes : 0;
+        return;
+    }
+    for (int64_t k = 0; k < level; k++) {
+        *data += tg_store_chunk_data_bytes(sg, k);
+        *scales += tg_store_chunk_scale_bytes(sg, k);
+    }
+}
+
+/* Bytes of one layer's store sg at allocation level `chunks`. */
 static size_t store_bytes_chunks(const tg_store_geom *sg, int64_t chunks) {
-    size_t t = sg->resid_bytes + sg->sink_bytes;
-    for (int64_t k = 0; k < chunks; k++) t += tg_store_chunk_data_bytes(sg, k) + tg_store_chunk_scale_bytes(sg, k);
-    return t;
+    size_t d, s;
+    tg_store_level_bytes(sg, chunks, &d, &s);
+    return sg->resid_bytes + sg->sink_bytes + d + s;
 }
 
 size_t tg_cache_geom_bytes_held(const tg_cache_geom *g, int64_t n) {
@@ -173,7 +200,7 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     size_t kb = store_total(&g->k, &ok), vb = store_total(&g->v, &ok);
     if (!ok || !tg_add_size(kb, vb, &g->bytes_layer)) return false;
     /* an unbounded cache of unit-made stores grows in chunks as tokens arrive */
-    g->lazy = !g->bounded && g->k.grows && g->v.grows;
+    g->lazy = !g->bounded && (g->k.grows || g->k.doubles) && (g->v.grows || g->v.doubles);
     g->chunk = g->lazy ? chunk_tokens(g->context) : 0;
     store_chunks(g, &g->k);
     store_chunks(g, &g->v);

@@ -709,6 +709,59 @@ static void test_unbounded_grows_in_chunks(void **state) {
     }
 }
 
+/* Group size 0 (whole-history key grids) grows by doubling its one block of rows instead (its rows stay one
+ * segment): 128, 256, 512 rows as tokens arrive, and attention bit for bit like a cache reserved whole up front. */
+static void test_unbounded_whole_doubles(void **state) {
+    (void)state;
+    for (int kp = TG_KV_INT8; kp <= TG_KV_INT2; kp++) {
+        const int64_t ctx = 1000;
+        tg_cache_shape shape = small_shape(2, 4, 2, 8, ctx);
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = (tg_kv_precision)kp;
+        p.group_size = 0;
+        tg_error err = {0};
+        tg_kvcache *a = tg_kvcache_new(&shape, &p, &err), *b = tg_kvcache_new(&shape, &p, &err);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_true(tg_kvcache_reserve(b, ctx, &err));
+        tg_cache_report r;
+        tg_kvcache_report(a, 0, &r);
+        assert_int_equal(r.bytes_total, 0);
+        uint64_t seed = 21;
+        float k[16], v[16], q[32], out[32], ref[32];
+        for (int64_t t = 0; t < 1100; t++) {
+            for (int i = 0; i < 16; i++) {
+                k[i] = frand(&seed);
+                v[i] = frand(&seed);
+            }
+            for (int i = 0; i < 32; i++) q[i] = frand(&seed);
+            for (int l = 0; l < 2; l++) {
+                assert_int_equal(tg_kvcache_append(a, l, t, k, v), t < ctx);
+                tg_kvcache_append(b, l, t, k, v);
+                if (t >= ctx) continue;
+                test_attend(a, l, t, q, out, 2);
+                test_attend(b, l, t, q, ref, 2);
+                assert_memory_equal(out, ref, sizeof out);
+            }
+            tg_kvcache_report(a, t + 1, &r);
+            const int64_t want = t < 128 ? 128 : t < 256 ? 256 : t < 512 ? 512 : ctx;
+            assert_int_equal(r.allocated_for, want);
+            size_t store, meta;
+            int64_t n;
+            tg_kvcache_alloc_stats(a, &store, &meta, &n);
+            assert_int_equal(store, r.bytes_total);
+        }
+        size_t sa, sb, m;
+        int64_t n;
+        tg_kvcache_alloc_stats(a, &sa, &m, &n);
+        tg_kvcache_alloc_stats(b, &sb, &m, &n);
+        assert_int_equal(sa, sb);
+        assert_int_equal(sa, tg_kvcache_bytes_for(&shape, &p, ctx, &err));
+        tg_kvcache_free(a);
+        tg_kvcache_free(b);
+    }
+}
+
 /* Re-positioning with a window far beyond what is stored (issue 11, 4c): the RoPE table is capped at
  * TG_REPOSITION_TABLE_SLOTS instead of being built for the whole window up front, and the keys at slots past the
  * table are still rotated exactly as tg_rope rotates them at their slot. */
@@ -1024,6 +1077,7 @@ int main(void) {
         cmocka_unit_test(test_reposition_table_capped),
         cmocka_unit_test(test_max_memory),
         cmocka_unit_test(test_unbounded_grows_in_chunks),
+        cmocka_unit_test(test_unbounded_whole_doubles),
         cmocka_unit_test(test_invalid_policies_have_codes),
         cmocka_unit_test(test_budget_chooses_largest_window),
         cmocka_unit_test(test_policy_string_and_names),
