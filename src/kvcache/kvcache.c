@@ -286,6 +286,43 @@ void tg_kvcache_free(tg_kvcache *c) {
     free(c);
 }
 
+/* Zeroes what store s has allocated (its chunks, or its block, as they are: a cache that grew keeps them). */
+static void store_clear(const tg_store_geom *sg, tg_store *s) {
+    if (sg->doubles && s->n_alloc > 0) {
+        size_t d, sc;
+        tg_store_level_bytes(sg, s->n_alloc, &d, &sc);
+        if (s->data[0]) memset(s->data[0], 0, d);
+        if (s->scale[0]) memset(s->scale[0], 0, sc / 2);
+        if (s->zero[0]) memset(s->zero[0], 0, sc / 2);
+    }
+    for (int64_t k = 0; !sg->doubles && k < s->n_alloc; k++) {
+        if (s->data[k]) memset(s->data[k], 0, tg_store_chunk_data_bytes(sg, k));
+        if (s->scale[k]) memset(s->scale[k], 0, tg_store_chunk_scale_bytes(sg, k) / 2);
+        if (s->zero[k]) memset(s->zero[k], 0, tg_store_chunk_scale_bytes(sg, k) / 2);
+    }
+    if (s->resid) memset(s->resid, 0, sg->resid_bytes);
+    if (s->sink) memset(s->sink, 0, sg->sink_bytes);
+}
+
+void tg_kvcache_reset(tg_kvcache *c) {
+    if (!c) return;
+    const tg_cache_geom *g = &c->g;
+    for (int l = 0; l < g->n_layers; l++) {
+        if (c->kv_source[l] != l) continue;
+        tg_layer_cache *L = &c->layers[l];
+        store_clear(&g->k, &L->k);
+        store_clear(&g->v, &L->v);
+        L->n_sink = L->n_appended = L->first = L->qend = 0;
+    }
+    /* the scratch blocks are rewritten before they are read; cleared anyway, as tg_kvcache_new left them */
+    const size_t HD = (size_t)g->n_kv_heads * (size_t)g->head_dim;
+    memset(c->scratch_k, 0, HD * sizeof(float));
+    if (c->group_f32) memset(c->group_f32, 0, (size_t)g->group * HD * sizeof(float));
+    if (c->sink_codes) memset(c->sink_codes, 0, (size_t)g->sink * (size_t)g->head_dim);
+    if (c->sink_grid) memset(c->sink_grid, 0, 2 * (size_t)g->head_dim * sizeof(uint16_t));
+    c->rope_pos = -1;
+}
+
 /* ---- rows ----------------------------------------------------------------------------------------------------- */
 
 void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos) {
