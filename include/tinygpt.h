@@ -184,7 +184,9 @@ typedef struct {
     tg_kv_precision residual_precision; /* KIVI: storage of the full-precision residual ring and the sinks: fp16
                                          * (default), bf16 or fp32 (the sinks are fp32 with quantize_sinks) */
     int64_t max_memory;   /* the most bytes of K/V storage a session may allocate (the report's bytes_total),
-                           * checked before anything is allocated: > 0 = this many; 0 (default) = the machine's
+                           * checked before anything is allocated: a bounded cache's all at once, an unbounded one's
+                           * at every chunk it grows by (the session's eval or reserve then fails):
+                           * > 0 = this many; 0 (default) = the machine's
                            * physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; no limit where the system does
                            * not say); < 0 = no limit. The message names the CLI's --max-memory. */
 } tg_cache_params;
@@ -208,16 +210,20 @@ TG_API const char *tg_kv_precision_name(tg_kv_precision p);
  * the model. */
 TG_API size_t tg_cache_bytes(const tg_model *model, const tg_cache_params *params, int64_t n_tokens, tg_error *err);
 
-/* What the cache holds, for the report. All byte counts are bytes actually allocated. */
+/* What the cache holds, for the report. All byte counts are bytes actually allocated (an unbounded cache allocates
+ * in chunks as tokens arrive). */
 typedef struct {
     int64_t position;          /* tokens seen so far (generation position) */
     int64_t stored;            /* tokens currently held */
     int64_t capacity;          /* most tokens it can ever hold */
+    int64_t allocated_for;     /* tokens the storage allocated so far holds (== capacity unless it grows) */
+    int64_t chunk_tokens;      /* an unbounded cache's growth step in tokens; 0 when allocated up front */
     int n_layers, n_kv_layers; /* layers in the model / layers that hold K/V */
     size_t bytes_total;
     size_t bytes_k_data, bytes_v_data, bytes_scales, bytes_residual; /* residual = full-precision residual + sinks */
     size_t bytes_if_bf16, bytes_if_fp32; /* what a bf16 / fp32 cache with the same sinks, window and context
-                                          * allocates (the same geometry code, only the precision changed) */
+                                          * allocates (the same geometry code, only the precision changed), holding
+                                          * the same tokens when it grows */
     size_t bytes_in_use;       /* what a cache sized for exactly the `stored` tokens held now would allocate */
     int64_t quantized;         /* tokens held in quantised form (KIVI groups or codes; the rest are in full precision:
                                 * sinks, residual), in the first layer that holds K/V */
@@ -246,6 +252,10 @@ TG_API int tg_session_threads(const tg_session *s);
 TG_API bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
                             tg_error *err);
 TG_API int64_t tg_session_position(const tg_session *s);
+/* Allocates now the cache storage for the next n_tokens tokens (at most up to the context; an unbounded cache
+ * otherwise grows in chunks as they arrive), checked against max_memory: false with TG_ERR_CACHE_MEMORY /
+ * TG_ERR_CACHE_MEMORY_LIMIT when it would pass it. Nothing to do (true) for a bounded cache. */
+TG_API bool tg_session_reserve(tg_session *s, int64_t n_tokens, tg_error *err);
 /* Tokens the session can still take; INT64_MAX when a streaming policy bounds the cache. */
 TG_API int64_t tg_session_remaining(const tg_session *s);
 TG_API void tg_session_cache_report(const tg_session *s, tg_cache_report *r);

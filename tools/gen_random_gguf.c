@@ -2,7 +2,7 @@
  * models, so that speed can be measured at real sizes without downloading anything (speed does not depend on the
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
- *   build/release/tools/gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b --type TYPE --out FILE
+ *   build/release/tools/gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b|llama-3.2-1b --type TYPE --out FILE
  *                                       [--seed S] [--ctx N]
  *
  * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
@@ -74,6 +74,8 @@ static const shape SHAPES[] = {
     {"tiny-256", 2, 256, 4, 2, 64, 512, 512, true, 10000.0f, 1e-5f, 512},
     {"smollm2-135m", 30, 576, 9, 3, 64, 1536, 49152, true, 100000.0f, 1e-5f, 8192},
     {"tinyllama-1.1b", 22, 2048, 32, 4, 64, 5632, 32000, false, 10000.0f, 1e-5f, 8192},
+    /* Llama-3.2-1B's tensor shapes and context (no RoPE scaling written: speed and memory do not depend on it) */
+    {"llama-3.2-1b", 16, 2048, 32, 8, 64, 8192, 128256, true, 500000.0f, 1e-5f, 131072},
 };
 
 /* ---- random numbers ---------------------------------------------------------------------------------------- */
@@ -272,8 +274,8 @@ static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *
 }
 
 static int usage(void) {
-    fputs("usage: gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b --type f16|q8_0|q4_k|... --out FILE "
-          "[--seed S] [--ctx N]\n",
+    fputs("usage: gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b|llama-3.2-1b --type f16|q8_0|q4_k|... "
+          "--out FILE [--seed S] [--ctx N]\n",
           stderr);
     return 2;
 }

@@ -307,18 +307,19 @@ sink_table() {
             [ -s "$work/$n.txt" ] || continue
             printf '| %s | %s | %s | %s | %s | %s %% | %s | %s %% |\n' "$p" \
                 "$([ $s = vanilla ] && echo "vanilla (after RoPE)" || echo "re-positioned (before RoPE)")" \
-                "$([ $s = qsinks ] && echo "quantised ($p)" || echo fp32)" \
+                "$([ $s = qsinks ] && echo "quantised ($p)" || echo "full precision (fp16)")" \
                 "$(get "$n" perplexity)" "$(get "$n" base_perplexity)" "$(get "$n" ppl_increase)" "$(get "$n" kl_mean)" \
                 "$(get "$n" top1_agree)"
         done
     done
 }
 
-# bytes_ratio MODEL PRECISION [FLAGS...]: the report's ratio to bf16 ("bf16 would be ... (0.36x)") of a cache
+# bytes_ratio MODEL PRECISION TOKENS [FLAGS...]: the report's ratio to bf16 ("bf16 would be ... (0.36x)") of a
+# cache after a run of TOKENS generated tokens (an unbounded cache grows as tokens arrive)
 bytes_ratio() {
-    local m=$1 p=$2
-    shift 2
-    "$bin" sample "$m" --prompt x --tokens 1 --threads 1 --seed 1 --kv-quantize "$p" "$@" 2>&1 >/dev/null |
+    local m=$1 p=$2 n=$3
+    shift 3
+    "$bin" sample "$m" --prompt x --tokens "$n" --threads 1 --seed 1 --kv-quantize "$p" "$@" 2>&1 >/dev/null |
         sed -n 's/.*bf16 would be [^(]*(\([0-9.]*\)x).*/\1/p'
 }
 # the issue-14 byte targets: int8 <= 0.65, int4 <= 0.42, int2 <= 0.32 of bf16 at sink 4 + window 256 and at the full
@@ -328,13 +329,19 @@ bytes_targets() {
     for p in int8:0.65 int4:0.42 int2:0.32; do
         lim=${p#*:} p=${p%%:*} cells="" worst=0 kcells="" kworst=0
         for m in "$model" "$yoco_model"; do
+            # a bounded cache is allocated whole at once; an unbounded one is filled to its context (512, the
+            # prompt included: the run reserves all of it)
+            local n_full
+            n_full=$(("$("$bin" info "$m" | awk '$1 == "context" {print $3}')" - 8))
             for pol in window full; do
-                local f=()
+                local f=() n=1
                 [ $pol = window ] && f=(--streaming-llm-sink 4 --streaming-llm-window 256)
-                r=$(bytes_ratio "$m" "$p" "${f[@]}")
+                [ $pol = full ] && n=$n_full
+                r=$(bytes_ratio "$m" "$p" "$n" "${f[@]}")
                 cells="$cells${cells:+ · }$(basename "$m" .gguf | sed 's/tinygpt-//') $pol ${r}x"
                 worst=$(awk -v a="$worst" -v b="${r:-9}" 'BEGIN { print (b > a ? b : a) }')
-                r=$(bytes_ratio "$m" "$p" "${f[@]}" --kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32)
+                r=$(bytes_ratio "$m" "$p" "$n" "${f[@]}" --kv-group-size 32 --kv-residual 128 \
+                    --kv-residual-precision fp32)
                 kcells="$kcells${kcells:+ · }$(basename "$m" .gguf | sed 's/tinygpt-//') $pol ${r}x"
                 kworst=$(awk -v a="$kworst" -v b="${r:-9}" 'BEGIN { print (b > a ? b : a) }')
             done
@@ -468,6 +475,9 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
   exactly as in generation. "vs fp32" and KL compare against an fp32 cache with the same length policy run in
   lockstep over the same tokens (\`--kl-base fp32\`): KL(fp32 ‖ policy) averaged over the scored tokens, top-1 = how
   often both put the same token first.
+- RoPE: each StreamingLLM row names its scheme: re-positioned = \`--streaming-llm-reposition\` (keys rotated at their
+  cache slot); vanilla = no re-positioning flag (keys at their original positions: the default for a bounded cache at
+  the commit below); unbounded caches have nothing to re-position.
 - subsampling (to keep the run under ~30 minutes on 2 cores): within-context table on the first $valid_tokens tokens
   of \`$valid\` (independent 512-token windows, a fresh cache each, as in training's evaluation); sink table on the
   first $sink_tokens tokens of \`$long\`; long-context experiment on the first $lc_tokens tokens of each model's text; greedy
@@ -486,8 +496,10 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
 | greedy match 100 % at int8 ($greedy_tokens tokens; \`tinygpt compare\` runs without a residual unless given one) | ${greedy_int8:-–} % | $(verdict "$(awk -v g="${greedy_int8:-0}" 'BEGIN { print 100 - g }')" 0) | ${greedy_int8_r0:-–} % (never leaves the residual) | $(verdict "$(awk -v g="${greedy_int8_r0:-0}" 'BEGIN { print 100 - g }')" 0) |
 $(bytes_targets)
 
-Bytes allocated, from the report of \`tinygpt sample MODEL --kv-quantize P [--streaming-llm-window 256] --tokens 1\`
-("bf16 would be": a bf16 cache with the same sinks, window and context, from the same geometry code).
+Bytes allocated, from the report of \`tinygpt sample MODEL --prompt x --kv-quantize P\` with \`--streaming-llm-sink 4
+--streaming-llm-window 256 --tokens 1\`, or unbounded with \`--tokens 504\` (the run reserves its whole context: an
+unbounded cache grows in chunks as tokens arrive) ("bf16 would be": a bf16 cache with the same sinks, window and
+context holding the same tokens, from the same geometry code).
 \`tests/unit/test_cache_sizes.c\` (in \`make test\`) checks that every quantised cache under the default flags is
 smaller than bf16 at every window 16, 32, …, 65536 and every unbounded cache of 16 … 65536 tokens, on both models.
 
@@ -527,7 +539,8 @@ for the whole 512-token context.
 
 Alternatives measured for the defaults (issue 14): no residual at all for int2 (\`int2, G 32, no residual\`, and G 16)
 misses its 5 % target, so int2 keeps one group; a residual of one group of 16 (the default) against one of 8 or of 32
-(\`R 32\`: the same quality, but 0.33× of bf16 at window 256, over the 0.32× target); int4 with G 16 and no
+(\`R 32\`: better, $(get ctx-int2-r32 ppl_increase) % against the default's $(get ctx-int2 ppl_increase) %, but 0.33× of bf16 at window 256, over
+the 0.32× target); int4 with G 16 and no
 residual against G 32 (more scale bytes for little gain).
 
 $(ctx_table)
@@ -535,8 +548,8 @@ $(ctx_table)
 ## Sinks in full precision or quantised
 
 StreamingLLM sink 4 + window 476, re-positioned, over the first $sink_tokens tokens of \`$long\`, against an fp32 cache with the
-same policy. By default the cache keeps the 4 sink tokens at the residual precision (fp16; "fp32" in the table's sink column is that
-full-precision default); \`--kv-quantize-sinks\` quantises them like the rest (keys per channel over the 4 sinks, values
+same policy. By default the cache keeps the 4 sink tokens at the residual precision (fp16);
+\`--kv-quantize-sinks\` quantises them like the rest (keys per channel over the 4 sinks, values
 per token; they keep fp32 slots).
 
 $(sink_table)
@@ -552,7 +565,7 @@ is needed to pass (see Targets); their measured effect, from the tables above:
 - keys quantised before RoPE (re-positioned StreamingLLM stores them so) against after it (vanilla), sink 4 + window
   476, mean KL against fp32 with the same policy: int4 $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-vanilla kl_mean), int2
   $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-vanilla kl_mean) nats.
-- sinks kept in fp32 against quantised: mean KL int2 $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-qsinks kl_mean), int4
+- sinks kept in full precision (fp16, the default) against quantised: mean KL int2 $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-qsinks kl_mean), int4
   $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-qsinks kl_mean) nats.
 - the residual at fp16 instead of fp32 (a memory remedy; R 128): int4 $(mib "$(get ctx-int4-kivi cache_bytes)") → $(mib "$(get ctx-int4-rfp16 cache_bytes)") at 512 tokens
   (bf16: $(mib "$(get ctx-bf16 cache_bytes)"); the default, no residual: $(mib "$(get ctx-int4 cache_bytes)")), mean KL $(get ctx-int4-kivi kl_mean) → $(get ctx-int4-rfp16 kl_mean) nats (default: $(get ctx-int4 kl_mean)).

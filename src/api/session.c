@@ -103,6 +103,7 @@ static bool session_eval(tg_session *s, const int32_t *ids, size_t n, float *log
         if (!tg_kvcache_has_room(s->cache))
             return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full",
                                 (long long)s->context);
+        if (!tg_kvcache_reserve(s->cache, c, err)) return false; /* the chunks the next c tokens need */
         bool last = i + (size_t)c == n;
         tg_forward_chunk(s->fwd, s->cache, ids + i, c, s->pos, logits_all ? logits_all + (int64_t)i * vocab : NULL,
                          last ? logits_last : NULL);
@@ -130,6 +131,11 @@ bool tg_session_eval_token(tg_session *s, int32_t id, float *logits, tg_error *e
 }
 
 int64_t tg_session_position(const tg_session *s) { return s ? s->pos : 0; }
+
+bool tg_session_reserve(tg_session *s, int64_t n_tokens, tg_error *err) {
+    if (!s) return tg_fail(err, "no session");
+    return tg_kvcache_reserve(s->cache, n_tokens, err);
+}
 
 int64_t tg_session_remaining(const tg_session *s) {
     if (!s) return 0;

@@ -272,16 +272,29 @@ const char TG_CACHE_FLAGS_HELP[] =
     "  --kv-quantize-values P         storage of values only (overrides --kv-quantize)\n"
     "  --kv-group-size G              KIVI key group along time (default: 32, or 16 / 8 for a window or context\n"
     "                                 under 256 / 128 tokens; 0 = one group for the whole history)\n"
-    "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default 0: every\n"
-    "                                 token quantised at once, the newest group's keys on provisional scales;\n"
-    "                                 this trades a little accuracy on the newest tokens for a cache smaller than\n"
-    "                                 bf16 at every size. KIVI's published setting: --kv-group-size 32\n"
-    "                                 --kv-residual 128 --kv-residual-precision fp32)\n"
+    "  --kv-residual R                KIVI newest tokens kept in full precision, a multiple of G (default: none\n"
+    "                                 for int8 / int4, every token quantised at once, the newest group's keys on\n"
+    "                                 provisional scales; one group for int2. This trades a little accuracy on\n"
+    "                                 the newest tokens for a cache smaller than bf16 at every size. KIVI's\n"
+    "                                 published setting: --kv-group-size 32 --kv-residual 128\n"
+    "                                 --kv-residual-precision fp32)\n"
     "  --kv-residual-precision P      KIVI: storage of the residual and the sinks: fp16 (default), bf16 or fp32\n"
     "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept at the residual\n"
     "                                 precision)\n"
     "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"
-    "                                 allocating it (default: the machine's physical memory)\n";
+    "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
+    "                                 it grows by as tokens arrive (default: the machine's physical memory)\n";
+
+void tg_cache_flags_help(FILE *f, bool without_precision) {
+    for (const char *p = TG_CACHE_FLAGS_HELP; *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+        const bool precision = strncmp(p, "  --kv-quantize ", 16) == 0 || strncmp(p, "  --kv-quantize-keys ", 21) == 0 ||
+                               strncmp(p, "  --kv-quantize-values ", 23) == 0;
+        if (!(without_precision && precision)) fwrite(p, 1, n, f);
+        p += n;
+    }
+}
 
 enum {
     C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tinygpt.h"
 
@@ -69,6 +70,9 @@ enum { TG_CACHE_OPT_COUNT = 12 };
 
 /* The --help text of the cache flags (one paragraph, ends with a newline). */
 extern const char TG_CACHE_FLAGS_HELP[];
+/* Prints TG_CACHE_FLAGS_HELP to f; without_precision leaves out --kv-quantize, --kv-quantize-keys and
+ * --kv-quantize-values (for a command with its own --kv-quantize). */
+void tg_cache_flags_help(FILE *f, bool without_precision);
 
 /* Fills opts[0 .. TG_CACHE_OPT_COUNT) with the cache options, writing into f (zeroed first). The caller puts them
  * in its own table (after its own options) and parses as usual. */

@@ -345,7 +345,7 @@ int tg_cmd_compare(int argc, char **argv) {
     int status = parse_compare_args(argc, argv, &a);
     if (status < 0) {
         fputs(USAGE, stdout);
-        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        tg_cache_flags_help(stdout, true); /* compare's own --kv-quantize LIST above takes their place */
         return TG_EXIT_OK;
     }
     if (status != TG_EXIT_OK) return status;

@@ -351,6 +351,13 @@ static tg_session *new_session(ppl_eval *e, bool base, const tg_cache_report *te
 static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
     tg_session *st = new_session(e, false, NULL), *sb = NULL;
     if (!st) return false;
+    tg_error rerr = {0};
+    if (!tg_session_reserve(st, n, &rerr)) { /* the span's cache now: the summary reports it, limits fail here */
+        tg_cli_word_error(&rerr, &e->params);
+        tg_runtime_error("%s", rerr.msg);
+        tg_session_free(st);
+        return false;
+    }
     tg_cache_report rep;
     tg_session_cache_report(st, &rep);
     tg_error merr = {0};
@@ -361,7 +368,12 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
     }
     if (e->a->kl) {
         sb = new_session(e, true, &rep);
-        if (!sb) {
+        if (!sb || !tg_session_reserve(sb, n, &rerr)) {
+            if (sb) {
+                tg_cli_word_error(&rerr, &e->params);
+                tg_runtime_error("%s", rerr.msg);
+            }
+            tg_session_free(sb);
             tg_session_free(st);
             return false;
         }
@@ -448,8 +460,8 @@ static void print_summary(const ppl_eval *e, size_t n_tokens, size_t n_bytes, do
     tg_cache_params bf = e->params;
     bf.key_precision = bf.value_precision = TG_KV_BF16;
     tg_error err = {0};
-    printf("cache_bytes     %zu (allocated for %" PRId64 " tokens; bf16: %zu)\n", e->rep.bytes_total, e->rep.capacity,
-           tg_cache_bytes(e->model, &bf, e->rep.capacity, &err));
+    printf("cache_bytes     %zu (allocated for %" PRId64 " tokens; bf16: %zu)\n", e->rep.bytes_total,
+           e->rep.allocated_for, tg_cache_bytes(e->model, &bf, e->rep.allocated_for, &err));
     if (a->recompute > 0)
         printf("protocol        sliding window with recomputation: each scored token re-runs its last %" PRId64
                " tokens from an empty cache\n", a->recompute);

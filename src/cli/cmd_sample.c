@@ -303,6 +303,13 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
                                 "--streaming-llm-window M (and --streaming-llm-sink N) or --kv-budget BYTES",
                                 n_prompt, room);
     }
+    /* the cache of the whole run now (an unbounded one grows by chunks; at most its context): a --max-memory it
+     * would pass fails here, before the banner, in one line */
+    const int64_t run = a->n_tokens > INT64_MAX - (int64_t)n_prompt ? INT64_MAX : (int64_t)n_prompt + a->n_tokens;
+    if (!tg_session_reserve(r->session, run, &err)) {
+        tg_cli_word_error(&err, &a->cache);
+        return tg_runtime_error("%s", err.msg);
+    }
 
     tg_cache_report rep;
     tg_session_cache_report(r->session, &rep);

@@ -72,20 +72,23 @@ void tg_report_cache(FILE *f, const tg_cache_report *r) {
     } else {
         fprintf(f, "cache: %" PRId64 " tokens · %d layers, %d hold K/V\n", r->stored, r->n_layers, r->n_kv_layers);
     }
-    /* The parts in the unit of the total, so that they visibly add up. The buffers are allocated for `capacity`
-     * tokens up front, so the per-token figure is for that many tokens too. */
+    /* The parts in the unit of the total, so that they visibly add up. The buffers are allocated for
+     * `allocated_for` tokens (all of them up front, or the chunks an unbounded cache has grown by), so the per-token
+     * figure is for that many tokens too. */
     double div;
     int u = unit_of((double)r->bytes_total, &div);
     int dec = u == 0 ? 0 : 2;
-    fprintf(f, "cache: %.*f %s allocated for %" PRId64 " tokens = K %.*f + V %.*f", dec, (double)r->bytes_total / div,
-            UNITS[u], r->capacity, dec, (double)r->bytes_k_data / div, dec, (double)r->bytes_v_data / div);
+    fprintf(f, "cache: %.*f %s allocated for %" PRId64, dec, (double)r->bytes_total / div, UNITS[u], r->allocated_for);
+    if (r->chunk_tokens > 0) fprintf(f, " of %" PRId64, r->capacity);
+    fprintf(f, " tokens = K %.*f + V %.*f", dec, (double)r->bytes_k_data / div, dec, (double)r->bytes_v_data / div);
     if (r->bytes_scales > 0) fprintf(f, " + scales %.*f", dec, (double)r->bytes_scales / div);
     if (r->bytes_residual > 0) fprintf(f, " + full-precision residual/sinks %.*f", dec, (double)r->bytes_residual / div);
-    if (r->capacity > 0) {
+    if (r->allocated_for > 0) {
         char per[32];
-        tg_fmt_bytes((double)r->bytes_total / (double)r->capacity, 1, per, sizeof per);
+        tg_fmt_bytes((double)r->bytes_total / (double)r->allocated_for, 1, per, sizeof per);
         fprintf(f, " · %s/token", per);
     }
+    if (r->chunk_tokens > 0) fprintf(f, " (grows by %" PRId64 " tokens)", r->chunk_tokens);
     if (r->bytes_if_bf16 > 0) {
         /* what caches of those precisions with the same sinks, window and context allocate */
         char bf16[32], fp32[32];

@@ -35,6 +35,19 @@ typedef struct {
     size_t sink_bytes;          /* sink rows [sink][n_kv_heads][head_dim] at sink_precision */
     tg_kv_precision sink_precision; /* fp32 for KIVI stores, the plain precision otherwise */
     bool rewrites;              /* an append may re-code rows already held (a group quantised, a grid re-fitted) */
+    /* data and scales as units (a row of every kv-head for plain stores, a KIVI group of G tokens for grouped ones),
+     * allocated in chunks of chunk_units units (chunk k holds units [k * chunk_units, ...), the last one fewer):
+     * one chunk of everything for a bounded cache, as tokens arrive for an unbounded one (geometry->lazy) */
+    bool grows;                 /* the codec's data and scales are made of units in chunks */
+    bool doubles;               /* instead: one block of units (rows) that an unbounded cache doubles as it fills,
+                                 * moving what it holds (O(1) amortised), so that its rows stay one segment */
+    size_t fixed_scale_bytes;   /* doubles: scales + zeros that do not grow with the rows (per-channel key grids) */
+    int64_t unit_tokens;        /* tokens per unit: 1 or G */
+    int64_t unit_lag;           /* non-sink tokens held before the first unit is needed (the residual ring) */
+    int64_t n_units;            /* units of the whole capacity */
+    size_t unit_data_bytes, unit_scale_bytes; /* bytes of one unit's data, scales + zeros */
+    int64_t chunk_units;        /* units per chunk (>= 1) */
+    int64_t n_chunks;           /* chunks of the whole capacity */
 } tg_store_geom;
 
 /* The policy resolved against a shape: every capacity the cache allocates, in closed form. */
@@ -61,6 +74,8 @@ typedef struct {
     int64_t row_cap;      /* rows of plain and whole-history stores */
     int64_t max_nonsink;  /* most non-sink tokens held after an append */
     int64_t max_stored;   /* sink + max_nonsink */
+    bool lazy;            /* unbounded with stores made of units: chunks allocated as tokens arrive */
+    int64_t chunk;        /* lazy: tokens per chunk (every store's chunk holds at least this many) */
     const tg_store_codec *force_k, *force_v; /* tests: codecs forced by name (NULL: the table's choice) */
     tg_store_geom k, v;
     size_t bytes_layer;   /* all store bytes of one K/V layer */
@@ -78,14 +93,33 @@ tg_kvcache *tg_kvcache_new_with_codecs(const tg_cache_shape *shape, const tg_cac
 tg_cache_plan tg_cache_geom_plan(const tg_cache_geom *g);
 /* One-line policy description for the banner. */
 void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *params, char *buf, size_t size);
-/* Bytes of all stores of all K/V layers (the report's bytes_total). */
+/* Bytes of all stores of all K/V layers at the whole capacity (what a bounded cache allocates up front). */
 size_t tg_cache_geom_bytes(const tg_cache_geom *g);
+/* The allocation level of store sg that holds n non-sink tokens (the whole capacity when the cache is not lazy):
+ * its chunks, or its rows for a store that doubles. */
+int64_t tg_store_chunks_for(const tg_cache_geom *g, const tg_store_geom *sg, int64_t n);
+/* Bytes of store sg's data and scales + zeros at allocation level `level` (chunks, or rows when it doubles). */
+void tg_store_level_bytes(const tg_store_geom *sg, int64_t level, size_t *data, size_t *scales);
+/* Bytes of chunk k of store sg: its data and its scales + zeros. */
+size_t tg_store_chunk_data_bytes(const tg_store_geom *sg, int64_t k);
+size_t tg_store_chunk_scale_bytes(const tg_store_geom *sg, int64_t k);
+/* Units in chunk k of store sg. */
+int64_t tg_store_chunk_units(const tg_store_geom *sg, int64_t k);
+/* Non-sink tokens store sg holds at allocation level `chunks` (its residual ring's included), at most g's
+ * max_nonsink. */
+int64_t tg_store_tokens_in(const tg_cache_geom *g, const tg_store_geom *sg, int64_t chunks);
+/* Bytes of all stores of all K/V layers once n non-sink tokens are held: everything allocated up front plus the
+ * chunks those tokens need (== tg_cache_geom_bytes when not lazy or n fills the capacity). */
+size_t tg_cache_geom_bytes_held(const tg_cache_geom *g, int64_t n);
 
-/* One store of one layer: buffers of the sizes its tg_store_geom gives, laid out by its codec. */
+/* One store of one layer: buffers of the sizes its tg_store_geom gives, laid out by its codec. Data, scales and
+ * zeros are chunks of units (tg_store_geom): data[k] holds units [k * chunk_units, ...); stores that are not made of
+ * units have one chunk of everything. */
 typedef struct {
-    uint8_t *data;    /* rows / quantised units */
-    uint16_t *scale;  /* fp16 scales (KIVI) */
-    uint16_t *zero;   /* fp16 zeros, same shape as scale */
+    uint8_t **data;   /* [n_chunks] rows / quantised units */
+    uint16_t **scale; /* [n_chunks] fp16 scales (KIVI) */
+    uint16_t **zero;  /* [n_chunks] fp16 zeros, same shape as scale */
+    int64_t n_alloc;  /* chunks allocated: [0, n_alloc) (a store that doubles: rows its one block holds) */
     uint8_t *resid;   /* grouped: [res_cap][n_kv_heads][head_dim] at resid_precision */
     uint8_t *sink;    /* [sink][n_kv_heads][head_dim] at sink_precision */
 } tg_store;
@@ -121,7 +155,9 @@ struct tg_kvcache {
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     float *group_f32;        /* residual not fp32: [group][n_kv_heads * head_dim] the group being flushed, widened */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
-    size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers) */
+    size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers once every chunk is) */
+    double mem_limit;        /* max_memory resolved: the most bytes bytes_store may reach (< 0: none) */
+    int64_t n_chunk_blocks;  /* chunks allocated after tg_kvcache_new (freed apart from `owned`) */
     size_t bytes_meta;       /* allocated for everything else */
     void **owned;            /* [max_owned] every block allocated above (tg_kvcache_free frees them) */
     size_t n_owned, max_owned;

@@ -50,16 +50,16 @@ tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, b
     return g;
 }
 
-void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
-                      size_t tstride) {
+void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *scale, const uint16_t *zero, size_t grid,
+                      size_t token, size_t tstride) {
     g->kind = TG_SEG_CODES;
     g->bits = sg->range->bits;
     if (sg->per_channel) {
-        g->gscale = s->scale + grid;
-        g->gzero = s->zero + grid;
+        g->gscale = scale + grid;
+        g->gzero = zero + grid;
     } else {
-        g->tscale = s->scale + token;
-        g->tzero = s->zero + token;
+        g->tscale = scale + token;
+        g->tzero = zero + token;
         g->tstride = tstride;
     }
 }
@@ -111,15 +111,23 @@ size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
     return r;
 }
 
+void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i) {
+    const int64_t u = (n / c->g.group) % c->g.n_units;
+    *k = u / sg->chunk_units;
+    *i = u % sg->chunk_units;
+}
+
 tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
                                  int64_t end) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
-    const int64_t uh = ((n / G) % c->g.n_units) * H + h, t = n % G;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, t = n % G;
+    int64_t k, i;
+    tg_kivi_unit_of(c, sg, n, &k, &i);
+    const int64_t uh = i * H + h;
     tg_segment g = {0};
     g.count = end - n < G - t ? end - n : G - t;
-    g.p = s->data + (size_t)(uh * G + t) * sg->row_bytes;
+    g.p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
     g.stride = sg->row_bytes;
-    tg_segment_codes(&g, sg, s, (size_t)(uh * D), (size_t)(uh * G + t), 1);
+    tg_segment_codes(&g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);
     return g;
 }
 
@@ -133,5 +141,10 @@ bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     sg->resid_bytes = 0;
     sg->sink_precision = g->sink_precision;
     sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, D, tg_plain_elem_bytes(g->sink_precision));
+    sg->grows = true;
+    sg->unit_tokens = (int64_t)G;
+    sg->n_units = (int64_t)U;
+    sg->unit_data_bytes = tg_mul4(&ok, H, G, sg->row_bytes, 1);
+    sg->unit_scale_bytes = tg_mul4(&ok, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t), 1);
     return ok;
 }

@@ -66,15 +66,17 @@ tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool k
 /* Kv-head h's sinks [s0, s1] (s0 <= s1). */
 tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
                                  int64_t s1);
-/* Makes g a segment of sg's codes: keys with the per-channel grid at element `grid` of s's scales and zeros, values
- * with their own scales from element `token` on, tstride apart. */
-void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const tg_store *s, size_t grid, size_t token,
-                      size_t tstride);
-/* The grouped KIVI layout's byte counts into sg (codes, scales + zeros per group, sinks; no residual): false when
- * they overflow. */
+/* Makes g a segment of sg's codes: keys with the per-channel grid at element `grid` of the scales and zeros
+ * (one chunk's), values with their own scales from element `token` on, tstride apart. */
+void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *scale, const uint16_t *zero, size_t grid,
+                      size_t token, size_t tstride);
+/* The grouped KIVI layout's byte counts into sg (codes, scales + zeros per group, sinks; no residual; a unit is
+ * one group of every kv-head): false when they overflow. */
 bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg);
 /* The codes of kv-head h from token n to the end of n's quantised group, or to `end` (exclusive) when that comes
  * first: the grouped KIVI layout shared by the KIVI codecs (G tokens of a unit contiguous per kv-head). */
+/* Where a grouped store keeps the group unit of non-sink token n: its chunk k and its index i in the chunk. */
+void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i);
 tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
                                  int64_t end);
 /* Row i of a segment as fp32 into out[head_dim] (the scalar reference of the kernels' widening). */

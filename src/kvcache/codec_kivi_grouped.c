@@ -13,6 +13,7 @@ static bool grouped_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     bool ok = tg_kivi_group_geometry(g, sg);
     sg->resid_bytes = tg_mul4(&ok, (size_t)g->res_cap, (size_t)g->n_kv_heads, (size_t)g->head_dim, g->resid_elem);
     sg->rewrites = sg->scale_bytes > 0; /* groups get quantised (none when the residual never fills) */
+    sg->unit_lag = g->res_cap;          /* the first group unit is needed when the ring is full */
     return ok;
 }
 
@@ -28,7 +29,9 @@ static void grouped_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_stor
 static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group;
     if (c->g.n_units == 0) return; /* cannot happen: such geometries never fill the residual */
-    const int64_t unit = (qend / G) % c->g.n_units, r0 = qend % c->g.res_cap;
+    int64_t k, unit;
+    tg_kivi_unit_of(c, sg, qend, &k, &unit);
+    const int64_t r0 = qend % c->g.res_cap;
     /* the group's G rows [G][H * D], contiguous in the ring (res_cap % G == 0) */
     const uint8_t *ring = s->resid + (size_t)(r0 * H * D) * c->g.resid_elem;
     const float *group = (const float *)(const void *)ring;
@@ -38,15 +41,15 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
     }
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
-        uint8_t *rows = s->data + (size_t)(uh * G) * sg->row_bytes;
+        uint8_t *rows = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        uint16_t *scale = s->scale[k], *zero = s->zero[k];
         const float *x = group + h * D;
         if (sg->per_channel) {
-            tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, rows, s->scale + uh * D,
-                                      s->zero + uh * D);
+            tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, rows, scale + uh * D, zero + uh * D);
         } else {
             for (int64_t t = 0; t < G; t++)
                 tg_kivi_quantize_row(sg->range, x + t * H * D, D, rows + (size_t)t * sg->row_bytes,
-                                     &s->scale[uh * G + t], &s->zero[uh * G + t]);
+                                     &scale[uh * G + t], &zero[uh * G + t]);
         }
     }
 }

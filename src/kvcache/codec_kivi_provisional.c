@@ -60,19 +60,21 @@ static void insert_key(const tg_kivi_range *r, const float *x, int64_t D, uint8_
 
 static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
                                const float *x) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, n = L->n_appended;
-    const int64_t unit = (n / G) % c->g.n_units, t = n % G;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, n = L->n_appended, t = n % G;
+    int64_t k, unit;
+    tg_kivi_unit_of(c, sg, n, &k, &unit);
+    uint16_t *scale = s->scale[k], *zero = s->zero[k];
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
-        uint8_t *rows = s->data + (size_t)(uh * G) * sg->row_bytes;
+        uint8_t *rows = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
         const float *xh = x + h * D;
         if (!sg->per_channel)
-            tg_kivi_quantize_row(sg->range, xh, D, rows + (size_t)t * sg->row_bytes, &s->scale[uh * G + t],
-                                 &s->zero[uh * G + t]);
+            tg_kivi_quantize_row(sg->range, xh, D, rows + (size_t)t * sg->row_bytes, &scale[uh * G + t],
+                                 &zero[uh * G + t]);
         else if (t == 0)
-            tg_kivi_quantize_channels(sg->range, xh, (size_t)D, 1, D, rows, s->scale + uh * D, s->zero + uh * D);
+            tg_kivi_quantize_channels(sg->range, xh, (size_t)D, 1, D, rows, scale + uh * D, zero + uh * D);
         else
-            insert_key(sg->range, xh, D, rows, sg->row_bytes, t, s->scale + uh * D, s->zero + uh * D);
+            insert_key(sg->range, xh, D, rows, sg->row_bytes, t, scale + uh * D, zero + uh * D);
     }
 }
 

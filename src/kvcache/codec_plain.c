@@ -1,5 +1,6 @@
-/* codec_plain.c — the plain store codec: fp32 / fp16 / bf16 rows, kv-head-major ([n_kv_heads][row_cap][head_dim], so
- * attention streams one kv-head's rows), token n in row n mod row_cap; sinks at the same precision. */
+/* codec_plain.c — the plain store codec: fp32 / fp16 / bf16 rows, token n in row n mod row_cap, in chunks of rows
+ * (a unit = one row of every kv-head), each chunk kv-head-major ([n_kv_heads][rows of the chunk][head_dim], so
+ * attention streams one kv-head's rows); sinks at the same precision. */
 #include "kvcache/codec.h"
 
 static bool plain_selects(const tg_cache_geom *g, tg_kv_precision p) {
@@ -15,22 +16,38 @@ static bool plain_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     sg->data_bytes = tg_mul4(&ok, (size_t)g->row_cap, H, sg->row_bytes, 1);
     sg->sink_precision = sg->precision;
     sg->sink_bytes = tg_mul4(&ok, (size_t)g->sink, H, sg->row_bytes, 1);
+    sg->grows = true;
+    sg->unit_tokens = 1;
+    sg->n_units = g->row_cap;
+    sg->unit_data_bytes = tg_mul4(&ok, H, sg->row_bytes, 1, 1);
     return ok;
+}
+
+/* Where token n's rows are: chunk *k, row *r of its *rows. */
+static void plain_row_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *r,
+                         int64_t *rows) {
+    const int64_t row = n % c->g.row_cap;
+    *k = row / sg->chunk_units;
+    *r = row % sg->chunk_units;
+    *rows = tg_store_chunk_units(sg, *k);
 }
 
 static void plain_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
                          const float *x) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, row = L->n_appended % c->g.row_cap;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
+    int64_t k, r, rows;
+    plain_row_of(c, sg, L->n_appended, &k, &r, &rows);
     for (int64_t h = 0; h < H; h++)
-        tg_plain_put(sg->precision, x + h * D, s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes, D);
+        tg_plain_put(sg->precision, x + h * D, s->data[k] + (size_t)(h * rows + r) * sg->row_bytes, D);
 }
 
 static tg_segment plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
                                    const tg_layer_cache *L, int h, int64_t n) {
     (void)L;
-    const int64_t row = n % c->g.row_cap;
-    tg_segment g = {.kind = tg_plain_seg_kind(sg->precision), .count = c->g.row_cap - row};
-    g.p = s->data + (size_t)(h * c->g.row_cap + row) * sg->row_bytes;
+    int64_t k, r, rows;
+    plain_row_of(c, sg, n, &k, &r, &rows);
+    tg_segment g = {.kind = tg_plain_seg_kind(sg->precision), .count = rows - r};
+    g.p = s->data[k] + (size_t)(h * rows + r) * sg->row_bytes;
     g.stride = sg->row_bytes;
     return g;
 }

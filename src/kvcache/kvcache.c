@@ -1,5 +1,6 @@
-/* kvcache.c — the KV cache's storage: allocation (once, in tg_kvcache_new), appending with RoPE, StreamingLLM
- * eviction in whole blocks, the sinks, read-back and the byte report. How a store keeps its other tokens is its
+/* kvcache.c — the KV cache's storage: allocation (a bounded cache's once, in tg_kvcache_new; an unbounded cache's in
+ * chunks as tokens arrive, checked against the memory limit), appending with RoPE, StreamingLLM eviction in whole
+ * blocks, the sinks, read-back and the byte report. How a store keeps its other tokens is its
  * codec's (codec.h); attention over the storage lives in attend.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,10 @@
 #include "util/error.h"
 #include "util/half.h"
 
-/* ---- allocation: every buffer once, counted ------------------------------------------------------------------ */
+/* ---- allocation: every buffer counted ------------------------------------------------------------------------- */
 
-/* Most blocks tg_kvcache_new allocates: 10 per K/V layer (five per store), 9 others. */
+/* Most blocks tg_kvcache_new allocates besides the stores' chunks: 10 per K/V layer (five per store: the three chunk
+ * tables, the residual ring, the sinks), 9 others. */
 #define MAX_OWNED(n_layers) ((size_t)(n_layers) * 10 + 9)
 
 /* Zeroed block of `bytes`, counted in the cache's accounting and owned by it (tg_kvcache_free frees every one); NULL
@@ -33,13 +35,77 @@ static void *cache_alloc(tg_kvcache *c, size_t bytes, bool store, bool *ok) {
     return p;
 }
 
+/* The fixed part of a store (its chunk tables, residual ring and sinks); its chunks come from store_grow. */
 static void store_alloc(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, bool *ok) {
-    s->data = cache_alloc(c, sg->data_bytes, true, ok);
-    /* scale and zero: two halves of scale_bytes */
-    s->scale = cache_alloc(c, sg->scale_bytes / 2, true, ok);
-    s->zero = cache_alloc(c, sg->scale_bytes / 2, true, ok);
+    const size_t n = (size_t)sg->n_chunks;
+    s->data = cache_alloc(c, n * sizeof *s->data, false, ok);
+    s->scale = cache_alloc(c, n * sizeof *s->scale, false, ok);
+    s->zero = cache_alloc(c, n * sizeof *s->zero, false, ok);
     s->resid = cache_alloc(c, sg->resid_bytes, true, ok);
     s->sink = cache_alloc(c, sg->sink_bytes, true, ok);
+}
+
+/* *p (of `old` bytes) grown to `bytes`, the new bytes zeroed; false (nothing changed) when the system refuses. */
+static bool grow_block(void **p, size_t old, size_t bytes) {
+    if (bytes <= old) return true;
+    void *q = realloc(*p, bytes);
+    if (!q) return false;
+    memset((uint8_t *)q + old, 0, bytes - old);
+    *p = q;
+    return true;
+}
+
+/* A store that doubles: its one block grown to `rows` rows (what it holds moves with it). */
+static bool store_double(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t rows) {
+    if (rows <= s->n_alloc) return true;
+    size_t d0, s0, d1, s1;
+    tg_store_level_bytes(sg, s->n_alloc, &d0, &s0);
+    tg_store_level_bytes(sg, rows, &d1, &s1);
+    void *d = s->data[0], *sc = s->scale[0], *z = s->zero[0];
+    if (!grow_block(&d, d0, d1)) return false;
+    s->data[0] = d;
+    if (!grow_block(&sc, s0 / 2, s1 / 2)) return false;
+    s->scale[0] = sc;
+    if (!grow_block(&z, s0 / 2, s1 / 2)) return false;
+    s->zero[0] = z;
+    s->n_alloc = rows;
+    c->n_allocs += (d1 > d0) + 2 * (s1 > s0);
+    c->bytes_store += (d1 - d0) + (s1 - s0);
+    return true;
+}
+
+/* Allocates store s's chunks up to `chunks` (zeroed, counted as K/V storage; those it has stay where they are), or
+ * grows the block of a store that doubles. False when the system refuses one (the chunks allocated before it stay). */
+static bool store_grow(tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t chunks) {
+    if (sg->doubles) return store_double(c, sg, s, chunks);
+    for (int64_t k = s->n_alloc; k < chunks; k++) {
+        const size_t db = tg_store_chunk_data_bytes(sg, k), sb = tg_store_chunk_scale_bytes(sg, k) / 2;
+        /* scale and zero: two halves of the chunk's scale bytes */
+        uint8_t *d = db ? calloc(1, db) : NULL;
+        uint16_t *sc = sb ? calloc(1, sb) : NULL, *z = sb ? calloc(1, sb) : NULL;
+        if ((db && !d) || (sb && (!sc || !z))) {
+            free(d);
+            free(sc);
+            free(z);
+            return false;
+        }
+        s->data[k] = d;
+        s->scale[k] = sc;
+        s->zero[k] = z;
+        s->n_alloc = k + 1;
+        c->n_allocs += (db > 0) + 2 * (sb > 0);
+        c->bytes_store += db + 2 * sb;
+    }
+    return true;
+}
+
+/* Frees store s's chunks (a chunk left half allocated by a refusal too: the tables start zeroed). */
+static void store_free(const tg_store_geom *sg, tg_store *s) {
+    for (int64_t k = 0; s->data && s->scale && s->zero && k < sg->n_chunks; k++) {
+        free(s->data[k]);
+        free(s->scale[k]);
+        free(s->zero[k]);
+    }
 }
 
 /* "45.78 GiB": bytes in the binary unit that suits them. */
@@ -53,24 +119,57 @@ static void fmt_bytes(double bytes, char *buf, size_t cap) {
     snprintf(buf, cap, u ? "%.2f %s" : "%.0f %s", bytes, units[u]);
 }
 
-/* The memory check of tg_cache_params.max_memory: false (message with the numbers) when the K/V storage of g would
- * not fit the limit. */
-static bool fits_memory(const tg_cache_geom *g, int64_t max_memory, tg_error *err) {
-    if (max_memory < 0) return true;
-    double limit = (double)max_memory;
-    if (max_memory == 0) {
-        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        if (pages <= 0 || page <= 0) return true; /* the system does not say */
-        limit = (double)pages * (double)page;
-    }
-    const size_t need = tg_cache_geom_bytes(g);
-    if ((double)need <= limit) return true;
-    char a[32], b[32];
+/* tg_cache_params.max_memory as a number of bytes: < 0 when there is no limit (asked for, or the system does not
+ * say how much memory it has). */
+static double memory_limit(int64_t max_memory) {
+    if (max_memory != 0) return (double)max_memory;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : -1.0;
+}
+
+/* The memory check of tg_cache_params.max_memory: false (message with the numbers) when `need` bytes of K/V storage
+ * (for `tokens` tokens of a cache that grows; 0: the whole cache) would not fit the limit. */
+static bool fits_memory(size_t need, double limit, int64_t max_memory, int64_t tokens, tg_error *err) {
+    if (limit < 0 || (double)need <= limit) return true;
+    char a[32], b[32], held[48] = "";
     fmt_bytes((double)need, a, sizeof a);
     fmt_bytes(limit, b, sizeof b);
+    if (tokens > 0) snprintf(held, sizeof held, " to hold %lld tokens", (long long)tokens);
     if (max_memory == 0)
-        return tg_fail_code(err, TG_ERR_CACHE_MEMORY, "KV cache needs %s but the machine has %s of memory", a, b);
-    return tg_fail_code(err, TG_ERR_CACHE_MEMORY_LIMIT, "KV cache needs %s, more than the memory limit %s", a, b);
+        return tg_fail_code(err, TG_ERR_CACHE_MEMORY, "KV cache needs %s%s but the machine has %s of memory", a, held,
+                            b);
+    return tg_fail_code(err, TG_ERR_CACHE_MEMORY_LIMIT, "KV cache needs %s%s, more than the memory limit %s", a, held,
+                        b);
+}
+
+/* Grows every K/V layer's stores of a lazy cache to hold n non-sink tokens (at most the context): false (message)
+ * when that would pass the memory limit or the system refuses. */
+static bool grow_to(tg_kvcache *c, int64_t n, tg_error *err) {
+    const tg_cache_geom *g = &c->g;
+    if (!g->lazy) return true;
+    if (n > g->context) n = g->context;
+    const int64_t ck = tg_store_chunks_for(g, &g->k, n), cv = tg_store_chunks_for(g, &g->v, n);
+    bool short_of = false;
+    for (int l = 0; l < g->n_layers; l++)
+        if (c->kv_source[l] == l && (c->layers[l].k.n_alloc < ck || c->layers[l].v.n_alloc < cv)) short_of = true;
+    if (!short_of) return true;
+    const int64_t tk = tg_store_tokens_in(g, &g->k, ck), tv = tg_store_tokens_in(g, &g->v, cv);
+    if (!fits_memory(tg_cache_geom_bytes_held(g, n), c->mem_limit, c->params.max_memory, tk < tv ? tk : tv, err))
+        return false;
+    for (int l = 0; l < g->n_layers; l++) {
+        if (c->kv_source[l] != l) continue;
+        if (!store_grow(c, &g->k, &c->layers[l].k, ck) || !store_grow(c, &g->v, &c->layers[l].v, cv))
+            return tg_fail(err, "KV cache: out of memory growing to %lld tokens", (long long)n);
+    }
+    return true;
+}
+
+bool tg_kvcache_reserve(tg_kvcache *c, int64_t n_tokens, tg_error *err) {
+    if (!c || !c->g.lazy || n_tokens <= 0) return true;
+    int64_t held = 0;
+    for (int l = 0; l < c->g.n_layers; l++)
+        if (c->kv_source[l] == l && c->layers[l].n_appended > held) held = c->layers[l].n_appended;
+    return grow_to(c, n_tokens > c->g.context - held ? c->g.context : held + n_tokens, err);
 }
 
 /* tg_kvcache_new with the store codecs forced where not NULL. */
@@ -78,7 +177,9 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
                              const tg_store_codec *force_v, tg_error *err) {
     tg_cache_geom g;
     if (!tg_cache_geom_resolve(shape, params, force_k, force_v, &g, err)) return NULL;
-    if (!fits_memory(&g, params->max_memory, err)) return NULL;
+    /* a bounded cache allocates everything now; one that grows, what it holds before its first token */
+    const double limit = memory_limit(params->max_memory);
+    if (!fits_memory(tg_cache_geom_bytes_held(&g, 0), limit, params->max_memory, 0, err)) return NULL;
     tg_kvcache *c = calloc(1, sizeof *c);
     if (!c) {
         tg_fail(err, "KV cache: out of memory");
@@ -90,6 +191,7 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
     c->plan = tg_cache_geom_plan(&g);
     tg_cache_geom_policy(&g, params, c->policy, sizeof c->policy);
     c->simd = true;
+    c->mem_limit = limit;
     c->owned = calloc(MAX_OWNED(g.n_layers), sizeof *c->owned);
     c->max_owned = c->owned ? MAX_OWNED(g.n_layers) : 0;
     bool ok = c->owned != NULL;
@@ -110,8 +212,12 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
         c->shape.layer_window = c->layer_window;
         for (size_t l = 0; l < L && ok; l++) {
             if (c->kv_source[l] != (int)l) continue;
-            store_alloc(c, &g.k, &c->layers[l].k, &ok);
-            store_alloc(c, &g.v, &c->layers[l].v, &ok);
+            tg_layer_cache *lc = &c->layers[l];
+            store_alloc(c, &g.k, &lc->k, &ok);
+            store_alloc(c, &g.v, &lc->v, &ok);
+            /* everything of a bounded cache; nothing yet of one that grows */
+            if (ok) ok = store_grow(c, &g.k, &lc->k, tg_store_chunks_for(&g, &g.k, 0)) &&
+                         store_grow(c, &g.v, &lc->v, tg_store_chunks_for(&g, &g.v, 0));
         }
     }
     if (ok) {
@@ -169,16 +275,31 @@ tg_kvcache *tg_kvcache_new_with_codecs(const tg_cache_shape *shape, const tg_cac
 
 void tg_kvcache_free(tg_kvcache *c) {
     if (!c) return;
+    for (int l = 0; c->layers && c->kv_source && l < c->g.n_layers; l++) {
+        if (c->kv_source[l] != l) continue;
+        store_free(&c->g.k, &c->layers[l].k);
+        store_free(&c->g.v, &c->layers[l].v);
+    }
     for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
     free(c->owned);
     tg_rope_table_free(c->rope_tab);
     free(c);
 }
 
+/* Zeroes what store s has allocated (its chunks, or its block, as they are: a cache that grew keeps them). */
 static void store_clear(const tg_store_geom *sg, tg_store *s) {
-    if (s->data) memset(s->data, 0, sg->data_bytes);
-    if (s->scale) memset(s->scale, 0, sg->scale_bytes / 2);
-    if (s->zero) memset(s->zero, 0, sg->scale_bytes / 2);
+    if (sg->doubles && s->n_alloc > 0) {
+        size_t d, sc;
+        tg_store_level_bytes(sg, s->n_alloc, &d, &sc);
+        if (s->data[0]) memset(s->data[0], 0, d);
+        if (s->scale[0]) memset(s->scale[0], 0, sc / 2);
+        if (s->zero[0]) memset(s->zero[0], 0, sc / 2);
+    }
+    for (int64_t k = 0; !sg->doubles && k < s->n_alloc; k++) {
+        if (s->data[k]) memset(s->data[k], 0, tg_store_chunk_data_bytes(sg, k));
+        if (s->scale[k]) memset(s->scale[k], 0, tg_store_chunk_scale_bytes(sg, k) / 2);
+        if (s->zero[k]) memset(s->zero[k], 0, tg_store_chunk_scale_bytes(sg, k) / 2);
+    }
     if (s->resid) memset(s->resid, 0, sg->resid_bytes);
     if (s->sink) memset(s->sink, 0, sg->sink_bytes);
 }
@@ -253,10 +374,17 @@ static void quantize_sink_rows(const tg_kvcache *c, const tg_store_geom *sg, tg_
     }
 }
 
-void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v) {
-    if (!c || !k || !v || layer < 0 || layer >= c->g.n_layers || c->kv_source[layer] != layer) return;
+bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v) {
+    if (!c || !k || !v || layer < 0 || layer >= c->g.n_layers || c->kv_source[layer] != layer) return false;
     const tg_cache_geom *g = &c->g;
     tg_layer_cache *L = &c->layers[layer];
+    if (g->lazy && L->n_appended < g->context) { /* the chunks this token needs (tg_kvcache_reserve may have them) */
+        const int64_t n1 = L->n_appended + 1;
+        if (L->k.n_alloc < tg_store_chunks_for(g, &g->k, n1) || L->v.n_alloc < tg_store_chunks_for(g, &g->v, n1)) {
+            tg_error err;
+            if (!grow_to(c, n1, &err)) return false;
+        }
+    }
     const int64_t HD = (int64_t)g->n_kv_heads * g->head_dim;
     float *kr = c->scratch_k;
     memcpy(kr, k, (size_t)HD * sizeof(float));
@@ -274,10 +402,10 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
             quantize_sink_rows(c, &g->k, &L->k);
             quantize_sink_rows(c, &g->v, &L->v);
         }
-        return;
+        return true;
     }
     const int64_t n = L->n_appended;
-    if (!g->eviction->make_room(g, L, n)) return; /* full: tg_kvcache_has_room said so */
+    if (!g->eviction->make_room(g, L, n)) return false; /* full: tg_kvcache_has_room said so */
     if (g->grouped && g->res_cap > 0 && n - L->qend == g->res_cap) { /* the residual is full: its oldest group gets quantised */
         if (g->k.codec->flush) g->k.codec->flush(c, &g->k, &L->k, L->qend);
         if (g->v.codec->flush) g->v.codec->flush(c, &g->v, &L->v, L->qend);
@@ -286,6 +414,7 @@ void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
     g->k.codec->insert(c, &g->k, &L->k, L, kr);
     g->v.codec->insert(c, &g->v, &L->v, L, v);
     L->n_appended++;
+    return true;
 }
 
 /* ---- queries --------------------------------------------------------------------------------------------------- */
@@ -339,9 +468,10 @@ int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, 
     return slot;
 }
 
-/* Bytes that a cache of precision p (keys and values) with c's sinks, window and context allocates: the same
- * geometry code that sized c, with only the precision changed. */
-static size_t bytes_at_precision(const tg_kvcache *c, tg_kv_precision p) {
+/* Bytes that a cache of precision p (keys and values) with c's sinks, window and context allocates, holding the
+ * `held` non-sink tokens c holds when it grows: the same geometry code that sized c, with only the precision
+ * changed. */
+static size_t bytes_at_precision(const tg_kvcache *c, tg_kv_precision p, int64_t held) {
     tg_cache_shape s = c->shape;
     s.context_length = c->g.context;
     tg_cache_params q = c->params;
@@ -352,7 +482,12 @@ static size_t bytes_at_precision(const tg_kvcache *c, tg_kv_precision p) {
     q.context = 0;
     tg_cache_geom g;
     tg_error err;
-    return tg_cache_geom_resolve(&s, &q, NULL, NULL, &g, &err) ? tg_cache_geom_bytes(&g) : 0;
+    return tg_cache_geom_resolve(&s, &q, NULL, NULL, &g, &err) ? tg_cache_geom_bytes_held(&g, held) : 0;
+}
+
+/* Bytes store s of one layer has allocated: its chunks' (or block's) data and scales. */
+static void store_allocated(const tg_store_geom *sg, const tg_store *s, size_t *data, size_t *scales) {
+    tg_store_level_bytes(sg, s->n_alloc, data, scales);
 }
 
 void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r) {
@@ -360,7 +495,6 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
     memset(r, 0, sizeof *r);
     if (!c) return;
     const tg_cache_geom *g = &c->g;
-    const size_t nl = (size_t)g->n_kv_layers;
     r->position = position;
     r->stored = tg_kvcache_stored(c);
     r->capacity = g->bounded ? g->max_stored : g->context;
@@ -369,18 +503,32 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
     const tg_store_geom *k = &g->k, *v = &g->v;
     /* sinks at the store's own precision count as its data, full-precision ones (KIVI) with the residual */
     const bool kp = k->sink_precision == k->precision, vp = v->sink_precision == v->precision;
-    r->bytes_k_data = nl * (k->data_bytes + (kp ? k->sink_bytes : 0));
-    r->bytes_v_data = nl * (v->data_bytes + (vp ? v->sink_bytes : 0));
-    r->bytes_scales = nl * (k->scale_bytes + v->scale_bytes);
-    r->bytes_residual = nl * (k->resid_bytes + v->resid_bytes + (kp ? 0 : k->sink_bytes) + (vp ? 0 : v->sink_bytes));
+    for (int l = 0; l < g->n_layers; l++) {
+        if (c->kv_source[l] != l) continue;
+        size_t kd, ks, vd, vs;
+        store_allocated(k, &c->layers[l].k, &kd, &ks);
+        store_allocated(v, &c->layers[l].v, &vd, &vs);
+        r->bytes_k_data += kd + (kp ? k->sink_bytes : 0);
+        r->bytes_v_data += vd + (vp ? v->sink_bytes : 0);
+        r->bytes_scales += ks + vs;
+        r->bytes_residual += k->resid_bytes + v->resid_bytes + (kp ? 0 : k->sink_bytes) + (vp ? 0 : v->sink_bytes);
+    }
     r->bytes_total = r->bytes_k_data + r->bytes_v_data + r->bytes_scales + r->bytes_residual;
     const tg_layer_cache *L = first_kv_layer(c);
+    r->allocated_for = r->capacity;
+    if (L && g->lazy) {
+        const int64_t ck = tg_store_tokens_in(g, k, L->k.n_alloc), cv = tg_store_tokens_in(g, v, L->v.n_alloc);
+        r->allocated_for = ck < cv ? ck : cv;
+        r->chunk_tokens = g->chunk;
+    }
     if (L && (k->range || v->range)) {
         const int64_t held = L->n_appended - L->first, ring = L->qend > L->first ? L->n_appended - L->qend : held;
         r->quantized = g->res_cap > 0 ? held - ring : held;
     }
-    r->bytes_if_bf16 = bytes_at_precision(c, TG_KV_BF16);
-    r->bytes_if_fp32 = bytes_at_precision(c, TG_KV_FP32);
+    /* a cache that grows against one holding the same tokens; one allocated up front against its whole capacity */
+    const int64_t held = L && g->lazy ? L->n_appended - L->first : g->max_nonsink;
+    r->bytes_if_bf16 = bytes_at_precision(c, TG_KV_BF16, held);
+    r->bytes_if_fp32 = bytes_at_precision(c, TG_KV_FP32, held);
     if (r->stored > 0) { /* what a cache sized for exactly the held tokens allocates, by the same closed form */
         tg_cache_shape s = c->shape;
         s.context_length = g->context;

@@ -10,7 +10,11 @@
  *    channel over the whole history, re-fitted every step; values per token at once, no residual.
  *  - StreamingLLM: the first `sink` tokens (at the residual precision under KIVI) and the recent window; the middle is dropped in whole
  *    blocks (G tokens when a KIVI group exists, else 1), so stored <= sink + window + G - 1. Ring buffers, O(1).
- *  - Every buffer is allocated once by tg_kvcache_new; nothing grows afterwards. */
+ *  - A bounded cache allocates every buffer once, in tg_kvcache_new; nothing grows afterwards. An unbounded one
+ *    (no window) allocates its rows and groups in chunks of 128 or more tokens as they arrive (tg_kvcache_reserve,
+ *    or the append that needs one), never moving what it holds, so its bytes follow the tokens held; the memory
+ *    limit (tg_cache_params.max_memory) is checked at every chunk. (Group size 0 doubles one block of rows
+ *    instead, moving what it holds: O(1) amortised, its rows one segment.) */
 #ifndef TG_KVCACHE_H
 #define TG_KVCACHE_H
 
@@ -35,19 +39,27 @@ typedef struct {
 
 typedef struct tg_kvcache tg_kvcache;
 
-/* Allocates every buffer once (it never grows afterwards). NULL with a message naming the flag when the policy is
- * invalid (window 0 with a sink, residual not a multiple of the group, budget too small...). */
+/* A cache for the policy: a bounded one with every buffer allocated (it never grows afterwards), an unbounded one
+ * with none of its chunks yet. NULL with a message naming the flag when the policy is invalid (window 0 with a sink,
+ * residual not a multiple of the group, budget too small...) or what it allocates now passes max_memory. */
 tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err);
 void tg_kvcache_free(tg_kvcache *c);
 /* Empties the cache, keeping every allocation: its storage is zeroed and it holds no token, exactly as
  * tg_kvcache_new left it, so the same appends give the same results. */
 void tg_kvcache_reset(tg_kvcache *c);
 
+/* Allocates now the chunks an unbounded cache needs for n_tokens more tokens in every layer (at most up to its
+ * context), so that appending them allocates nothing. False with TG_ERR_CACHE_MEMORY / TG_ERR_CACHE_MEMORY_LIMIT
+ * (or out of memory) when they would pass max_memory; nothing is appended either way. True at once for a bounded
+ * cache. */
+bool tg_kvcache_reserve(tg_kvcache *c, int64_t n_tokens, tg_error *err);
+
 /* Stores the new token's key and value for `layer` at absolute position pos (positions are appended in order:
  * pos == the number of tokens appended to this layer before). k is pre-RoPE: the cache applies RoPE (at pos, or at
- * its slot when re-positioning). Eviction happens here. Layers that read another layer's K/V are not appended to.
- * k, v: [n_kv_heads * head_dim]. */
-void tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v);
+ * its slot when re-positioning). Eviction happens here; so does the growth of an unbounded cache whose chunks were not
+ * reserved. Layers that read another layer's K/V are not appended to. k, v: [n_kv_heads * head_dim]. False (nothing
+ * stored) for such a layer, a full unbounded cache, or a chunk that max_memory or the system refuses. */
+bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v);
 
 /* ---- attention, in pieces that callers run on their own threads (the forward pass's team) --------------------
  * The attention of the query of the token at position pos (already appended) over what `layer` may see,
@@ -126,10 +138,11 @@ void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r
 int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, float *k_out, float *v_out,
                              int64_t *pos_out);
 
-/* Bytes (the report's bytes_total) of K/V storage that a cache of this shape and policy allocates to hold a history
- * of n_tokens, from the same closed form that tg_kvcache_new allocates by: an unbounded policy sized for exactly
- * n_tokens; a StreamingLLM policy the smaller of that and its bounded allocation (sink + window + group slack), so the
- * table stops growing at the bound. 0 with err filled when the policy is invalid or n_tokens <= 0. */
+/* Bytes (the report's bytes_total) of K/V storage that a cache of this shape and policy sized for a history of
+ * n_tokens holds, from the same closed form that tg_kvcache_new allocates by: an unbounded policy with a context of
+ * exactly n_tokens, all of it allocated (a cache with a longer context holding n_tokens allocates that rounded up to
+ * its chunk); a StreamingLLM policy the smaller of that and its bounded allocation (sink + window + group slack), so
+ * the table stops growing at the bound. 0 with err filled when the policy is invalid or n_tokens <= 0. */
 size_t tg_kvcache_bytes_for(const tg_cache_shape *shape, const tg_cache_params *params, int64_t n_tokens,
                             tg_error *err);
 

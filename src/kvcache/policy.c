@@ -84,6 +84,95 @@ static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
     return G;
 }
 
+/* Tokens per chunk of an unbounded cache with this context: 128, doubled while the context holds more than 256
+ * chunks (so the chunk tables stay small and a chunk stays well below 1 % of a full cache). */
+static int64_t chunk_tokens(int64_t context) {
+    int64_t c = 128;
+    while (c < context / 256 && c < ((int64_t)1 << 24)) c *= 2;
+    return c;
+}
+
+/* The chunk layout of a store (tg_store_geom's units): chunks of g->chunk tokens when the cache is lazy, else one
+ * chunk of everything. */
+static void store_chunks(const tg_cache_geom *g, tg_store_geom *s) {
+    (void)g;
+    if (s->doubles) {
+        s->chunk_units = 1;
+        s->n_chunks = s->n_units > 0 ? 1 : 0;
+        return;
+    }
+    if (!s->grows) {
+        s->chunk_units = 1;
+        s->n_chunks = s->data_bytes > 0 || s->scale_bytes > 0 ? 1 : 0;
+        return;
+    }
+    const int64_t per = g->lazy ? (g->chunk + s->unit_tokens - 1) / s->unit_tokens : s->n_units;
+    s->chunk_units = per > 0 ? per : 1;
+    s->n_chunks = (s->n_units + s->chunk_units - 1) / s->chunk_units;
+}
+
+int64_t tg_store_chunk_units(const tg_store_geom *sg, int64_t k) {
+    if (!sg->grows) return 1;
+    const int64_t rest = sg->n_units - k * sg->chunk_units;
+    return rest < sg->chunk_units ? rest : sg->chunk_units;
+}
+
+size_t tg_store_chunk_data_bytes(const tg_store_geom *sg, int64_t k) {
+    return sg->grows ? (size_t)tg_store_chunk_units(sg, k) * sg->unit_data_bytes : sg->data_bytes;
+}
+
+size_t tg_store_chunk_scale_bytes(const tg_store_geom *sg, int64_t k) {
+    return sg->grows ? (size_t)tg_store_chunk_units(sg, k) * sg->unit_scale_bytes : sg->scale_bytes;
+}
+
+int64_t tg_store_tokens_in(const tg_cache_geom *g, const tg_store_geom *sg, int64_t chunks) {
+    if (sg->doubles) return !g->lazy || chunks >= sg->n_units ? g->max_nonsink : chunks;
+    if (!g->lazy || chunks >= sg->n_chunks) return g->max_nonsink;
+    const int64_t t = sg->unit_lag + chunks * sg->chunk_units * sg->unit_tokens;
+    return t < g->max_nonsink ? t : g->max_nonsink;
+}
+
+int64_t tg_store_chunks_for(const tg_cache_geom *g, const tg_store_geom *sg, int64_t n) {
+    if (sg->doubles) { /* rows: the first chunk's worth, doubled until n fit, at most the capacity */
+        if (!g->lazy) return sg->n_units;
+        if (n <= 0) return 0;
+        int64_t rows = g->chunk;
+        while (rows < n && rows < sg->n_units) rows *= 2;
+        return rows < sg->n_units ? rows : sg->n_units;
+    }
+    if (!g->lazy) return sg->n_chunks;
+    int64_t units = n > sg->unit_lag ? (n - sg->unit_lag + sg->unit_tokens - 1) / sg->unit_tokens : 0;
+    if (units > sg->n_units) units = sg->n_units;
+    return (units + sg->chunk_units - 1) / sg->chunk_units;
+}
+
+void tg_store_level_bytes(const tg_store_geom *sg, int64_t level, size_t *data, size_t *scales) {
+    *data = *scales = 0;
+    if (sg->doubles) {
+        *data = (size_t)level * sg->unit_data_bytes;
+        *scales = level > 0 ? (size_t)level * sg->unit_scale_bytes + sg->fixed_scale_bytes : 0;
+        return;
+    }
+    for (int64_t k = 0; k < level; k++) {
+        *data += tg_store_chunk_data_bytes(sg, k);
+        *scales += tg_store_chunk_scale_bytes(sg, k);
+    }
+}
+
+/* Bytes of one layer's store sg at allocation level `chunks`. */
+static size_t store_bytes_chunks(const tg_store_geom *sg, int64_t chunks) {
+    size_t d, s;
+    tg_store_level_bytes(sg, chunks, &d, &s);
+    return sg->resid_bytes + sg->sink_bytes + d + s;
+}
+
+size_t tg_cache_geom_bytes_held(const tg_cache_geom *g, int64_t n) {
+    if (!g->lazy) return tg_cache_geom_bytes(g);
+    const size_t layer = store_bytes_chunks(&g->k, tg_store_chunks_for(g, &g->k, n)) +
+                         store_bytes_chunks(&g->v, tg_store_chunks_for(g, &g->v, n));
+    return layer * (size_t)g->n_kv_layers; /* at most tg_cache_geom_bytes(g), which did not overflow */
+}
+
 /* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens: the eviction
  * policy sizes the history, the store codecs their buffers. */
 static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t window) {
@@ -110,6 +199,11 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
               store_geom(g, p->value_precision, false, g->force_v, &g->v);
     size_t kb = store_total(&g->k, &ok), vb = store_total(&g->v, &ok);
     if (!ok || !tg_add_size(kb, vb, &g->bytes_layer)) return false;
+    /* an unbounded cache of unit-made stores grows in chunks as tokens arrive */
+    g->lazy = !g->bounded && (g->k.grows || g->k.doubles) && (g->v.grows || g->v.doubles);
+    g->chunk = g->lazy ? chunk_tokens(g->context) : 0;
+    store_chunks(g, &g->k);
+    store_chunks(g, &g->v);
     size_t all;
     return tg_mul_size(g->bytes_layer, (size_t)g->n_kv_layers, &all);
 }

@@ -54,6 +54,8 @@ static size_t session_bytes(const tg_model *m, const tg_cache_params *p, int64_t
     tg_error err = {0};
     tg_session *s = tg_session_new(m, p, 1, &err);
     if (!s) fail_msg("tg_session_new: %s", err.msg);
+    /* an unbounded cache grows as tokens arrive: its chunks for `tokens` (at most its context), allocated now */
+    if (!tg_session_reserve(s, tokens, &err)) fail_msg("tg_session_reserve: %s", err.msg);
     tg_cache_report r;
     tg_session_cache_report(s, &r);
     tg_session_free(s);
@@ -127,10 +129,38 @@ static void test_kivi_published_setting(void **state) {
     tg_model_free(m);
 }
 
+/* --kv-budget 1M on the bundled model (issue 14): the window a budget buys at int4 is at least 2.4x fp16's, at int2
+ * at least 3x, every cache within the budget. */
+static void test_budget_buys_tokens(void **state) {
+    (void)state;
+    tg_error err = {0};
+    tg_model *m = tg_model_load(MODELS[0], &err);
+    if (!m) fail_msg("%s: %s", MODELS[0], err.msg);
+    const tg_kv_precision ps[] = {TG_KV_FP16, TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
+    int64_t window[4];
+    for (int i = 0; i < 4; i++) {
+        tg_cache_params p = policy(ps[i], ps[i], 0);
+        p.budget_bytes = 1 << 20;
+        tg_session *s = tg_session_new(m, &p, 1, &err);
+        if (!s) fail_msg("%s: %s", tg_kv_precision_name(ps[i]), err.msg);
+        tg_cache_report r;
+        tg_session_cache_report(s, &r);
+        assert_true(r.bytes_total <= (size_t)p.budget_bytes);
+        window[i] = r.window;
+        printf("--kv-budget 1M, %s: window %lld, at most %lld tokens held, %zu bytes\n", tg_kv_precision_name(ps[i]),
+               (long long)r.window, (long long)r.capacity, r.bytes_total);
+        tg_session_free(s);
+    }
+    assert_true(window[2] * 10 >= window[0] * 24);
+    assert_true(window[3] >= window[0] * 3);
+    tg_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_smaller_than_bf16_at_every_size),
         cmocka_unit_test(test_kivi_published_setting),
+        cmocka_unit_test(test_budget_buys_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

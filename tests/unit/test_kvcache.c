@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -507,6 +508,7 @@ static void test_byte_accounting(void **state) {
                 tg_error err = {0};
                 tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                 assert_non_null(c);
+                if (!bounded) assert_true(tg_kvcache_reserve(c, ctx, &err)); /* an unbounded cache's every chunk */
                 const bool kivi = kp >= TG_KV_INT8 || vp >= TG_KV_INT8;
                 const int64_t G = kivi ? p.group_size : 0, sink = bounded ? 4 : 0, e = mode == 5 ? 4 : 2;
                 const int64_t ring = p.residual; /* max(R, G) with R a multiple of G; 0 without a residual */
@@ -593,6 +595,173 @@ static void test_memory_never_grows(void **state) {
     }
 }
 
+/* An unbounded cache grows in chunks as tokens arrive (issue 14): nothing but its residual ring at first, then one
+ * chunk of every store at a time, each allocated once (earlier chunks stay where they are, so what attention reads
+ * never moves); its bytes, the report's and tg_kvcache_bytes_for at the chunk boundaries agree; reserving allocates
+ * ahead; the memory limit is checked at every chunk and a refused chunk stores nothing. */
+static void test_unbounded_grows_in_chunks(void **state) {
+    (void)state;
+    for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++) {
+        const int64_t ctx = 1000, H = 2, D = 8;
+        tg_cache_shape shape = small_shape(2, 4, (int)H, (int)D, ctx);
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = (tg_kv_precision)kp;
+        p.group_size = 32; /* not from the length, so that caches sized for fewer tokens have the same groups */
+        tg_error err = {0};
+        tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+        assert_non_null(c);
+        tg_cache_report r;
+        tg_kvcache_report(c, 0, &r);
+        assert_int_equal(r.chunk_tokens, 128);
+        const size_t fixed = r.bytes_total; /* int2's residual ring of one group: the only part allocated up front */
+        assert_int_equal(fixed, r.bytes_residual);
+        uint64_t seed = 11;
+        float k[16], v[16], q[32], out[32], ref[32];
+        size_t last_store = 0;
+        int64_t last_allocs = 0;
+        for (int64_t t = 0; t < ctx; t++) {
+            for (int i = 0; i < 16; i++) {
+                k[i] = frand(&seed);
+                v[i] = frand(&seed);
+            }
+            for (int i = 0; i < 32; i++) q[i] = frand(&seed);
+            for (int l = 0; l < 2; l++) {
+                assert_true(tg_kvcache_append(c, l, t, k, v));
+                test_attend(c, l, t, q, out, 1);
+            }
+            size_t store, meta;
+            int64_t n_allocs;
+            tg_kvcache_alloc_stats(c, &store, &meta, &n_allocs);
+            tg_kvcache_report(c, t + 1, &r);
+            assert_int_equal(r.bytes_total, store);
+            assert_true(r.allocated_for >= t + 1 && r.allocated_for - (t + 1) < 128 + 32);
+            assert_true(r.bytes_in_use <= r.bytes_total);
+            if (store != last_store) { /* a chunk boundary: exactly the bytes of a cache sized for what it holds */
+                assert_true(n_allocs > last_allocs);
+                tg_cache_shape sized = shape;
+                sized.context_length = r.allocated_for;
+                if (r.allocated_for % 128 == 0 || r.allocated_for == ctx)
+                    assert_int_equal(store, tg_kvcache_bytes_for(&sized, &p, r.allocated_for, &err));
+            } else {
+                assert_int_equal(n_allocs, last_allocs); /* within a chunk, appends allocate nothing */
+            }
+            last_store = store;
+            last_allocs = n_allocs;
+        }
+        /* full: every chunk, the bytes of the closed form, and attention as over a cache allocated up front */
+        assert_false(tg_kvcache_has_room(c));
+        assert_int_equal(last_store, tg_kvcache_bytes_for(&shape, &p, ctx, &err));
+        tg_kvcache_report(c, ctx, &r);
+        assert_int_equal(r.allocated_for, ctx);
+        assert_false(tg_kvcache_append(c, 0, ctx, k, v));
+        tg_kvcache_free(c);
+
+        /* the same history through a cache whose chunks are all reserved at once attends identically */
+        tg_kvcache *a = tg_kvcache_new(&shape, &p, &err), *b = tg_kvcache_new(&shape, &p, &err);
+        assert_true(tg_kvcache_reserve(b, ctx, &err));
+        size_t sb0, mb0;
+        int64_t nb0;
+        tg_kvcache_alloc_stats(b, &sb0, &mb0, &nb0);
+        seed = 12;
+        for (int64_t t = 0; t < 300; t++) {
+            for (int i = 0; i < 16; i++) {
+                k[i] = frand(&seed);
+                v[i] = frand(&seed);
+            }
+            for (int i = 0; i < 32; i++) q[i] = frand(&seed);
+            for (int l = 0; l < 2; l++) {
+                tg_kvcache_append(a, l, t, k, v);
+                tg_kvcache_append(b, l, t, k, v);
+                test_attend(a, l, t, q, out, 1);
+                test_attend(b, l, t, q, ref, 1);
+                assert_memory_equal(out, ref, sizeof out);
+            }
+        }
+        size_t sb1, mb1;
+        int64_t nb1;
+        tg_kvcache_alloc_stats(b, &sb1, &mb1, &nb1);
+        assert_int_equal(nb0, nb1); /* the reserved cache allocated nothing while appending */
+        tg_kvcache_free(a);
+        tg_kvcache_free(b);
+
+        /* a limit of the first chunk and a bit: the second is refused, with the numbers, and nothing is stored */
+        c = tg_kvcache_new(&shape, &p, &err);
+        assert_true(tg_kvcache_reserve(c, 1, &err));
+        size_t one, meta;
+        int64_t n_allocs;
+        tg_kvcache_alloc_stats(c, &one, &meta, &n_allocs);
+        tg_kvcache_report(c, 0, &r);
+        const int64_t first = r.allocated_for; /* the tokens of the first chunk */
+        tg_kvcache_free(c);
+        p.max_memory = (int64_t)one + 100;
+        c = tg_kvcache_new(&shape, &p, &err);
+        assert_non_null(c);
+        assert_true(tg_kvcache_reserve(c, first, &err));
+        assert_false(tg_kvcache_reserve(c, first + 1, &err));
+        assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
+        char want[96];
+        snprintf(want, sizeof want, "to hold %lld tokens, more than the memory limit", (long long)(first + 128));
+        if (!strstr(err.msg, want)) fail_msg("%s: %s", tg_kv_precision_name(p.key_precision), err.msg);
+        for (int64_t t = 0; t < first; t++) assert_true(tg_kvcache_append(c, 0, t, k, v));
+        assert_false(tg_kvcache_append(c, 0, first, k, v));
+        assert_int_equal(tg_kvcache_stored(c), first);
+        tg_kvcache_free(c);
+    }
+}
+
+/* Group size 0 (whole-history key grids) grows by doubling its one block of rows instead (its rows stay one
+ * segment): 128, 256, 512 rows as tokens arrive, and attention bit for bit like a cache reserved whole up front. */
+static void test_unbounded_whole_doubles(void **state) {
+    (void)state;
+    for (int kp = TG_KV_INT8; kp <= TG_KV_INT2; kp++) {
+        const int64_t ctx = 1000;
+        tg_cache_shape shape = small_shape(2, 4, 2, 8, ctx);
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = (tg_kv_precision)kp;
+        p.group_size = 0;
+        tg_error err = {0};
+        tg_kvcache *a = tg_kvcache_new(&shape, &p, &err), *b = tg_kvcache_new(&shape, &p, &err);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_true(tg_kvcache_reserve(b, ctx, &err));
+        tg_cache_report r;
+        tg_kvcache_report(a, 0, &r);
+        assert_int_equal(r.bytes_total, 0);
+        uint64_t seed = 21;
+        float k[16], v[16], q[32], out[32], ref[32];
+        for (int64_t t = 0; t < 1100; t++) {
+            for (int i = 0; i < 16; i++) {
+                k[i] = frand(&seed);
+                v[i] = frand(&seed);
+            }
+            for (int i = 0; i < 32; i++) q[i] = frand(&seed);
+            for (int l = 0; l < 2; l++) {
+                assert_int_equal(tg_kvcache_append(a, l, t, k, v), t < ctx);
+                tg_kvcache_append(b, l, t, k, v);
+                if (t >= ctx) continue;
+                test_attend(a, l, t, q, out, 2);
+                test_attend(b, l, t, q, ref, 2);
+                assert_memory_equal(out, ref, sizeof out);
+            }
+            tg_kvcache_report(a, t + 1, &r);
+            const int64_t want = t < 128 ? 128 : t < 256 ? 256 : t < 512 ? 512 : ctx;
+            assert_int_equal(r.allocated_for, want);
+            size_t store, meta;
+            int64_t n;
+            tg_kvcache_alloc_stats(a, &store, &meta, &n);
+            assert_int_equal(store, r.bytes_total);
+        }
+        size_t sa, sb, m;
+        int64_t n;
+        tg_kvcache_alloc_stats(a, &sa, &m, &n);
+        tg_kvcache_alloc_stats(b, &sb, &m, &n);
+        assert_int_equal(sa, sb);
+        assert_int_equal(sa, tg_kvcache_bytes_for(&shape, &p, ctx, &err));
+        tg_kvcache_free(a);
+        tg_kvcache_free(b);
+    }
+}
+
 /* Re-positioning with a window far beyond what is stored (issue 11, 4c): the RoPE table is capped at
  * TG_REPOSITION_TABLE_SLOTS instead of being built for the whole window up front, and the keys at slots past the
  * table are still rotated exactly as tg_rope rotates them at their slot. */
@@ -630,20 +799,29 @@ static void test_reposition_table_capped(void **state) {
 }
 
 /* The memory check (issue 11, 4e): a cache larger than max_memory, or than the machine's memory by default, is
- * refused by tg_kvcache_new before anything is allocated, with both numbers; a negative limit turns it off. */
+ * refused before anything is allocated, with both numbers (a bounded cache by tg_kvcache_new, an unbounded one when
+ * it would grow past the limit); a negative limit turns it off. */
 static void test_max_memory(void **state) {
     (void)state;
     tg_cache_shape shape = small_shape(2, 2, 1, 8, 1024);
     tg_cache_params p = tg_cache_default_params();
     tg_error err = {0};
-    p.max_memory = 1000; /* the cache needs 2 layers x 2 x 1024 x 8 x 4 = 128 KiB */
-    assert_null(tg_kvcache_new(&shape, &p, &err));
-    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
-    assert_string_equal(err.msg, "KV cache needs 128.00 KiB, more than the memory limit 1000 B");
-    p.max_memory = 128 << 10;
+    p.max_memory = 1000; /* the full cache needs 2 layers x 2 x 1024 x 8 x 4 = 128 KiB, its first chunk 16 KiB */
     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
+    assert_false(tg_kvcache_reserve(c, 1024, &err));
+    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
+    assert_string_equal(err.msg, "KV cache needs 128.00 KiB to hold 1024 tokens, more than the memory limit 1000 B");
     tg_kvcache_free(c);
+    p.max_memory = 128 << 10;
+    c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    assert_true(tg_kvcache_reserve(c, 1024, &err));
+    tg_kvcache_free(c);
+    p.max_memory = 1000, p.window = 1000; /* bounded: refused up front */
+    assert_null(tg_kvcache_new(&shape, &p, &err));
+    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
+    assert_non_null(strstr(err.msg, ", more than the memory limit 1000 B"));
     /* 2^40 tokens of a bounded window: 2^40 x 2 x 2 x 8 x 4 bytes = 128 TiB, more than any test machine has */
     p = tg_cache_default_params();
     p.window = (int64_t)1 << 40;
@@ -898,6 +1076,8 @@ int main(void) {
         cmocka_unit_test(test_memory_never_grows),
         cmocka_unit_test(test_reposition_table_capped),
         cmocka_unit_test(test_max_memory),
+        cmocka_unit_test(test_unbounded_grows_in_chunks),
+        cmocka_unit_test(test_unbounded_whole_doubles),
         cmocka_unit_test(test_invalid_policies_have_codes),
         cmocka_unit_test(test_budget_chooses_largest_window),
         cmocka_unit_test(test_policy_string_and_names),

@@ -117,10 +117,10 @@ static void test_provisional_against_grouped(void **state) {
             for (int64_t h = 0; h < H; h++) {
                 memcpy(rk, kraw + t * HD + h * D, sizeof(float) * (size_t)D);
                 tg_rope(rk, 1, (int)D, t, 10000.0f, TG_ROPE_HALF); /* keys are quantised after RoPE */
-                const int64_t uh = ((t / G) % a->g.n_units) * H + h;
+                const int64_t u = (t / G) % a->g.n_units, cu = a->g.k.chunk_units, uh = (u % cu) * H + h;
                 for (int64_t c = 0; c < D; c++) {
-                    const float s = tg_f16_to_f32(a->layers[0].k.scale[uh * D + c]);
-                    const float z = tg_f16_to_f32(a->layers[0].k.zero[uh * D + c]);
+                    const float s = tg_f16_to_f32(a->layers[0].k.scale[u / cu][uh * D + c]);
+                    const float z = tg_f16_to_f32(a->layers[0].k.zero[u / cu][uh * D + c]);
                     assert_true(rk[c] >= z && rk[c] <= z + (float)levels * s); /* on the grid's span */
                     const float d = fabsf(ka[t * HD + h * D + c] - rk[c]);
                     if (!(d <= 1.5f * s + 1e-6f)) fail_msg("%s token %lld channel %lld: |dK| %g > 3 half-steps of %g",
