@@ -48,7 +48,9 @@ static const char USAGE[] =
     "  --kv-quantize P                keys and values: fp32 fp16 bf16 int8 int4 int2\n"
     "  --kv-quantize-keys P, --kv-quantize-values P\n"
     "  --kv-group-size G, --kv-residual R\n"
-    "  --streaming-llm-window M, --streaming-llm-sink N, --streaming-llm-reposition\n";
+    "  --streaming-llm-window M, --streaming-llm-sink N\n"
+    "  --streaming-llm-rope R         reposition (default) or original RoPE positions (see tinygpt sample --help);\n"
+    "                                 --streaming-llm-reposition is the same as --streaming-llm-rope reposition\n";
 
 typedef struct {
     const char *model_path;
@@ -98,11 +100,11 @@ static int cmp_double(const void *a, const void *b) {
 static int parse_bench_args(int argc, char **argv, bench_args *a) {
     int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512, sink = 0, window = 0, group = 0,
             residual = 0;
-    const char *depth = "0", *checkpoints = NULL;
+    const char *depth = "0", *checkpoints = NULL, *rope = NULL;
     bool json = false, reposition = false, no_warmup = false;
     tg_kv_precision both = TG_KV_FP16, keys = TG_KV_FP16, values = TG_KV_FP16;
     enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_NOWARM, O_QUANT, O_QKEYS,
-           O_QVALUES, O_GROUP, O_RESIDUAL, O_WINDOW, O_SINK, O_REPOS, O_COUNT };
+           O_QVALUES, O_GROUP, O_RESIDUAL, O_WINDOW, O_SINK, O_REPOS, O_ROPE, O_COUNT };
     tg_opt o[O_COUNT] = {
         [O_PROMPT] = {.name = "--prompt-tokens", .kind = TG_OPT_INT, .dest = &prompt, .lo = 0, .hi = 1 << 24},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 0, .hi = 1 << 24},
@@ -122,6 +124,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
                       .hi = INT32_MAX},
         [O_SINK] = {.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &sink, .lo = 0, .hi = INT32_MAX},
         [O_REPOS] = {.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &reposition},
+        [O_ROPE] = {.name = "--streaming-llm-rope", .kind = TG_OPT_STRING, .dest = &rope},
     };
     const char *pos[1];
     size_t n_pos = 0;
@@ -158,7 +161,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     if (o[O_SINK].seen) c.sink = sink;
     if (o[O_GROUP].seen) c.group_size = (int)group;
     if (o[O_RESIDUAL].seen) c.residual = (int)residual;
-    c.reposition = reposition;
+    if (!tg_rope_flags("bench", rope, reposition, &c.rope_positions)) return TG_EXIT_USAGE;
     a->cache = c;
     return TG_EXIT_OK;
 }

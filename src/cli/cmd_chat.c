@@ -152,7 +152,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
         a->sp.seed = ((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec) % 1000000000000ull;
     }
     a->threads = (int)threads;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (!tg_cache_flags_params("chat", &cf, o + O_OWN, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

@@ -209,7 +209,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (!tg_cache_flags_params("sample", &cf, o + O_OWN, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }
