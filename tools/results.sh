@@ -145,22 +145,24 @@ stream=(--streaming-llm-sink 4 --streaming-llm-window 476 --streaming-llm-reposi
 for p in int8 int4 int2; do
     job "sink-$p-fp32sinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p"
     job "sink-$p-qsinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p" --kv-quantize-sinks
-    # vanilla RoPE: keys quantised after RoPE (re-positioning stores and quantises them before it)
+    # vanilla RoPE: every key at its original position (both schemes quantise the window's keys after RoPE)
     job "sink-$p-vanilla" "$long" "$sink_tokens" --kl-base fp32 --streaming-llm-sink 4 --streaming-llm-window 476 \
-        --kv-quantize "$p"
+        --streaming-llm-rope original --kv-quantize "$p"
 done
 # does the model lean on its first tokens at all? window only against sink 4 at three window sizes (fp32)
 for w in 64 128 480; do
     job "sinkneed-w$w-s0" "$long" "$sink_tokens" --streaming-llm-sink 0 --streaming-llm-window "$w"
     job "sinkneed-w$w-s4" "$long" "$sink_tokens" --streaming-llm-sink 4 --streaming-llm-window $((w - 4)) \
         --streaming-llm-reposition
-    job "sinkneed-w$w-s4v" "$long" "$sink_tokens" --streaming-llm-sink 4 --streaming-llm-window $((w - 4))
+    job "sinkneed-w$w-s4v" "$long" "$sink_tokens" --streaming-llm-sink 4 --streaming-llm-window $((w - 4)) \
+        --streaming-llm-rope original
     if [ -e "$bos_model" ]; then
         job_model=$bos_model
         job "bos-w$w-s0" "$long" "$sink_tokens" --streaming-llm-sink 0 --streaming-llm-window "$w"
         job "bos-w$w-s4" "$long" "$sink_tokens" --streaming-llm-sink 4 --streaming-llm-window $((w - 4)) \
             --streaming-llm-reposition
-        job "bos-w$w-s4v" "$long" "$sink_tokens" --streaming-llm-sink 4 --streaming-llm-window $((w - 4))
+        job "bos-w$w-s4v" "$long" "$sink_tokens" --streaming-llm-sink 4 --streaming-llm-window $((w - 4)) \
+            --streaming-llm-rope original
         job_model=$model
     fi
 done
@@ -253,7 +255,7 @@ yoco_table() {
 }
 
 sink_table() {
-    echo "| KV storage | RoPE (keys quantised) | sinks | perplexity | fp32 same policy | vs fp32 | mean KL (nats) | top-1 agreement |"
+    echo "| KV storage | RoPE positions | sinks | perplexity | fp32 same policy | vs fp32 | mean KL (nats) | top-1 agreement |"
     echo "|---|---|---|---:|---:|---:|---:|---:|"
     local p s
     for p in int8 int4 int2; do
@@ -261,7 +263,7 @@ sink_table() {
             local n=sink-$p-$s
             [ -s "$work/$n.txt" ] || continue
             printf '| %s | %s | %s | %s | %s | %s %% | %s | %s %% |\n' "$p" \
-                "$([ $s = vanilla ] && echo "vanilla (after RoPE)" || echo "re-positioned (before RoPE)")" \
+                "$([ $s = vanilla ] && echo "original (vanilla)" || echo "re-positioned")" \
                 "$([ $s = qsinks ] && echo "quantised ($p)" || echo fp32)" \
                 "$(get "$n" perplexity)" "$(get "$n" base_perplexity)" "$(get "$n" ppl_increase)" "$(get "$n" kl_mean)" \
                 "$(get "$n" top1_agree)"
@@ -391,7 +393,8 @@ smaller than bf16 at every window 16, 32, …, 65536 and every unbounded cache o
 StreamingLLM (sink 4) within 10 % of the in-context perplexity out to $lc_tokens tokens (bucket by bucket, fp32 cache; all
 precisions in the long-context section). StreamingLLM as the paper defines it assigns positions within the cache
 ("rather than those in the original text", Xiao et al. 2023, section 3.2): that is \`sink4-repos\`
-(\`--streaming-llm-reposition\`). \`sink4\` keeps every key at its original RoPE position, as the design note's
+(the default, \`--streaming-llm-rope reposition\`). \`sink4\` keeps every key at its original RoPE position
+(\`--streaming-llm-rope original\`), as the design note's
 implementation did; past the context its sinks sit further away than any distance the model was trained on, and it
 misses the target. \`window\` is window-only attention (sink 0, window 480):
 
@@ -446,8 +449,8 @@ is needed to pass (see Targets); their measured effect, from the tables above:
 - smaller key groups (G 16 against G 32, both R 32): perplexity increase int4 $(get ctx-int4-r32 ppl_increase) % → $(get ctx-int4-g16 ppl_increase) %,
   int2 $(get ctx-int2-r32 ppl_increase) % → $(get ctx-int2-g16 ppl_increase) %; the design note's whole-history key scales (G 0) are the
   scheme that misses: int2 $(get ctx-int2-whole ppl_increase) %, int4 $(get ctx-int4-whole ppl_increase) %.
-- keys quantised before RoPE (re-positioned StreamingLLM stores them so) against after it (vanilla), sink 4 + window
-  476, mean KL against fp32 with the same policy: int4 $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-vanilla kl_mean), int2
+- re-positioned RoPE against the original positions (vanilla), sink 4 + window 476 (both quantise the window's keys
+  after RoPE), mean KL against fp32 with the same policy: int4 $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-vanilla kl_mean), int2
   $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-vanilla kl_mean) nats.
 - sinks kept in fp32 against quantised: mean KL int2 $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-qsinks kl_mean), int4
   $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-qsinks kl_mean) nats.
