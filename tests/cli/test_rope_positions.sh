@@ -3,8 +3,9 @@
 # `original` reproduces the former default (vanilla) to the printed digits, against goldens taken from the release
 # binary of commit 7a520e5 (before the default changed); the older --streaming-llm-reposition is an alias; a bad
 # value and a contradiction are one usage line and exit 2, in every command that takes cache flags (bench too).
-# Goldens of the new default: re-positioned perplexities (fp32 equal to the former re-positioning's 55.2649 to the
-# digit; int4 differs from its 55.3682 by the rounding of keys quantised after RoPE instead of before).
+# Goldens of the new default: re-positioned perplexities (fp32 equal to the former re-positioning's to the printed
+# digit, 4.250459 / 70.1376; int4 differs from its 4.245849 / 69.8150 by the rounding of keys quantised after RoPE
+# instead of before).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 T=${TINYGPT:-$PWD/build/asan/tinygpt}
@@ -16,26 +17,24 @@ if [ ! -x "$T" ]; then
 fi
 . tests/cli/lib.sh
 
-# ppl NAME WANT ARGS...: `perplexity` over 700 tokens (past the 512 context) with a window of 64 prints WANT's
-# mean_nll and perplexity lines ("mean_nll perplexity")
+# ppl NAME WANT ARGS...: `perplexity` over 200 tokens through sink 4 + window 64 prints WANT's mean_nll and
+# perplexity lines ("mean_nll perplexity")
 ppl() {
     local name=$1 want=$2
     shift 2
     local got
-    got=$("$T" perplexity "$M" "$TEXT" --max-tokens 700 --threads 2 --quiet --streaming-llm-window 64 "$@" 2>"$tmp/err" |
+    got=$("$T" perplexity "$M" "$TEXT" --max-tokens 200 --threads 2 --quiet --streaming-llm-window 64 "$@" 2>"$tmp/err" |
           awk '/^mean_nll/ {n = $2} /^perplexity/ {p = $2} END {print n, p}')
     [ "$got" = "$want" ] && ok || bad "$name: got '$got', want '$want' ($(head -c 300 "$tmp/err"))"
 }
 if [ -f "$M" ]; then
     # the former default, from /work/baseline/tinygpt-release (7a520e5) with the same flags minus --streaming-llm-rope
-    ppl "original fp32" "4.030024 56.2623" --streaming-llm-rope original
-    ppl "original int4" "4.025608 56.0143" --streaming-llm-rope original --kv-quantize int4
-    # the new default, and its spellings
-    ppl "default fp32" "4.012138 55.2649"
-    ppl "reposition fp32" "4.012138 55.2649" --streaming-llm-rope reposition
-    ppl "alias fp32" "4.012138 55.2649" --streaming-llm-reposition
-    ppl "default int4" "4.009741 55.1326" --kv-quantize int4
-    ppl "default int4 chunk 1" "4.009741 55.1326" --kv-quantize int4 --chunk 1
+    ppl "original fp32" "4.254374 70.4127" --streaming-llm-rope original
+    ppl "original int4" "4.234038 68.9953" --streaming-llm-rope original --kv-quantize int4
+    # the new default, and the older spelling
+    ppl "default fp32" "4.250459 70.1376"
+    ppl "alias fp32" "4.250459 70.1376" --streaming-llm-reposition
+    ppl "default int4" "4.237012 69.2008" --kv-quantize int4
     # the banner names the scheme
     "$T" sample "$M" --prompt hi --tokens 2 --threads 1 --streaming-llm-window 16 >/dev/null 2>"$tmp/e1"
     "$T" sample "$M" --prompt hi --tokens 2 --threads 1 --streaming-llm-window 16 --streaming-llm-rope original \
