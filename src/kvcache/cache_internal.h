@@ -120,7 +120,7 @@ struct tg_kvcache {
     char policy[sizeof ((tg_cache_report *)0)->policy]; /* the banner's policy line, formatted once */
     tg_layer_cache *layers;  /* [n_layers]; only layers with kv_source[l] == l have storage */
     tg_rope_table *rope_tab; /* slot_rope: cos / sin of slots [0, min(max_stored, TG_REPOSITION_TABLE_SLOTS)) */
-    double *inv_freq;        /* [head_dim / 2] every pair's RoPE frequency (shape->rope_inv_freq, or theta^(-2i/D)) */
+    double *inv_freq;        /* reposition: [head_dim / 2] each pair's frequency (rope_inv_freq, or theta^(-2i/D)) */
     int64_t sink_off;        /* reposition: the offset whose sink angles sink_cos / sink_sin hold (-1: none yet) */
     int64_t sink_rows;       /* reposition: sinks with angles kept, min(sink, TG_SINK_ANGLE_ROWS) */
     float *sink_cos;         /* reposition: [sink_rows][head_dim / 2] cos of sink j at position sink_off + j */

@@ -126,13 +126,14 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
             if (ok) memcpy(c->rope_inv_freq, shape->rope_inv_freq, D / 2 * sizeof(double));
         }
         c->shape.rope_inv_freq = c->rope_inv_freq;
-        c->inv_freq = cache_alloc(c, D / 2 * sizeof(double), false, &ok);
-        for (size_t i = 0; ok && i < D / 2; i++) /* tg_rope_angles' frequencies, to the bit */
-            c->inv_freq[i] = shape->rope_inv_freq ? shape->rope_inv_freq[i]
-                                                  : pow((double)shape->rope_theta, -2.0 * (double)i / (double)D);
     }
     if (ok && g.reposition && !g.slot_rope && g.sink > 0) {
-        /* the sinks' angles of one offset: bounded, sinks beyond TG_SINK_ANGLE_ROWS get theirs computed per read */
+        /* the sinks' frequencies (tg_rope_angles' to the bit) and angles of one offset: bounded, sinks beyond
+         * TG_SINK_ANGLE_ROWS get theirs computed per read */
+        c->inv_freq = cache_alloc(c, D / 2 * sizeof(double), false, &ok);
+        for (size_t i = 0; ok && i < D / 2; i++)
+            c->inv_freq[i] = shape->rope_inv_freq ? shape->rope_inv_freq[i]
+                                                  : pow((double)shape->rope_theta, -2.0 * (double)i / (double)D);
         c->sink_rows = g.sink < TG_SINK_ANGLE_ROWS ? g.sink : TG_SINK_ANGLE_ROWS;
         c->sink_cos = cache_alloc(c, (size_t)c->sink_rows * (D / 2) * sizeof(float), false, &ok);
         c->sink_sin = cache_alloc(c, (size_t)c->sink_rows * (D / 2) * sizeof(float), false, &ok);
