@@ -4,21 +4,27 @@
 # model, StreamingLLM sink 4 + window 256, 256 tokens generated at depth 300, 2 threads; ROUNDS (default 5) rounds,
 # the two schemes interleaved (their order alternating from round to round), medians of tokens/s printed per
 # precision with the ratio. BASELINE=/path/to/an/older/tinygpt adds that binary's --streaming-llm-reposition (the
-# former scheme) as a third column. Timing on a shared machine is noisy: read the medians, not single runs.
+# former scheme) as a third column. THREADS (default 2) sets the threads; METRIC=cpu reports tokens per second of
+# the process's CPU time instead of wall time (with THREADS=1, a measure of the work done that other processes on a
+# loaded machine disturb far less than the wall clock). Timing on a shared machine is noisy: read the medians.
 set -u
 bin=${1:-./tinygpt}
 rounds=${2:-5}
 model=${MODEL:-models/tinygpt-flagship.gguf}
 precisions=${PRECISIONS:-fp32 fp16 bf16 int8 int4 int2}
+threads=${THREADS:-2}
+metric=${METRIC:-wall}
 baseline=${BASELINE:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 speed() { # BIN PRECISION EXTRA... -> tokens/s
     local b=$1 p=$2; shift 2
-    "$b" bench "$model" --prompt-tokens 0 --tokens 256 --depth 300 --threads 2 --bandwidth-mib 0 --json \
+    "$b" bench "$model" --prompt-tokens 0 --tokens 256 --depth 300 --threads "$threads" --bandwidth-mib 0 --json \
         --streaming-llm-sink 4 --streaming-llm-window 256 --kv-quantize "$p" "$@" 2>/dev/null |
-        sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
+        if [ "$metric" = cpu ]; then sed -n 's/.*"tokens": \([0-9]*\), "seconds": [0-9.]*, "cpu_seconds": \([0-9.]*\).*/\1 \2/p' |
+            awk '{print $1 / $2}'
+        else sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'; fi
 }
 median() { sort -g | awk '{a[NR] = $1} END {print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
@@ -41,4 +47,4 @@ for p in $precisions; do
     printf '%-6s %12.1f %12.1f %8.3f%s\n' "$p" "$o" "$n" "$(awk -v a="$n" -v b="$o" 'BEGIN {print a / b}')" \
         "${f:+$(printf '%20.1f' "$f")}"
 done
-echo "($rounds rounds, medians of tokens/s; tinygpt bench $model, sink 4 + window 256, tg256 at depth 300, 2 threads)"
+echo "($rounds rounds, medians of tokens per $metric second; tinygpt bench $model, sink 4 + window 256, tg256 at depth 300, $threads threads)"
