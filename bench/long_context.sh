@@ -6,8 +6,9 @@
 #   in-context   the reference: independent C-token windows, a fresh fp32 cache each (every token sees its window)
 #   unbounded    one cache holding everything (--no-context-limit): RoPE positions beyond C were never trained
 #   window       StreamingLLM without sinks: sink 0 + window C - 32
-#   sink4        StreamingLLM sink 4 + window C - 36, vanilla RoPE (keys keep their absolute positions)
-#   sink4-repos  the same, re-positioned (keys rotated at their cache slot)
+#   sink4        StreamingLLM sink 4 + window C - 36, vanilla RoPE (--streaming-llm-rope original: keys keep their
+#                absolute positions)
+#   sink4-repos  the same, re-positioned (the default: the query sees every key at its cache slot's distance)
 #   recompute    sliding window with recomputation: each scored token re-runs its last C tokens from an empty
 #                cache (the slow oracle), on a regular subsample (every K-th token)
 # Windows leave room for one KIVI group of 32 (stored <= sink + window + 31 <= C) so that no policy ever holds more
@@ -88,7 +89,8 @@ for p in $precisions; do
     q=(--kv-quantize "$p")
     run "recompute-$p" "$tokens" --recompute-window "$ctx" --every "$every" "${q[@]}"
     run "window-$p" "$tokens" --streaming-llm-sink 0 --streaming-llm-window "$win_nosink" "${q[@]}"
-    run "sink4-$p" "$tokens" --streaming-llm-sink 4 --streaming-llm-window "$win_sink" "${q[@]}"
+    run "sink4-$p" "$tokens" --streaming-llm-sink 4 --streaming-llm-window "$win_sink" --streaming-llm-rope original \
+        "${q[@]}"
     run "sink4-repos-$p" "$tokens" --streaming-llm-sink 4 --streaming-llm-window "$win_sink" \
         --streaming-llm-reposition "${q[@]}"
     run "unbounded-$p" "$unbounded_tokens" --no-context-limit "${q[@]}"

@@ -99,6 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         dup2(args_capture_fd, STDERR_FILENO) < 0)
         fuzz_die("redirecting stderr", "");
     tg_args_status st = tg_args_parse("sample", argc, words, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 2, &n_pos);
+    tg_cache_params c;
+    if (st == TG_ARGS_OK && !tg_cache_flags_params("sample", &cf, o + O_OWN, &c)) st = TG_ARGS_USAGE;
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
@@ -110,7 +112,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             cf.group < 0 || cf.residual < 0 || cf.budget < 0 || !(temperature >= 0 && temperature <= 1e4) ||
             !(top_p >= 0 && top_p <= 1))
             fuzz_die("tg_args_parse", "a value outside its range");
-        tg_cache_params c = tg_cache_flags_params(&cf, o + O_OWN);
         tg_error err = {0};
         size_t bytes = tg_cache_bytes(args_model, &c, 1000, &err);
         if (bytes == 0) {

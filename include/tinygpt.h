@@ -159,6 +159,15 @@ typedef enum {
     TG_KV_INT2,
 } tg_kv_precision;
 
+/* StreamingLLM: the RoPE positions a bounded cache scores its keys at once it has dropped tokens. */
+typedef enum {
+    TG_ROPE_POSITIONS_DEFAULT = 0, /* the library's choice: re-positioned (what tg_cache_default_params gives) */
+    TG_ROPE_POSITIONS_REPOSITION,  /* re-positioned, asked for explicitly: every query-key distance is the distance
+                                    * between their cache slots (sinks, then the window, contiguous), so the sinks
+                                    * stay as close as the oldest window token however long the generation */
+    TG_ROPE_POSITIONS_ORIGINAL,    /* vanilla: every key at its absolute position (the sinks drift ever further) */
+} tg_rope_positions;
+
 typedef struct {
     tg_kv_precision key_precision;
     tg_kv_precision value_precision;
@@ -173,7 +182,8 @@ typedef struct {
                            * quantised as it arrives, the keys of the group being filled on provisional per-channel
                            * scales), one group for int2; 0 = none. KIVI's published setting: 128 with group 32 and an
                            * fp32 residual */
-    bool reposition;      /* StreamingLLM: keys stored pre-RoPE and rotated at their cache slot when read */
+    tg_rope_positions rope_positions; /* StreamingLLM: re-positioned (TG_ROPE_POSITIONS_DEFAULT) or original
+                                       * positions; no effect on an unbounded cache, whose keys all keep their own */
     int64_t budget_bytes; /* > 0: choose the largest window that fits (requires window == 0) */
     int64_t context;      /* > 0: capacity of an unbounded cache instead of the model's training context; the session
                            * then takes that many tokens, at RoPE positions the model was never trained on (for

@@ -149,15 +149,6 @@ for r in "${rows[@]}"; do
 done
 
 # ---- sinks: StreamingLLM sink 4 + window 476, re-positioned, over the long text; sinks fp32 or quantised ----------
-echo "results.sh: sink runs ($sink_tokens tokens of $long each)" >&2
-stream=(--streaming-llm-sink 4 --streaming-llm-window 476 --streaming-llm-reposition)
-for p in int8 int4 int2; do
-    job "sink-$p-fp32sinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p"
-    job "sink-$p-qsinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p" --kv-quantize-sinks
-    # vanilla RoPE: keys quantised after RoPE (re-positioning stores and quantises them before it)
-    job "sink-$p-vanilla" "$long" "$sink_tokens" --kl-base fp32 --streaming-llm-sink 4 --streaming-llm-window 476 \
-        --kv-quantize "$p"
-done
 # rope original|reposition: the flags that name the RoPE scheme of a bounded cache for this binary (the
 # --streaming-llm-rope flag where it has one, else --streaming-llm-reposition / nothing), so that every run of the
 # long-context section says which scheme it uses
@@ -166,6 +157,16 @@ if "$bin" perplexity --help | grep -q -- '--streaming-llm-rope'; then
 else
     rope() { [ "$1" = reposition ] && echo "--streaming-llm-reposition"; }
 fi
+echo "results.sh: sink runs ($sink_tokens tokens of $long each)" >&2
+stream=(--streaming-llm-sink 4 --streaming-llm-window 476 --streaming-llm-reposition)
+for p in int8 int4 int2; do
+    job "sink-$p-fp32sinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p"
+    job "sink-$p-qsinks" "$long" "$sink_tokens" --kl-base fp32 "${stream[@]}" --kv-quantize "$p" --kv-quantize-sinks
+    # vanilla RoPE: every key at its original position (re-positioning keeps only its sinks before RoPE)
+    # shellcheck disable=SC2046
+    job "sink-$p-vanilla" "$long" "$sink_tokens" --kl-base fp32 --streaming-llm-sink 4 --streaming-llm-window 476 \
+        $(rope original) --kv-quantize "$p"
+done
 # does the model lean on its first tokens at all? window only against sink 4 at three window sizes (fp32)
 # shellcheck disable=SC2046
 for w in 64 128 480; do
@@ -298,7 +299,7 @@ yoco_table() {
 }
 
 sink_table() {
-    echo "| KV storage | RoPE (keys quantised) | sinks | perplexity | fp32 same policy | vs fp32 | mean KL (nats) | top-1 agreement |"
+    echo "| KV storage | RoPE positions | sinks | perplexity | fp32 same policy | vs fp32 | mean KL (nats) | top-1 agreement |"
     echo "|---|---|---|---:|---:|---:|---:|---:|"
     local p s
     for p in int8 int4 int2; do
@@ -306,7 +307,7 @@ sink_table() {
             local n=sink-$p-$s
             [ -s "$work/$n.txt" ] || continue
             printf '| %s | %s | %s | %s | %s | %s %% | %s | %s %% |\n' "$p" \
-                "$([ $s = vanilla ] && echo "vanilla (after RoPE)" || echo "re-positioned (before RoPE)")" \
+                "$([ $s = vanilla ] && echo "vanilla" || echo "re-positioned")" \
                 "$([ $s = qsinks ] && echo "quantised ($p)" || echo "full precision (fp16)")" \
                 "$(get "$n" perplexity)" "$(get "$n" base_perplexity)" "$(get "$n" ppl_increase)" "$(get "$n" kl_mean)" \
                 "$(get "$n" top1_agree)"
@@ -562,7 +563,7 @@ is needed to pass (see Targets); their measured effect, from the tables above:
 - smaller key groups (G 16 against G 32, both R 32): perplexity increase int4 $(get ctx-int4-r32 ppl_increase) % → $(get ctx-int4-g16 ppl_increase) %,
   int2 $(get ctx-int2-r32 ppl_increase) % → $(get ctx-int2-g16 ppl_increase) %; the design note's whole-history key scales (G 0) are the
   scheme that misses: int2 $(get ctx-int2-whole ppl_increase) %, int4 $(get ctx-int4-whole ppl_increase) %.
-- keys quantised before RoPE (re-positioned StreamingLLM stores them so) against after it (vanilla), sink 4 + window
+- re-positioned RoPE against the original positions (vanilla; both quantise the window's keys after RoPE), sink 4 + window
   476, mean KL against fp32 with the same policy: int4 $(get sink-int4-fp32sinks kl_mean) vs $(get sink-int4-vanilla kl_mean), int2
   $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-vanilla kl_mean) nats.
 - sinks kept in full precision (fp16, the default) against quantised: mean KL int2 $(get sink-int2-fp32sinks kl_mean) vs $(get sink-int2-qsinks kl_mean), int4

@@ -265,7 +265,11 @@ const char TG_CACHE_FLAGS_HELP[] =
     "  --streaming-llm-window M       StreamingLLM: keep the sinks and the last M tokens (bounded memory, no\n"
     "                                 context limit)\n"
     "  --streaming-llm-sink N         StreamingLLM: first tokens always kept (default 4 with a window or budget)\n"
-    "  --streaming-llm-reposition     store keys before RoPE and rotate them at their cache slot\n"
+    "  --streaming-llm-rope R         RoPE positions of a bounded cache: reposition (default: the query sees the\n"
+    "                                 sinks and the window at their cache slots, as if they were contiguous) or\n"
+    "                                 original (keys at their absolute positions: the sinks drift away; the\n"
+    "                                 StreamingLLM paper's vanilla scheme)\n"
+    "  --streaming-llm-reposition     the same as --streaming-llm-rope reposition (kept for older scripts)\n"
     "  --kv-budget BYTES              choose the largest window whose cache fits BYTES (e.g. 64M, 1G)\n"
     "  --kv-quantize P                storage of keys and values: fp32 fp16 bf16 int8 int4 int2 (default fp32)\n"
     "  --kv-quantize-keys P           storage of keys only (overrides --kv-quantize)\n"
@@ -297,7 +301,7 @@ void tg_cache_flags_help(FILE *f, bool without_precision) {
 }
 
 enum {
-    C_SINK, C_WINDOW, C_REPOS, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,
+    C_SINK, C_WINDOW, C_REPOS, C_ROPE, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,
     C_MAXMEM, C_END
 };
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
@@ -310,6 +314,7 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
     opts[C_WINDOW] = (tg_opt){.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &f->window, .lo = 1,
                               .hi = INT32_MAX};
     opts[C_REPOS] = (tg_opt){.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &f->reposition};
+    opts[C_ROPE] = (tg_opt){.name = "--streaming-llm-rope", .kind = TG_OPT_STRING, .dest = &f->rope};
     opts[C_BUDGET] = (tg_opt){.name = "--kv-budget", .kind = TG_OPT_SIZE, .dest = &f->budget, .lo = 1,
                               .hi = INT64_MAX};
     opts[C_QUANT] = (tg_opt){.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &f->both};
@@ -326,8 +331,28 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
                               .hi = INT64_MAX};
 }
 
-tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opts) {
+bool tg_rope_flags(const char *cmd, const char *rope, bool alias, tg_rope_positions *out) {
+    *out = alias ? TG_ROPE_POSITIONS_REPOSITION : TG_ROPE_POSITIONS_DEFAULT;
+    if (!rope) return true;
+    if (strcmp(rope, "reposition") == 0) {
+        *out = TG_ROPE_POSITIONS_REPOSITION;
+        return true;
+    }
+    if (strcmp(rope, "original") != 0) {
+        tg_usage_error(cmd, "--streaming-llm-rope: expected reposition or original, got '%s'", rope);
+        return false;
+    }
+    if (alias) {
+        tg_usage_error(cmd, "--streaming-llm-reposition contradicts --streaming-llm-rope original");
+        return false;
+    }
+    *out = TG_ROPE_POSITIONS_ORIGINAL;
+    return true;
+}
+
+bool tg_cache_flags_params(const char *cmd, const tg_cache_flags *f, const tg_opt *opts, tg_cache_params *out) {
     tg_cache_params c = tg_cache_default_params();
+    if (!tg_rope_flags(cmd, opts[C_ROPE].seen ? f->rope : NULL, f->reposition, &c.rope_positions)) return false;
     if (opts[C_QUANT].seen) c.key_precision = c.value_precision = f->both;
     if (opts[C_QKEYS].seen) c.key_precision = f->keys;
     if (opts[C_QVALUES].seen) c.value_precision = f->values;
@@ -336,9 +361,9 @@ tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opt
     if (opts[C_SINK].seen) c.sink = f->sink; /* otherwise the library's default: 4 sinks when the cache is bounded */
     if (opts[C_GROUP].seen) c.group_size = (int)f->group;
     if (opts[C_RESIDUAL].seen) c.residual = (int)f->residual;
-    c.reposition = f->reposition;
     c.quantize_sinks = f->quantize_sinks;
     if (opts[C_RPREC].seen) c.residual_precision = f->residual_precision;
     if (opts[C_MAXMEM].seen) c.max_memory = f->max_memory;
-    return c;
+    *out = c;
+    return true;
 }

@@ -63,10 +63,11 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
 typedef struct {
     int64_t sink, window, group, residual, budget, max_memory;
     bool reposition, quantize_sinks;
+    const char *rope; /* --streaming-llm-rope */
     tg_kv_precision both, keys, values, residual_precision;
 } tg_cache_flags;
 
-enum { TG_CACHE_OPT_COUNT = 12 };
+enum { TG_CACHE_OPT_COUNT = 13 };
 
 /* The --help text of the cache flags (one paragraph, ends with a newline). */
 extern const char TG_CACHE_FLAGS_HELP[];
@@ -78,9 +79,16 @@ void tg_cache_flags_help(FILE *f, bool without_precision);
  * in its own table (after its own options) and parses as usual. */
 void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts);
 
-/* The cache policy the parsed options ask for: the library's defaults for every option not given (opts is the
- * table filled by tg_cache_flags_options, after tg_args_parse). */
-tg_cache_params tg_cache_flags_params(const tg_cache_flags *f, const tg_opt *opts);
+/* The cache policy the parsed options ask for into *out: the library's defaults for every option not given (opts is
+ * the table filled by tg_cache_flags_options, after tg_args_parse). False, with one usage line on stderr naming
+ * `cmd`, when the flags contradict each other (tg_rope_flags). */
+bool tg_cache_flags_params(const char *cmd, const tg_cache_flags *f, const tg_opt *opts, tg_cache_params *out);
+
+/* The RoPE positions that --streaming-llm-rope NAME (rope; NULL when not given) and its older alias
+ * --streaming-llm-reposition (alias: given) ask for into *out: TG_ROPE_POSITIONS_DEFAULT when neither is given.
+ * False, with one usage line on stderr, for a name other than reposition / original, or for the alias with
+ * --streaming-llm-rope original. */
+bool tg_rope_flags(const char *cmd, const char *rope, bool alias, tg_rope_positions *out);
 
 /* Parses a byte size as TG_OPT_SIZE does ("64M" -> 67108864); false on anything else or overflow. */
 bool tg_parse_size(const char *s, int64_t *out);

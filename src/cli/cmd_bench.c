@@ -141,7 +141,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     a->bandwidth_mib = bw;
     a->json = json;
     a->warmup = !no_warmup;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (!tg_cache_flags_params("bench", &cf, o + O_OWN, &a->cache)) return TG_EXIT_USAGE;
     return TG_EXIT_OK;
 }
 

@@ -135,7 +135,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     a->stops = sf.stops;
     a->n_tokens = tokens;
     a->threads = (int)threads;
-    a->cache = tg_cache_flags_params(&cf, o + O_CACHE);
+    if (!tg_cache_flags_params("chat", &cf, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

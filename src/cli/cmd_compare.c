@@ -131,7 +131,7 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     a->n_tokens = tokens;
     a->threads = (int)threads;
     a->markdown = markdown;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (!tg_cache_flags_params("compare", &cf, o + O_OWN, &a->cache)) return TG_EXIT_USAGE;
     for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
         if (o[i].seen && strcmp(o[i].name, "--kv-residual") == 0) a->residual_given = true;
     if (!a->residual_given) a->cache.residual = 0; /* what the quantisation costs, no full-precision residual */

@@ -130,7 +130,7 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
     a->attn_csv_path = attn_csv;
     a->kl = o[O_KL].seen;
     a->base_precision = base;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (!tg_cache_flags_params("perplexity", &cf, o + O_OWN, &a->cache)) return TG_EXIT_USAGE;
     if (context > 0) a->cache.context = context;
     if (recompute > 0 && (a->cache.window > 0 || a->cache.budget_bytes > 0))
         return tg_usage_error("perplexity", "--recompute-window re-runs each window from an empty cache: it does not "

@@ -168,7 +168,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->ignore_eos = ignore_eos;
     a->json = json;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
-    a->cache = tg_cache_flags_params(&cf, o + O_CACHE);
+    if (!tg_cache_flags_params("sample", &cf, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

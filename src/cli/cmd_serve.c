@@ -120,7 +120,7 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
         return tg_usage_error("serve", "--max-sessions %lld and --prefill-chunk %lld: together at most 8192 rows",
                               (long long)a->max_sessions, (long long)a->prefill);
     a->model_path = n_pos ? pos[0] : model;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (!tg_cache_flags_params("serve", &cf, o + O_OWN, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

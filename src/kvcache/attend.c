@@ -6,7 +6,9 @@
  * up to its wrap, one KIVI group, the residual, the sinks) and widens the key rows to fp32 eight at a time into a
  * small tile, in registers (fp32 rows are read in place; fp16 / bf16 rows are converted; KIVI codes become
  * u * scale + zero with the group's per-channel grid, widened once per segment, or with the token's own scale for
- * values; re-positioned keys are rotated to their slot).
+ * values). Keys are stored rotated at their absolute positions, and so is the query, except that a re-positioning
+ * cache keeps its few sinks pre-RoPE and rotates them here, in the tile, to where the query must see them
+ * (O(sinks x head_dim) per query; the window's keys are read exactly as vanilla reads them).
  * It scores them against the gq query heads that share h (eight rows' dot products reduced together), takes the
  * softmax over its share (max m, l = sum of exp(score - m), exp eight lanes at a time), then widens the value rows
  * the same way and accumulates o = sum exp(score - m) v per query head. tg_kvcache_attend_combine merges the shares
@@ -34,7 +36,8 @@ typedef struct {
     const tg_layer_cache *L;
     int64_t s0, s1;
     int64_t lo, hi;
-    int gq; /* query heads per kv-head */
+    int gq;           /* query heads per kv-head */
+    int64_t sink_off; /* re-positioning: sink j is rotated to position sink_off + j (-1: sinks stored rotated) */
 } view;
 
 static void make_view(const tg_kvcache *c, int layer, int64_t pos, view *vw) {
@@ -51,6 +54,7 @@ static void make_view(const tg_kvcache *c, int layer, int64_t pos, view *vw) {
     vw->hi = L->n_appended - 1;
     if (pos - g->sink < vw->hi) vw->hi = pos - g->sink;
     if (window > 0 && pos - window + 1 - g->sink > vw->lo) vw->lo = pos - window + 1 - g->sink;
+    vw->sink_off = g->reposition && !g->slot_rope ? tg_kvcache_sink_offset(c, L, pos) : -1;
 }
 
 static int64_t span(int64_t a, int64_t b) { return b >= a ? b - a + 1 : 0; }
@@ -76,14 +80,16 @@ void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, flo
     const tg_cache_geom *g = &c->g;
     const int64_t NH = g->n_heads, D = g->head_dim;
     if (q_out != q) memmove(q_out, q, (size_t)(NH * D) * sizeof(float));
-    if (g->reposition) {
-        /* the query sits at its own slot: the sinks, then its place among the held non-sink tokens */
-        const tg_layer_cache *L = &c->layers[c->kv_source[layer]];
+    const tg_layer_cache *L = &c->layers[c->kv_source[layer]];
+    if (g->slot_rope) {
+        /* the reference: the query sits at its own slot, the sinks, then its place among the held non-sink tokens */
         const int64_t qpos = pos < g->sink ? pos : L->n_sink + (pos - g->sink - L->first);
         tg_rope_table_apply(c->rope_tab, q_out, (int)NH, qpos, c->shape.rope_style);
     } else {
         tg_kvcache_rope_at(c, pos);
         tg_rope_apply(q_out, (int)NH, (int)D, c->rope_cos, c->rope_sin, c->shape.rope_style);
+        /* re-positioned sinks: their angles for this query, once per offset (the pieces rotate the sinks with them) */
+        if (g->reposition && g->sink > 0) tg_kvcache_sink_angles(c, tg_kvcache_sink_offset(c, L, pos));
     }
     tg_scale_f32(q_out, 1.0f / sqrtf((float)D), NH * D);
 }
@@ -146,12 +152,14 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
 }
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
- * sc[j * ld + i]). Re-positioned keys are widened into tile and rotated to their slots first. */
-static void run_segment(const view *vw, bool keys, const tg_segment *g, const float *qh, float *sc, int64_t ld,
-                        float *o, float *tile, float *grid, float *qfold) {
+ * sc[j * ld + i]). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
+ * widened into tile and rotated first. */
+static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
+                        int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
-    const bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0, repo = keys && c->g.reposition;
+    const bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
+    const bool repo = keys && (c->g.slot_rope || (is_sink && vw->sink_off >= 0));
     if (g->kind == TG_SEG_CODES && g->gscale) {
         tg_f16_to_f32_row(g->gscale, grid, D);
         tg_f16_to_f32_row(g->gzero, grid + D, D);
@@ -178,7 +186,7 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
 #endif
         make_block(g, i0, nr, grid, &b);
         b.bias = qk != qh ? qfold + (int64_t)vw->gq * D : NULL;
-        if (repo) { /* rotate each key to its slot: widen into the tile first */
+        if (repo) { /* rotate each key to its slot or sink position: widen into the tile first */
             for (int r = 0; r < nr; r++) {
                 float *dst = tile + (int64_t)r * D;
 #if TG_HAVE_AVX2
@@ -186,7 +194,8 @@ static void run_segment(const view *vw, bool keys, const tg_segment *g, const fl
                 else
 #endif
                     for (int64_t k = 0; k < D; k++) dst[k] = elem(&b, r, k, D);
-                tg_kvcache_rotate_slot(c, dst, g->slot0 + i0 + r);
+                if (c->g.slot_rope) tg_kvcache_rotate_slot(c, dst, g->slot0 + i0 + r);
+                else tg_kvcache_rotate_sink(c, dst, g->slot0 + i0 + r, vw->sink_off);
             }
             b.kind = TG_SEG_F32;
             b.grid = NULL;
@@ -212,12 +221,12 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
     int64_t t = 0;
     if (s1 >= s0) {
         const tg_segment g = tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1);
-        run_segment(vw, keys, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
     for (int64_t n = a; n <= b;) {
         const tg_segment g = tg_store_segment(vw->c, vw->L, keys, h, n, b);
-        run_segment(vw, keys, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
         n += g.count;
     }

@@ -60,7 +60,12 @@ typedef struct {
     int64_t window;       /* window (0 when unbounded) */
     bool window_from_budget;
     int64_t context;      /* unbounded capacity */
-    bool reposition;      /* effective: only with a window */
+    bool reposition;      /* effective: only with a window. Window keys are stored rotated at their absolute
+                           * position, as vanilla stores them (RoPE is relative and the window contiguous, so their
+                           * distances to the query are the slot distances); the sinks are stored pre-RoPE and
+                           * rotated, per query, to (query position - query slot + sink index) */
+    bool slot_rope;       /* test reference (tg_kvcache_new_slot_rope), with reposition: the former scheme, every key
+                           * stored pre-RoPE and rotated to its cache slot when read, the query to its own slot */
     bool grouped;         /* a KIVI store with group size > 0 exists */
     int group;            /* G (grouped only) */
     int64_t block;        /* eviction unit: G when grouped, else 1 */
@@ -132,9 +137,12 @@ typedef struct {
     int64_t qend;       /* grouped: first non-sink token still in the residual */
 } tg_layer_cache;
 
-/* Slots whose re-positioning RoPE angles are tabulated up front (65536: 8 MiB at head_dim 64); slots beyond are
- * rotated by the same formula computed per read (tg_rope_table_apply), with identical results. */
+/* Slots whose RoPE angles the slot_rope reference tabulates up front (65536: 8 MiB at head_dim 64); slots beyond
+ * are rotated by the same formula computed per read (tg_rope_table_apply), with identical results. */
 #define TG_REPOSITION_TABLE_SLOTS ((int64_t)1 << 16)
+/* Sinks whose re-positioning angles are kept, per offset (4096: at most 1 MiB of cos and sin at head_dim 64, 256 B
+ * per sink); sinks beyond are rotated with angles computed per read, with identical results. */
+#define TG_SINK_ANGLE_ROWS ((int64_t)1 << 12)
 
 struct tg_kvcache {
     tg_cache_shape shape;    /* kv_source / layer_window point at the copies below */
@@ -145,7 +153,12 @@ struct tg_kvcache {
     tg_cache_plan plan;      /* from g, once */
     char policy[sizeof ((tg_cache_report *)0)->policy]; /* the banner's policy line, formatted once */
     tg_layer_cache *layers;  /* [n_layers]; only layers with kv_source[l] == l have storage */
-    tg_rope_table *rope_tab; /* reposition: cos / sin of slots [0, min(max_stored, TG_REPOSITION_TABLE_SLOTS)) */
+    tg_rope_table *rope_tab; /* slot_rope: cos / sin of slots [0, min(max_stored, TG_REPOSITION_TABLE_SLOTS)) */
+    double *inv_freq;        /* reposition: [head_dim / 2] each pair's frequency (rope_inv_freq, or theta^(-2i/D)) */
+    int64_t sink_off;        /* reposition: the offset whose sink angles sink_cos / sink_sin hold (-1: none yet) */
+    int64_t sink_rows;       /* reposition: sinks with angles kept, min(sink, TG_SINK_ANGLE_ROWS) */
+    float *sink_cos;         /* reposition: [sink_rows][head_dim / 2] cos of sink j at position sink_off + j */
+    float *sink_sin;         /* [sink_rows][head_dim / 2] */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
     int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
     float *rope_cos;         /* [head_dim / 2] */
@@ -167,8 +180,20 @@ struct tg_kvcache {
 /* Makes rope_cos / rope_sin the angles of position pos (computed once per position: a token's key and its query
  * share them). Not thread-safe: called from append and tg_kvcache_query only. */
 void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos);
-/* Rotates x[head_dim] (one head) to cache slot `slot` with the precomputed table (reposition mode only). */
+/* Rotates x[head_dim] (one head) to cache slot `slot` with the precomputed table (slot_rope only). */
 void tg_kvcache_rotate_slot(const tg_kvcache *c, float *x, int64_t slot);
+/* Re-positioning: the position offset of the sinks seen by the query of the token at pos in a layer holding L, so
+ * that sink j sits at position offset + j: pos minus the query's slot (0 while the sinks fill, then L->first). */
+int64_t tg_kvcache_sink_offset(const tg_kvcache *c, const tg_layer_cache *L, int64_t pos);
+/* Makes sink_cos / sink_sin the angles of sink positions offset + j (once per offset; not thread-safe: called
+ * from tg_kvcache_query only). */
+void tg_kvcache_sink_angles(tg_kvcache *c, int64_t offset);
+/* Rotates x[head_dim] (one head of pre-RoPE sink j) to position offset + j: with the kept angles when they are of
+ * this offset, else computed here (the same double-precision formula, identical results). Only reads c. */
+void tg_kvcache_rotate_sink(const tg_kvcache *c, float *x, int64_t j, int64_t offset);
+/* Test hook: tg_kvcache_new, but a re-positioning cache runs the slot_rope reference scheme (the former default
+ * implementation: pre-RoPE keys rotated at their slots when read). */
+tg_kvcache *tg_kvcache_new_slot_rope(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err);
 /* Dequantised / widened key or value row of non-sink token n (or sink j when is_sink) of kv-head h into out
  * [head_dim], as stored (no rotation); read through the store's segments. */
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,

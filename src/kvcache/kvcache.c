@@ -2,6 +2,7 @@
  * chunks as tokens arrive, checked against the memory limit), appending with RoPE, StreamingLLM eviction in whole
  * blocks, the sinks, read-back and the byte report. How a store keeps its other tokens is its
  * codec's (codec.h); attention over the storage lives in attend.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,8 @@
 /* ---- allocation: every buffer counted ------------------------------------------------------------------------- */
 
 /* Most blocks tg_kvcache_new allocates besides the stores' chunks: 10 per K/V layer (five per store: the three chunk
- * tables, the residual ring, the sinks), 9 others. */
-#define MAX_OWNED(n_layers) ((size_t)(n_layers) * 10 + 9)
+ * tables, the residual ring, the sinks), 12 others. */
+#define MAX_OWNED(n_layers) ((size_t)(n_layers) * 10 + 12)
 
 /* Zeroed block of `bytes`, counted in the cache's accounting and owned by it (tg_kvcache_free frees every one); NULL
  * for 0 bytes or on failure (*ok cleared). */
@@ -172,11 +173,12 @@ bool tg_kvcache_reserve(tg_kvcache *c, int64_t n_tokens, tg_error *err) {
     return grow_to(c, n_tokens > c->g.context - held ? c->g.context : held + n_tokens, err);
 }
 
-/* tg_kvcache_new with the store codecs forced where not NULL. */
+/* tg_kvcache_new with the store codecs forced where not NULL, and the slot_rope reference scheme when asked. */
 static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params *params, const tg_store_codec *force_k,
-                             const tg_store_codec *force_v, tg_error *err) {
+                             const tg_store_codec *force_v, bool slot_rope, tg_error *err) {
     tg_cache_geom g;
     if (!tg_cache_geom_resolve(shape, params, force_k, force_v, &g, err)) return NULL;
+    g.slot_rope = slot_rope && g.reposition;
     /* a bounded cache allocates everything now; one that grows, what it holds before its first token */
     const double limit = memory_limit(params->max_memory);
     if (!fits_memory(tg_cache_geom_bytes_held(&g, 0), limit, params->max_memory, 0, err)) return NULL;
@@ -231,13 +233,25 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
         }
         c->shape.rope_inv_freq = c->rope_inv_freq;
     }
+    if (ok && g.reposition && !g.slot_rope && g.sink > 0) {
+        /* the sinks' frequencies (tg_rope_angles' to the bit) and angles of one offset: bounded, sinks beyond
+         * TG_SINK_ANGLE_ROWS get theirs computed per read */
+        c->inv_freq = cache_alloc(c, D / 2 * sizeof(double), false, &ok);
+        for (size_t i = 0; ok && i < D / 2; i++)
+            c->inv_freq[i] = shape->rope_inv_freq ? shape->rope_inv_freq[i]
+                                                  : pow((double)shape->rope_theta, -2.0 * (double)i / (double)D);
+        c->sink_rows = g.sink < TG_SINK_ANGLE_ROWS ? g.sink : TG_SINK_ANGLE_ROWS;
+        c->sink_cos = cache_alloc(c, (size_t)c->sink_rows * (D / 2) * sizeof(float), false, &ok);
+        c->sink_sin = cache_alloc(c, (size_t)c->sink_rows * (D / 2) * sizeof(float), false, &ok);
+    }
+    c->sink_off = -1;
     if (ok && g.grouped && g.res_cap > 0 && g.resid_precision != TG_KV_FP32)
         c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
     if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
         c->sink_codes = cache_alloc(c, (size_t)g.sink * D, false, &ok);
         c->sink_grid = cache_alloc(c, 2 * D * sizeof(uint16_t), false, &ok);
     }
-    if (ok && g.reposition) {
+    if (ok && g.slot_rope) {
         /* cos / sin of the first slots, bit-for-bit tg_rope's rotation without trigonometry per read; slots past the
          * table (a window beyond TG_REPOSITION_TABLE_SLOTS) are rotated by the same formula computed directly, so
          * a huge window costs neither the table's memory nor its time up front */
@@ -260,7 +274,11 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
 }
 
 tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err) {
-    return cache_new(shape, params, NULL, NULL, err);
+    return cache_new(shape, params, NULL, NULL, false, err);
+}
+
+tg_kvcache *tg_kvcache_new_slot_rope(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err) {
+    return cache_new(shape, params, NULL, NULL, true, err);
 }
 
 tg_kvcache *tg_kvcache_new_with_codecs(const tg_cache_shape *shape, const tg_cache_params *params,
@@ -270,7 +288,7 @@ tg_kvcache *tg_kvcache_new_with_codecs(const tg_cache_shape *shape, const tg_cac
         tg_fail(err, "KV cache: no store codec named %s", key_codec && !kc ? key_codec : value_codec);
         return NULL;
     }
-    return cache_new(shape, params, kc, vc, err);
+    return cache_new(shape, params, kc, vc, false, err);
 }
 
 void tg_kvcache_free(tg_kvcache *c) {
@@ -336,6 +354,40 @@ void tg_kvcache_rotate_slot(const tg_kvcache *c, float *x, int64_t slot) {
     tg_rope_table_apply(c->rope_tab, x, 1, slot, c->shape.rope_style);
 }
 
+int64_t tg_kvcache_sink_offset(const tg_kvcache *c, const tg_layer_cache *L, int64_t pos) {
+    /* the query's slot is pos while it is a sink, then n_sink + (pos - sink - first): pos - slot */
+    return pos < c->g.sink ? 0 : c->g.sink - L->n_sink + L->first;
+}
+
+void tg_kvcache_sink_angles(tg_kvcache *c, int64_t offset) {
+    if (c->sink_off == offset || !c->sink_cos) return;
+    const int64_t half = c->g.head_dim / 2;
+    for (int64_t j = 0; j < c->sink_rows; j++)
+        for (int64_t i = 0; i < half; i++) {
+            const double a = (double)(offset + j) * c->inv_freq[i]; /* exact for any position below 2^53 */
+            c->sink_cos[j * half + i] = (float)cos(a);
+            c->sink_sin[j * half + i] = (float)sin(a);
+        }
+    c->sink_off = offset;
+}
+
+void tg_kvcache_rotate_sink(const tg_kvcache *c, float *x, int64_t j, int64_t offset) {
+    const int64_t D = c->g.head_dim, half = D / 2;
+    if (offset == c->sink_off && j < c->sink_rows) {
+        tg_rope_apply(x, 1, (int)D, c->sink_cos + j * half, c->sink_sin + j * half, c->shape.rope_style);
+        return;
+    }
+    const bool split = c->shape.rope_style == TG_ROPE_HALF; /* pairs (i, i + D/2), else (2i, 2i + 1) */
+    for (int64_t i = 0; i < half; i++) {
+        const double ang = (double)(offset + j) * c->inv_freq[i];
+        const float cs = (float)cos(ang), sn = (float)sin(ang);
+        float *pa = split ? x + i : x + 2 * i, *pb = split ? x + i + half : x + 2 * i + 1;
+        const float a = *pa, b = *pb;
+        *pa = a * cs - b * sn;
+        *pb = a * sn + b * cs;
+    }
+}
+
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,
                          float *out) {
     const tg_segment g = is_sink ? tg_store_sink_segment(c, L, keys, h, n, n) : tg_store_segment(c, L, keys, h, n, n);
@@ -388,8 +440,9 @@ bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
     const int64_t HD = (int64_t)g->n_kv_heads * g->head_dim;
     float *kr = c->scratch_k;
     memcpy(kr, k, (size_t)HD * sizeof(float));
-    /* vanilla: keys rotated once at their absolute position; re-positioned: stored pre-RoPE, rotated when read */
-    if (!g->reposition) {
+    /* keys rotated once at their absolute position, except re-positioned sinks (rotated per query to where the query
+     * sees them) and every key of the slot_rope reference (rotated to its slot when read) */
+    if (!(g->slot_rope || (g->reposition && L->n_sink < g->sink))) {
         tg_kvcache_rope_at(c, pos);
         tg_rope_apply(kr, g->n_kv_heads, g->head_dim, c->rope_cos, c->rope_sin, c->shape.rope_style);
     }
@@ -447,9 +500,9 @@ int64_t tg_kvcache_stored(const tg_kvcache *c) {
 
 int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, float *k_out, float *v_out,
                              int64_t *pos_out) {
-    (void)query_pos; /* keys are rotated at their position (vanilla) or slot (re-positioned), not at the query */
     if (!c || layer < 0 || layer >= c->g.n_layers) return 0;
     const tg_layer_cache *L = &c->layers[c->kv_source[layer]];
+    const int64_t sink_off = tg_kvcache_sink_offset(c, L, query_pos);
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
     int64_t slot = 0;
     for (int64_t i = 0; i < L->n_sink + (L->n_appended - L->first); i++, slot++) {
@@ -459,7 +512,8 @@ int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, 
             if (k_out) {
                 float *kd = k_out + (slot * H + h) * D;
                 tg_kvcache_load_row(c, L, true, sink, n, h, kd);
-                if (c->g.reposition) tg_kvcache_rotate_slot(c, kd, slot);
+                if (c->g.slot_rope) tg_kvcache_rotate_slot(c, kd, slot);
+                else if (c->g.reposition && sink) tg_kvcache_rotate_sink(c, kd, n, sink_off);
             }
             if (v_out) tg_kvcache_load_row(c, L, false, sink, n, h, v_out + (slot * H + h) * D);
         }

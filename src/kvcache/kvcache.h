@@ -55,10 +55,11 @@ void tg_kvcache_reset(tg_kvcache *c);
 bool tg_kvcache_reserve(tg_kvcache *c, int64_t n_tokens, tg_error *err);
 
 /* Stores the new token's key and value for `layer` at absolute position pos (positions are appended in order:
- * pos == the number of tokens appended to this layer before). k is pre-RoPE: the cache applies RoPE (at pos, or at
- * its slot when re-positioning). Eviction happens here; so does the growth of an unbounded cache whose chunks were not
- * reserved. Layers that read another layer's K/V are not appended to. k, v: [n_kv_heads * head_dim]. False (nothing
- * stored) for such a layer, a full unbounded cache, or a chunk that max_memory or the system refuses. */
+ * pos == the number of tokens appended to this layer before). k is pre-RoPE: the cache rotates it at pos (a
+ * re-positioning cache keeps its sinks pre-RoPE and rotates them per query). Eviction happens here; so does the
+ * growth of an unbounded cache whose chunks were not reserved. Layers that read another layer's K/V are not appended
+ * to. k, v: [n_kv_heads * head_dim]. False (nothing stored) for such a layer, a full unbounded cache, or a chunk that
+ * max_memory or the system refuses. */
 bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v);
 
 /* ---- attention, in pieces that callers run on their own threads (the forward pass's team) --------------------
@@ -80,9 +81,10 @@ int tg_kvcache_attend_splits(const tg_kvcache *c, int layer, int64_t pos);
 size_t tg_kvcache_work_floats(const tg_kvcache *c);
 /* Floats of one piece's partial result: (head_dim + 2) per query head of a kv-head. */
 size_t tg_kvcache_part_floats(const tg_kvcache *c);
-/* The queries of the token at pos, rotated as attention needs them (at pos, or at the token's slot when
- * re-positioning) and scaled by 1/sqrt(head_dim): q_out[n_heads * head_dim] (may alias q). Call after the token's
- * append; not thread-safe (it caches the position's RoPE angles). */
+/* The queries of the token at pos, rotated at pos and scaled by 1/sqrt(head_dim): q_out[n_heads * head_dim] (may
+ * alias q). Call after the token's append; not thread-safe (it caches the position's RoPE angles, and a
+ * re-positioning cache the angles its pieces rotate the sinks with; pieces still compute them if this was not
+ * called). */
 void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, float *q_out);
 /* Share `split` of n_split (from tg_kvcache_attend_splits) of the attention of the token at pos for kv-head h:
  * q_rot from tg_kvcache_query; part [tg_kvcache_part_floats] receives, per query head i of h, the largest score m_i,
@@ -132,9 +134,10 @@ bool tg_kvcache_has_room(const tg_kvcache *c);
 int64_t tg_kvcache_stored(const tg_kvcache *c);
 void tg_kvcache_report(const tg_kvcache *c, int64_t position, tg_cache_report *r);
 
-/* Test read-back: dequantised keys (post-RoPE as attention sees them: at their position, or at their slot when
- * re-positioning; query_pos does not change them) and values of `layer` into k_out/v_out [stored, n_kv_heads,
- * head_dim] and the absolute positions into pos_out[stored], in slot order; any output may be NULL. Returns stored. */
+/* Test read-back: dequantised keys, rotated as the query of the token at query_pos sees them (at their positions;
+ * re-positioned sinks at consecutive positions ending just before the oldest held window token's) and values of
+ * `layer` into k_out/v_out [stored, n_kv_heads, head_dim] and the absolute positions into pos_out[stored], in slot
+ * order; any output may be NULL. Returns stored. */
 int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, float *k_out, float *v_out,
                              int64_t *pos_out);
 

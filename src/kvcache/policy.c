@@ -22,7 +22,7 @@ tg_cache_params tg_cache_default_params(void) {
         .window = 0,
         .group_size = TG_KV_GROUP_AUTO,
         .residual = TG_KV_RESIDUAL_AUTO,
-        .reposition = false,
+        .rope_positions = TG_ROPE_POSITIONS_DEFAULT,
         .budget_bytes = 0,
         .context = 0,
         .quantize_sinks = false,
@@ -180,7 +180,7 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->eviction = tg_eviction_for(p, window);
     g->bounded = window > 0;
     g->window = window;
-    g->reposition = p->reposition && g->bounded;
+    g->reposition = g->bounded && p->rope_positions != TG_ROPE_POSITIONS_ORIGINAL;
     const bool int2 = p->key_precision == TG_KV_INT2 || p->value_precision == TG_KV_INT2;
     g->grouped = any_kivi && p->group_size != 0;
     g->group = !g->grouped           ? 0
@@ -246,6 +246,8 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     if (!precision_ok(p->value_precision))
         return tg_fail_code(err, TG_ERR_CACHE_VALUE_PRECISION, "KV cache: unknown value precision %d",
                             (int)p->value_precision);
+    if ((int)p->rope_positions < TG_ROPE_POSITIONS_DEFAULT || (int)p->rope_positions > TG_ROPE_POSITIONS_ORIGINAL)
+        return tg_fail(err, "KV cache: unknown RoPE positions %d", (int)p->rope_positions);
     if (p->sink < -1)
         return tg_fail_code(err, TG_ERR_CACHE_SINK, "KV cache: sink of %" PRId64 " tokens: must be >= 0", p->sink);
     if (p->window < 0)
@@ -351,7 +353,7 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
     }
     if (!g->bounded) {
         APPEND(", unbounded (context %" PRId64 ")", g->context);
-        if (p->reposition) APPEND("; re-positioning has no effect without a window");
+        if (p->rope_positions == TG_ROPE_POSITIONS_REPOSITION) APPEND("; re-positioning has no effect without a window");
     } else {
         APPEND(", StreamingLLM sink %" PRId64 " + window %" PRId64, g->sink, g->window);
         if (g->window_from_budget) APPEND(" (largest within --kv-budget %" PRId64 " B)", p->budget_bytes);

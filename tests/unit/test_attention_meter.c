@@ -96,9 +96,10 @@ static void test_cache_by_hand(void **state) {
     /* StreamingLLM sink 4 + window 60, vanilla: 64 visible, the sink at its original distance */
     p.sink = 4;
     p.window = 60;
+    p.rope_positions = TG_ROPE_POSITIONS_ORIGINAL;
     check_one_sink(&p, 300, 64, 299, 1);
-    /* re-positioned: the query at slot 63, the sink at slot 0 */
-    p.reposition = true;
+    /* re-positioned (the default): the query at slot 63, the sink at slot 0 */
+    p.rope_positions = TG_ROPE_POSITIONS_DEFAULT;
     check_one_sink(&p, 300, 64, 63, 1);
     /* window only: the first visible token is the oldest of the window (key zero): uniform over 60 */
     p = tg_cache_default_params();

@@ -144,6 +144,7 @@ typedef struct {
     int group, residual;
     int64_t sink, window;
     bool reposition;
+    bool slot_rope; /* with reposition: the former scheme (tg_kvcache_new_slot_rope), keys rotated at their slots */
 } scenario;
 
 /* Half a quantisation step (x 1.5 for keys, whose RoPE rotation mixes the errors of two channels) of data in
@@ -196,9 +197,9 @@ static void run_scenario(const scenario *sc, int T) {
     p.residual = sc->residual;
     p.sink = sc->sink;
     p.window = sc->window;
-    p.reposition = sc->reposition;
+    p.rope_positions = sc->reposition ? TG_ROPE_POSITIONS_DEFAULT : TG_ROPE_POSITIONS_ORIGINAL;
     tg_error err = {0};
-    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    tg_kvcache *c = sc->slot_rope ? tg_kvcache_new_slot_rope(&shape, &p, &err) : tg_kvcache_new(&shape, &p, &err);
     if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
     const tg_cache_geom *g = &c->g;
     const bool whole = sc->group == 0;
@@ -229,11 +230,15 @@ static void run_scenario(const scenario *sc, int T) {
         int64_t stored = tg_kvcache_read_back(c, 0, t, kb, vb, pb);
         assert_int_equal(stored, tg_kvcache_stored(c));
         check_positions(sc, g, pb, stored, t);
-        /* read-back == the inputs (rotated at position or slot) within the precision's tolerance */
+        /* read-back == the inputs within the precision's tolerance, rotated where the query at t sees them: at their
+         * position; re-positioned sinks at t - (stored - 1) + j, one slot before the oldest window token; every key
+         * at its slot (the query at slot stored - 1) for the slot_rope reference */
+        const int64_t n_s = t + 1 < g->sink ? t + 1 : g->sink, sink_off = t < g->sink ? 0 : t - (stored - 1);
         for (int64_t s = 0; s < stored; s++)
             for (int h = 0; h < H; h++) {
                 memcpy(kref, kraw + pb[s] * HD + h * D, sizeof kref);
-                tg_rope(kref, 1, D, g->reposition ? s : pb[s], 10000.0f, TG_ROPE_HALF);
+                const int64_t at = !g->reposition ? pb[s] : g->slot_rope ? s : s < n_s ? sink_off + s : pb[s];
+                tg_rope(kref, 1, D, at, 10000.0f, TG_ROPE_HALF);
                 for (int i = 0; i < D; i++) {
                     float dk = fabsf(kb[(s * H + h) * D + i] - kref[i]);
                     float dv = fabsf(vb[(s * H + h) * D + i] - vraw[pb[s] * HD + h * D + i]);
@@ -250,7 +255,7 @@ static void run_scenario(const scenario *sc, int T) {
             test_attend(c, layer, t, q, out_scalar, 1);
             tg_kvcache_set_simd(c, true);
             memcpy(qr, q, sizeof q);
-            tg_rope(qr, NH, D, g->reposition ? stored - 1 : t, 10000.0f, TG_ROPE_HALF);
+            tg_rope(qr, NH, D, g->slot_rope ? stored - 1 : t, 10000.0f, TG_ROPE_HALF);
             for (int64_t s = 0; s < stored; s++) vis[s] = pb[s] <= t && (window[layer] == 0 || t - pb[s] < window[layer]);
             naive_attend(qr, kb, vb, vis, stored, NH, H, D, want);
             float d = max_abs_diff(out, want, NH * D);
@@ -259,10 +264,10 @@ static void run_scenario(const scenario *sc, int T) {
         }
     }
     if (!(worst_k <= ktol && worst_v <= vtol && worst_att < 1e-4f))
-        fail_msg("K %s V %s G %d R %d sink %lld window %lld %s: worst |dK| %g (tol %g), |dV| %g (tol %g), "
+        fail_msg("K %s V %s G %d R %d sink %lld window %lld %s%s: worst |dK| %g (tol %g), |dV| %g (tol %g), "
                  "|d attention| %g (tol 1e-4)", tg_kv_precision_name(sc->kp), tg_kv_precision_name(sc->vp), sc->group,
                  sc->residual, (long long)sc->sink, (long long)sc->window, sc->reposition ? "reposition" : "vanilla",
-                 (double)worst_k, (double)ktol, (double)worst_v, (double)vtol, (double)worst_att);
+                 sc->slot_rope ? " (slot reference)" : "", (double)worst_k, (double)ktol, (double)worst_v, (double)vtol, (double)worst_att);
     free(kraw);
     free(vraw);
     free(kb);
@@ -272,18 +277,23 @@ static void run_scenario(const scenario *sc, int T) {
     tg_kvcache_free(c);
 }
 
-static void run_all_precisions(int group, int residual, int64_t sink, int64_t window, bool repo, int T) {
+static void run_all_precisions_as(int group, int residual, int64_t sink, int64_t window, bool repo, bool slot,
+                                  int T) {
     for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++) {
-        scenario sc = {(tg_kv_precision)kp, (tg_kv_precision)kp, group, residual, sink, window, repo};
+        scenario sc = {(tg_kv_precision)kp, (tg_kv_precision)kp, group, residual, sink, window, repo, slot};
         run_scenario(&sc, T);
     }
     /* mixed: quantised keys with plain values and the other way round */
     scenario mixed[] = {
-        {TG_KV_INT4, TG_KV_FP16, group, residual, sink, window, repo},
-        {TG_KV_BF16, TG_KV_INT2, group, residual, sink, window, repo},
-        {TG_KV_INT8, TG_KV_INT4, group, residual, sink, window, repo},
+        {TG_KV_INT4, TG_KV_FP16, group, residual, sink, window, repo, slot},
+        {TG_KV_BF16, TG_KV_INT2, group, residual, sink, window, repo, slot},
+        {TG_KV_INT8, TG_KV_INT4, group, residual, sink, window, repo, slot},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) run_scenario(&mixed[i], T);
+}
+
+static void run_all_precisions(int group, int residual, int64_t sink, int64_t window, bool repo, int T) {
+    run_all_precisions_as(group, residual, sink, window, repo, false, T);
 }
 
 static void test_unbounded_every_precision(void **state) {
@@ -308,6 +318,14 @@ static void test_streaming_reposition_every_precision(void **state) {
     run_all_precisions(8, 16, 3, 20, true, 90);
     run_all_precisions(8, 32, 0, 9, true, 60); /* no sinks; residual larger than the window */
     run_all_precisions(0, 0, 4, 12, true, 50);
+    run_all_precisions(4, 0, 3, 20, true, 70); /* sinks at their re-positioned place through many evictions */
+}
+
+/* The former scheme, kept as the reference the new one is proven against (test_rope_positions.c). */
+static void test_streaming_slot_reference_every_precision(void **state) {
+    (void)state;
+    run_all_precisions_as(8, 16, 3, 20, true, true, 90);
+    run_all_precisions_as(0, 0, 4, 12, true, true, 50);
 }
 
 /* ---- causal mask, sliding window, full cache ---------------------------------------------------------------- */
@@ -372,7 +390,7 @@ static void test_constant_and_zero_kv_finite(void **state) {
                     p.residual = 0;
                     p.window = 6;
                     p.sink = 2;
-                    p.reposition = repo;
+                    p.rope_positions = repo ? TG_ROPE_POSITIONS_REPOSITION : TG_ROPE_POSITIONS_ORIGINAL;
                     tg_error err = {0};
                     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                     assert_non_null(c);
@@ -452,7 +470,7 @@ static void test_eviction_geometry_sweep(void **state) {
                     tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
                     if (!c) fail_msg("%s", err.msg);
                     assert_true(c->g.max_stored <= 80);
-                    scenario sc = {TG_KV_INT8, TG_KV_INT8, G, rm * G, S, W, false};
+                    scenario sc = {TG_KV_INT8, TG_KV_INT8, G, rm * G, S, W, false, false};
                     for (int64_t t = 0; t < 3 * c->g.max_stored + 10; t++) {
                         /* value i of token t encodes t, so a wrong row is caught */
                         for (int i = 0; i < D; i++) v[i] = k[i] = (float)((t * 7 + i) % 11) / 11.0f;
@@ -553,7 +571,7 @@ static void test_memory_never_grows(void **state) {
         p.group_size = 8;
         p.residual = 16;
         p.window = 24;
-        p.reposition = kp % 2;
+        p.rope_positions = kp % 2 ? TG_ROPE_POSITIONS_DEFAULT : TG_ROPE_POSITIONS_ORIGINAL;
         tg_error err = {0};
         tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
         assert_non_null(c);
@@ -762,9 +780,10 @@ static void test_unbounded_whole_doubles(void **state) {
     }
 }
 
-/* Re-positioning with a window far beyond what is stored (issue 11, 4c): the RoPE table is capped at
- * TG_REPOSITION_TABLE_SLOTS instead of being built for the whole window up front, and the keys at slots past the
- * table are still rotated exactly as tg_rope rotates them at their slot. */
+/* Re-positioning with a window far beyond what is stored (issue 11, 4c): the default scheme builds no table at all
+ * (window keys rotated at their positions on append), and the slot_rope reference caps its table at
+ * TG_REPOSITION_TABLE_SLOTS instead of building it for the whole window up front; keys at slots past the table are
+ * still rotated exactly as tg_rope rotates them at their slot (== their position here, with no sinks). */
 static void test_reposition_table_capped(void **state) {
     (void)state;
     enum { D = 8 };
@@ -772,9 +791,14 @@ static void test_reposition_table_capped(void **state) {
     tg_cache_params p = tg_cache_default_params();
     p.window = (int64_t)1 << 24;
     p.sink = 0;
-    p.reposition = true;
+    p.rope_positions = TG_ROPE_POSITIONS_REPOSITION;
     tg_error err = {0};
-    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    tg_kvcache *d = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(d);
+    assert_null(d->rope_tab);
+    assert_null(d->sink_cos);
+    tg_kvcache_free(d);
+    tg_kvcache *c = tg_kvcache_new_slot_rope(&shape, &p, &err);
     assert_non_null(c);
     assert_int_equal(c->rope_tab->n_pos, TG_REPOSITION_TABLE_SLOTS);
     const int64_t T = TG_REPOSITION_TABLE_SLOTS + 40;
@@ -873,13 +897,15 @@ static void test_invalid_policies_have_codes(void **state) {
     expect_invalid(p, TG_ERR_CACHE_VALUE_PRECISION);
     p = d, p.residual_precision = TG_KV_INT4;
     expect_invalid(p, TG_ERR_CACHE_RESIDUAL_PRECISION);
+    p = d, p.window = 8, p.rope_positions = (tg_rope_positions)7;
+    expect_invalid(p, TG_ERR_OTHER);
     /* valid corners: sink 0 with a window, group 0 with any residual, re-positioning without a window */
     tg_cache_shape shape = small_shape(2, 4, 2, 16, 512);
     tg_error err = {0};
     tg_cache_params ok[4] = {d, d, d, d};
     ok[0].sink = 0, ok[0].window = 10;
     ok[1].group_size = 0, ok[1].residual = 100, ok[1].key_precision = TG_KV_INT4;
-    ok[2].reposition = true;
+    ok[2].rope_positions = TG_ROPE_POSITIONS_REPOSITION;
     ok[3].sink = 0; /* explicit 0 sinks and no window: nothing to keep, nothing wrong */
     for (int i = 0; i < 4; i++) {
         tg_kvcache *c = tg_kvcache_new(&shape, &ok[i], &err);
@@ -931,12 +957,13 @@ static void test_policy_string_and_names(void **state) {
     tg_cache_report r;
     tg_kvcache_report(c, 0, &r);
     assert_string_equal(r.policy, "K int4 / V int4 (KIVI, group 32, no residual: the newest group's keys on "
-                                  "provisional scales), StreamingLLM sink 4 + window 256 (vanilla RoPE; stored <= 291 "
+                                  "provisional scales), StreamingLLM sink 4 + window 256 (re-positioned RoPE; stored <= 291 "
                                   "with group slack), sinks fp16");
     assert_int_equal(r.capacity, 291);
     tg_kvcache_free(c);
-    /* KIVI's published setting, by flags */
+    /* KIVI's published setting, by flags, with the keys at their original positions */
     p.group_size = 32, p.residual = 128, p.residual_precision = TG_KV_FP32;
+    p.rope_positions = TG_ROPE_POSITIONS_ORIGINAL;
     c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     tg_kvcache_report(c, 0, &r);
@@ -951,8 +978,21 @@ static void test_policy_string_and_names(void **state) {
     assert_non_null(c);
     tg_kvcache_report(c, 0, &r);
     assert_string_equal(r.policy, "K int2 / V int2 (KIVI, group 16, residual 16 at fp16), StreamingLLM sink 4 + "
-                                  "window 256 (vanilla RoPE; stored <= 275 with group slack), sinks fp16");
+                                  "window 256 (re-positioned RoPE; stored <= 275 with group slack), sinks fp16");
     tg_kvcache_free(c);
+    /* unbounded: the default and original say nothing; re-positioning asked for says it does nothing */
+    p = tg_cache_default_params();
+    for (int rp = TG_ROPE_POSITIONS_DEFAULT; rp <= TG_ROPE_POSITIONS_ORIGINAL; rp++) {
+        p.rope_positions = (tg_rope_positions)rp;
+        c = tg_kvcache_new(&shape, &p, &err);
+        assert_non_null(c);
+        tg_kvcache_report(c, 0, &r);
+        assert_string_equal(r.policy, rp == TG_ROPE_POSITIONS_REPOSITION
+                                          ? "K fp32 / V fp32, unbounded (context 4096); re-positioning has no "
+                                            "effect without a window"
+                                          : "K fp32 / V fp32, unbounded (context 4096)");
+        tg_kvcache_free(c);
+    }
 
     for (int i = TG_KV_FP32; i <= TG_KV_INT2; i++) {
         tg_kv_precision back;
@@ -969,6 +1009,7 @@ static void test_policy_string_and_names(void **state) {
     assert_int_equal(d.residual, TG_KV_RESIDUAL_AUTO);
     assert_int_equal(d.residual_precision, TG_KV_FP16);
     assert_int_equal(d.window, 0);
+    assert_int_equal(d.rope_positions, TG_ROPE_POSITIONS_DEFAULT);
 }
 
 /* The cache table grows with n_tokens when unbounded and stops at the StreamingLLM bound. */
@@ -1068,6 +1109,7 @@ int main(void) {
         cmocka_unit_test(test_unbounded_every_precision),
         cmocka_unit_test(test_streaming_vanilla_every_precision),
         cmocka_unit_test(test_streaming_reposition_every_precision),
+        cmocka_unit_test(test_streaming_slot_reference_every_precision),
         cmocka_unit_test(test_future_tokens_and_window_masked),
         cmocka_unit_test(test_constant_and_zero_kv_finite),
         cmocka_unit_test(test_tiny_and_large_ranges_finite),

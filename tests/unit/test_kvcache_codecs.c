@@ -219,7 +219,7 @@ static void test_fp32_copy_equals_plain(void **state) {
     for (int policy = 0; policy < 3; policy++) {
         tg_cache_params p = tg_cache_default_params();
         if (policy > 0) p.window = 24, p.sink = 3;
-        if (policy == 2) p.reposition = true;
+        p.rope_positions = policy == 2 ? TG_ROPE_POSITIONS_REPOSITION : TG_ROPE_POSITIONS_ORIGINAL;
         tg_error err = {0};
         tg_kvcache *a = tg_kvcache_new(&shape, &p, &err);
         tg_kvcache *b = tg_kvcache_new_with_codecs(&shape, &p, "fp32-copy", "fp32-copy", &err);

@@ -194,7 +194,7 @@ static void check_chunk_identity(tg_dtype type, const pp_policy *pol, size_t n_p
         p.window = pol[i].window;
         p.group_size = pol[i].group;
         p.residual = pol[i].residual;
-        p.reposition = pol[i].reposition;
+        p.rope_positions = pol[i].reposition ? TG_ROPE_POSITIONS_DEFAULT : TG_ROPE_POSITIONS_ORIGINAL;
         p.quantize_sinks = pol[i].quantize_sinks;
         p.residual_precision = pol[i].residual_precision;
         float *one = pp_run(s, &p, ids, n, 1);
@@ -320,7 +320,9 @@ static void test_quantized_sinks(void **state) {
             p.group_size = 4;
             p.residual = 4;
             p.residual_precision = TG_KV_FP32; /* the sinks are read back exactly until they are quantised */
-            p.reposition = true; /* keys stored pre-RoPE: read back at their slot == their position here */
+            /* re-positioned sinks are kept pre-RoPE; read back for a query before any eviction, they sit at their
+             * own positions */
+            p.rope_positions = TG_ROPE_POSITIONS_REPOSITION;
             p.quantize_sinks = quant;
             tg_error err = {0};
             tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);

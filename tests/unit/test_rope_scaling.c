@@ -153,11 +153,11 @@ static void check_against_transformers(const char *name) {
     fprintf(stderr, "%s: max |logit - transformers| = %g over %d positions\n", name, d, N_POS);
     if (!(d <= TOL)) fail_msg("%s: max |diff| %g > %g", name, d, TOL);
 
-    /* re-positioning through the RoPE table, nothing evicted: the same bits */
+    /* re-positioned (the sinks rotated per query with the scaled frequencies), nothing evicted: the same bits */
     tg_cache_params cp = tg_cache_default_params();
     cp.sink = 4;
     cp.window = 256;
-    cp.reposition = true;
+    cp.rope_positions = TG_ROPE_POSITIONS_REPOSITION;
     float *rep = run_model(dir, ids, &cp);
     assert_memory_equal(rep, got, n * sizeof *got);
 

@@ -48,7 +48,8 @@ static void test_reset_gives_fresh_results(void **state) {
         tg_cache_params p = tg_cache_default_params();
         if (policy >= 1) p.key_precision = p.value_precision = policy == 4 ? TG_KV_INT2 : TG_KV_INT4;
         if (policy >= 2) p.window = 12; /* sinks 4 + 12: the history is evicted */
-        if (policy == 3) p.reposition = true;
+        /* policy 2: the keys at their original positions; 3: re-positioned (the default) */
+        p.rope_positions = policy == 2 ? TG_ROPE_POSITIONS_ORIGINAL : TG_ROPE_POSITIONS_DEFAULT;
         if (policy == 4) p.quantize_sinks = true;
         tg_error err = {0};
         tg_session *s = tg_session_new(m, &p, 1, &err);
