@@ -37,17 +37,17 @@ void tg_avx2_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q
 void tg_avx2_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
                        float *y, size_t ldy);
 
-/* The 32-element GGUF block types of ggml_blocks.h (gemv_ggml_avx2.c): float activations; the tile runs the decode
- * kernel per token. */
-#define TG_AVX2_DECLARE_GEMV_TILE(t)                                                                              \
+/* The 32-element GGUF block types of ggml_blocks.h (gemv_q32_avx2.c) against tg_q8x_block rows: x of the gemv is
+ * tg_q8x_block[cols / 32] (tg_gemv_fn), the prefill kernel takes n tokens' rows (tg_gemm_q8x_rows_fn). */
+#define TG_AVX2_DECLARE_Q32(t)                                                                                     \
     void tg_avx2_gemv_##t(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);   \
-    void tg_avx2_tile_##t(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,    \
-                          int64_t cols, float *y, size_t ldy);
-TG_AVX2_DECLARE_GEMV_TILE(q4_1)
-TG_AVX2_DECLARE_GEMV_TILE(q5_0)
-TG_AVX2_DECLARE_GEMV_TILE(q5_1)
-TG_AVX2_DECLARE_GEMV_TILE(iq4_nl)
-#undef TG_AVX2_DECLARE_GEMV_TILE
+    void tg_avx2_gemm_q8x_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,   \
+                              int64_t n, float *y, size_t ldy);
+TG_AVX2_DECLARE_Q32(q4_1)
+TG_AVX2_DECLARE_Q32(q5_0)
+TG_AVX2_DECLARE_Q32(q5_1)
+TG_AVX2_DECLARE_Q32(iq4_nl)
+#undef TG_AVX2_DECLARE_Q32
 
 /* The K-quants (gemv_kquant_avx2.c) against the tg_q8k_block form: x of the gemv is tg_q8k_block[cols / 256]
  * (tg_gemv_fn), the prefill kernel takes n tokens' super-blocks, token t's at xk + t * nsup (tg_gemm_q8k_fn). */

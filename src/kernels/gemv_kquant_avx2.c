@@ -24,7 +24,8 @@
 
 #define KQ_MAX_TOKENS 4 /* tokens per pass of the prefill kernel */
 
-static inline float f16_at(const uint8_t *p) { return tg_f16_to_f32(tg_ld16(p)); }
+/* fp16 at p as fp32 through F16C (util/half.h's portable conversion branches; the values are the same) */
+TG_INLINE float f16_at(const uint8_t *p) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(tg_ld16(p)))); }
 
 static inline uint32_t u32_at(const uint8_t *p) {
     uint32_t v;

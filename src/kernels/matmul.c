@@ -107,7 +107,7 @@ tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, vo
         tg_q8x_block *xq = scratch;
         for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
         a.xq = xq;
-        if (n > 1) {
+        if (n > 1 && !tg_weight_type_of(type)->gemm_q8x_rows) { /* its prefill kernel takes the rows as they are */
             tg_q8x_pack8 *xp = (tg_q8x_pack8 *)(void *)(xq + (size_t)n * (size_t)nb);
             for (int64_t g = 0; g * 8 < n; g++)
                 tg_pack8_q8x(xq + (size_t)g * 8 * (size_t)nb, nb, (int)(n - g * 8 < 8 ? n - g * 8 : 8), nb,
@@ -148,7 +148,8 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
         return;
     }
     if (quant) {
-        if (a->xp) wt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
+        if (wt->gemm_q8x_rows) wt->gemm_q8x_rows(wdata, rb, nr, a->xq, cols / TG_QK, a->n, y, ldy);
+        else if (a->xp) wt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
         else /* prepared for one token only: decode each token */
             for (int64_t t = 0; t < a->n; t++)
                 wt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);

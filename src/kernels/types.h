@@ -32,6 +32,9 @@ typedef void (*tg_tile_fn)(const uint8_t *w, size_t w_stride, int nr, const uint
 /* Prefill for TG_ACT_Q8X types: y[t * ldy + r] for r < nr, t < n, activations packed eight tokens wide. */
 typedef void (*tg_gemm_q8x_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb,
                                int64_t n, float *y, size_t ldy);
+/* Prefill for TG_ACT_Q8X types that take the activation rows as they are: token t's nb blocks at xq + t * nb. */
+typedef void (*tg_gemm_q8x_rows_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,
+                                    int64_t n, float *y, size_t ldy);
 /* Prefill for TG_ACT_Q8K types: y[t * ldy + r] for r < nr, t < n; token t's nsup super-blocks at xk + t * nsup. Each
  * weight super-block is read once for several tokens. */
 typedef void (*tg_gemm_q8k_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
@@ -54,12 +57,13 @@ typedef struct {
      * nearest (quant.h says how for the block types); NULL for a type tinygpt reads but never writes. */
     void (*encode_row)(const float *x, uint8_t *dst, int64_t n);
     /* The fast kernels: all NULL (the generic scalar path) or all that act needs (gemv + tile for TG_ACT_F32, gemv
-     * + gemm_q8x for TG_ACT_Q8X, gemv + gemm_q8k for TG_ACT_Q8K), so that prefill and decode follow one arithmetic
-     * order. */
+     * + gemm_q8x or gemm_q8x_rows for TG_ACT_Q8X, gemv + gemm_q8k for TG_ACT_Q8K), so that prefill and decode follow
+     * one arithmetic order. */
     tg_act_form act;
     tg_gemv_fn gemv;
     tg_tile_fn tile;
     tg_gemm_q8x_fn gemm_q8x;
+    tg_gemm_q8x_rows_fn gemm_q8x_rows;
     tg_gemm_q8k_fn gemm_q8k;
 } tg_weight_type;
 
