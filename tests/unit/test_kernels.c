@@ -515,6 +515,31 @@ static void test_matmul_rows_splits(void **state) {
     }
 }
 
+/* An activation prepared for another quantised form (the forward pass prepares a step's input once, for its first
+ * quantised weight): a K-quant weight against the Q8_0 form, and a Q8_0 weight against the K-quant form, take the
+ * exact reference path. */
+static void test_matmul_rows_other_form(void **state) {
+    (void)state;
+    rng_t r = {10};
+    const int64_t rows = 9, cols = 512;
+    const tg_dtype pairs[][2] = {{TG_DT_Q4_K, TG_DT_Q8_0}, {TG_DT_Q8_0, TG_DT_Q6_K}, {TG_DT_Q4_1, TG_DT_Q5_K}};
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        void *base;
+        tg_tensor w = {pairs[k][0], rows, cols, make_matrix(&r, pairs[k][0], rows, cols, 0, &base)};
+        float *x = make_vec(&r, cols), want[9], got[9];
+        const size_t sb = tg_act_scratch_bytes(1, cols);
+        uint8_t *scratch = malloc(sb + 1);
+        assert_non_null(scratch);
+        tg_act a = tg_act_prepare(pairs[k][1], x, 1, cols, sb ? scratch : NULL);
+        tg_matmul_rows(&w, &a, 0, rows, got, (size_t)rows);
+        tg_matvec_ref(&w, x, want);
+        assert_memory_equal(want, got, sizeof want);
+        free(scratch);
+        free(x);
+        free(base);
+    }
+}
+
 static void test_matmul_empty(void **state) {
     (void)state;
     float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
@@ -539,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_matvec_threaded_sizes),
         cmocka_unit_test(test_matmul_equals_matvecs),
         cmocka_unit_test(test_matmul_rows_splits),
+        cmocka_unit_test(test_matmul_rows_other_form),
         cmocka_unit_test(test_matmul_empty),
     };
     return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);
