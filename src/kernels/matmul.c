@@ -4,13 +4,15 @@
  * Precision: F32/F16/BF16 fast paths accumulate in fp32 over 8 lanes (error ~ cols/8 * 2^-24 * sum|w*x| at worst).
  * Q8_0/Q4_0 fast paths quantise the activations to 8 bits per 32-element block first (tg_q8x_block): each x[j]
  * moves by at most d/2 = max|x_block| / 254, so the result differs from the exact product by at most
- * sum_j |w_j| * d_block(j) / 2, plus fp32 rounding. The scalar reference dequantises W exactly and accumulates in
- * double.
+ * sum_j |w_j| * d_block(j) / 2, plus fp32 rounding; so do Q4_1/Q5_0/Q5_1/IQ4_NL. The K-quants (Q2_K..Q6_K) take
+ * 256-element blocks (tg_q8k_block), the same bound with d per 256 elements. The scalar reference dequantises W
+ * exactly and accumulates in double.
  *
  * Why the integer path for Q8_0/Q4_0 (bench/kernels.c, 4096 x 4096, one thread): decoding Q8_0 is memory-bound
  * either way (integer and dequantise-to-float-then-FMA both ~1.2 ms), Q4_0 decodes 1.75x faster with integers
  * (0.73 vs 1.28 ms), and prefill reaches 65-80 GFLOP/s against at most ~53 for the float types. matmul must match
- * matvec, so both use it. */
+ * matvec, so both use it. The GGUF block types gained the same 2-4x on decode and 3-10x on prefill over their
+ * float-activation kernels (docs/PERFORMANCE.md, K-quant files). */
 #include "kernels/matmul.h"
 
 #include <stdbool.h>
