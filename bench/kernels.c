@@ -12,6 +12,8 @@
  *      src/util/error.c src/util/thread_pool.c -o build/bench_kernels -lm && \
  *      build/bench_kernels [rows cols n_tokens threads pool_MiB]
  */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -37,7 +37,7 @@
 /* One thread's private buffers. */
 typedef struct {
     float *xb;      /* [max_chunk, max_in] a step's input: normalised x, or the combined attention output */
-    void *xq;       /* tg_act_scratch_bytes(max_chunk, max_in): that input quantised for Q8_0 / Q4_0 weights */
+    void *xq;       /* tg_act_scratch_bytes(max_chunk, max_in): that input quantised for Q8_0 / Q4_0 / K-quant weights */
     float *tmp;     /* [max_chunk, d_model] a unit's output before it is added to x */
     float *work;    /* [tg_kvcache_work_floats] attention piece work space */
 } thread_buf;
@@ -345,7 +345,7 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
 
 /* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised for the first
- * block type among types[] (if any). */
+ * block type among types[] (if any; a weight of another quantised form then takes the exact reference path). */
 typedef struct {
     const tg_forward *f;
     thread_buf *tb;
@@ -370,7 +370,7 @@ static void prep_norm(void *ctx, tg_act *a) {
     }
     for (int i = 0; i < c->n_types; i++) {
         *a = tg_act_prepare(c->types[i], in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
-        if (a->xq) break;
+        if (a->xq || a->xk) break;
     }
 }
 

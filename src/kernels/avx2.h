@@ -37,28 +37,35 @@ void tg_avx2_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q
 void tg_avx2_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
                        float *y, size_t ldy);
 
-/* The GGUF block types of ggml_blocks.h (gemv_ggml_avx2.c): float activations; the tile runs the decode kernel per
- * token. */
-#define TG_AVX2_DECLARE_GEMV_TILE(t)                                                                              \
+/* The 32-element GGUF block types of ggml_blocks.h (gemv_q32_avx2.c) against tg_q8x_block rows: x of the gemv is
+ * tg_q8x_block[cols / 32] (tg_gemv_fn), the prefill kernel takes n tokens' rows (tg_gemm_q8x_rows_fn). */
+#define TG_AVX2_DECLARE_Q32(t)                                                                                     \
     void tg_avx2_gemv_##t(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);   \
-    void tg_avx2_tile_##t(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,    \
-                          int64_t cols, float *y, size_t ldy);
-TG_AVX2_DECLARE_GEMV_TILE(q4_1)
-TG_AVX2_DECLARE_GEMV_TILE(q5_0)
-TG_AVX2_DECLARE_GEMV_TILE(q5_1)
-TG_AVX2_DECLARE_GEMV_TILE(q2_k)
-TG_AVX2_DECLARE_GEMV_TILE(q3_k)
-TG_AVX2_DECLARE_GEMV_TILE(q5_k)
-TG_AVX2_DECLARE_GEMV_TILE(q6_k)
-TG_AVX2_DECLARE_GEMV_TILE(iq4_nl)
-#undef TG_AVX2_DECLARE_GEMV_TILE
-void tg_avx2_gemv_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
-/* Q4_K takes the Q8 form (tg_q8x_block rows; packed groups for prefill): integer dot products per sub-block */
-void tg_avx2_gemm_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
-                       float *y, size_t ldy);
+    void tg_avx2_gemm_q8x_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,   \
+                              int64_t n, float *y, size_t ldy);
+TG_AVX2_DECLARE_Q32(q4_1)
+TG_AVX2_DECLARE_Q32(q5_0)
+TG_AVX2_DECLARE_Q32(q5_1)
+TG_AVX2_DECLARE_Q32(iq4_nl)
+#undef TG_AVX2_DECLARE_Q32
+
+/* The K-quants (gemv_kquant_avx2.c) against the tg_q8k_block form: x of the gemv is tg_q8k_block[cols / 256]
+ * (tg_gemv_fn), the prefill kernel takes n tokens' super-blocks, token t's at xk + t * nsup (tg_gemm_q8k_fn). */
+#define TG_AVX2_DECLARE_KQUANT(t)                                                                                  \
+    void tg_avx2_gemv_##t(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);   \
+    void tg_avx2_gemm_q8k_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup, \
+                              int64_t n, float *y, size_t ldy);
+TG_AVX2_DECLARE_KQUANT(q2_k)
+TG_AVX2_DECLARE_KQUANT(q3_k)
+TG_AVX2_DECLARE_KQUANT(q4_k)
+TG_AVX2_DECLARE_KQUANT(q5_k)
+TG_AVX2_DECLARE_KQUANT(q6_k)
+#undef TG_AVX2_DECLARE_KQUANT
 
 /* Bit-for-bit tg_quantize_q8x_ref (quant.h), eight lanes at a time. */
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
+/* Bit-for-bit tg_quantize_q8k_ref (quant.h). */
+void tg_avx2_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n);
 
 /* The vec.h primitives of the same names without the tg_ prefix's dispatch; identical contracts (any n, unaligned
  * pointers, scalar tails for n % 8). */

@@ -4,13 +4,15 @@
  * Precision: F32/F16/BF16 fast paths accumulate in fp32 over 8 lanes (error ~ cols/8 * 2^-24 * sum|w*x| at worst).
  * Q8_0/Q4_0 fast paths quantise the activations to 8 bits per 32-element block first (tg_q8x_block): each x[j]
  * moves by at most d/2 = max|x_block| / 254, so the result differs from the exact product by at most
- * sum_j |w_j| * d_block(j) / 2, plus fp32 rounding. The scalar reference dequantises W exactly and accumulates in
- * double.
+ * sum_j |w_j| * d_block(j) / 2, plus fp32 rounding; so do Q4_1/Q5_0/Q5_1/IQ4_NL. The K-quants (Q2_K..Q6_K) take
+ * 256-element blocks (tg_q8k_block), the same bound with d per 256 elements. The scalar reference dequantises W
+ * exactly and accumulates in double.
  *
  * Why the integer path for Q8_0/Q4_0 (bench/kernels.c, 4096 x 4096, one thread): decoding Q8_0 is memory-bound
  * either way (integer and dequantise-to-float-then-FMA both ~1.2 ms), Q4_0 decodes 1.75x faster with integers
  * (0.73 vs 1.28 ms), and prefill reaches 65-80 GFLOP/s against at most ~53 for the float types. matmul must match
- * matvec, so both use it. */
+ * matvec, so both use it. The GGUF block types gained the same 2-4x on decode and 3-10x on prefill over their
+ * float-activation kernels (docs/PERFORMANCE.md, K-quant files). */
 #include "kernels/matmul.h"
 
 #include <stdbool.h>
@@ -79,26 +81,35 @@ static void scalar_rows(const tg_weight_type *wt, const uint8_t *w, size_t ws, i
     }
 }
 
-/* Whether the fast kernels of `type` take the Q8 form of the activations (quantised by tg_act_prepare). */
-static bool is_quant(tg_dtype t) {
+/* The activation form the fast kernels of `t` take, TG_ACT_F32 when it has none (the generic path takes floats). */
+static tg_act_form fast_form(tg_dtype t) {
     const tg_weight_type *wt = tg_weight_type_of(t);
-    return wt && wt->act == TG_ACT_Q8X && wt->gemv;
+    return wt && wt->gemv ? wt->act : TG_ACT_F32;
 }
 
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
     if (!TG_HAVE_AVX2 || n <= 0 || cols < TG_QK) return 0;
     const size_t nb = (size_t)(cols / TG_QK), groups = (size_t)(n + 7) / 8;
-    return (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
+    const size_t q8x = (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
+    const size_t q8k = (size_t)n * (size_t)(cols / TG_Q8K_ELEMS) * sizeof(tg_q8k_block);
+    return q8x > q8k ? q8x : q8k; /* one form at a time */
 }
 
 tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch) {
-    tg_act a = {.x = x, .xq = NULL, .xp = NULL, .n = n, .cols = cols};
-    if (TG_HAVE_AVX2 && is_quant(type) && scratch) {
+    tg_act a = {.x = x, .xq = NULL, .xp = NULL, .xk = NULL, .n = n, .cols = cols};
+    const tg_act_form form = fast_form(type);
+    if (TG_HAVE_AVX2 && form == TG_ACT_Q8K && scratch) {
+        const int64_t nsup = cols / TG_Q8K_ELEMS;
+        tg_q8k_block *xk = scratch;
+        for (int64_t t = 0; t < n; t++)
+            tg_quantize_q8k(x + (size_t)t * (size_t)cols, xk + (size_t)t * (size_t)nsup, nsup * TG_Q8K_ELEMS);
+        a.xk = xk;
+    } else if (TG_HAVE_AVX2 && form == TG_ACT_Q8X && scratch) {
         const int64_t nb = cols / TG_QK;
         tg_q8x_block *xq = scratch;
         for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
         a.xq = xq;
-        if (n > 1) {
+        if (n > 1 && !tg_weight_type_of(type)->gemm_q8x_rows) { /* its prefill kernel takes the rows as they are */
             tg_q8x_pack8 *xp = (tg_q8x_pack8 *)(void *)(xq + (size_t)n * (size_t)nb);
             for (int64_t g = 0; g * 8 < n; g++)
                 tg_pack8_q8x(xq + (size_t)g * 8 * (size_t)nb, nb, (int)(n - g * 8 < 8 ? n - g * 8 : 8), nb,
@@ -116,7 +127,8 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
     const size_t rb = tg_row_bytes(w->type, cols);
     const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * rb;
     const int64_t nr = r1 - r0;
-    if (wt->act == TG_ACT_Q8X && (!wt->gemv || !a->xq)) { /* not prepared (or no kernels): the exact reference */
+    const bool unprepared = (wt->act == TG_ACT_Q8X && !a->xq) || (wt->act == TG_ACT_Q8K && !a->xk);
+    if (wt->act != TG_ACT_F32 && (!wt->gemv || unprepared)) { /* no kernels, or x not in their form: exact reference */
         for (int64_t t = 0; t < a->n; t++) {
             tg_tensor part = {w->type, nr, cols, wdata};
             tg_matvec_ref(&part, a->x + (size_t)t * (size_t)cols, y + (size_t)t * ldy);
@@ -129,11 +141,17 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
     }
     const bool quant = wt->act == TG_ACT_Q8X;
     if (a->n == 1) {
-        wt->gemv(wdata, rb, nr, quant ? (const void *)a->xq : (const void *)a->x, cols, y);
+        const void *x = wt->act == TG_ACT_Q8K ? (const void *)a->xk : quant ? (const void *)a->xq : (const void *)a->x;
+        wt->gemv(wdata, rb, nr, x, cols, y);
+        return;
+    }
+    if (wt->act == TG_ACT_Q8K) {
+        wt->gemm_q8k(wdata, rb, nr, a->xk, cols / TG_Q8K_ELEMS, a->n, y, ldy);
         return;
     }
     if (quant) {
-        if (a->xp) wt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
+        if (wt->gemm_q8x_rows) wt->gemm_q8x_rows(wdata, rb, nr, a->xq, cols / TG_QK, a->n, y, ldy);
+        else if (a->xp) wt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
         else /* prepared for one token only: decode each token */
             for (int64_t t = 0; t < a->n; t++)
                 wt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);
@@ -198,7 +216,7 @@ static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, tg_pool *p
 
 void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, tg_pool *pool) {
     if (n <= 0 || w->rows <= 0) return;
-    const size_t scratch_bytes = is_quant(w->type) ? tg_act_scratch_bytes(n, w->cols) : 0;
+    const size_t scratch_bytes = fast_form(w->type) != TG_ACT_F32 ? tg_act_scratch_bytes(n, w->cols) : 0;
     void *scratch = scratch_bytes ? malloc(scratch_bytes) : NULL;
     /* without scratch (no AVX2, or out of memory) quantised weights take the exact reference path */
     tg_act a = tg_act_prepare(w->type, x, n, w->cols, scratch);

@@ -15,6 +15,7 @@
  *   F32 / F16 / BF16: fp32 accumulation, error below about 2^-24 * cols/8 * sum_j |w_j x_j|.
  *   Q8_0 / Q4_0: x is first quantised to 8 bits per 32-element block (integer dot products, as llama.cpp), which
  *   adds at most sum_j |w_j| * max|x_block(j)| / 254 on top of the fp32 rounding.
+ *   Q2_K..Q6_K: the same with 256-element activation blocks (tg_q8k_block): at most sum_j |w_j| * max|x_sup(j)| / 254.
  * Threads: the members of `pool` (the production team, util/thread_pool.h; NULL = the calling thread alone)
  * split the rows; products smaller than about 128K multiply-adds run on the calling thread. Results do not depend
  * on the team's size. */
@@ -33,14 +34,15 @@ typedef struct {
     const float *x;                 /* [n, cols] */
     const tg_q8x_block *xq;     /* [n, cols / 32]: x quantised for Q8_0 / Q4_0 weights; NULL otherwise */
     const tg_q8x_pack8 *xp;     /* [ceil(n / 8), cols / 32]: the same, eight tokens interleaved (n > 1 only) */
+    const tg_q8k_block *xk;     /* [n, cols / 256]: x quantised for the K-quant weights; NULL otherwise */
     int64_t n, cols;
 } tg_act;
 
 /* Bytes of scratch tg_act_prepare may need for n rows of cols columns (0 when no kernel needs any). */
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols);
-/* Prepares x [n, cols] for weights of `type`: for Q8_0 / Q4_0 quantises every row into scratch
- * (tg_act_scratch_bytes(n, cols) bytes, 4-byte aligned; NULL scratch leaves xq NULL and the block types then take
- * the exact reference path). Never allocates. The result points into x and scratch. */
+/* Prepares x [n, cols] for weights of `type`: for Q8_0 / Q4_0 quantises every row into scratch as xq (and xp), for
+ * the K-quants as xk (tg_act_scratch_bytes(n, cols) bytes, 4-byte aligned; NULL scratch leaves xq and xk NULL and
+ * those types then take the exact reference path, as does a weight whose form the activation was not prepared in). Never allocates. The result points into x and scratch. */
 tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch);
 /* Y[t * ldy + (r - r0)] = row r of W . activation t for r in [r0, r1), t < a->n, on the calling thread; a was
  * prepared for w->type and w->cols. One activation (n == 1) takes the decode kernels, more take the prefill tiles;

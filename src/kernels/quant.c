@@ -64,6 +64,31 @@ void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n) {
     }
 }
 
+void tg_quantize_q8k_ref(const float *x, tg_q8k_block *dst, int64_t n) {
+    for (int64_t b = 0; b < n / TG_Q8K_ELEMS; b++, x += TG_Q8K_ELEMS) {
+        float amax = 0.0f;
+        for (int j = 0; j < TG_Q8K_ELEMS; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        dst[b].d = amax / 127.0f;
+        for (int g = 0; g < TG_Q8K_ELEMS / 16; g++) {
+            int sum = 0;
+            for (int j = 16 * g; j < 16 * g + 16; j++) {
+                dst[b].q[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
+                sum += dst[b].q[j];
+            }
+            dst[b].bsums[g] = (int16_t)sum; /* |sum| <= 16 * 127 */
+        }
+    }
+}
+
+void tg_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n) {
+#if TG_HAVE_AVX2
+    tg_avx2_quantize_q8k(x, dst, n);
+#else
+    tg_quantize_q8k_ref(x, dst, n);
+#endif
+}
+
 void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
 #if TG_HAVE_AVX2
     tg_avx2_quantize_q8x(x, dst, n);

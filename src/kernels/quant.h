@@ -1,4 +1,5 @@
-/* quant.h — the Q8_0 / Q4_0 block formats: quantising and dequantising rows, and the Q8 form of activations. */
+/* quant.h — the Q8_0 / Q4_0 block formats: quantising and dequantising rows, and the Q8 forms of activations (32-element
+ * blocks for Q8_0 / Q4_0, 256-element super-blocks for the K-quants). */
 #ifndef TG_KERNELS_QUANT_H
 #define TG_KERNELS_QUANT_H
 
@@ -40,6 +41,17 @@ typedef struct {
     int32_t sum[8];
 } tg_q8x_pack8; /* 320 bytes */
 
+/* One 256-element super-block of an activation vector quantised for the K-quant weights (Q2_K..Q6_K): one fp32
+ * scale for the 256 elements (d = max|x| / 127, q = round-half-even(x / d), so |x[j] - d * q[j]| <= d / 2) and the
+ * sums of the codes of each 16-element group, which the K-quants' offsets and mins multiply (their sub-blocks are 16
+ * or 32 elements, always whole groups). The integer dot products of a super-block stay exact in int32. */
+#define TG_Q8K_ELEMS 256
+typedef struct {
+    float d;
+    int16_t bsums[TG_Q8K_ELEMS / 16]; /* bsums[g] = q[16g] + ... + q[16g + 15] */
+    int8_t q[TG_Q8K_ELEMS];
+} tg_q8k_block; /* 292 bytes */
+
 /* Interleaves the blocks of nt <= 8 rows (row t's blocks at src + t * stride blocks) into nb packs at dst. */
 void tg_pack8_q8x(const tg_q8x_block *src, int64_t stride, int nt, int64_t nb, tg_q8x_pack8 *dst);
 
@@ -55,5 +67,10 @@ void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n);
 void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n);
 /* Same result bit for bit as tg_quantize_q8x_ref, vectorised when AVX2 is available. */
 void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
+
+/* Quantises x[n] (n a multiple of 256) into n/256 super-blocks (see tg_q8k_block); scalar reference. */
+void tg_quantize_q8k_ref(const float *x, tg_q8k_block *dst, int64_t n);
+/* Same result bit for bit as tg_quantize_q8k_ref, vectorised when AVX2 is available. */
+void tg_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n);
 
 #endif

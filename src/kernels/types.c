@@ -100,9 +100,13 @@ static void encode_q4_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_r
 /* ---- the table ---- */
 
 #if TG_HAVE_AVX2
-#define FAST(gemv, tile, gemm) gemv, tile, gemm
+#define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL
+#define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL
+#define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t
 #else
-#define FAST(gemv, tile, gemm) NULL, NULL, NULL
+#define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL
+#define FAST_X(t) NULL, NULL, NULL, NULL, NULL
+#define FAST_K(t) NULL, NULL, NULL, NULL, NULL
 #endif
 
 static const tg_weight_type table[TG_DT_COUNT] = {
@@ -119,30 +123,33 @@ static const tg_weight_type table[TG_DT_COUNT] = {
     [TG_DT_Q4_0] = {"Q4_0", 2, NULL, TG_QK, sizeof(tg_block_q4_0), 2, decode_q4_0, non_finite_q4_0,
                     encode_q4_0, TG_ACT_Q8X,
                     FAST(tg_avx2_gemv_q4_0, NULL, tg_avx2_gemm_q4_0)},
-    /* the GGUF block types (ggml_blocks.h): read, never written */
-#define GGML_ROW(T, NAME, NUM, ELEMS, BYTES, dec, nf, fast) \
-    [T] = {NAME, NUM, NULL, ELEMS, BYTES, 1, dec, nf, NULL, TG_ACT_F32, fast}
-    GGML_ROW(TG_DT_Q4_1, "Q4_1", 3, 32, TG_Q4_1_BYTES, tg_decode_q4_1, tg_non_finite_q4_1,
-             FAST(tg_avx2_gemv_q4_1, tg_avx2_tile_q4_1, NULL)),
-    GGML_ROW(TG_DT_Q5_0, "Q5_0", 6, 32, TG_Q5_0_BYTES, tg_decode_q5_0, tg_non_finite_q5_0,
-             FAST(tg_avx2_gemv_q5_0, tg_avx2_tile_q5_0, NULL)),
-    GGML_ROW(TG_DT_Q5_1, "Q5_1", 7, 32, TG_Q5_1_BYTES, tg_decode_q5_1, tg_non_finite_q5_1,
-             FAST(tg_avx2_gemv_q5_1, tg_avx2_tile_q5_1, NULL)),
-    GGML_ROW(TG_DT_Q2_K, "Q2_K", 10, TG_QK_K, TG_Q2_K_BYTES, tg_decode_q2_k, tg_non_finite_q2_k,
-             FAST(tg_avx2_gemv_q2_k, tg_avx2_tile_q2_k, NULL)),
-    GGML_ROW(TG_DT_Q3_K, "Q3_K", 11, TG_QK_K, TG_Q3_K_BYTES, tg_decode_q3_k, tg_non_finite_q3_k,
-             FAST(tg_avx2_gemv_q3_k, tg_avx2_tile_q3_k, NULL)),
-    /* Q4_K: integer dot products against the Q8 form of the activations (one q8x block per 32-element sub-block) */
-    [TG_DT_Q4_K] = {"Q4_K", 12, NULL, TG_QK_K, TG_Q4_K_BYTES, 1, tg_decode_q4_k, tg_non_finite_q4_k, NULL, TG_ACT_Q8X,
-                    FAST(tg_avx2_gemv_q4_k, NULL, tg_avx2_gemm_q4_k)},
-    GGML_ROW(TG_DT_Q5_K, "Q5_K", 13, TG_QK_K, TG_Q5_K_BYTES, tg_decode_q5_k, tg_non_finite_q5_k,
-             FAST(tg_avx2_gemv_q5_k, tg_avx2_tile_q5_k, NULL)),
-    GGML_ROW(TG_DT_Q6_K, "Q6_K", 14, TG_QK_K, TG_Q6_K_BYTES, tg_decode_q6_k, tg_non_finite_q6_k,
-             FAST(tg_avx2_gemv_q6_k, tg_avx2_tile_q6_k, NULL)),
-    GGML_ROW(TG_DT_IQ4_NL, "IQ4_NL", 20, 32, TG_IQ4_NL_BYTES, tg_decode_iq4_nl, tg_non_finite_iq4_nl,
-             FAST(tg_avx2_gemv_iq4_nl, tg_avx2_tile_iq4_nl, NULL)),
+    /* the GGUF block types (ggml_blocks.h): read, never written; integer dot products against the quantised
+     * activations, the 32-element ones against tg_q8x_block rows (gemv_q32_avx2.c), the K-quants against the
+     * tg_q8k_block form (gemv_kquant_avx2.c) */
+#define GGML_ROW(T, NAME, NUM, ELEMS, BYTES, dec, nf, act, fast) \
+    [T] = {NAME, NUM, NULL, ELEMS, BYTES, 1, dec, nf, NULL, act, fast}
+    GGML_ROW(TG_DT_Q4_1, "Q4_1", 3, 32, TG_Q4_1_BYTES, tg_decode_q4_1, tg_non_finite_q4_1, TG_ACT_Q8X,
+             FAST_X(q4_1)),
+    GGML_ROW(TG_DT_Q5_0, "Q5_0", 6, 32, TG_Q5_0_BYTES, tg_decode_q5_0, tg_non_finite_q5_0, TG_ACT_Q8X,
+             FAST_X(q5_0)),
+    GGML_ROW(TG_DT_Q5_1, "Q5_1", 7, 32, TG_Q5_1_BYTES, tg_decode_q5_1, tg_non_finite_q5_1, TG_ACT_Q8X,
+             FAST_X(q5_1)),
+    GGML_ROW(TG_DT_Q2_K, "Q2_K", 10, TG_QK_K, TG_Q2_K_BYTES, tg_decode_q2_k, tg_non_finite_q2_k, TG_ACT_Q8K,
+             FAST_K(q2_k)),
+    GGML_ROW(TG_DT_Q3_K, "Q3_K", 11, TG_QK_K, TG_Q3_K_BYTES, tg_decode_q3_k, tg_non_finite_q3_k, TG_ACT_Q8K,
+             FAST_K(q3_k)),
+    GGML_ROW(TG_DT_Q4_K, "Q4_K", 12, TG_QK_K, TG_Q4_K_BYTES, tg_decode_q4_k, tg_non_finite_q4_k, TG_ACT_Q8K,
+             FAST_K(q4_k)),
+    GGML_ROW(TG_DT_Q5_K, "Q5_K", 13, TG_QK_K, TG_Q5_K_BYTES, tg_decode_q5_k, tg_non_finite_q5_k, TG_ACT_Q8K,
+             FAST_K(q5_k)),
+    GGML_ROW(TG_DT_Q6_K, "Q6_K", 14, TG_QK_K, TG_Q6_K_BYTES, tg_decode_q6_k, tg_non_finite_q6_k, TG_ACT_Q8K,
+             FAST_K(q6_k)),
+    GGML_ROW(TG_DT_IQ4_NL, "IQ4_NL", 20, 32, TG_IQ4_NL_BYTES, tg_decode_iq4_nl, tg_non_finite_iq4_nl, TG_ACT_Q8X,
+             FAST_X(iq4_nl)),
 #undef GGML_ROW
 };
+#undef FAST_K
+#undef FAST_X
 #undef FAST
 
 const tg_weight_type *tg_weight_type_of(tg_dtype type) {

@@ -19,10 +19,11 @@
 typedef enum {
     TG_ACT_F32 = 0, /* float rows */
     TG_ACT_Q8X,     /* tg_q8x_block rows (and tg_q8x_pack8 groups for prefill); block_elems a multiple of TG_QK */
+    TG_ACT_Q8K,     /* tg_q8k_block rows (the K-quants); block_elems a multiple of TG_Q8K_ELEMS */
 } tg_act_form;
 
 /* Decode kernel: y[r] = dot(row r of W, x) for r < nr, row r at w + r * w_stride bytes (any alignment); x is
- * float[cols] (TG_ACT_F32) or tg_q8x_block[cols / 32] (TG_ACT_Q8X). */
+ * float[cols] (TG_ACT_F32), tg_q8x_block[cols / 32] (TG_ACT_Q8X) or tg_q8k_block[cols / 256] (TG_ACT_Q8K). */
 typedef void (*tg_gemv_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
 /* Prefill tile for TG_ACT_F32 types: y[t * ldy + r] = dot(row r of W, activation t) for r < nr <= 4, t < nt <= 4;
  * activation t is float[cols] at x + t * x_stride bytes. */
@@ -30,6 +31,13 @@ typedef void (*tg_tile_fn)(const uint8_t *w, size_t w_stride, int nr, const uint
                            int64_t cols, float *y, size_t ldy);
 /* Prefill for TG_ACT_Q8X types: y[t * ldy + r] for r < nr, t < n, activations packed eight tokens wide. */
 typedef void (*tg_gemm_q8x_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb,
+                               int64_t n, float *y, size_t ldy);
+/* Prefill for TG_ACT_Q8X types that take the activation rows as they are: token t's nb blocks at xq + t * nb. */
+typedef void (*tg_gemm_q8x_rows_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,
+                                    int64_t n, float *y, size_t ldy);
+/* Prefill for TG_ACT_Q8K types: y[t * ldy + r] for r < nr, t < n; token t's nsup super-blocks at xk + t * nsup. Each
+ * weight super-block is read once for several tokens. */
+typedef void (*tg_gemm_q8k_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
                                int64_t n, float *y, size_t ldy);
 
 typedef struct {
@@ -49,11 +57,14 @@ typedef struct {
      * nearest (quant.h says how for the block types); NULL for a type tinygpt reads but never writes. */
     void (*encode_row)(const float *x, uint8_t *dst, int64_t n);
     /* The fast kernels: all NULL (the generic scalar path) or all that act needs (gemv + tile for TG_ACT_F32, gemv
-     * + gemm_q8x for TG_ACT_Q8X), so that prefill and decode follow one arithmetic order. */
+     * + gemm_q8x or gemm_q8x_rows for TG_ACT_Q8X, gemv + gemm_q8k for TG_ACT_Q8K), so that prefill and decode follow
+     * one arithmetic order. */
     tg_act_form act;
     tg_gemv_fn gemv;
     tg_tile_fn tile;
     tg_gemm_q8x_fn gemm_q8x;
+    tg_gemm_q8x_rows_fn gemm_q8x_rows;
+    tg_gemm_q8k_fn gemm_q8k;
 } tg_weight_type;
 
 /* The row of `type`; NULL if type is not a tg_dtype below TG_DT_COUNT. */

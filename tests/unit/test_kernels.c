@@ -2,9 +2,10 @@
  *
  * Tolerances (E = sum_j |w_j x_j| of the row being checked):
  *   fast F32/F16/BF16 vs reference:            |diff| <= 1e-5 * E  (fp32 accumulation of <= 300 terms needs ~5e-6)
- *   fast Q8_0/Q4_0 vs reference (exact x):      |diff| <= sum_j |w_j| * d_x(j) / 2 * 1.001 + 1e-5 * E, d_x the
- *                                               activation block scale (the integer path's x-quantisation bound)
- *   fast Q8_0/Q4_0 vs exact product with the quantised x (AVX2 only): |diff| <= 1e-5 * E
+ *   fast Q8_0/Q4_0/K-quants vs reference (exact x): |diff| <= sum_j |w_j| * d_x(j) / 2 * 1.001 + 1e-5 * E, d_x
+ *                                               the activation block scale (32 elements for Q8_0/Q4_0, 256 for the
+ *                                               K-quants: the integer path's x-quantisation bound)
+ *   fast Q8_0/Q4_0/K-quants vs exact product with the quantised x (AVX2 only): |diff| <= 1e-5 * E
  *   matmul vs n matvecs, any split of the rows: bit-identical (one arithmetic order per output in every kernel)
  *   dequantisation of hand-made blocks:         exact. */
 #include <math.h>
@@ -121,7 +122,7 @@ static double abs_dot(const tg_tensor *w, int64_t r, const float *x, float *tmp)
 
 /* Whether the fast kernels of t take quantised activations (the x-quantisation bound applies), and whether t stores
  * blocks (cols a multiple of 32). */
-static bool is_quant(tg_dtype t) { return tg_weight_type_of(t)->act == TG_ACT_Q8X; }
+static bool is_quant(tg_dtype t) { return tg_weight_type_of(t)->act != TG_ACT_F32; }
 /* A row length for t: `scalar` for the scalar types, `blocked` (a multiple of 32) for the 32-element block types, one
  * to three 256-element super-blocks (chosen by blocked) for the K-quants. */
 static int64_t cols_for(tg_dtype t, int64_t blocked, int64_t scalar) {
@@ -276,31 +277,84 @@ static void test_quantize_q8x_simd_matches_ref(void **state) {
     free(x);
 }
 
-/* ---- matvec / matmul ------------------------------------------------------------------------------------------ */
-
-/* The x-quantisation error bound for row r: sum_j |w_j| * d_x(j) / 2. */
-static double xq_bound(const tg_tensor *w, int64_t r, const float *x, float *tmp) {
-    int64_t nb = w->cols / TG_QK;
-    tg_q8x_block *xq = malloc((size_t)nb * sizeof *xq);
-    assert_non_null(xq);
-    tg_quantize_q8x_ref(x, xq, w->cols);
-    tg_tensor_get_row(w, r, tmp);
-    double bnd = 0.0;
-    for (int64_t j = 0; j < w->cols; j++) bnd += fabs((double)tmp[j]) * xq[j / TG_QK].d * 0.5;
-    free(xq);
-    return bnd;
+/* The K-quants' activation form: the vectorised quantiser equals the reference bit for bit (zero, tiny and huge
+ * blocks included), the 16-code sums are the sums of the codes, and every element is within d / 2. */
+static void test_quantize_q8k_simd_matches_ref(void **state) {
+    (void)state;
+    rng_t r = {9};
+    enum { N = 256 * 5 };
+    float *x = make_vec(&r, N);
+    for (int i = 0; i < 256; i++) x[i] = 0.0f;
+    for (int i = 256; i < 512; i++) x[i] = (i % 2 ? 1.0f : -1.0f) * 1e-30f;
+    x[700] = -1e30f;
+    tg_q8k_block *a = malloc(N / 256 * sizeof *a), *b = malloc(N / 256 * sizeof *b);
+    assert_true(a && b);
+    tg_quantize_q8k_ref(x, a, N);
+    tg_quantize_q8k(x, b, N);
+    for (int i = 0; i < N / 256; i++) {
+        assert_true(a[i].d == b[i].d);
+        assert_memory_equal(a[i].q, b[i].q, 256);
+        assert_memory_equal(a[i].bsums, b[i].bsums, sizeof a[i].bsums);
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) sum += a[i].q[16 * g + j];
+            assert_int_equal(a[i].bsums[g], sum);
+        }
+        for (int j = 0; j < 256; j++) {
+            float xe = x[256 * i + j], xq = a[i].d * (float)a[i].q[j];
+            assert_true(fabsf(xe - xq) <= 0.5f * a[i].d * 1.0001f);
+        }
+    }
+    assert_true(a[0].d == 0.0f);
+    free(a);
+    free(b);
+    free(x);
 }
 
-/* Exact product of row r with the quantised x (what the integer path computes up to fp32 rounding). */
-static double dot_with_qx(const tg_tensor *w, int64_t r, const float *x, float *tmp) {
-    int64_t nb = w->cols / TG_QK;
+/* ---- matvec / matmul ------------------------------------------------------------------------------------------ */
+
+/* x as the integer path of w's type sees it: each element's dequantised activation code and its block scale (the
+ * reference quantisers of the activation form: tg_q8x_block or, for the K-quants, tg_q8k_block). */
+static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *dx) {
+    if (tg_weight_type_of(w->type)->act == TG_ACT_Q8K) {
+        const int64_t nb = w->cols / TG_Q8K_ELEMS;
+        tg_q8k_block *xk = malloc((size_t)nb * sizeof *xk);
+        assert_non_null(xk);
+        tg_quantize_q8k_ref(x, xk, w->cols);
+        for (int64_t j = 0; j < w->cols; j++) {
+            const tg_q8k_block *b = &xk[j / TG_Q8K_ELEMS];
+            dx[j] = b->d;
+            xd[j] = (double)b->d * b->q[j % TG_Q8K_ELEMS];
+        }
+        free(xk);
+        return;
+    }
+    const int64_t nb = w->cols / TG_QK;
     tg_q8x_block *xq = malloc((size_t)nb * sizeof *xq);
     assert_non_null(xq);
     tg_quantize_q8x_ref(x, xq, w->cols);
-    tg_tensor_get_row(w, r, tmp);
-    double s = 0.0;
-    for (int64_t j = 0; j < w->cols; j++) s += (double)tmp[j] * ((double)xq[j / TG_QK].d * xq[j / TG_QK].q[j % TG_QK]);
+    for (int64_t j = 0; j < w->cols; j++) {
+        dx[j] = xq[j / TG_QK].d;
+        xd[j] = (double)xq[j / TG_QK].d * xq[j / TG_QK].q[j % TG_QK];
+    }
     free(xq);
+}
+
+/* The x-quantisation error bound for row r: sum_j |w_j| * d_x(j) / 2 (*bound), and the exact product of row r with
+ * the quantised x, what the integer path computes up to fp32 rounding (returned). */
+static double dot_with_qx(const tg_tensor *w, int64_t r, const float *x, float *tmp, double *bound) {
+    double *xd = malloc((size_t)w->cols * sizeof *xd), *dx = malloc((size_t)w->cols * sizeof *dx);
+    assert_true(xd && dx);
+    quantised_x(w, x, xd, dx);
+    tg_tensor_get_row(w, r, tmp);
+    double s = 0.0, bnd = 0.0;
+    for (int64_t j = 0; j < w->cols; j++) {
+        s += (double)tmp[j] * xd[j];
+        bnd += fabs((double)tmp[j]) * dx[j] * 0.5;
+    }
+    free(xd);
+    free(dx);
+    *bound = bnd;
     return s;
 }
 
@@ -324,8 +378,9 @@ static void check_matvec(rng_t *r, tg_dtype type, int64_t rows, int64_t cols) {
         double e = abs_dot(&w, i, x, tmp);
         double tol = 1e-5 * e;
         if (is_quant(type) && TG_HAVE_AVX2) {
-            tol += xq_bound(&w, i, x, tmp) * 1.001;
-            double exact_q = dot_with_qx(&w, i, x, tmp);
+            double bound;
+            double exact_q = dot_with_qx(&w, i, x, tmp, &bound);
+            tol += bound * 1.001;
             if (fabs(y1[i] - exact_q) > 1e-5 * e)
                 fail_msg("%s %lldx%lld row %lld: fast %.9g vs exact-with-quantised-x %.9g", tg_dtype_name(type),
                          (long long)rows, (long long)cols, (long long)i, (double)y1[i], exact_q);
@@ -460,6 +515,31 @@ static void test_matmul_rows_splits(void **state) {
     }
 }
 
+/* An activation prepared for another quantised form (the forward pass prepares a step's input once, for its first
+ * quantised weight): a K-quant weight against the Q8_0 form, and a Q8_0 weight against the K-quant form, take the
+ * exact reference path. */
+static void test_matmul_rows_other_form(void **state) {
+    (void)state;
+    rng_t r = {10};
+    const int64_t rows = 9, cols = 512;
+    const tg_dtype pairs[][2] = {{TG_DT_Q4_K, TG_DT_Q8_0}, {TG_DT_Q8_0, TG_DT_Q6_K}, {TG_DT_Q4_1, TG_DT_Q5_K}};
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        void *base;
+        tg_tensor w = {pairs[k][0], rows, cols, make_matrix(&r, pairs[k][0], rows, cols, 0, &base)};
+        float *x = make_vec(&r, cols), want[9], got[9];
+        const size_t sb = tg_act_scratch_bytes(1, cols);
+        uint8_t *scratch = malloc(sb + 1);
+        assert_non_null(scratch);
+        tg_act a = tg_act_prepare(pairs[k][1], x, 1, cols, sb ? scratch : NULL);
+        tg_matmul_rows(&w, &a, 0, rows, got, (size_t)rows);
+        tg_matvec_ref(&w, x, want);
+        assert_memory_equal(want, got, sizeof want);
+        free(scratch);
+        free(x);
+        free(base);
+    }
+}
+
 static void test_matmul_empty(void **state) {
     (void)state;
     float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
@@ -477,12 +557,14 @@ int main(void) {
         cmocka_unit_test(test_float_types_get_row),
         cmocka_unit_test(test_quantize_rows_roundtrip),
         cmocka_unit_test(test_quantize_q8x_simd_matches_ref),
+        cmocka_unit_test(test_quantize_q8k_simd_matches_ref),
         cmocka_unit_test(test_matvec_float_types),
         cmocka_unit_test(test_matvec_quant_types),
         cmocka_unit_test(test_matvec_ggml_types),
         cmocka_unit_test(test_matvec_threaded_sizes),
         cmocka_unit_test(test_matmul_equals_matvecs),
         cmocka_unit_test(test_matmul_rows_splits),
+        cmocka_unit_test(test_matmul_rows_other_form),
         cmocka_unit_test(test_matmul_empty),
     };
     return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);

@@ -29,12 +29,16 @@ static void test_rows_consistent(void **state) {
         assert_int_equal(tg_row_bytes((tg_dtype)t, wt->block_elems * 3), 3 * wt->block_bytes);
         if (wt->block_elems > 1) assert_int_equal(tg_row_bytes((tg_dtype)t, wt->block_elems + 1), 0);
         if (wt->act == TG_ACT_Q8X) assert_int_equal(wt->block_elems % TG_QK, 0);
+        if (wt->act == TG_ACT_Q8K) assert_int_equal(wt->block_elems % TG_Q8K_ELEMS, 0);
         /* all fast kernels or none */
-        const bool any = wt->gemv || wt->tile || wt->gemm_q8x;
+        const bool any = wt->gemv || wt->tile || wt->gemm_q8x || wt->gemm_q8x_rows || wt->gemm_q8k;
         if (any) {
             assert_non_null(wt->gemv);
-            if (wt->act == TG_ACT_F32) assert_true(wt->tile && !wt->gemm_q8x);
-            else assert_true(wt->gemm_q8x && !wt->tile);
+            const int n_prefill = !!wt->tile + !!wt->gemm_q8x + !!wt->gemm_q8x_rows + !!wt->gemm_q8k;
+            assert_int_equal(n_prefill, 1); /* exactly the prefill kernel of its activation form */
+            if (wt->act == TG_ACT_F32) assert_non_null(wt->tile);
+            else if (wt->act == TG_ACT_Q8X) assert_true(wt->gemm_q8x || wt->gemm_q8x_rows);
+            else assert_non_null(wt->gemm_q8k);
         }
         tg_dtype back;
         if (wt->ggml_type >= 0) {
