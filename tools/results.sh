@@ -10,7 +10,10 @@
 #   tinygpt perplexity (YOCO)                 the YOCO variant against the standard model, bytes and perplexity
 # A "## Soak" section already in RESULTS.md (another tool's) is kept as it is, at the end.
 #
-# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN]
+# The section on TinyStories-656K, a model nobody here trained (tools/results_tinystories.sh), comes before Soak.
+#
+# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN] [--section tinystories]
+#   --section tinystories   run only that section's jobs and replace only its block in RESULTS.md
 #   --quick     small token counts (a smoke run of the pipeline; the numbers are not the published ones)
 #   --jobs N    perplexity runs in parallel, one thread each (default 2: the two cores of the reference machine)
 # Intermediate files go to build/results/ and build/long_context/; runs whose output is newer than the model and the
@@ -26,12 +29,14 @@ bos_model=models/experiments/tinygpt-bos.gguf
 bin=./tinygpt
 jobs=2
 quick=0
+section=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --tinygpt) bin=$2; shift 2 ;;
+    --section) section=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "results.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -98,6 +103,20 @@ wait_all() { wait; }
 
 # get NAME KEY: a value from a summary.
 get() { awk -v k="$2" '$1 == k {print $2; exit}' "$work/$1.txt" 2>/dev/null; }
+
+# shellcheck source=tools/results_tinystories.sh
+. tools/results_tinystories.sh
+case $section in
+"") ;;
+tinystories)
+    [ -f "$out_md" ] || { echo "results.sh: $out_md not found (--section needs a RESULTS.md to splice into)" >&2; exit 1; }
+    ts_jobs || exit 1
+    ts_splice "$out_md" || exit 1
+    echo "results.sh: replaced the TinyStories section of $out_md ($(((SECONDS - t_start) / 60)) min)" >&2
+    exit 0
+    ;;
+*) echo "results.sh: unknown section '$section' (known: tinystories)" >&2; exit 2 ;;
+esac
 
 # ---- the within-context table: each policy against fp32 unbounded, valid.txt in 512-token windows -----------------
 # rows: "name|label|flags"
@@ -188,6 +207,8 @@ for r in "${yoco_rows[@]}"; do
     job "std-$name" "$text" "$max" $flags
 done
 wait_all
+
+ts_jobs
 
 # ---- the greedy-match table ---------------------------------------------------------------------------------------
 echo "results.sh: greedy-match tables" >&2
@@ -514,6 +535,7 @@ ${gpu_ppl:-–}.
 
 $(for p in fp32 int8 int4 int2; do [ -f "$plots/perplexity-vs-position-$p.svg" ] && printf '![perplexity vs position, %s](results/perplexity-vs-position-%s.svg)\n\n' "$p" "$p"; done)
 EOF
+[ -s "$work/ts-ctx-valid-fp32.txt" ] && { echo; ts_block; }
 if [ -n "$soak" ]; then
     echo
     echo "$soak"
