@@ -2,8 +2,7 @@
 # bench/build-llamacpp.sh — builds the peer, llama.cpp, from the complete upstream source that the npm package
 # node-llama-cpp@3.21.1 ships as a git bundle, into bench/.peer/ (git-ignored), once; later calls reuse the build.
 # Prints the directory holding llama-bench, llama-completion, llama-perplexity, llama-tokenize, llama-quantize and
-# llama-server on stdout (progress
-# goes to stderr). Only benchmarks use it; no test does.
+# llama-server on stdout (progress goes to stderr). Only benchmarks and tools/ scripts use it; no test does.
 #
 #   TG_LLAMACPP_DIR=/path/to/llama.cpp   reuse an existing checkout whose build/bin has these tools
 #   TG_LLAMACPP_JOBS=N                   parallel compile jobs (default 2; the build takes about 20 minutes)

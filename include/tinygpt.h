@@ -224,6 +224,25 @@ int64_t tg_session_position(const tg_session *s);
 int64_t tg_session_remaining(const tg_session *s);
 void tg_session_cache_report(const tg_session *s, tg_cache_report *r);
 
+/* The attention-sink meter (docs/kvcache.md, "The attention-sink meter"): where each head's softmax mass goes, over
+ * everything the session evaluates after tg_session_meter_attention. A query's visible tokens are counted in
+ * position order (the held sinks, then the held window, oldest first); the ranges are the first 1, 4 and 16 of them
+ * and the newest 16 (the query's own token included). Queries that see fewer than 2 * 16 tokens are not summed
+ * (their ranges overlap), only counted. */
+#define TG_ATTN_RANGES 4 /* first 1, first 4, first 16, newest 16 */
+typedef struct {
+    int n_layers, n_heads;
+    const double *share_sum; /* [n_layers][n_heads][TG_ATTN_RANGES]: each range's share of the mass, summed over
+                              * the summed queries */
+    const int64_t *queries;  /* [n_layers] queries summed */
+    const int64_t *skipped;  /* [n_layers] queries not summed (fewer than 32 visible tokens) */
+} tg_attention_stats;
+/* Turns the meter on (its buffers are allocated here, once; evaluation stays allocation-free). It costs one branch
+ * per attention piece while off. False (err filled) when memory runs out. */
+bool tg_session_meter_attention(tg_session *s, tg_error *err);
+/* The meter's sums so far (pointers into the session, valid until its next eval or free); false when it is off. */
+bool tg_session_attention_stats(const tg_session *s, tg_attention_stats *out);
+
 /* ---- sampler ---------------------------------------------------------------------------------------------------- */
 
 typedef struct {

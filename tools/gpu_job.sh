@@ -2,14 +2,14 @@
 # Runs on the GPU machine: trains the bundled model and builds the fixtures side by side, then packs the results
 # into $OUT (at most 8 files of 16 MiB). Expects .device/corpus.tar.xz (tools/.corpus/train packed as corpus/train)
 # and .device/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} next to the checkout.
-# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship|yoco|sinks
+# Usage, from the repository root: bash tools/gpu_job.sh smoke|full|flagship|yoco|sinks|long-sinks
 # (flagship: only the bundled model, trained twice side by side for --max-epochs 6 and 10; the run with the lower
 # final validation loss is packed, the other's metrics.json and loss.csv come back too.
 # yoco: only the YOCO variant (issue #7, docs/yoco.md) with the flagship's tokenizer and settings, 6 epochs capped at
 # 150 s of training, the whole run capped at $YOCO_LIMIT seconds (default 290); packs yoco-misc.tar.gz, the GGUF in
 # 15 MB parts, logs.txt — or, when no GGUF was written, the fp32 safetensors in parts so it can be exported here.)
 set -u
-mode=${1:?smoke, full, flagship, yoco or sinks}
+mode=${1:?smoke, full, flagship, yoco, sinks or long-sinks}
 out=${OUT:?OUT must be set}
 work=/tmp/tg
 rm -rf "$work" && mkdir -p "$work"
@@ -32,6 +32,26 @@ if [ "$mode" = sinks ]; then
     [ -f "$s/tinygpt-bos.gguf" ] && split -b 15m -d "$s/tinygpt-bos.gguf" "$out/tinygpt-bos.gguf.part" &&
         sha256sum "$s/tinygpt-bos.gguf" | tee -a "$work/env.txt"
     cp "$s/metrics.json" "$out/bos-metrics.json" 2>/dev/null
+    cat "$work/env.txt" "$work/train.log" > "$out/logs.txt"
+    tail -n 30 "$work/train.log"
+    ls -la "$out"
+    exit 0
+fi
+if [ "$mode" = long-sinks ]; then
+    # issue #18's try: the flagship's recipe with a longer context (1024; batch 32, so a step is the recipe's 32,768
+    # tokens), BOS as every training window's first token and more steps (up to 10 epochs in 360 s); does it grow
+    # attention sinks (tinygpt perplexity --attention-stats) and does window-only attention then collapse past the
+    # context? Packs the GGUF in 15 MB parts, metrics.json, loss.csv and the log
+    s=$work/long-sinks
+    timeout "${LONG_SINKS_LIMIT:-520}" python3 tools/train.py "${common[@]}" --name tinygpt-bos1024 --bos-first \
+        --ctx 1024 --batch 32 --tokenizer models/flagship-hf/tokenizer.json --out "$s" --max-epochs 10 \
+        --time-budget 360 \
+        > "$work/train.log" 2>&1
+    echo "train rc=$?" | tee -a "$work/env.txt"
+    [ -f "$s/tinygpt-bos1024.gguf" ] && split -b 15m -d "$s/tinygpt-bos1024.gguf" "$out/tinygpt-bos1024.gguf.part" &&
+        sha256sum "$s/tinygpt-bos1024.gguf" | tee -a "$work/env.txt"
+    cp "$s/metrics.json" "$out/long-sinks-metrics.json" 2>/dev/null
+    cp "$s/loss.csv" "$out/long-sinks-loss.csv" 2>/dev/null
     cat "$work/env.txt" "$work/train.log" > "$out/logs.txt"
     tail -n 30 "$work/train.log"
     ls -la "$out"

@@ -138,3 +138,12 @@ void tg_session_cache_report(const tg_session *s, tg_cache_report *r) {
 }
 
 int tg_session_threads(const tg_session *s) { return s ? tg_forward_threads(s->fwd) : 0; }
+
+bool tg_session_meter_attention(tg_session *s, tg_error *err) {
+    if (!s) return tg_fail(err, "no session");
+    return tg_forward_meter_on(s->fwd, err);
+}
+
+bool tg_session_attention_stats(const tg_session *s, tg_attention_stats *out) {
+    return s && out && tg_forward_meter(s->fwd, out);
+}

@@ -3,7 +3,8 @@
  * the cache as it stands after tokens < t were appended (quantised, evicted and re-positioned exactly as in
  * generation: the forward pass appends and attends token by token inside a chunk, so chunking changes nothing).
  * Prints perplexity, mean NLL, tokens/s; optionally per-position NLL as CSV, and the KL divergence and top-1
- * agreement against a base cache (fp32 by default) with the same length policy, run in lockstep. */
+ * agreement against a base cache (fp32 by default) with the same length policy, run in lockstep; optionally the
+ * attention-sink meter (where each head's softmax mass goes, attention_meter.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/attention_meter.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/interrupt.h"
@@ -43,19 +45,28 @@ static const char USAGE[] =
     "                          from an empty cache (sliding window with recomputation); use with --every\n"
     "  --no-context-limit      an unbounded cache holds the whole text, at RoPE positions beyond the training\n"
     "                          context (for the long-context experiment)\n"
+    "  --context N             tokens an unbounded cache holds, and so the length of the independent segments,\n"
+    "                          instead of the model's context (for a model whose file states more than it was\n"
+    "                          trained on)\n"
     "  --chunk N               tokens per session call (default 64; 1 = token by token, same numbers)\n"
     "  --threads N             worker threads, 0 = all cores (default 0)\n"
+    "  --attention-stats       the attention-sink meter: per layer and head, the mean share of the softmax mass on\n"
+    "                          the first 1 / 4 / 16 tokens the query sees (held sinks first, then the held window,\n"
+    "                          oldest first) and on the newest 16, over the queries that see at least 32 tokens\n"
+    "                          (attn_summary, attn_head lines after the summary; docs/kvcache.md)\n"
+    "  --attention-csv PATH    the meter's per-head numbers as CSV (layer,head,queries,first1,first4,first16,\n"
+    "                          newest16); implies --attention-stats\n"
     "  --quiet                 no progress line on stderr\n"
     "\n";
 
 typedef struct {
-    const char *model_path, *text_path, *csv_path;
+    const char *model_path, *text_path, *csv_path, *attn_csv_path;
     int64_t max_tokens; /* 0 = all */
     int64_t every;
     int64_t recompute;  /* window of the recomputation oracle, 0 = off */
     int64_t chunk;
     int threads;
-    bool ids_file, no_context_limit, quiet;
+    bool ids_file, no_context_limit, quiet, attention;
     bool kl;
     tg_kv_precision base_precision;
     tg_cache_params cache;
@@ -69,11 +80,11 @@ static double now_s(void) {
 
 /* Parses the flags into a; returns TG_EXIT_OK to go on, -1 for --help, or the status to exit with. */
 static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
-    int64_t max_tokens = 0, every = 1, recompute = 0, chunk = 64, threads = 0;
-    const char *csv = NULL;
-    bool ids = false, no_limit = false, quiet = false;
+    int64_t max_tokens = 0, every = 1, recompute = 0, chunk = 64, threads = 0, context = 0;
+    const char *csv = NULL, *attn_csv = NULL;
+    bool ids = false, no_limit = false, quiet = false, attention = false;
     tg_kv_precision base = TG_KV_FP32;
-    enum { O_MAX, O_IDS, O_CSV, O_KL, O_EVERY, O_RECOMP, O_NOLIMIT, O_CHUNK, O_THREADS, O_QUIET, O_OWN };
+    enum { O_MAX, O_IDS, O_CSV, O_KL, O_EVERY, O_RECOMP, O_NOLIMIT, O_CHUNK, O_THREADS, O_QUIET, O_ATTN, O_ATTN_CSV, O_CONTEXT, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_MAX] = {.name = "--max-tokens", .kind = TG_OPT_INT, .dest = &max_tokens, .lo = 2, .hi = INT64_MAX},
         [O_IDS] = {.name = "--ids", .kind = TG_OPT_FLAG, .dest = &ids},
@@ -86,6 +97,9 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
         [O_CHUNK] = {.name = "--chunk", .kind = TG_OPT_INT, .dest = &chunk, .lo = 1, .hi = 4096},
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_QUIET] = {.name = "--quiet", .kind = TG_OPT_FLAG, .dest = &quiet},
+        [O_ATTN] = {.name = "--attention-stats", .kind = TG_OPT_FLAG, .dest = &attention},
+        [O_ATTN_CSV] = {.name = "--attention-csv", .kind = TG_OPT_STRING, .dest = &attn_csv},
+        [O_CONTEXT] = {.name = "--context", .kind = TG_OPT_INT, .dest = &context, .lo = 1, .hi = INT32_MAX},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -108,12 +122,18 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
     a->ids_file = ids;
     a->no_context_limit = no_limit;
     a->quiet = quiet;
+    a->attention = attention || attn_csv;
+    a->attn_csv_path = attn_csv;
     a->kl = o[O_KL].seen;
     a->base_precision = base;
     a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    if (context > 0) a->cache.context = context;
     if (recompute > 0 && (a->cache.window > 0 || a->cache.budget_bytes > 0))
         return tg_usage_error("perplexity", "--recompute-window re-runs each window from an empty cache: it does not "
                                             "combine with --streaming-llm-window or --kv-budget");
+    if (recompute > 0 && a->attention)
+        return tg_usage_error("perplexity", "--attention-stats meters one pass over the text: it does not combine "
+                                            "with --recompute-window");
     if (recompute > 0 && no_limit)
         return tg_usage_error("perplexity", "--recompute-window and --no-context-limit do not combine: the window "
                                             "must fit the context");
@@ -259,6 +279,7 @@ typedef struct {
     bool tty;
     tg_cache_report rep, rep_base; /* of the first sessions, for the summary */
     bool have_rep;
+    tg_attention_totals attn;      /* --attention-stats: the meter's totals over the test sessions */
 } ppl_eval;
 
 /* Scores the token at `index` (given `context` tokens before it in its cache) from its logits rows. */
@@ -328,6 +349,12 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
     if (!st) return false;
     tg_cache_report rep;
     tg_session_cache_report(st, &rep);
+    tg_error merr = {0};
+    if (e->a->attention && !tg_session_meter_attention(st, &merr)) {
+        tg_runtime_error("%s", merr.msg);
+        tg_session_free(st);
+        return false;
+    }
     if (e->a->kl) {
         sb = new_session(e, true, &rep);
         if (!sb) {
@@ -369,6 +396,8 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
         done += c;
         progress(e, false);
     }
+    tg_attention_stats stats;
+    if (e->a->attention && tg_session_attention_stats(st, &stats)) tg_attention_totals_add(&e->attn, &stats);
     tg_session_free(sb);
     tg_session_free(st);
     return ok;
@@ -445,6 +474,7 @@ static void print_summary(const ppl_eval *e, size_t n_tokens, size_t n_bytes, do
     printf("tokens_per_s    %.1f (%" PRId64 " tokens in %.2f s%s)\n", e->t_test > 0 ? (double)e->fed / e->t_test : 0.0,
            e->fed, e->t_test, a->kl ? ", base session not counted" : "");
     printf("seconds         %.2f\n", seconds);
+    if (a->attention) tg_attention_totals_print(stdout, &e->attn);
 }
 
 int tg_cmd_perplexity(int argc, char **argv) {
@@ -497,7 +527,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
         .ids = ids,
         .n_ids = (int64_t)n_ids,
         .vocab = tg_vocab_size(model),
-        .context = info.context_length,
+        .context = a.cache.context > 0 ? a.cache.context : info.context_length,
         .params = a.cache,
         .tty = isatty(STDERR_FILENO),
     };
@@ -505,7 +535,8 @@ int tg_cmd_perplexity(int argc, char **argv) {
     const int64_t rows = a.recompute > 0 ? 1 : a.chunk;
     e.lt = malloc((size_t)rows * (size_t)e.vocab * sizeof(float));
     e.lb = a.kl ? malloc((size_t)rows * (size_t)e.vocab * sizeof(float)) : NULL;
-    if (!e.lt || (a.kl && !e.lb)) {
+    if (!e.lt || (a.kl && !e.lb) ||
+        (a.attention && !tg_attention_totals_init(&e.attn, info.n_layers, info.n_heads))) {
         ok = false;
         tg_runtime_error("out of memory");
     }
@@ -516,6 +547,14 @@ int tg_cmd_perplexity(int argc, char **argv) {
             tg_runtime_error("%s: %s", a.csv_path, strerror(errno));
         } else {
             fputs(a.kl ? "index,context,token,nll,kl,top1\n" : "index,context,token,nll\n", e.csv);
+        }
+    }
+    FILE *attn_csv = NULL; /* opened before the evaluation, so that a bad path fails before any work */
+    if (ok && a.attn_csv_path) {
+        attn_csv = fopen(a.attn_csv_path, "w");
+        if (!attn_csv) {
+            ok = false;
+            tg_runtime_error("%s: %s", a.attn_csv_path, strerror(errno));
         }
     }
     if (ok) {
@@ -533,7 +572,15 @@ int tg_cmd_perplexity(int argc, char **argv) {
         ok = false;
         tg_runtime_error("interrupted before any token was scored");
     }
+    if (attn_csv) {
+        const bool wrote = !ok || tg_attention_totals_csv(attn_csv, &e.attn);
+        if ((fclose(attn_csv) != 0 || !wrote) && ok) {
+            ok = false;
+            tg_runtime_error("writing %s: %s", a.attn_csv_path, strerror(errno));
+        }
+    }
     if (ok) print_summary(&e, n_all, whole ? 0 : n_bytes, now_s() - t_start);
+    tg_attention_totals_free(&e.attn);
     free(e.lt);
     free(e.lb);
     free(ids);

@@ -67,7 +67,16 @@ struct tg_forward {
     int64_t max_steps;
     thread_buf *tb; /* [n_threads] */
     tg_pool *pool;  /* the team of n_threads that runs every call */
+    /* the attention-sink meter; mass == NULL: off */
+    float *mass;        /* [n_layers, max_chunk, n_kv_heads, TG_ATTN_MAX_SPLITS, gq * TG_MASS_FLOATS] the pieces' masses */
+    int64_t *mass_vis;  /* [n_layers, max_chunk] tokens each query saw */
+    int *mass_splits;   /* [n_layers, max_chunk] its shares */
+    double *mass_share; /* [gq * TG_MASS_RANGES] one kv-head's combined shares */
+    double *share_sum;  /* [n_layers, n_heads, TG_MASS_RANGES] */
+    int64_t *queries, *skipped; /* [n_layers] */
 };
+
+_Static_assert(TG_MASS_RANGES == TG_ATTN_RANGES, "the meter's ranges: kvcache.h and tinygpt.h agree");
 
 static float *alloc_rows(int rows, int64_t cols) { return calloc((size_t)rows * (size_t)cols, sizeof(float)); }
 
@@ -152,6 +161,13 @@ void tg_forward_free(tg_forward *f) {
     free(f->parts);
     free(f->splits);
     free(f->steps);
+    free(f->mass);
+    free(f->mass_vis);
+    free(f->mass_splits);
+    free(f->mass_share);
+    free(f->share_sum);
+    free(f->queries);
+    free(f->skipped);
     tg_pool_free(f->pool);
     free(f);
 }
@@ -377,6 +393,76 @@ static void attn_prepare(team *tm, tg_forward *f, tg_kvcache *cache, int l, bool
     step_end(tm, 1);
 }
 
+/* The meter's record of a piece that just ran (its scores still in work). */
+static void meter_piece(tg_forward *f, const tg_kvcache *cache, int l, int t, int64_t pos, int h, int s,
+                        const float *part, const float *work) {
+    const tg_hparams *hp = &f->m->hp;
+    const size_t gq = (size_t)(hp->n_heads / hp->n_kv_heads), lt = (size_t)l * (size_t)f->max_chunk + (size_t)t;
+    float *mass = f->mass + ((lt * (size_t)hp->n_kv_heads + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * gq *
+                                TG_MASS_FLOATS;
+    const int64_t vis = tg_kvcache_piece_mass(cache, l, pos + t, h, s, f->splits[t], part, work, mass);
+    if (s == 0 && h == 0) {
+        f->mass_vis[lt] = vis;
+        f->mass_splits[lt] = f->splits[t];
+    }
+}
+
+/* The meter's sums over the n tokens of the call that just ended. */
+static void meter_sum(tg_forward *f, const tg_kvcache *cache, int n) {
+    const tg_hparams *hp = &f->m->hp;
+    const int H = hp->n_kv_heads, gq = hp->n_heads / hp->n_kv_heads;
+    for (int l = 0; l < hp->n_layers; l++)
+        for (int t = 0; t < n; t++) {
+            const size_t lt = (size_t)l * (size_t)f->max_chunk + (size_t)t;
+            if (f->mass_vis[lt] < 2 * TG_MASS_NEWEST) {
+                f->skipped[l]++;
+                continue;
+            }
+            f->queries[l]++;
+            for (int h = 0; h < H; h++) {
+                const float *mass = f->mass + (lt * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * (size_t)gq * TG_MASS_FLOATS;
+                tg_kvcache_mass_combine(cache, mass, f->mass_splits[lt], f->mass_share);
+                double *sum = f->share_sum + ((size_t)l * (size_t)hp->n_heads + (size_t)h * (size_t)gq) * TG_MASS_RANGES;
+                for (int i = 0; i < gq * TG_MASS_RANGES; i++) sum[i] += f->mass_share[i];
+            }
+        }
+}
+
+bool tg_forward_meter_on(tg_forward *f, tg_error *err) {
+    if (f->mass) return true;
+    const tg_hparams *hp = &f->m->hp;
+    const size_t L = (size_t)hp->n_layers, T = (size_t)f->max_chunk, gq = (size_t)(hp->n_heads / hp->n_kv_heads);
+    f->mass = calloc(L * T * (size_t)hp->n_kv_heads * TG_ATTN_MAX_SPLITS * gq * TG_MASS_FLOATS, sizeof(float));
+    f->mass_vis = calloc(L * T, sizeof *f->mass_vis);
+    f->mass_splits = calloc(L * T, sizeof *f->mass_splits);
+    f->mass_share = calloc(gq * TG_MASS_RANGES, sizeof *f->mass_share);
+    f->share_sum = calloc(L * (size_t)hp->n_heads * TG_MASS_RANGES, sizeof *f->share_sum);
+    f->queries = calloc(L, sizeof *f->queries);
+    f->skipped = calloc(L, sizeof *f->skipped);
+    if (f->mass && f->mass_vis && f->mass_splits && f->mass_share && f->share_sum && f->queries && f->skipped)
+        return true;
+    free(f->mass_vis);
+    free(f->mass_splits);
+    free(f->mass_share);
+    free(f->share_sum);
+    free(f->queries);
+    free(f->skipped);
+    free(f->mass);
+    f->mass = NULL;
+    return tg_fail(err, "out of memory for the attention meter");
+}
+
+bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out) {
+    *out = (tg_attention_stats){0};
+    if (!f->mass) return false;
+    out->n_layers = f->m->hp.n_layers;
+    out->n_heads = f->m->hp.n_heads;
+    out->share_sum = f->share_sum;
+    out->queries = f->queries;
+    out->skipped = f->skipped;
+    return true;
+}
+
 /* The pieces of tokens [t0, t1): units (token, kv-head, share). */
 static void attn_pieces(team *tm, tg_forward *f, const tg_kvcache *cache, int l, int t0, int t1, int64_t pos,
                         float *work) {
@@ -391,6 +477,7 @@ static void attn_pieces(team *tm, tg_forward *f, const tg_kvcache *cache, int l,
             float *part =
                 f->parts + (((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * f->part_floats;
             tg_kvcache_attend_piece(cache, l, pos + t, f->q + t * qd, h, s, f->splits[t], part, work);
+            if (f->mass) meter_piece(f, cache, l, t, pos, h, s, part, work);
         }
         finish(tm);
     }
@@ -500,6 +587,7 @@ void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int 
 
     chunk_call c = {f, cache, n, pos, logits_all, logits_last, serial_attn};
     tg_pool_run(f->pool, chunk_thread, &c);
+    if (f->mass) meter_sum(f, cache, n);
     if (logits_all && logits_last)
         memcpy(logits_last, logits_all + (int64_t)(n - 1) * vocab, (size_t)vocab * sizeof(float));
 }

@@ -18,6 +18,12 @@ void tg_forward_free(tg_forward *f);
 /* The size of the forward's thread team (>= 1; may be smaller than asked when the system refused threads). */
 int tg_forward_threads(const tg_forward *f);
 
+/* The attention-sink meter (tinygpt.h's tg_attention_stats): turns it on, allocating its buffers once; false (err
+ * filled) when memory runs out. Each call then sums, after its pool run, every query's shares. */
+bool tg_forward_meter_on(tg_forward *f, tg_error *err);
+/* The meter's sums (NULL fields and false when it is off). */
+bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out);
+
 /* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk) on the forward's team of n_threads (one pool run): matrix-matrix
  * projections for the chunk, attention through the cache (token by token where a later append could change what an
  * earlier token sees), so the result is bit-for-bit that of decoding the tokens one at a time, whatever the thread

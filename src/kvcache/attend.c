@@ -224,6 +224,10 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
     return t;
 }
 
+/* Where a piece's scores start in its work space: after the tile [BLK][D], the grid [2D], the folded queries [gq][D]
+ * and their biases [gq]. */
+static int64_t scores_offset(int64_t D, int gq) { return BLK * D + 2 * D + (int64_t)gq * (D + 1); }
+
 void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const float *q_rot, int h, int split,
                              int n_split, float *part, float *work) {
     view vw;
@@ -235,7 +239,7 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     const int64_t s0 = split == 0 ? vw.s0 : 0, s1 = split == 0 ? vw.s1 : -1;
     const float *qh = q_rot + (int64_t)h * gq * D;
     /* work: tile [BLK][D], grid [2D], folded queries [gq][D] + biases [gq], scores [gq][max_stored] */
-    float *tile = work, *grid = tile + BLK * D, *qfold = grid + 2 * D, *sc = qfold + (int64_t)gq * (D + 1);
+    float *tile = work, *grid = tile + BLK * D, *qfold = grid + 2 * D, *sc = work + scores_offset(D, gq);
 
     const int64_t nt = sweep(&vw, h, true, s0, s1, a, b, qh, sc, ld, NULL, tile, grid, qfold);
     float *o = part + 2 * gq; /* part: m[gq], l[gq], o[gq][D] */
@@ -286,5 +290,62 @@ void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_sp
             tg_axpy_f32(w, p + 2 * gq + (int64_t)i * D, oi, D);
         }
         tg_scale_f32(oi, (float)(1.0 / den), D);
+    }
+}
+
+/* ---- the attention-sink meter --------------------------------------------------------------------------------- */
+
+int64_t tg_kvcache_piece_mass(const tg_kvcache *c, int layer, int64_t pos, int h, int split, int n_split,
+                              const float *part, const float *work, float *mass) {
+    (void)h;
+    view vw;
+    make_view(c, layer, pos, &vw);
+    const int64_t D = c->g.head_dim, ld = c->g.max_stored;
+    const int gq = vw.gq;
+    const int64_t len = span(vw.lo, vw.hi), ns = span(vw.s0, vw.s1), nvis = ns + len;
+    const int64_t a = vw.lo + len * split / n_split, b = vw.lo + len * (split + 1) / n_split - 1;
+    /* the piece's token t is visible token first + t (share 0 holds the sinks, then the oldest non-sink tokens) */
+    const int64_t first = split == 0 ? 0 : ns + (a - vw.lo);
+    const int64_t nt = (split == 0 ? ns : 0) + span(a, b);
+    const float *sc = work + scores_offset(D, gq); /* the piece's scores, now exp(score - m) */
+    static const int64_t first_n[3] = {1, 4, 16};
+    for (int i = 0; i < gq; i++) {
+        const float *si = sc + (int64_t)i * ld;
+        float *mi = mass + (int64_t)i * TG_MASS_FLOATS;
+        mi[0] = part[i];
+        mi[1] = part[gq + i];
+        for (int r = 0; r < 3; r++) { /* visible tokens [0, first_n[r]) */
+            double s = 0.0;
+            for (int64_t t = 0; t < nt && first + t < first_n[r]; t++) s += si[t];
+            mi[2 + r] = (float)s;
+        }
+        double s = 0.0; /* visible tokens [nvis - 16, nvis) */
+        for (int64_t t = nt - 1; t >= 0 && first + t >= nvis - TG_MASS_NEWEST; t--) s += si[t];
+        mi[5] = (float)s;
+    }
+    return nvis;
+}
+
+void tg_kvcache_mass_combine(const tg_kvcache *c, const float *mass, int n_split, double *shares) {
+    const int gq = c->g.n_heads / c->g.n_kv_heads;
+    const size_t pf = (size_t)gq * TG_MASS_FLOATS;
+    for (int i = 0; i < gq; i++) {
+        float M = -INFINITY;
+        for (int s = 0; s < n_split; s++) {
+            const float *p = mass + (size_t)s * pf + (size_t)i * TG_MASS_FLOATS;
+            if (p[1] != 0.0f && p[0] > M) M = p[0];
+        }
+        double *out = shares + (size_t)i * TG_MASS_RANGES;
+        for (int r = 0; r < TG_MASS_RANGES; r++) out[r] = 0.0;
+        if (M == -INFINITY) continue;
+        double den = 0.0;
+        for (int s = 0; s < n_split; s++) {
+            const float *p = mass + (size_t)s * pf + (size_t)i * TG_MASS_FLOATS;
+            if (p[1] == 0.0f) continue;
+            const double w = n_split == 1 ? 1.0 : (double)expf(p[0] - M);
+            den += w * p[1];
+            for (int r = 0; r < TG_MASS_RANGES; r++) out[r] += w * p[2 + r];
+        }
+        for (int r = 0; r < TG_MASS_RANGES; r++) out[r] /= den;
     }
 }

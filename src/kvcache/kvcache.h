@@ -79,6 +79,24 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
  * apart) combined; zeros for a head that sees nothing. */
 void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out);
 
+/* ---- the attention-sink meter (docs/kvcache.md, "The attention-sink meter"): where the softmax mass of a query goes,
+ * read from the exp(score - m) that a piece leaves in its work space. The visible tokens of a query are counted in
+ * position order: the held sinks first, then the held non-sink tokens, oldest first; "the first N" are the first N
+ * of them, "the newest 16" the last 16 (the query's own token included). */
+#define TG_MASS_RANGES 4  /* first 1, first 4, first 16, newest 16 visible tokens */
+#define TG_MASS_NEWEST 16
+#define TG_MASS_FLOATS 6  /* per query head of a piece: m, l, then the unnormalised mass on each range */
+/* Right after tg_kvcache_attend_piece(c, layer, pos, ..., h, split, n_split, part, work) and before work is used
+ * again (same arguments): mass[gq * TG_MASS_FLOATS] receives per query head i of h the piece's m_i and l_i (copied
+ * from part) and sum exp(score - m_i) over the piece's tokens in each range. Returns how many tokens the query sees
+ * (over all shares). Reads only the cache and work. */
+int64_t tg_kvcache_piece_mass(const tg_kvcache *c, int layer, int64_t pos, int h, int split, int n_split,
+                              const float *part, const float *work, float *mass);
+/* shares[gq * TG_MASS_RANGES] = the n_split pieces' masses (consecutive, gq * TG_MASS_FLOATS apart) combined as
+ * tg_kvcache_attend_combine combines outputs: each range's share of the softmax, in [0, 1]; zeros for a head that
+ * sees nothing. */
+void tg_kvcache_mass_combine(const tg_kvcache *c, const float *mass, int n_split, double *shares);
+
 /* How callers must schedule tokens through a cache: fixed when the cache is made, so the decode path asks for it
  * without cost. */
 typedef struct {

@@ -222,6 +222,56 @@ if [ -f "$dir/golden.json" ]; then
     printf '1 2 99999\n' >"$tmp/badids.txt"
     expect_fail 1 "is not an integer in [0, 1024)" perplexity "$dir" "$tmp/badids.txt" --ids
 
+    # ---- the attention-sink meter ---------------------------------------------------------------------------------
+    # a bounded cache (sink 4 + window 40, every query past position 31 sees >= 32 tokens): the meter's lines and
+    # CSV, shares in [0, 1] and nested, the perplexity unchanged by the meter, chunk 1 == chunk 64, threads 1 == 2,
+    # and the same numbers through the unbounded segments protocol
+    mflags=(--ids --quiet --streaming-llm-sink 4 --streaming-llm-window 40 --streaming-llm-reposition --max-tokens 200)
+    run perplexity "$dir" "$tmp/long3.txt" "${mflags[@]}" --threads 1
+    cp "$tmp/out" "$tmp/plain"
+    run perplexity "$dir" "$tmp/long3.txt" "${mflags[@]}" --threads 1 --attention-stats --attention-csv "$tmp/a1.csv"
+    cp "$tmp/out" "$tmp/a1.out"
+    heads=$(grep -c '^attn_head  *[0-9]' "$tmp/out")
+    summed=$(awk '$1 == "attn_queries" {print $2}' "$tmp/out")
+    if [ "$rc" -eq 0 ] && [ "$heads" = 12 ] && [ "$(wc -l <"$tmp/a1.csv")" = 13 ] &&
+        head -n 1 "$tmp/a1.csv" | grep -qx 'layer,head,queries,first1,first4,first16,newest16' &&
+        grep -q '^attn_summary    mean over 12 heads: first1 ' "$tmp/out" &&
+        [ "$summed" = $((3 * (199 - 31))) ] &&
+        [ "$(grep -E '^(mean_nll|perplexity)' "$tmp/out")" = "$(grep -E '^(mean_nll|perplexity)' "$tmp/plain")" ] &&
+        awk -F, 'NR > 1 { if (!($4 >= 0 && $4 <= $5 && $5 <= $6 && $6 <= 1 && $7 >= 0 && $6 + $7 <= 1.000001 && $3 == 168)) bad = 1 }
+                 END { exit bad }' "$tmp/a1.csv"; then
+        ok
+    else
+        bad "--attention-stats: exit $rc, $heads head lines, $summed queries: $(head -c 600 "$tmp/out") $(head -c 300 "$tmp/a1.csv")"
+    fi
+    run perplexity "$dir" "$tmp/long3.txt" "${mflags[@]}" --threads 2 --chunk 1 --attention-csv "$tmp/a2.csv"
+    if [ "$rc" -eq 0 ] && cmp -s "$tmp/a1.csv" "$tmp/a2.csv" &&
+        [ "$(grep '^attn_' "$tmp/out")" = "$(grep '^attn_' "$tmp/a1.out")" ]; then
+        ok
+    else
+        bad "--attention-stats: threads 2 / chunk 1 differ from threads 1 / chunk 64: $(diff "$tmp/a1.csv" "$tmp/a2.csv" | head -4)"
+    fi
+    # unbounded, 2 segments of the context (256): queries summed per layer = 2 * (255 - 31) + (the second segment's)
+    run perplexity "$dir" "$tmp/long3.txt" --ids --quiet --max-tokens 400 --attention-stats
+    q=$(awk '$1 == "attn_queries" {print $2}' "$tmp/out")
+    if [ "$rc" -eq 0 ] && [ "$q" = $((3 * ((256 - 31) + (399 - 256 - 31)))) ] &&
+        grep -q "independent segments of 256 tokens" "$tmp/out"; then
+        ok
+    else
+        bad "--attention-stats over segments: exit $rc, queries '$q': $(head -c 400 "$tmp/out")"
+    fi
+    expect_fail 2 "--attention-stats meters one pass" perplexity "$dir" "$tmp/long3.txt" --attention-stats \
+        --recompute-window 8
+    expect_fail 1 "$tmp/nodir/a.csv" perplexity "$dir" "$tmp/long3.txt" --ids --max-tokens 40 \
+        --attention-csv "$tmp/nodir/a.csv"
+    if [ ! -s "$tmp/out" ]; then ok; else bad "--attention-csv to a missing folder printed on stdout"; fi
+    run perplexity "$dir" "$tmp/long3.txt" --ids --quiet --max-tokens 300 --context 100
+    if [ "$rc" -eq 0 ] && grep -q "independent segments of 100 tokens" "$tmp/out"; then
+        ok
+    else
+        bad "--context 100: exit $rc: $(head -c 400 "$tmp/out")"
+    fi
+
     # ---- compare -----------------------------------------------------------------------------------------------
     printf 'It is a truth universally acknowledged\n\nThe weather today\n' >"$tmp/prompts.txt"
     run compare "$dir" --prompts "$tmp/prompts.txt" --tokens 12 --kv-quantize fp32,int8,int2/fp16
