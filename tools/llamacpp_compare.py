@@ -5,11 +5,11 @@ The references come from tools/llamacpp_kquant_refs.sh.
 
     llamacpp_compare.py ppl TINYGPT MODEL TEXT CTX CHUNKS
         tinygpt's perplexity computed as llama-perplexity computes it (`llama-perplexity -f TEXT -c CTX --chunks
-        CHUNKS`): the text tokenized whole with BOS first; chunk i = tokens [i*CTX, (i+1)*CTX) with its first token
-        replaced by BOS (the model adds BOS); only the second half of each chunk is scored (the tokens at chunk
-        positions CTX/2+1 .. CTX-1, each against the chunk's tokens before it). tinygpt runs those chunks as token
-        ids (`perplexity --ids --csv`: CTX-token segments, a fresh cache each) and the rows at those positions are
-        averaged. Prints: perplexity P scored N
+        CHUNKS`): the text tokenized whole; chunk i = tokens [i*CTX, (i+1)*CTX); when the model adds BOS to prompts
+        (`tinygpt info`), the text starts with BOS and each chunk's first token is replaced by BOS; only the second
+        half of each chunk is scored (the tokens at chunk positions CTX/2+1 .. CTX-1, each against the chunk's
+        tokens before it). tinygpt runs those chunks as token ids (`perplexity --ids --csv`: CTX-token segments, a
+        fresh cache each) and the rows at those positions are averaged. Prints: perplexity P scored N
     llamacpp_compare.py greedy GREEDY_LOGITS MODEL PROMPT_IDS REFERENCE_IDS
         tinygpt's greedy decode (fp32 cache, EOS ignored) against llama.cpp's, token by token: PROMPT_IDS (BOS
         included) and REFERENCE_IDS (the ids llama-completion generated; both comma-separated) go through
@@ -36,8 +36,13 @@ def run(args, **kw):
     return r.stdout.decode(errors="replace")
 
 
-def tokenize(tinygpt, model, text):
-    return [int(x) for x in run([tinygpt, "tokenize", model, "--bos", "--", text]).split()]
+def adds_bos(tinygpt, model):
+    """Whether the model's tokenizer adds BOS to prompts (llama.cpp's llama_vocab_get_add_bos), from `info`."""
+    return "BOS added to prompts" in run([tinygpt, "info", model])
+
+
+def tokenize(tinygpt, model, text, bos=True):
+    return [int(x) for x in run([tinygpt, "tokenize", model] + (["--bos"] if bos else []) + ["--", text]).split()]
 
 
 def csv_rows(tinygpt, model, ids, threads="1"):
@@ -62,14 +67,15 @@ def cmd_ppl(tinygpt, model, text_path, ctx, chunks):
     ctx, chunks = int(ctx), int(chunks)
     with open(text_path, encoding="utf-8") as f:
         text = f.read()
-    toks = tokenize(tinygpt, model, text)
-    bos = toks[0]
+    add_bos = adds_bos(tinygpt, model)
+    toks = tokenize(tinygpt, model, text, bos=add_bos)
     n = min(chunks, len(toks) // ctx)
     if n < 1:
         sys.exit("llamacpp_compare: %s has %d tokens, fewer than one chunk of %d" % (text_path, len(toks), ctx))
     ids = []
     for i in range(n):
-        ids += [bos] + toks[i * ctx + 1:(i + 1) * ctx]
+        chunk = toks[i * ctx:(i + 1) * ctx]
+        ids += ([toks[0]] + chunk[1:]) if add_bos else chunk
     first = ctx // 2
     total, count = 0.0, 0
     for i, c, t, nll in csv_rows(tinygpt, model, ids, threads="0"):

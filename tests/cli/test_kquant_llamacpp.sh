@@ -68,7 +68,7 @@ for preset, f in sorted(ref["files"].items()):
     worst = 0.0
     matched = 0
     for p, pids, want in zip(ref["prompts"], f["prompt_ids"], f["greedy_ids"]):
-        r = subprocess.run([tinygpt, "tokenize", model, "--bos", "--", p], capture_output=True)
+        r = subprocess.run([tinygpt, "tokenize", model, "--bos", "--", p], capture_output=True)  # it adds BOS
         ours = [int(x) for x in r.stdout.split()]
         check(ours == pids, "%s: %r tokenized as %s, llama.cpp %s" % (preset, p, ours, pids))
         rc, o, e = compare("greedy", greedy, model, ",".join(map(str, pids)), ",".join(map(str, want)))
