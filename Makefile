@@ -1,12 +1,20 @@
 # tinygpt — `make` builds ./tinygpt; `make test` builds everything under ASan+UBSan and runs the whole suite.
 CC      ?= cc
 PKGS    := jansson libpcre2-8 libedit
+LIB_PKGS := jansson libpcre2-8 # what libtinygpt itself needs (libedit is the tool's line editor)
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS)) -lm
+LIB_DEPS_LIBS := $(shell pkg-config --libs $(LIB_PKGS)) -lm
 THREADS := -pthread # one thread team (src/util/thread_pool.c); no OpenMP
-OPT     := -O3 -march=native -g
+# The instruction sets the release build may use: the build machine's by default. The AVX2 kernels are chosen at
+# compile time (src/util/cpu_features.h), and -march=native also lets the compiler use AVX-512 where the build
+# machine has it, so such a build stops with "Illegal instruction" on a CPU without it. A library or binary for
+# other machines: `make ARCH=x86-64-v3` (AVX2 + FMA + F16C: Haswell, Zen and later; the AVX2 kernels) or
+# `make ARCH=x86-64` (any x86-64 CPU; the scalar kernels, several times slower).
+ARCH    ?= native
+OPT     := -O3 -march=$(ARCH) -g
 SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
@@ -24,19 +32,74 @@ ASN_CLI_OBJ := $(CLI_SRC:%.c=$(ASN)/%.o)
 ASN_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(ASN)/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(ASN)/tests/%)
 
-.PHONY: all test clean unit-tests tools check-generic
+# The library's version (from include/tinygpt.h) and the shared library's names: libtinygpt.so.MAJOR is the SONAME.
+VERSION := $(shell sed -n 's/^\#define TG_VERSION_STRING "\(.*\)"/\1/p' include/tinygpt.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libtinygpt.so.$(SOMAJOR)
+SOFILE  := libtinygpt.so.$(VERSION)
+
+.PHONY: all test clean unit-tests tools check-generic lib install examples
 all: tinygpt
 
 tinygpt: $(REL_CLI_OBJ) $(REL)/libtinygpt.a
 	$(CC) $(OPT) $(THREADS) -o $@ $^ $(DEPS_LIBS)
 
+lib: $(REL)/libtinygpt.a $(REL)/$(SOFILE)
+
 $(REL)/libtinygpt.a: $(REL_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# The shared library exports only what include/tinygpt.h marks TG_API (the objects are compiled with
+# -fvisibility=hidden); the static library is made of the same objects.
+$(REL)/$(SOFILE): $(REL_LIB_OBJ)
+	$(CC) $(OPT) $(THREADS) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(LIB_DEPS_LIBS)
+
+$(REL_LIB_OBJ): LIB_CFLAGS := -fPIC -fvisibility=hidden
+
 $(REL)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(OPT) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+# --- make install PREFIX=/usr/local DESTDIR= : the tool, both libraries, the header and tinygpt.pc ---
+PREFIX  ?= /usr/local
+DESTDIR ?=
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+
+install: tinygpt lib
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 755 tinygpt $(DESTDIR)$(BINDIR)/tinygpt
+	install -m 644 $(REL)/libtinygpt.a $(DESTDIR)$(LIBDIR)/libtinygpt.a
+	install -m 755 $(REL)/$(SOFILE) $(DESTDIR)$(LIBDIR)/$(SOFILE)
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libtinygpt.so
+	install -m 644 include/tinygpt.h $(DESTDIR)$(INCLUDEDIR)/tinygpt.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@VERSION@|$(VERSION)|g' -e 's|@REQUIRES_PRIVATE@|$(strip $(LIB_PKGS))|g' tinygpt.pc.in \
+	    >$(DESTDIR)$(LIBDIR)/pkgconfig/tinygpt.pc
+
+# --- examples/*.c, built through pkg-config alone against a staged install (tests/cli/test_examples.sh runs them) ---
+STAGE := $(abspath build/stage)
+EX_SRC := $(sort $(wildcard examples/*.c))
+EX_BIN := $(EX_SRC:examples/%.c=build/examples/%) $(EX_SRC:examples/%.c=build/examples/%-static)
+STAGE_PC := PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig
+
+examples: $(EX_BIN)
+
+build/stage/.installed: tinygpt lib tinygpt.pc.in include/tinygpt.h Makefile
+	$(MAKE) --no-print-directory install PREFIX=$(STAGE) DESTDIR=
+	@touch $@
+
+build/examples/%: examples/%.c build/stage/.installed
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -O2 -o $@ $< $$($(STAGE_PC) pkg-config --cflags --libs tinygpt) -Wl,-rpath,$(STAGE)/lib
+
+# fully static: libtinygpt.a and the static libraries its Requires.private / Libs.private name
+build/examples/%-static: examples/%.c build/stage/.installed
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -O2 -static -o $@ $< $$($(STAGE_PC) pkg-config --static --cflags --libs tinygpt)
 
 # --- sanitizer build for the tests ---
 $(ASN)/libtinygpt.a: $(ASN_LIB_OBJ)
@@ -71,7 +134,7 @@ $(ASN)/tools/%: tools/%.c $(ASN)/libtinygpt.a
 
 unit-tests: $(TEST_BIN) $(ASN)/tinygpt $(ASN)/tools/gen_random_gguf $(ASN)/tools/gguf_dequant $(ASN)/tools/greedy_logits
 
-test: check-generic unit-tests tinygpt
+test: check-generic unit-tests tinygpt examples
 	@tests/run.sh $(ASN)
 
 # Every source compiled without -march=native: the scalar paths that a machine without AVX2 (and the fuzz build)

@@ -1,8 +1,8 @@
 /* tinygpt.h — the public API of libtinygpt.
  *
  * A C11 inference engine for Llama-family models (GGUF files and Hugging Face folders) whose KV cache is bounded in
- * length (StreamingLLM), compressed in precision (KIVI) and shared across layers (YOCO). The command-line tool uses
- * only this header.
+ * length (StreamingLLM), compressed in precision (KIVI) and shared across layers (YOCO). Programs use only this header
+ * (`pkg-config --cflags --libs tinygpt`); libtinygpt.so exports exactly the functions marked TG_API.
  *
  * Conventions: handles are opaque; every *_free(NULL) is a no-op; functions that can fail take a tg_error* and
  * return NULL / false / a negative value, with a one-line message (no trailing newline) in err->msg. The library
@@ -18,6 +18,23 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The library's version; the shared library's SONAME is libtinygpt.so.TG_VERSION_MAJOR. */
+#define TG_VERSION_MAJOR 0
+#define TG_VERSION_MINOR 15
+#define TG_VERSION_PATCH 0
+#define TG_VERSION_STRING "0.15.0"
+
+/* Marks the functions libtinygpt.so exports: the library is compiled with -fvisibility=hidden, so these are the only
+ * symbols a program can link against (all named tg_*). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_API __attribute__((visibility("default")))
+#else
+#define TG_API
+#endif
+
+/* TG_VERSION_STRING of the library the program runs with (which may be newer than the header it was built with). */
+TG_API const char *tg_version(void);
 
 /* ---- errors -------------------------------------------------------------------------------------------------- */
 
@@ -45,6 +62,7 @@ typedef enum {
     TG_ERR_CACHE_MEMORY,                /* the cache's bytes exceed the machine's physical memory (max_memory 0) */
     TG_ERR_CACHE_MEMORY_LIMIT,          /* the cache's bytes exceed max_memory; the message ends with
                                          * "more than the memory limit N" */
+    TG_ERR_ABORTED,                     /* the session's abort callback asked to stop (tg_session_set_abort) */
 } tg_error_code;
 
 /* One line naming the file or setting and the problem, and what it is about. */
@@ -60,8 +78,8 @@ typedef struct tg_model tg_model;
 /* Loads a GGUF file or a Hugging Face folder (config.json + *.safetensors + tokenizer.json). Weights are mmapped
  * where the format allows. A vocab-only GGUF loads with has_weights = false: it can tokenise but not run.
  * Returns NULL and fills err on any problem (missing file, bad magic, truncated data, unsupported type...). */
-tg_model *tg_model_load(const char *path, tg_error *err);
-void tg_model_free(tg_model *model);
+TG_API tg_model *tg_model_load(const char *path, tg_error *err);
+TG_API void tg_model_free(tg_model *model);
 
 /* What a command needs of a model (tg_model_load_for). A GGUF file is always read whole (a vocab-only one loads
  * with has_weights = false); the needs differ for a Hugging Face folder. */
@@ -74,7 +92,7 @@ typedef enum {
 } tg_model_need;
 
 /* tg_model_load with what `need` says; the model has has_weights = false when it was loaded without weights. */
-tg_model *tg_model_load_for(const char *path, tg_model_need need, tg_error *err);
+TG_API tg_model *tg_model_load_for(const char *path, tg_model_need need, tg_error *err);
 
 typedef struct {
     char architecture[32];   /* "llama", "mistral" */
@@ -96,34 +114,39 @@ typedef struct {
     char absent[320];        /* TG_NEED_CONFIG: the files the folder lacks and why they matter; "" when none */
 } tg_model_info;
 
-void tg_model_get_info(const tg_model *model, tg_model_info *info);
+TG_API void tg_model_get_info(const tg_model *model, tg_model_info *info);
 
 /* ---- tokenizer ------------------------------------------------------------------------------------------------ */
 
 /* Encodes len bytes of text (need not be valid UTF-8: invalid bytes go through byte fallback). Adds BOS first when
  * add_bos. On success *ids is malloc'ed (caller frees) and *n_ids set. */
-bool tg_tokenize(const tg_model *model, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n_ids,
-                 tg_error *err);
-int32_t tg_token_bos(const tg_model *model);   /* -1 if none */
-int32_t tg_token_eos(const tg_model *model);   /* -1 if none */
+TG_API bool tg_tokenize(const tg_model *model, const char *text, size_t len, bool add_bos, int32_t **ids,
+                        size_t *n_ids, tg_error *err);
+TG_API int32_t tg_token_bos(const tg_model *model);   /* -1 if none */
+TG_API int32_t tg_token_eos(const tg_model *model);   /* -1 if none */
 /* Every id that ends generation, without repeats: the tokenizer's EOS, then config.json's and
  * generation_config.json's eos_token_id (an id or a list: Llama 3.1 Instruct lists three). Returns the count; *ids
  * (when ids is not NULL) points into the model. */
-size_t tg_token_eos_ids(const tg_model *model, const int32_t **ids);
-bool tg_token_is_eos(const tg_model *model, int32_t id);
-bool tg_model_adds_bos(const tg_model *model); /* whether the tokenizer's config says BOS is added to prompts */
-int32_t tg_vocab_size(const tg_model *model);
+TG_API size_t tg_token_eos_ids(const tg_model *model, const int32_t **ids);
+TG_API bool tg_token_is_eos(const tg_model *model, int32_t id);
+/* Whether the tokenizer's config says BOS is added to prompts. */
+TG_API bool tg_model_adds_bos(const tg_model *model);
+TG_API int32_t tg_vocab_size(const tg_model *model);
 
 /* Streaming detokeniser: turns ids into bytes, never splitting a multi-byte UTF-8 character across calls. */
 typedef struct tg_detok tg_detok;
 /* NULL (err filled) when the model has no tokenizer or memory runs out. */
-tg_detok *tg_detok_new(const tg_model *model, tg_error *err);
-void tg_detok_free(tg_detok *d);
+TG_API tg_detok *tg_detok_new(const tg_model *model, tg_error *err);
+TG_API void tg_detok_free(tg_detok *d);
 /* Appends the text of id; returns the bytes that are now complete (valid to print) in *out and *out_len; the pointer
  * stays valid until the next call. */
-void tg_detok_push(tg_detok *d, int32_t id, const char **out, size_t *out_len);
+TG_API void tg_detok_push(tg_detok *d, int32_t id, const char **out, size_t *out_len);
 /* Returns whatever is pending (an incomplete character at the end is emitted as U+FFFD). */
-void tg_detok_flush(tg_detok *d, const char **out, size_t *out_len);
+TG_API void tg_detok_flush(tg_detok *d, const char **out, size_t *out_len);
+/* Pushes a prompt's ids through d without handing out their text, then drops what is still pending (an incomplete
+ * UTF-8 character at the prompt's end), so that the text of the tokens pushed next starts clean (never joined to the
+ * prompt's tail); d still knows the text has started (SentencePiece prefix spaces are handled as after an echo). */
+TG_API void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n);
 
 /* ---- KV cache policy -------------------------------------------------------------------------------------------- */
 
@@ -174,16 +197,16 @@ typedef struct {
 #define TG_KV_MAX_GROUP_SIZE 4096
 #define TG_KV_MAX_RESIDUAL (1 << 20)
 
-tg_cache_params tg_cache_default_params(void);
+TG_API tg_cache_params tg_cache_default_params(void);
 /* "fp32" ... "int2" -> precision; false for an unknown name. */
-bool tg_kv_precision_parse(const char *name, tg_kv_precision *out);
-const char *tg_kv_precision_name(tg_kv_precision p);
+TG_API bool tg_kv_precision_parse(const char *name, tg_kv_precision *out);
+TG_API const char *tg_kv_precision_name(tg_kv_precision p);
 /* Bytes that a cache for this model under params would allocate to hold a history of n_tokens tokens (the same
  * accounting as tg_cache_report.bytes_total). n_tokens may exceed the model's context (used to extrapolate the cache
  * table of `tinygpt info --cache-table`); a StreamingLLM policy stops growing at its bound (sink + window, plus one
  * KIVI group), and a budget is resolved to its window first. Returns 0 and fills err when the policy is invalid for
  * the model. */
-size_t tg_cache_bytes(const tg_model *model, const tg_cache_params *params, int64_t n_tokens, tg_error *err);
+TG_API size_t tg_cache_bytes(const tg_model *model, const tg_cache_params *params, int64_t n_tokens, tg_error *err);
 
 /* What the cache holds, for the report. All byte counts are bytes actually allocated. */
 typedef struct {
@@ -207,22 +230,37 @@ typedef struct {
 
 typedef struct tg_session tg_session;
 
-/* n_threads <= 0: all cores (tg_threads_all_cores). Fails if the cache policy is invalid for this model. */
-tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err);
-void tg_session_free(tg_session *s);
+/* n_threads <= 0: all cores (tg_threads_all_cores). NULL with err filled (its code saying which setting) when the
+ * cache policy is invalid for this model, the model has no weights, or memory runs out. */
+TG_API tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err);
+TG_API void tg_session_free(tg_session *s);
+/* The model the session runs. */
+TG_API const tg_model *tg_session_model(const tg_session *s);
 /* The threads the session's team really has (>= 1; fewer than asked when the system refused some); 0 for NULL. */
-int tg_session_threads(const tg_session *s);
+TG_API int tg_session_threads(const tg_session *s);
 
 /* Runs n tokens through the model at the current position (prompt chunks or one decoded token), appending them to
  * the cache. If logits_all is non-NULL it receives n * vocab logits (row t = the distribution after token t);
  * logits_last (non-NULL) receives the last row. Fails (false) when the context is full and no streaming policy is
  * set, or when the model produced non-finite logits. */
-bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
-                     tg_error *err);
-int64_t tg_session_position(const tg_session *s);
+TG_API bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
+                            tg_error *err);
+TG_API int64_t tg_session_position(const tg_session *s);
 /* Tokens the session can still take; INT64_MAX when a streaming policy bounds the cache. */
-int64_t tg_session_remaining(const tg_session *s);
-void tg_session_cache_report(const tg_session *s, tg_cache_report *r);
+TG_API int64_t tg_session_remaining(const tg_session *s);
+TG_API void tg_session_cache_report(const tg_session *s, tg_cache_report *r);
+/* Empties the session's cache, keeping every allocation: position 0, as tg_session_new left it (the same tokens
+ * then give the same logits, bit for bit). The abort callback stays. */
+TG_API void tg_session_reset(tg_session *s);
+
+/* Asked by tg_session_eval before every forward call (each prefill chunk, each decoded token) and by tg_generate
+ * between tokens; returning true stops the work there: the call fails with TG_ERR_ABORTED ("aborted after K of N
+ * tokens"). The tokens evaluated before it stay in the cache (tg_session_position counts them), so a caller may go
+ * on, or tg_session_reset. It runs on the caller's thread; fn NULL removes it. */
+typedef bool (*tg_abort_fn)(void *user);
+TG_API void tg_session_set_abort(tg_session *s, tg_abort_fn fn, void *user);
+/* Whether the abort callback says to stop now (false without one). */
+TG_API bool tg_session_aborted(const tg_session *s);
 
 /* The attention-sink meter (docs/kvcache.md, "The attention-sink meter"): where each head's softmax mass goes, over
  * everything the session evaluates after tg_session_meter_attention. A query's visible tokens are counted in
@@ -239,9 +277,9 @@ typedef struct {
 } tg_attention_stats;
 /* Turns the meter on (its buffers are allocated here, once; evaluation stays allocation-free). It costs one branch
  * per attention piece while off. False (err filled) when memory runs out. */
-bool tg_session_meter_attention(tg_session *s, tg_error *err);
+TG_API bool tg_session_meter_attention(tg_session *s, tg_error *err);
 /* The meter's sums so far (pointers into the session, valid until its next eval or free); false when it is off. */
-bool tg_session_attention_stats(const tg_session *s, tg_attention_stats *out);
+TG_API bool tg_session_attention_stats(const tg_session *s, tg_attention_stats *out);
 
 /* ---- sampler ---------------------------------------------------------------------------------------------------- */
 
@@ -262,13 +300,13 @@ typedef struct {
 
 typedef struct tg_sampler tg_sampler;
 /* temperature 0.8, top-k 40, top-p 0.95, seed 0, repeat penalty 1 (off) over the last 64 tokens, min-p 0 (off). */
-tg_sampler_params tg_sampler_default_params(void);
+TG_API tg_sampler_params tg_sampler_default_params(void);
 /* Allocates every buffer once (sampling never allocates). The PRNG is seeded from p->seed: the same seed gives the
  * same sequence of draws. NULL (err filled, naming the parameter) when vocab_size <= 0, temperature is negative or
  * not finite, top_k < 0, top_p is outside [0, 1], repeat_penalty is negative or not finite, repeat_last_n is outside
  * 0..TG_SAMPLER_MAX_LAST_N, min_p is outside [0, 1], or memory runs out. */
-tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err);
-void tg_sampler_free(tg_sampler *s);
+TG_API tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_error *err);
+TG_API void tg_sampler_free(tg_sampler *s);
 /* The sampling settings a model's files recommend: a Hugging Face folder's generation_config.json temperature,
  * top_k and top_p (not when it says "do_sample": false: transformers then decodes greedily and ignores them).
  * Each has_* tells whether the file sets it; source names the file. */
@@ -279,26 +317,76 @@ typedef struct {
     float top_p;
     char source[32];
 } tg_generation_defaults;
-void tg_model_generation_defaults(const tg_model *model, tg_generation_defaults *out);
+TG_API void tg_model_generation_defaults(const tg_model *model, tg_generation_defaults *out);
 
 /* Picks a token from logits[vocab_size] (the logits are not modified) and remembers it for the repeat penalty (as
  * tg_sampler_accept). First the repeat penalty; then at temperature 0 the argmax, ties to the lowest id. Otherwise
  * ids below min-p are dropped, softmax(logits / T) cut to the top_k highest, then to the smallest set whose
  * probability reaches top_p (at least one id), and drawn. NaN and -inf logits are never picked; if any logit / T is
  * +inf the draw is uniform over those. Returns -1 when no logit is pickable (all NaN or -inf). */
-int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
+TG_API int32_t tg_sampler_sample(tg_sampler *s, const float *logits);
 /* Remembers id (a prompt token) for the repeat penalty; ids outside the vocabulary are ignored. */
-void tg_sampler_accept(tg_sampler *s, int32_t id);
+TG_API void tg_sampler_accept(tg_sampler *s, int32_t id);
+/* Back to the state tg_sampler_new left: the PRNG re-seeded from the parameters' seed, the repeat penalty's history
+ * emptied (with tg_session_reset, a run then repeats exactly, sampled or greedy). */
+TG_API void tg_sampler_reset(tg_sampler *s);
+
+/* ---- generation: prompt in, tokens out through a callback ------------------------------------------------------ */
+
+/* Receives each generated token: its id and the text that is complete after it (a UTF-8 character is never split
+ * across calls, so len may be 0); the pointer is valid during the call only. At the end, text still pending (an
+ * incomplete character, as U+FFFD) comes with id -1. Returning false stops the generation after this token. */
+typedef bool (*tg_token_fn)(int32_t id, const char *text, size_t len, void *user);
+
+/* `tinygpt sample`'s loop: evaluates prompt[n_prompt] (n_prompt >= 1; the sampler remembers it for the repeat
+ * penalty), then samples up to max_tokens tokens, hands each to on_token (may be NULL) and evaluates it, so that the
+ * session then holds the prompt and the generated text and a next call goes on from there. Stops before an
+ * end-of-sequence id (tg_token_is_eos: neither handed out nor evaluated), when on_token returns false, and when an
+ * unbounded cache is full (its last token handed out, not evaluated). The abort callback is asked between tokens.
+ * With a greedy sampler the text is that of `tinygpt sample --temperature 0 --no-echo`. Returns the number of tokens
+ * handed out, or -1 with err filled: the prompt does not fit the context (TG_ERR_CONTEXT_FULL), TG_ERR_ABORTED, no
+ * finite logits, out of memory. */
+TG_API int64_t tg_generate(tg_session *s, tg_sampler *sampler, const int32_t *prompt, size_t n_prompt,
+                           int64_t max_tokens, tg_token_fn on_token, void *user, tg_error *err);
+
+/* ---- chat templates ------------------------------------------------------------------------------------------ */
+
+/* One message of a conversation, as in OpenAI's format: role "system", "user" or "assistant"; content UTF-8. */
+typedef struct {
+    const char *role;
+    const char *content;
+} tg_chat_message;
+
+typedef struct tg_chat tg_chat;
+
+/* The chat template of the model at model_path (a .gguf: tokenizer.chat_template; a Hugging Face folder:
+ * chat_template.jinja, else tokenizer_config.json's chat_template; only those files are read, never the weights),
+ * or, when builtin is not NULL, the built-in template of that name (tg_chat_builtin_names). NULL with err when the
+ * model carries no template, the name is unknown, or the template does not compile (the Jinja2 subset of
+ * docs/chat_templates.md). */
+TG_API tg_chat *tg_chat_open(const char *model_path, const char *builtin, tg_error *err);
+TG_API void tg_chat_free(tg_chat *c);
+/* The names of the built-in templates, comma-separated ("chatml, llama2, ..."). */
+TG_API const char *tg_chat_builtin_names(void);
+/* messages[n] rendered as transformers' apply_chat_template(messages, add_generation_prompt=...) renders them:
+ * malloc'ed, NUL-terminated text (caller frees), its length in *len (len may be NULL). NULL with err when the
+ * template raises an error, a message is not valid UTF-8, or a bound of the renderer is exceeded. */
+TG_API char *tg_chat_render(const tg_chat *c, const tg_chat_message *messages, size_t n, bool add_generation_prompt,
+                            size_t *len, tg_error *err);
+/* tg_tokenize of text rendered by c, with BOS added where the model adds it and the text does not already start with
+ * the template's BOS string (as `tinygpt chat` does). */
+TG_API bool tg_chat_tokenize(const tg_chat *c, const tg_model *model, const char *text, size_t len, int32_t **ids,
+                             size_t *n_ids, tg_error *err);
 
 /* ---- the machine -------------------------------------------------------------------------------------------- */
 
 /* What "all cores" means wherever a thread count of 0 is accepted: the CPUs this process may run on (its affinity
  * mask, as `taskset` or a container sets it), else the online CPUs; at least 1. */
-int tg_threads_all_cores(void);
+TG_API int tg_threads_all_cores(void);
 /* Read bandwidth of the memory in bytes per second: the best of three streaming reads of a buffer of `mib` MiB,
  * split over a team of n_threads (<= 0: all cores) of the kind that runs the forward pass. 0 when mib <= 0 or
  * memory runs out. */
-double tg_measure_read_bandwidth(int64_t mib, int n_threads);
+TG_API double tg_measure_read_bandwidth(int64_t mib, int n_threads);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "api/cache_shape.h"
+#include "api/session_internal.h"
 #include "forward/forward.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
@@ -23,6 +24,8 @@ struct tg_session {
     int64_t context;     /* the cache's capacity when unbounded */
     bool bounded;        /* a streaming policy bounds the cache: it never fills up */
     int chunk;           /* tokens per forward call */
+    tg_abort_fn abort_fn; /* asked before every forward call; NULL = never */
+    void *abort_user;
 };
 
 tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err) {
@@ -88,8 +91,9 @@ static int64_t first_non_finite(const float *x, int64_t n) {
     return -1;
 }
 
-bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
-                     tg_error *err) {
+/* tg_session_eval, asking the abort callback before every forward call when check_abort. */
+static bool session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
+                         bool check_abort, tg_error *err) {
     if (!s) return tg_fail(err, "no session");
     if (n == 0) return true;
     if (!ids) return tg_fail(err, "no token ids");
@@ -104,6 +108,9 @@ bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_
     const int64_t start = s->pos;
     for (size_t i = 0; i < n;) {
         int c = n - i < (size_t)s->chunk ? (int)(n - i) : s->chunk;
+        if (check_abort && s->abort_fn && s->abort_fn(s->abort_user))
+            return tg_fail_code(err, TG_ERR_ABORTED, "aborted after %lld of %zu tokens", (long long)(s->pos - start),
+                                n);
         if (!tg_kvcache_has_room(s->cache))
             return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full",
                                 (long long)s->context);
@@ -122,6 +129,15 @@ bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_
         return tg_fail(err, "model produced non-finite logits at position %lld", (long long)(s->pos - 1));
     }
     return true;
+}
+
+bool tg_session_eval(tg_session *s, const int32_t *ids, size_t n, float *logits_all, float *logits_last,
+                     tg_error *err) {
+    return session_eval(s, ids, n, logits_all, logits_last, true, err);
+}
+
+bool tg_session_eval_token(tg_session *s, int32_t id, float *logits, tg_error *err) {
+    return session_eval(s, &id, 1, NULL, logits, false, err);
 }
 
 int64_t tg_session_position(const tg_session *s) { return s ? s->pos : 0; }
@@ -147,3 +163,19 @@ bool tg_session_meter_attention(tg_session *s, tg_error *err) {
 bool tg_session_attention_stats(const tg_session *s, tg_attention_stats *out) {
     return s && out && tg_forward_meter(s->fwd, out);
 }
+
+void tg_session_reset(tg_session *s) {
+    if (!s) return;
+    tg_kvcache_reset(s->cache);
+    s->pos = 0;
+}
+
+void tg_session_set_abort(tg_session *s, tg_abort_fn fn, void *user) {
+    if (!s) return;
+    s->abort_fn = fn;
+    s->abort_user = user;
+}
+
+bool tg_session_aborted(const tg_session *s) { return s && s->abort_fn && s->abort_fn(s->abort_user); }
+
+const tg_model *tg_session_model(const tg_session *s) { return s ? s->model : NULL; }

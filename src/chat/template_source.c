@@ -190,3 +190,16 @@ bool tg_chat_source_find(const char *model_path, tg_chat_source *out, tg_error *
     if (!ok) tg_chat_source_free(out);
     return ok;
 }
+
+json_t *tg_chat_source_vars(const tg_chat_source *src, json_t *messages, bool add_generation_prompt) {
+    json_t *vars = json_pack("{s:O, s:b}", "messages", messages, "add_generation_prompt", add_generation_prompt);
+    if (vars && src->bos_token && json_object_set_new(vars, "bos_token", json_string(src->bos_token)) != 0) {
+        json_decref(vars);
+        return NULL;
+    }
+    if (vars && src->eos_token && json_object_set_new(vars, "eos_token", json_string(src->eos_token)) != 0) {
+        json_decref(vars);
+        return NULL;
+    }
+    return vars;
+}

@@ -6,6 +6,7 @@
 #ifndef TG_CHAT_TEMPLATE_SOURCE_H
 #define TG_CHAT_TEMPLATE_SOURCE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -25,5 +26,10 @@ typedef struct {
  * tg_chat_source_free. */
 bool tg_chat_source_find(const char *model_path, tg_chat_source *out, tg_error *err);
 void tg_chat_source_free(tg_chat_source *s);
+
+/* The variables a chat template is rendered with, as transformers passes them: messages (the JSON array, referenced
+ * not copied), add_generation_prompt, and bos_token / eos_token where src knows them (an unknown one stays
+ * undefined, not None). NULL when memory runs out. */
+json_t *tg_chat_source_vars(const tg_chat_source *src, json_t *messages, bool add_generation_prompt);
 
 #endif

@@ -111,16 +111,7 @@ bool tg_chat_conv_load_messages(tg_chat_conv *c, const char *path, char *msg, si
 }
 
 char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap) {
-    json_t *vars = json_pack("{s:O, s:b}", "messages", c->messages, "add_generation_prompt", add_generation_prompt);
-    /* an unknown token string stays undefined (as transformers leaves it), not None */
-    if (vars && c->src.bos_token && json_object_set_new(vars, "bos_token", json_string(c->src.bos_token)) != 0) {
-        json_decref(vars);
-        vars = NULL;
-    }
-    if (vars && c->src.eos_token && json_object_set_new(vars, "eos_token", json_string(c->src.eos_token)) != 0) {
-        json_decref(vars);
-        vars = NULL;
-    }
+    json_t *vars = tg_chat_source_vars(&c->src, c->messages, add_generation_prompt);
     if (!vars) {
         snprintf(msg, cap, "out of memory");
         return NULL;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
@@ -24,8 +25,9 @@
 #define FILL_CHUNK 512 /* prompt tokens per evaluation when filling the cache to a depth */
 
 static const char USAGE[] =
-    "usage: tinygpt bench MODEL [options]\n"
+    "usage: tinygpt bench [MODEL] [options]\n"
     "\n"
+    "Without MODEL, the bundled model " TG_BUNDLED_MODEL " next to the executable.\n"
     "Measures prompt processing (ppP: P prompt tokens in one evaluation, from an empty cache) and generation (tgN:\n"
     "N tokens generated one at a time, greedily, after D tokens are already in the cache) and prints tokens/s,\n"
     "the bytes each generated token must read (weights + the KV cache at that depth), the roofline those bytes\n"
@@ -44,14 +46,13 @@ static const char USAGE[] =
     "  --json                         print one JSON object instead of the table\n"
     "  --no-warmup                    skip the unmeasured warm-up (one prompt and two tokens, as llama-bench does)\n"
     "\n"
-    "KV cache (as in `tinygpt sample`; the default here is fp16, llama.cpp's default cache type):\n"
-    "  --kv-quantize P                keys and values: fp32 fp16 bf16 int8 int4 int2\n"
-    "  --kv-quantize-keys P, --kv-quantize-values P\n"
-    "  --kv-group-size G, --kv-residual R\n"
-    "  --streaming-llm-window M, --streaming-llm-sink N, --streaming-llm-reposition\n";
+    "The KV cache flags and their defaults are those of `tinygpt sample` (an fp32 cache; llama.cpp's default cache\n"
+    "type is f16: --kv-quantize fp16 compares like with like).\n"
+    "\n";
 
 typedef struct {
     const char *model_path;
+    char model_buf[4200]; /* the bundled model's path when no MODEL is given */
     int64_t prompt_tokens, tokens, repetitions, threads, bandwidth_mib;
     int64_t depths[MAX_DEPTHS];
     int n_depths;
@@ -96,14 +97,11 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Returns TG_EXIT_OK to go on, -1 for --help, or the exit status. */
 static int parse_bench_args(int argc, char **argv, bench_args *a) {
-    int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512, sink = 0, window = 0, group = 0,
-            residual = 0;
+    int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512;
     const char *depth = "0", *checkpoints = NULL;
-    bool json = false, reposition = false, no_warmup = false;
-    tg_kv_precision both = TG_KV_FP16, keys = TG_KV_FP16, values = TG_KV_FP16;
-    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_NOWARM, O_QUANT, O_QKEYS,
-           O_QVALUES, O_GROUP, O_RESIDUAL, O_WINDOW, O_SINK, O_REPOS, O_COUNT };
-    tg_opt o[O_COUNT] = {
+    bool json = false, no_warmup = false;
+    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_NOWARM, O_OWN };
+    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt-tokens", .kind = TG_OPT_INT, .dest = &prompt, .lo = 0, .hi = 1 << 24},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 0, .hi = 1 << 24},
         [O_DEPTH] = {.name = "--depth", .kind = TG_OPT_STRING, .dest = &depth},
@@ -113,24 +111,16 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
         [O_BW] = {.name = "--bandwidth-mib", .kind = TG_OPT_INT, .dest = &bw, .lo = 0, .hi = 1 << 20},
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
         [O_NOWARM] = {.name = "--no-warmup", .kind = TG_OPT_FLAG, .dest = &no_warmup},
-        [O_QUANT] = {.name = "--kv-quantize", .kind = TG_OPT_PRECISION, .dest = &both},
-        [O_QKEYS] = {.name = "--kv-quantize-keys", .kind = TG_OPT_PRECISION, .dest = &keys},
-        [O_QVALUES] = {.name = "--kv-quantize-values", .kind = TG_OPT_PRECISION, .dest = &values},
-        [O_GROUP] = {.name = "--kv-group-size", .kind = TG_OPT_INT, .dest = &group, .lo = 0, .hi = 1 << 20},
-        [O_RESIDUAL] = {.name = "--kv-residual", .kind = TG_OPT_INT, .dest = &residual, .lo = 0, .hi = 1 << 20},
-        [O_WINDOW] = {.name = "--streaming-llm-window", .kind = TG_OPT_INT, .dest = &window, .lo = 1,
-                      .hi = INT32_MAX},
-        [O_SINK] = {.name = "--streaming-llm-sink", .kind = TG_OPT_INT, .dest = &sink, .lo = 0, .hi = INT32_MAX},
-        [O_REPOS] = {.name = "--streaming-llm-reposition", .kind = TG_OPT_FLAG, .dest = &reposition},
     };
+    tg_cache_flags cf;
+    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("bench", argc, argv, o, O_COUNT, pos, 1, &n_pos)) {
+    switch (tg_args_parse("bench", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
     case TG_ARGS_HELP: return -1;
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    if (n_pos == 0) return tg_usage_error("bench", "no MODEL given (see tinygpt bench --help)");
     if (!parse_list(depth, a->depths, MAX_DEPTHS, &a->n_depths))
         return tg_usage_error("bench", "--depth: expected up to %d non-negative integers separated by commas, got "
                               "'%s'", MAX_DEPTHS, depth);
@@ -142,7 +132,8 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
             return tg_usage_error("bench", "--checkpoints: %" PRId64 " is not within the %" PRId64
                                   " generated tokens (--tokens)", a->checkpoints[i], tokens);
     qsort(a->depths, (size_t)a->n_depths, sizeof a->depths[0], cmp_i64);
-    a->model_path = pos[0];
+    a->model_path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "bench", a->model_buf, sizeof a->model_buf);
+    if (!a->model_path) return TG_EXIT_ERROR;
     a->prompt_tokens = prompt;
     a->tokens = tokens;
     a->repetitions = reps;
@@ -150,16 +141,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     a->bandwidth_mib = bw;
     a->json = json;
     a->warmup = !no_warmup;
-    tg_cache_params c = tg_cache_default_params();
-    c.key_precision = c.value_precision = both;
-    if (o[O_QKEYS].seen) c.key_precision = keys;
-    if (o[O_QVALUES].seen) c.value_precision = values;
-    if (o[O_WINDOW].seen) c.window = window;
-    if (o[O_SINK].seen) c.sink = sink;
-    if (o[O_GROUP].seen) c.group_size = (int)group;
-    if (o[O_RESIDUAL].seen) c.residual = (int)residual;
-    c.reposition = reposition;
-    a->cache = c;
+    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
     return TG_EXIT_OK;
 }
 
@@ -475,6 +457,7 @@ int tg_cmd_bench(int argc, char **argv) {
     int status = parse_bench_args(argc, argv, &a);
     if (status < 0) {
         fputs(USAGE, stdout);
+        fputs(TG_CACHE_FLAGS_HELP, stdout);
         return TG_EXIT_OK;
     }
     if (status != TG_EXIT_OK) return status;

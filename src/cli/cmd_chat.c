@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/sampling_flags.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/chat_conv.h"
 #include "cli/cli.h"
@@ -28,8 +30,9 @@
 #define MAX_EOT 8         /* end-of-turn ids: EOS and the template's own markers */
 
 static const char USAGE[] =
-    "usage: tinygpt chat MODEL [options]\n"
+    "usage: tinygpt chat [MODEL] [options]\n"
     "\n"
+    "Without MODEL, the bundled model " TG_BUNDLED_MODEL " next to the executable.\n"
     "Talks to an instruction-tuned model through its chat template (tokenizer.chat_template in a GGUF,\n"
     "chat_template.jinja or tokenizer_config.json in a folder). User turns are read from standard input, one per\n"
     "line; replies go to stdout, a report after each turn to stderr. The KV cache persists across turns: each turn\n"
@@ -82,6 +85,7 @@ static double now_s(void) {
 
 typedef struct {
     const char *model_path, *template_name, *system, *system_file, *messages_path;
+    char model_buf[4200]; /* the bundled model's path when no MODEL is given */
     bool print_prompt, quiet;
     tg_opt_list stops;
     int64_t n_tokens;
@@ -91,13 +95,11 @@ typedef struct {
 } chat_args;
 
 static int parse_chat_args(int argc, char **argv, chat_args *a) {
-    int64_t tokens = 512, top_k = 40, threads = 0, repeat_last_n = 64, context = 0;
-    double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
-    uint64_t seed = 0;
+    int64_t tokens = 512, threads = 0, context = 0;
     const char *model = NULL;
-    enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED,
-           O_THREADS, O_REPPEN, O_REPN, O_MINP, O_CONTEXT, O_STOP, O_OWN };
-    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
+    enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_THREADS, O_CONTEXT, O_OWN };
+    enum { O_SAMPLING = O_OWN, O_CACHE = O_SAMPLING + TG_SAMPLING_OPT_COUNT, O_ALL = O_CACHE + TG_CACHE_OPT_COUNT };
+    tg_opt o[O_ALL] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
         [O_TMPL] = {.name = "--chat-template", .kind = TG_OPT_STRING, .dest = &a->template_name},
         [O_SYS] = {.name = "--system", .kind = TG_OPT_STRING, .dest = &a->system},
@@ -107,52 +109,33 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
         [O_QUIET] = {.name = "--quiet", .kind = TG_OPT_FLAG, .dest = &a->quiet},
         [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1,
                       .hi = INT64_MAX},
-        [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
-        [O_TOPK] = {.name = "--top-k", .kind = TG_OPT_INT, .dest = &top_k, .lo = 0, .hi = INT32_MAX},
-        [O_TOPP] = {.name = "--top-p", .kind = TG_OPT_FLOAT, .dest = &top_p, .flo = 0, .fhi = 1},
-        [O_SEED] = {.name = "--seed", .alias = "-s", .kind = TG_OPT_U64, .dest = &seed},
         [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &threads, .lo = 0,
                        .hi = 4096},
-        [O_REPPEN] = {.name = "--repeat-penalty", .kind = TG_OPT_FLOAT, .dest = &repeat_penalty, .flo = 0,
-                      .fhi = 1e4},
-        [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
-                    .hi = TG_SAMPLER_MAX_LAST_N},
-        [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
         [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
                        .hi = INT32_MAX},
-        [O_STOP] = {.name = "--stop", .kind = TG_OPT_LIST, .dest = &a->stops},
     };
+    tg_sampling_flags sf;
+    tg_sampling_flags_options(&sf, o + O_SAMPLING);
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_OWN);
+    tg_cache_flags_options(&cf, o + O_CACHE);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("chat", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
+    switch (tg_args_parse("chat", argc, argv, o, O_ALL, pos, 1, &n_pos)) {
     case TG_ARGS_HELP: return -1;
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
     if (o[O_MODEL].seen && n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
-    a->model_path = n_pos ? pos[0] : model;
-    if (!a->model_path) return tg_usage_error("chat", "no MODEL given (tinygpt chat MODEL; see --help)");
+    a->model_path = tg_model_or_bundled(n_pos ? pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
+    if (!a->model_path) return TG_EXIT_ERROR;
     if (o[O_SYS].seen && o[O_SYSF].seen) return tg_usage_error("chat", "--system and --system-file: give one of them");
-    for (size_t i = 0; i < a->stops.n; i++)
-        if (!a->stops.items[i][0]) return tg_usage_error("chat", "--stop: expected a non-empty string");
+    bool given[3];
+    const int sampling = tg_sampling_flags_params("chat", &sf, o + O_SAMPLING, &a->sp, given);
+    if (sampling != TG_EXIT_OK) return sampling;
+    a->stops = sf.stops;
     a->n_tokens = tokens;
-    a->sp.temperature = (float)temperature;
-    a->sp.top_k = (int)top_k;
-    a->sp.top_p = (float)top_p;
-    a->sp.repeat_penalty = (float)repeat_penalty;
-    a->sp.repeat_last_n = (int)repeat_last_n;
-    a->sp.min_p = (float)min_p;
-    if (o[O_SEED].seen) {
-        a->sp.seed = seed;
-    } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        a->sp.seed = ((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec) % 1000000000000ull;
-    }
     a->threads = (int)threads;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    a->cache = tg_cache_flags_params(&cf, o + O_CACHE);
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

@@ -10,14 +10,16 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/interrupt.h"
 #include "cli/text.h"
 
 static const char USAGE[] =
-    "usage: tinygpt compare MODEL --prompts FILE [options]\n"
+    "usage: tinygpt compare [MODEL] --prompts FILE [options]\n"
     "\n"
+    "Without MODEL, the bundled model " TG_BUNDLED_MODEL " next to the executable.\n"
     "For each prompt (one per line of FILE; empty lines are skipped) the greedy continuation of --tokens tokens\n"
     "with an fp32 cache is the reference. For each precision of --kv-quantize the table gives how many of those\n"
     "tokens the same greedy decode reproduces before the first divergence, and the mean over the prompts. The\n"
@@ -46,6 +48,7 @@ typedef struct {
 
 typedef struct {
     const char *model_path, *prompts_path;
+    char model_buf[4200]; /* the bundled model's path when no MODEL is given */
     int64_t n_tokens;
     int threads;
     bool markdown;
@@ -116,14 +119,14 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    if (n_pos < 1) return tg_usage_error("compare", "expected MODEL (see tinygpt compare --help)");
     if (!prompts) return tg_usage_error("compare", "--prompts FILE is required");
     for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
         if (o[i].seen &&
             (strcmp(o[i].name, "--kv-quantize-keys") == 0 || strcmp(o[i].name, "--kv-quantize-values") == 0))
             return tg_usage_error("compare", "%s: give keys and values as an item KEYS/VALUES of --kv-quantize",
                                   o[i].name);
-    a->model_path = pos[0];
+    a->model_path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "compare", a->model_buf, sizeof a->model_buf);
+    if (!a->model_path) return TG_EXIT_ERROR;
     a->prompts_path = prompts;
     a->n_tokens = tokens;
     a->threads = (int)threads;

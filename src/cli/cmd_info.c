@@ -9,20 +9,25 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "cli/report_json.h"
 
 static const char USAGE[] =
-    "usage: tinygpt info MODEL [--cache-table]\n"
+    "usage: tinygpt info [MODEL] [--cache-table] [--json]\n"
     "\n"
     "Prints the architecture, parameter count, weight types, context length, layer and head shapes, vocabulary,\n"
     "RoPE theta and scaling, sliding window, tied embeddings, BOS / EOS and the KV cache bytes per token at each\n"
     "precision. A Hugging Face folder needs only config.json: without weights the parameter count is the one its\n"
-    "shapes imply, and the files it lacks are listed.\n"
+    "shapes imply, and the files it lacks are listed. Without MODEL, the bundled model " TG_BUNDLED_MODEL ".\n"
     "\n"
     "  --cache-table   also print the KV cache bytes for T = 128 ... 8192 tokens at every precision, unbounded\n"
-    "                  and StreamingLLM 4 + 256, with the ratio to an unbounded bf16 cache\n";
+    "                  and StreamingLLM 4 + 256, with the ratio to an unbounded bf16 cache\n"
+    "  --json          the same as one JSON object on stdout: the fields of tinygpt.h's tg_model_info, bos,\n"
+    "                  eos_ids, adds_bos, kv_bytes_per_token {precision: bytes} and with --cache-table\n"
+    "                  cache_table [{policy, sink, window, precision, tokens, bytes, ratio_to_bf16}]\n";
 
 static const tg_kv_precision ALL_PRECISIONS[] = {TG_KV_FP32, TG_KV_FP16, TG_KV_BF16,
                                                  TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
@@ -153,10 +158,96 @@ static int print_info(FILE *out, const char *path, const tg_model *model, bool t
     return table ? print_cache_table(out, model, &in) : TG_EXIT_OK;
 }
 
+/* The cache_table of --json: every policy x precision x T of print_cache_table. */
+static json_t *json_cache_table(const tg_model *model, tg_error *err) {
+    static const int64_t TS[] = {128, 256, 512, 1024, 2048, 8192};
+    const struct {
+        const char *name;
+        int64_t sink, window;
+    } policies[] = {{"unbounded", 0, 0}, {"StreamingLLM 4+256", 4, 256}};
+    json_t *rows = json_array();
+    for (size_t j = 0; rows && j < sizeof TS / sizeof TS[0]; j++) {
+        tg_cache_params b = params_for(TG_KV_BF16, 0, 0);
+        const size_t bf16 = tg_cache_bytes(model, &b, TS[j], err);
+        for (size_t pi = 0; rows && pi < sizeof policies / sizeof policies[0]; pi++) {
+            for (size_t i = 0; rows && i < N_PRECISIONS; i++) {
+                tg_cache_params c = params_for(ALL_PRECISIONS[i], policies[pi].sink, policies[pi].window);
+                const size_t bytes = bf16 ? tg_cache_bytes(model, &c, TS[j], err) : 0;
+                if (bytes == 0) {
+                    tg_cli_word_error(err, &c);
+                    json_decref(rows);
+                    return NULL;
+                }
+                json_t *row = json_pack("{s:s, s:I, s:I, s:s, s:I, s:I, s:f}", "policy", policies[pi].name, "sink",
+                                        (json_int_t)policies[pi].sink, "window", (json_int_t)policies[pi].window,
+                                        "precision", tg_kv_precision_name(ALL_PRECISIONS[i]), "tokens",
+                                        (json_int_t)TS[j], "bytes", (json_int_t)bytes, "ratio_to_bf16",
+                                        (double)bytes / (double)bf16);
+                if (!row || json_array_append_new(rows, row) != 0) {
+                    json_decref(rows);
+                    rows = NULL;
+                }
+            }
+        }
+    }
+    if (!rows) snprintf(err->msg, sizeof err->msg, "out of memory");
+    return rows;
+}
+
+/* `info --json`: the object on stdout; TG_EXIT_OK, or the status after one error line (nothing printed). */
+static int print_info_json(const char *path, const tg_model *model, bool table) {
+    tg_model_info in;
+    tg_model_get_info(model, &in);
+    json_t *o = json_pack("{s:s}", "model", path), *fields = tg_json_model_info(&in); /* "model" first */
+    if (o && (!fields || json_object_update(o, fields) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(fields);
+    const int32_t *eos = NULL;
+    const size_t n_eos = tg_token_eos_ids(model, &eos);
+    json_t *eos_ids = json_array(), *per_token = json_object();
+    for (size_t i = 0; eos_ids && i < n_eos; i++) json_array_append_new(eos_ids, json_integer(eos[i]));
+    tg_error err = {0};
+    for (size_t i = 0; per_token && in.context_length > 0 && in.n_kv_heads > 0 && i < N_PRECISIONS; i++) {
+        tg_cache_params c = params_for(ALL_PRECISIONS[i], 0, 0);
+        const size_t bytes = tg_cache_bytes(model, &c, in.context_length, &err);
+        json_object_set_new(per_token, tg_kv_precision_name(ALL_PRECISIONS[i]),
+                            bytes ? json_real((double)bytes / (double)in.context_length) : json_null());
+    }
+    json_t *rows = table && in.n_kv_heads > 0 ? json_cache_table(model, &err) : NULL;
+    if (table && in.n_kv_heads > 0 && !rows) {
+        json_decref(o);
+        json_decref(eos_ids);
+        json_decref(per_token);
+        return tg_runtime_error("%s", err.msg);
+    }
+    /* json_object_set_new takes each value, also when it fails; with no object they are released here */
+    bool ok = o != NULL;
+    if (ok) {
+        ok = json_object_set_new(o, "bos", json_integer(tg_token_bos(model))) == 0;
+        ok = json_object_set_new(o, "eos_ids", eos_ids) == 0 && ok;
+        ok = json_object_set_new(o, "adds_bos", json_boolean(tg_model_adds_bos(model))) == 0 && ok;
+        ok = json_object_set_new(o, "kv_bytes_per_token", per_token) == 0 && ok;
+        if (rows) ok = json_object_set_new(o, "cache_table", rows) == 0 && ok;
+    } else {
+        json_decref(eos_ids);
+        json_decref(per_token);
+        json_decref(rows);
+    }
+    if (!ok) {
+        json_decref(o);
+        return tg_runtime_error("--json: out of memory, or a model path that is not UTF-8");
+    }
+    if (!tg_json_print(stdout, o)) return errno == EPIPE ? TG_EXIT_OK : tg_runtime_error("writing to stdout failed");
+    return TG_EXIT_OK;
+}
+
 int tg_cmd_info(int argc, char **argv) {
-    bool table = false;
+    bool table = false, json = false;
     tg_opt opts[] = {
         {.name = "--cache-table", .kind = TG_OPT_FLAG, .dest = &table},
+        {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
     };
     const char *pos[1];
     size_t n_pos = 0;
@@ -165,10 +256,17 @@ int tg_cmd_info(int argc, char **argv) {
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    if (n_pos < 1) return tg_usage_error("info", "expected MODEL (see tinygpt info --help)");
+    char bundled[4200];
+    const char *path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "info", bundled, sizeof bundled);
+    if (!path) return TG_EXIT_ERROR;
     tg_error err = {0};
-    tg_model *model = tg_model_load_for(pos[0], TG_NEED_CONFIG, &err);
+    tg_model *model = tg_model_load_for(path, TG_NEED_CONFIG, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
+    if (json) {
+        int status = print_info_json(path, model, table);
+        tg_model_free(model);
+        return status;
+    }
     /* everything is computed into a buffer first: a failure leaves nothing on stdout */
     char *text = NULL;
     size_t len = 0;
@@ -177,7 +275,7 @@ int tg_cmd_info(int argc, char **argv) {
         tg_model_free(model);
         return tg_runtime_error("out of memory");
     }
-    int status = print_info(out, pos[0], model, table);
+    int status = print_info(out, path, model, table);
     tg_model_free(model);
     if (fclose(out) != 0 && status == TG_EXIT_OK) status = tg_runtime_error("out of memory");
     if (status == TG_EXIT_OK) fwrite(text, 1, len, stdout);

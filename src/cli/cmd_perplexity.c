@@ -18,14 +18,16 @@
 
 #include "cli/args.h"
 #include "cli/attention_meter.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/interrupt.h"
 #include "cli/text.h"
 
 static const char USAGE[] =
-    "usage: tinygpt perplexity MODEL FILE [options]\n"
+    "usage: tinygpt perplexity [MODEL] FILE [options]\n"
     "\n"
+    "Without MODEL, the bundled model " TG_BUNDLED_MODEL " next to the executable.\n"
     "Teacher-forced evaluation of FILE through the KV cache, exactly as `sample` would decode it: the logits for\n"
     "token t are computed against the cache as it stands after tokens < t were appended. Every token after the first\n"
     "is scored. Without a bounded cache a text longer than the context is cut into independent segments of the\n"
@@ -61,6 +63,7 @@ static const char USAGE[] =
 
 typedef struct {
     const char *model_path, *text_path, *csv_path, *attn_csv_path;
+    char model_buf[4200]; /* the bundled model's path when no MODEL is given */
     int64_t max_tokens; /* 0 = all */
     int64_t every;
     int64_t recompute;  /* window of the recomputation oracle, 0 = off */
@@ -110,9 +113,10 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    if (n_pos < 2) return tg_usage_error("perplexity", "expected MODEL and FILE (see tinygpt perplexity --help)");
-    a->model_path = pos[0];
-    a->text_path = pos[1];
+    if (n_pos < 1) return tg_usage_error("perplexity", "expected [MODEL] FILE (see tinygpt perplexity --help)");
+    a->model_path = tg_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "perplexity", a->model_buf, sizeof a->model_buf);
+    if (!a->model_path) return TG_EXIT_ERROR;
+    a->text_path = pos[n_pos - 1];
     a->csv_path = csv;
     a->max_tokens = max_tokens;
     a->every = every;

@@ -16,21 +16,23 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/interrupt.h"
 #include "cli/report.h"
+#include "cli/report_json.h"
+#include "cli/sampling_flags.h"
 #include "cli/stop_text.h"
 #include "cli/text.h"
 
-#define BUNDLED_MODEL "models/tinygpt-flagship.gguf"
 #define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
 
 static const char USAGE[] =
     "usage: tinygpt sample [MODEL] --prompt TEXT | --prompt-file FILE [options]\n"
     "\n"
     "Streams TEXT and a generated continuation to stdout; a banner and a report (speed, KV cache) go to stderr.\n"
-    "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " BUNDLED_MODEL "\n"
+    "MODEL is a GGUF file or a Hugging Face folder; without it, the bundled model " TG_BUNDLED_MODEL "\n"
     "next to the executable is used.\n"
     "\n"
     "sampling:\n"
@@ -59,6 +61,8 @@ static const char USAGE[] =
     "  --repeat-last-n N              tokens the repeat penalty looks at (default 64; 0 = off)\n"
     "  --min-p P                      keep ids at least P times as likely as the top one (before temperature);\n"
     "                                 0 = off (default)\n"
+    "  --json                         the report as one JSON object on stderr after the run, instead of the banner\n"
+    "                                 and the text report (errors and warnings stay text lines)\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
@@ -67,35 +71,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t clock_seed(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
-    return s % 1000000000000ull; /* short enough to retype */
-}
-
-/* Finds the bundled model next to the executable (or two levels up, for the build/<variant>/tinygpt binaries).
- * On failure `looked` names the executable's directory. */
-static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
-        return false;
-    }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(looked, looked_cap, "%s", exe);
-    static const char *const ups[] = {"", "/..", "/../.."};
-    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
-        int w = snprintf(out, cap, "%s%s/" BUNDLED_MODEL, exe, ups[i]);
-        struct stat st;
-        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0) return true;
-    }
-    return false;
 }
 
 /* What has been written to stdout: the errno of a failed write, and whether the text ends inside a line. */
@@ -133,6 +108,7 @@ typedef struct {
     char sp_note[160];  /* which settings came from the model's files, for the banner ("" when none) */
     int threads;
     bool echo, ignore_eos;
+    bool json;        /* --json: the report as one JSON object on stderr */
     tg_opt_list stops;
     int64_t progress; /* a progress line every this many generated tokens; 0 = none */
     tg_cache_params cache;
@@ -140,41 +116,32 @@ typedef struct {
 
 /* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
-    int64_t tokens = 128, top_k = 40, threads = 0, progress = 0;
-    double temperature = 0.8, top_p = 0.95, repeat_penalty = 1.0, min_p = 0.0;
-    int64_t repeat_last_n = 64, context = 0;
-    uint64_t seed = 0;
+    int64_t tokens = 128, threads = 0, progress = 0, context = 0;
     const char *prompt = "", *prompt_file = NULL, *model = NULL;
-    bool no_echo = false, ignore_eos = false;
-    enum { O_PROMPT, O_TOKENS, O_TEMP, O_TOPK, O_TOPP, O_SEED, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_STOP, O_REPPEN, O_REPN,
-           O_MINP, O_CONTEXT, O_OWN };
-    tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
+    bool no_echo = false, ignore_eos = false, json = false;
+    enum { O_PROMPT, O_TOKENS, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_CONTEXT, O_JSON,
+           O_OWN };
+    enum { O_SAMPLING = O_OWN, O_CACHE = O_SAMPLING + TG_SAMPLING_OPT_COUNT, O_ALL = O_CACHE + TG_CACHE_OPT_COUNT };
+    tg_opt o[O_ALL] = {
         [O_PROMPT] = {.name = "--prompt", .alias = "-p", .kind = TG_OPT_STRING, .dest = &prompt},
         [O_TOKENS] = {.name = "--tokens", .alias = "-n", .kind = TG_OPT_INT, .dest = &tokens, .lo = 1, .hi = INT64_MAX},
-        [O_TEMP] = {.name = "--temperature", .kind = TG_OPT_FLOAT, .dest = &temperature, .flo = 0, .fhi = 1e4},
-        [O_TOPK] = {.name = "--top-k", .kind = TG_OPT_INT, .dest = &top_k, .lo = 0, .hi = INT32_MAX},
-        [O_TOPP] = {.name = "--top-p", .kind = TG_OPT_FLOAT, .dest = &top_p, .flo = 0, .fhi = 1},
-        [O_SEED] = {.name = "--seed", .alias = "-s", .kind = TG_OPT_U64, .dest = &seed},
         [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
         [O_NOECHO] = {.name = "--no-echo", .kind = TG_OPT_FLAG, .dest = &no_echo},
         [O_IGNEOS] = {.name = "--ignore-eos", .kind = TG_OPT_FLAG, .dest = &ignore_eos},
         [O_PROGRESS] = {.name = "--progress", .kind = TG_OPT_INT, .dest = &progress, .lo = 1, .hi = INT64_MAX},
         [O_PFILE] = {.name = "--prompt-file", .alias = "-f", .kind = TG_OPT_STRING, .dest = &prompt_file},
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
-        [O_STOP] = {.name = "--stop", .kind = TG_OPT_LIST, .dest = &a->stops},
-        [O_REPPEN] = {.name = "--repeat-penalty", .kind = TG_OPT_FLOAT, .dest = &repeat_penalty, .flo = 0,
-                      .fhi = 1e4},
-        [O_REPN] = {.name = "--repeat-last-n", .kind = TG_OPT_INT, .dest = &repeat_last_n, .lo = 0,
-                    .hi = TG_SAMPLER_MAX_LAST_N},
-        [O_MINP] = {.name = "--min-p", .kind = TG_OPT_FLOAT, .dest = &min_p, .flo = 0, .fhi = 1},
         [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
                        .hi = INT32_MAX},
+        [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
     };
+    tg_sampling_flags sf;
+    tg_sampling_flags_options(&sf, o + O_SAMPLING);
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_OWN);
+    tg_cache_flags_options(&cf, o + O_CACHE);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("sample", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
+    switch (tg_args_parse("sample", argc, argv, o, O_ALL, pos, 1, &n_pos)) {
     case TG_ARGS_HELP: return -1;
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
@@ -193,23 +160,15 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         a->prompt = a->prompt_owned;
     }
     a->n_tokens = tokens;
-    a->sp.temperature = (float)temperature;
-    a->sp.top_k = (int)top_k;
-    a->sp.top_p = (float)top_p;
-    a->sp.seed = o[O_SEED].seen ? seed : clock_seed();
-    a->sp.repeat_penalty = (float)repeat_penalty;
-    a->sp.repeat_last_n = (int)repeat_last_n;
-    a->sp.min_p = (float)min_p;
-    for (size_t i = 0; i < a->stops.n; i++)
-        if (!a->stops.items[i][0]) return tg_usage_error("sample", "--stop: expected a non-empty string");
-    a->sp_given[0] = o[O_TEMP].seen;
-    a->sp_given[1] = o[O_TOPK].seen;
-    a->sp_given[2] = o[O_TOPP].seen;
+    const int sampling = tg_sampling_flags_params("sample", &sf, o + O_SAMPLING, &a->sp, a->sp_given);
+    if (sampling != TG_EXIT_OK) return sampling;
+    a->stops = sf.stops;
     a->threads = (int)threads;
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
+    a->json = json;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
-    a->cache = tg_cache_flags_params(&cf, o + O_OWN);
+    a->cache = tg_cache_flags_params(&cf, o + O_CACHE);
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }
@@ -347,8 +306,10 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
 
     tg_cache_report rep;
     tg_session_cache_report(r->session, &rep);
-    tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->session));
-    if (a->sp_note[0]) fprintf(stderr, "tinygpt: sampling defaults from %s (flags override them)\n", a->sp_note);
+    if (!a->json) {
+        tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->session));
+        if (a->sp_note[0]) fprintf(stderr, "tinygpt: sampling defaults from %s (flags override them)\n", a->sp_note);
+    }
 
     double t0 = now_s();
     size_t done = 0;
@@ -370,6 +331,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     for (size_t i = 0; i < n_prompt; i++) tg_sampler_accept(r->sampler, r->ids[i]); /* the repeat penalty's history */
 
     const char *stop = NULL;
+    bool context_full = false; /* stopped because an unbounded cache is full (said above, not as "stopped:") */
     int64_t generated = 0;
     t0 = now_s();
     double t_mark = t0; /* the last progress line */
@@ -394,10 +356,12 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         }
         if (write_state != 0 || generated == a->n_tokens || tg_interrupted()) break;
         if (tg_session_remaining(r->session) < 1) {
-            fprintf(stderr,
-                    "tinygpt: stopped after %" PRId64 " tokens: the context (%d tokens) is full; "
-                    "--streaming-llm-window M keeps generating with a bounded cache\n",
-                    generated, info.context_length);
+            if (!a->json)
+                fprintf(stderr,
+                        "tinygpt: stopped after %" PRId64 " tokens: the context (%d tokens) is full; "
+                        "--streaming-llm-window M keeps generating with a bounded cache\n",
+                        generated, info.context_length);
+            context_full = true;
             break;
         }
         if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) {
@@ -426,10 +390,27 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         write_state = emit("\n", 1, &r->out);
     if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->out.write_errno));
 
+    tg_session_cache_report(r->session, &rep);
+    if (a->json) {
+        const char *why = "tokens"; /* why the generation ended: --tokens unless something else */
+        if (stop) why = stop;
+        else if (context_full) why = "context full";
+        else if (write_state == 1) why = "stdout closed";
+        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:i, s:o, s:o, s:s, s:o}", "model", model_path, "model_info",
+                              tg_json_model_info(&info), "sampling", tg_json_sampler(&a->sp),
+                              "sampling_defaults_from", a->sp_note[0] ? json_string(a->sp_note) : json_null(),
+                              "threads", tg_session_threads(r->session), "prompt",
+                              tg_json_speed((int64_t)done, t_prompt),
+                              "generated", tg_json_speed(generated, t_gen), "stop", why, "cache",
+                              tg_json_cache_report(&rep));
+        if (!tg_json_print(stderr, o))
+            return tg_runtime_error("--json: the report could not be written (out of memory, or a model path that "
+                                    "is not UTF-8)");
+        return TG_EXIT_OK;
+    }
     tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
     tg_report_speed(stderr, "generated", generated, t_gen);
     if (stop) fprintf(stderr, "stopped: %s\n", stop);
-    tg_session_cache_report(r->session, &rep);
     tg_report_cache(stderr, &rep);
     return TG_EXIT_OK;
 }
@@ -454,15 +435,8 @@ static int sample_main(sample_args *ap) {
     sample_args a = *ap;
     int status;
     char bundled[4200];
-    if (!a.model_path) {
-        char looked[4096];
-        if (!find_bundled_model(bundled, sizeof bundled, looked, sizeof looked)) {
-            return tg_runtime_error("no MODEL given and the bundled model " BUNDLED_MODEL " was not found "
-                                    "(looked next to %s); pass one: tinygpt sample MODEL --prompt TEXT",
-                                    looked);
-        }
-        a.model_path = bundled;
-    }
+    a.model_path = tg_model_or_bundled(a.model_path, "sample", bundled, sizeof bundled);
+    if (!a.model_path) return TG_EXIT_ERROR;
 
     sample_run r = {0};
     tg_error err = {0};

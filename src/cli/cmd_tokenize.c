@@ -7,13 +7,15 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/bundled.h"
 #include "cli/cli.h"
 
 static const char USAGE[] =
-    "usage: tinygpt tokenize MODEL TEXT [--bos]\n"
+    "usage: tinygpt tokenize [MODEL] TEXT [--bos]\n"
     "\n"
     "Prints the token ids of TEXT, space-separated on one line. MODEL may be a vocab-only GGUF file, or a Hugging\n"
-    "Face folder of which only tokenizer.json (and tokenizer_config.json) is read.\n"
+    "Face folder of which only tokenizer.json (and tokenizer_config.json) is read; with TEXT alone, the bundled\n"
+    "model " TG_BUNDLED_MODEL ".\n"
     "\n"
     "  --bos   put the BOS token first (default: no BOS)\n"
     "  --      ends the options (for a TEXT that starts with '-')\n";
@@ -30,16 +32,17 @@ int tg_cmd_tokenize(int argc, char **argv) {
     case TG_ARGS_USAGE: return TG_EXIT_USAGE;
     case TG_ARGS_OK: break;
     }
-    if (n_pos < 2) {
-        return tg_usage_error("tokenize", "expected MODEL and TEXT, got %s (see tinygpt tokenize --help)",
-                              n_pos == 0 ? "neither" : "only MODEL");
-    }
+    if (n_pos < 1) return tg_usage_error("tokenize", "expected [MODEL] TEXT (see tinygpt tokenize --help)");
+    char bundled[4200];
+    const char *path = tg_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "tokenize", bundled, sizeof bundled);
+    if (!path) return TG_EXIT_ERROR;
+    const char *text = pos[n_pos - 1];
     tg_error err = {0};
-    tg_model *model = tg_model_load_for(pos[0], TG_NEED_TOKENIZER, &err);
+    tg_model *model = tg_model_load_for(path, TG_NEED_TOKENIZER, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
     int32_t *ids = NULL;
     size_t n = 0;
-    if (!tg_tokenize(model, pos[1], strlen(pos[1]), bos, &ids, &n, &err)) {
+    if (!tg_tokenize(model, text, strlen(text), bos, &ids, &n, &err)) {
         tg_model_free(model);
         return tg_runtime_error("%s", err.msg);
     }

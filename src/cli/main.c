@@ -7,9 +7,10 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "tinygpt.h"
 
-/* The tool's version (the library has no version of its own yet). */
-#define TINYGPT_VERSION "0.15.0"
+/* The tool's version: the library's (include/tinygpt.h). */
+#define TINYGPT_VERSION TG_VERSION_STRING
 
 static const char USAGE[] =
     "tinygpt — a small inference engine for Llama-family models with a bounded, compressed KV cache\n"
@@ -18,16 +19,17 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  sample [MODEL] --prompt TEXT   generate a continuation of TEXT (MODEL defaults to the bundled model)\n"
-    "  chat MODEL                     talk to an instruction-tuned model through its chat template\n"
-    "  tokenize MODEL TEXT [--bos]    print the token ids of TEXT\n"
-    "  info MODEL [--cache-table]     print the model's hyper-parameters and KV cache sizes\n"
-    "  perplexity MODEL FILE          perplexity of FILE through the KV cache (teacher-forced)\n"
-    "  compare MODEL --prompts FILE   greedy prefix match of each cache precision against an fp32 cache\n"
-    "  bench MODEL [--depth D,...]    prompt and generation speed, peak RSS and the memory-bandwidth roofline\n"
+    "  chat [MODEL]                   talk to an instruction-tuned model through its chat template\n"
+    "  tokenize [MODEL] TEXT [--bos]  print the token ids of TEXT\n"
+    "  info [MODEL] [--cache-table]   print the model's hyper-parameters and KV cache sizes (--json: as JSON)\n"
+    "  perplexity [MODEL] FILE        perplexity of FILE through the KV cache (teacher-forced)\n"
+    "  compare [MODEL] --prompts FILE greedy prefix match of each cache precision against an fp32 cache\n"
+    "  bench [MODEL] [--depth D,...]  prompt and generation speed, peak RSS and the memory-bandwidth roofline\n"
     "  help                           print this message\n"
     "  --version                      print the version\n"
     "\n"
-    "MODEL is a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json).\n"
+    "MODEL is a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json); without it, every\n"
+    "command uses the bundled model models/tinygpt-flagship.gguf next to the executable.\n"
     "`tinygpt <command> --help` describes a command's options.\n"
     "Exit status: 0 success, 1 error, 2 bad usage.\n";
 

@@ -100,13 +100,6 @@ void tg_print_padded(FILE *f, const char *s, size_t width) {
     for (size_t chars = tg_utf8_count(s, strlen(s)); chars < width; chars++) fputc(' ', f);
 }
 
-void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n) {
-    const char *text = NULL;
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) tg_detok_push(d, ids[i], &text, &len);
-    tg_detok_flush(d, &text, &len);
-}
-
 bool tg_text_lines(const char *text, size_t len, char ***lines, size_t *n) {
     char **out = NULL;
     size_t count = 0, cap = 0;

@@ -40,12 +40,6 @@ void tg_print_padded(FILE *f, const char *s, size_t width);
 bool tg_text_lines(const char *text, size_t len, char ***lines, size_t *n);
 void tg_text_lines_free(char **lines, size_t n);
 
-/* Pushes the prompt's ids through d without printing them (`sample --no-echo`), then drops what is still pending
- * (an incomplete UTF-8 character at the prompt's end), so that the generated text starts clean: its first bytes are
- * never joined to the prompt's tail, and nothing of the prompt (not even a U+FFFD for its tail) is printed. The
- * decoder still knows the text has started (SentencePiece prefix spaces are handled as with the echo). */
-void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n);
-
 /* Reads the file at path into a malloc'ed, NUL-terminated buffer (*len excludes the NUL), at most `limit` bytes: a
  * file with more is refused. "-" reads standard input. Works for pipes and character devices too (it never needs the size up front). On
  * failure returns NULL and writes one line into msg[msg_cap] naming the path (no trailing newline). */

@@ -175,6 +175,33 @@ void tg_kvcache_free(tg_kvcache *c) {
     free(c);
 }
 
+static void store_clear(const tg_store_geom *sg, tg_store *s) {
+    if (s->data) memset(s->data, 0, sg->data_bytes);
+    if (s->scale) memset(s->scale, 0, sg->scale_bytes / 2);
+    if (s->zero) memset(s->zero, 0, sg->scale_bytes / 2);
+    if (s->resid) memset(s->resid, 0, sg->resid_bytes);
+    if (s->sink) memset(s->sink, 0, sg->sink_bytes);
+}
+
+void tg_kvcache_reset(tg_kvcache *c) {
+    if (!c) return;
+    const tg_cache_geom *g = &c->g;
+    for (int l = 0; l < g->n_layers; l++) {
+        if (c->kv_source[l] != l) continue;
+        tg_layer_cache *L = &c->layers[l];
+        store_clear(&g->k, &L->k);
+        store_clear(&g->v, &L->v);
+        L->n_sink = L->n_appended = L->first = L->qend = 0;
+    }
+    /* the scratch blocks are rewritten before they are read; cleared anyway, as tg_kvcache_new left them */
+    const size_t HD = (size_t)g->n_kv_heads * (size_t)g->head_dim;
+    memset(c->scratch_k, 0, HD * sizeof(float));
+    if (c->group_f32) memset(c->group_f32, 0, (size_t)g->group * HD * sizeof(float));
+    if (c->sink_codes) memset(c->sink_codes, 0, (size_t)g->sink * (size_t)g->head_dim);
+    if (c->sink_grid) memset(c->sink_grid, 0, 2 * (size_t)g->head_dim * sizeof(uint16_t));
+    c->rope_pos = -1;
+}
+
 /* ---- rows ----------------------------------------------------------------------------------------------------- */
 
 void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos) {

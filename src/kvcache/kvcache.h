@@ -39,6 +39,9 @@ typedef struct tg_kvcache tg_kvcache;
  * invalid (window 0 with a sink, residual not a multiple of the group, budget too small...). */
 tg_kvcache *tg_kvcache_new(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err);
 void tg_kvcache_free(tg_kvcache *c);
+/* Empties the cache, keeping every allocation: its storage is zeroed and it holds no token, exactly as
+ * tg_kvcache_new left it, so the same appends give the same results. */
+void tg_kvcache_reset(tg_kvcache *c);
 
 /* Stores the new token's key and value for `layer` at absolute position pos (positions are appended in order:
  * pos == the number of tokens appended to this layer before). k is pre-RoPE: the cache applies RoPE (at pos, or at

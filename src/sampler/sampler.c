@@ -65,6 +65,12 @@ static uint64_t xoshiro_next(uint64_t s[4]) {
 /* Uniform double in [0, 1) with 53 random bits. */
 static double uniform01(uint64_t s[4]) { return (double)(xoshiro_next(s) >> 11) * 0x1.0p-53; }
 
+/* The PRNG state of a fresh sampler: xoshiro256** seeded from p.seed through splitmix64. */
+static void seed_rng(tg_sampler *s) {
+    uint64_t x = s->p.seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+}
+
 /* ---- public API --------------------------------------------------------------------------------------------- */
 
 tg_sampler_params tg_sampler_default_params(void) {
@@ -110,8 +116,7 @@ tg_sampler *tg_sampler_new(const tg_sampler_params *p, int32_t vocab_size, tg_er
         tg_sampler_free(s);
         return refuse(err, "out of memory");
     }
-    uint64_t x = p->seed;
-    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    seed_rng(s);
     return s;
 }
 
@@ -152,6 +157,12 @@ static int32_t heap_pop(const float *z, int32_t *h, size_t *n) {
     h[0] = h[--*n];
     if (*n > 0) sift_down(z, h, *n, 0);
     return top;
+}
+
+void tg_sampler_reset(tg_sampler *s) {
+    if (!s) return;
+    seed_rng(s);
+    s->n_recent = s->next_recent = 0;
 }
 
 void tg_sampler_accept(tg_sampler *s, int32_t id) {

@@ -111,3 +111,10 @@ void tg_detok_flush(tg_detok *d, const char **out, size_t *out_len) {
     *out_len = drain(d, true);
     *out = d->out;
 }
+
+void tg_detok_skip_prompt(tg_detok *d, const int32_t *ids, size_t n) {
+    const char *text = NULL;
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) tg_detok_push(d, ids[i], &text, &len);
+    tg_detok_flush(d, &text, &len);
+}

@@ -72,7 +72,7 @@ usage() {
     local rc=$?
     if [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "tinygpt bench" "$tmp/err"; then ok; else bad "bench $* -> $rc: $(cat "$tmp/err")"; fi
 }
-usage
+usage "$MODEL" --kv-budget lots
 usage "$MODEL" --depth 1,x
 usage "$MODEL" --depth ""
 usage "$MODEL" --tokens 5 --checkpoints 6

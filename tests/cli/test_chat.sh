@@ -186,7 +186,7 @@ printf '[{"role": "user"}]' >"$tmp/bad.json"
 check_fail 2 "--messages $tmp/bad.json: message 0" chat "$M" --chat-template chatml --messages "$tmp/bad.json"
 printf '[{"role": ' >"$tmp/bad.json"
 check_fail 2 "--messages $tmp/bad.json: bad JSON" chat "$M" --chat-template chatml --messages "$tmp/bad.json"
-check_fail 2 "no MODEL given" chat
+check_fail 1 "carries no chat template; choose a built-in" chat
 check_fail 1 "no weights" chat "$tl"
 
 echo "chat: $passed passed, $failed failed"

@@ -103,9 +103,7 @@ expect_fail 2 "--kv-residual: expected a non-negative integer" sample --kv-resid
 expect_fail 2 "--no-echo: takes no value" sample --no-echo=yes
 expect_fail 2 "--tokens: expected a positive integer, got 'x'" sample --tokens=x
 expect_fail 2 "unexpected argument 'extra'" sample a.gguf extra
-expect_fail 2 "expected MODEL and TEXT" tokenize
-expect_fail 2 "expected MODEL and TEXT" tokenize a.gguf
-expect_fail 2 "expected MODEL" info
+expect_fail 2 "expected [MODEL] TEXT" tokenize
 
 # ---- files that are not models ----------------------------------------------------------------------------------
 expect_fail 1 "$tmp/missing.gguf" info "$tmp/missing.gguf"

@@ -56,15 +56,15 @@ else
 fi
 run compare --help
 if [ "$rc" -eq 0 ] && grep -qF "usage: tinygpt compare" "$tmp/out"; then ok; else bad "compare --help -> exit $rc"; fi
-expect_fail 2 "expected MODEL and FILE" perplexity
-expect_fail 2 "expected MODEL and FILE" perplexity m.gguf
+expect_fail 2 "expected [MODEL] FILE" perplexity
+expect_fail 1 "m.gguf" perplexity m.gguf
 expect_fail 2 "--chunk: expected a positive integer up to 4096, got '0'" perplexity m.gguf f.txt --chunk 0
 expect_fail 2 "--every: expected a positive integer" perplexity m.gguf f.txt --every -3
 expect_fail 2 "--max-tokens: expected an integer from 2" perplexity m.gguf f.txt --max-tokens 1
 expect_fail 2 "--kl-base: expected one of fp32" perplexity m.gguf f.txt --kl-base fp64
 expect_fail 2 "--recompute-window re-runs each window" perplexity m.gguf f.txt --recompute-window 8 --streaming-llm-window 8
 expect_fail 2 "--kv-quantize: expected one of fp32" perplexity m.gguf f.txt --kv-quantize int3
-expect_fail 2 "expected MODEL" compare
+expect_fail 2 "--prompts FILE is required" compare
 expect_fail 2 "--prompts FILE is required" compare m.gguf
 expect_fail 2 "--kv-quantize: expected fp32 fp16 bf16 int8 int4 int2 or KEYS/VALUES, got 'int3'" \
     compare m.gguf --prompts p.txt --kv-quantize int8,int3

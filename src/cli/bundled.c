@@ -1,0 +1,42 @@
+/* bundled.c — finding the bundled model next to the executable (bundled.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/bundled.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+
+/* On failure `looked` names the executable's directory. */
+static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
+        return false;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(looked, looked_cap, "%s", exe);
+    static const char *const ups[] = {"", "/..", "/../.."};
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
+        int w = snprintf(out, cap, "%s%s/" TG_BUNDLED_MODEL, exe, ups[i]);
+        struct stat st;
+        if (w > 0 && (size_t)w < cap && stat(out, &st) == 0) return true;
+    }
+    return false;
+}
+
+const char *tg_model_or_bundled(const char *given, const char *cmd, char *buf, size_t cap) {
+    if (given) return given;
+    char looked[4096];
+    if (find_bundled_model(buf, cap, looked, sizeof looked)) return buf;
+    (void)tg_runtime_error("no MODEL given and the bundled model " TG_BUNDLED_MODEL " was not found (looked next to "
+                           "%s); pass one: tinygpt %s MODEL ...",
+                           looked, cmd);
+    return NULL;
+}
