@@ -1,7 +1,7 @@
 # tinygpt — `make` builds ./tinygpt; `make test` builds everything under ASan+UBSan and runs the whole suite.
 CC      ?= cc
-PKGS    := jansson libpcre2-8 libedit
-LIB_PKGS := jansson libpcre2-8 # what libtinygpt itself needs (libedit is the tool's line editor)
+PKGS    := jansson libpcre2-8 libedit libmicrohttpd
+LIB_PKGS := jansson libpcre2-8 # what libtinygpt itself needs (libedit and libmicrohttpd are the tool's)
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -17,8 +17,9 @@ ARCH    ?= native
 OPT     := -O3 -march=$(ARCH) -g
 SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
-CLI_SRC := $(shell find src/cli -name '*.c' | sort)
+# src/serve (the HTTP server of `tinygpt serve`, on libmicrohttpd) links into the tool, not the library
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/serve/*' | sort)
+CLI_SRC := $(shell find src/cli src/serve -name '*.c' | sort)
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 
@@ -117,6 +118,13 @@ $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
 	    $(DEPS_LIBS) -lcmocka
+
+# test_serve_parts also links the server's pure parts (they live outside the library: src/serve is the tool's)
+SERVE_UNIT_OBJ := $(ASN)/src/serve/admission.o $(ASN)/src/serve/request.o $(ASN)/src/serve/openai.o
+$(ASN)/tests/test_serve_parts: tests/unit/test_serve_parts.c $(SERVE_UNIT_OBJ) $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(SERVE_UNIT_OBJ) $(ASN_SUPPORT_OBJ) \
+	    $(ASN)/libtinygpt.a $(DEPS_LIBS) -lcmocka
 
 # --- tools/*.c: stand-alone programs on the release library (bench/compare-llamacpp builds them) ---
 TOOL_BIN := $(patsubst tools/%.c,$(REL)/tools/%,$(wildcard tools/*.c))

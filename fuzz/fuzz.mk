@@ -6,7 +6,8 @@ FUZ        := fuzz/build
 FUZZ_SRC   := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN   := $(FUZZ_SRC:fuzz/%.c=$(FUZ)/%)
 FUZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZ)/obj/%.o)
-FUZ_CLI_OBJ := $(FUZ)/obj/src/cli/args.o $(FUZ)/obj/src/cli/text.o
+FUZ_CLI_OBJ := $(FUZ)/obj/src/cli/args.o $(FUZ)/obj/src/cli/text.o $(FUZ)/obj/src/serve/request.o \
+               $(FUZ)/obj/src/serve/openai.o
 .SECONDARY: $(FUZ_CLI_OBJ)
 
 .PHONY: fuzz

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh — runs one libFuzzer harness: fuzz/run.sh HARNESS [SECONDS] [extra libFuzzer flags...]
-# HARNESS is gguf, hf, folder, tokenizer_json, tokenizer_text, tokenize, args, cli_text or chat_template
+# HARNESS is gguf, hf, folder, tokenizer_json, tokenizer_text, tokenize, args, cli_text, chat_template or
+# serve_request
 # (fuzz/build/fuzz_HARNESS, built by `make fuzz`).
 # The growing corpus lives in fuzz/build/corpus/HARNESS (seeded from fuzz/seeds/HARNESS, which stays untouched),
 # crashes land in fuzz/build/crashes/HARNESS/, the log in fuzz/build/logs/HARNESS.log; one job, one process.
@@ -15,7 +16,7 @@ bin=fuzz/build/fuzz_$h
 mkdir -p "fuzz/build/corpus/$h" "fuzz/build/crashes/$h" fuzz/build/logs
 dict=()
 case $h in
-hf | tokenizer_json | tokenizer_text | folder) dict=(-dict=fuzz/dict/json.dict) ;;
+hf | tokenizer_json | tokenizer_text | folder | serve_request) dict=(-dict=fuzz/dict/json.dict) ;;
 args) dict=(-dict=fuzz/dict/args.dict) ;;
 gguf) dict=(-dict=fuzz/dict/gguf.dict) ;;
 chat_template) dict=(-dict=fuzz/dict/jinja.dict) ;;

@@ -281,6 +281,60 @@ TG_API bool tg_session_meter_attention(tg_session *s, tg_error *err);
 /* The meter's sums so far (pointers into the session, valid until its next eval or free); false when it is off. */
 TG_API bool tg_session_attention_stats(const tg_session *s, tg_attention_stats *out);
 
+/* ---- batches: many sequences advanced together (a server's sessions) ------------------------------------------
+ * A tg_sequence is a KV cache and a position, without a forward pass of its own; a tg_batch is one forward pass (its
+ * scratch and thread team) that runs the tokens of several sequences in one pass: every weight matrix is read once
+ * for all of them (matrix x several vectors), attention is per sequence over its own cache. A sequence's logits are
+ * bit-for-bit what a tg_session with the same cache policy computes for the same tokens, whatever else is in the
+ * batch and however its tokens are split into calls. */
+
+typedef struct tg_sequence tg_sequence;
+typedef struct tg_batch tg_batch;
+
+/* The bytes of K/V storage (the report's bytes_total) a sequence under params allocates, known without allocating:
+ * for a bounded policy its bound, for an unbounded one its context (params->context, 0 = the model's). 0 and err
+ * filled when the policy is invalid for the model. */
+TG_API size_t tg_sequence_bytes(const tg_model *model, const tg_cache_params *params, tg_error *err);
+/* Allocates the sequence's cache (tg_sequence_bytes of it) once. NULL with err filled when the policy is invalid or
+ * memory runs out. */
+TG_API tg_sequence *tg_sequence_new(const tg_model *model, const tg_cache_params *params, tg_error *err);
+TG_API void tg_sequence_free(tg_sequence *q);
+TG_API int64_t tg_sequence_position(const tg_sequence *q);
+/* Tokens the sequence can still take; INT64_MAX when a streaming policy bounds its cache. */
+TG_API int64_t tg_sequence_remaining(const tg_sequence *q);
+/* The most tokens one call may give the sequence (1 where a shared layer evicts, else TG_BATCH_PREFILL_MAX). */
+TG_API int tg_sequence_max_chunk(const tg_sequence *q);
+TG_API void tg_sequence_cache_report(const tg_sequence *q, tg_cache_report *r);
+
+/* Tokens per sequence and call that prefill is split into at most (the session's prompt chunk). */
+#define TG_BATCH_PREFILL_MAX 64
+
+/* A forward pass for up to max_rows tokens per call (over all sequences), with attention work space for sequences
+ * whose caches hold at most as many tokens as one under `widest` (the server's cache policy); n_threads <= 0: all
+ * cores. NULL with err filled when the model has no weights, max_rows < 1 or the policy is invalid. */
+TG_API tg_batch *tg_batch_new(const tg_model *model, const tg_cache_params *widest, int max_rows, int n_threads,
+                              tg_error *err);
+TG_API void tg_batch_free(tg_batch *b);
+TG_API int tg_batch_threads(const tg_batch *b);
+TG_API int tg_batch_max_rows(const tg_batch *b);
+/* Whether the batch can run q (its cache needs no more attention work space than the batch has). */
+TG_API bool tg_batch_fits(const tg_batch *b, const tg_sequence *q);
+
+/* One sequence's share of a call: n tokens ids[n] appended at its position; logits (non-NULL) receives the
+ * distribution after the last of them [vocab]. finite (out) is false when those logits are not all finite. */
+typedef struct {
+    tg_sequence *seq;
+    const int32_t *ids;
+    int n;
+    float *logits;
+    bool finite;
+} tg_batch_item;
+
+/* Runs the items in one pass and advances each sequence by its n. False with err filled, nothing run, when the rows
+ * exceed tg_batch_max_rows, an item is empty, exceeds its sequence's max chunk or remaining room, names a sequence
+ * twice or one the batch does not fit, or an id is outside the vocabulary. */
+TG_API bool tg_batch_eval(tg_batch *b, tg_batch_item *items, int n_items, tg_error *err);
+
 /* ---- sampler ---------------------------------------------------------------------------------------------------- */
 
 typedef struct {

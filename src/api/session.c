@@ -52,18 +52,7 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
         goto fail;
     }
     s->context = p.context > 0 ? p.context : hp->context_length;
-    int *layer_window = NULL; /* [n_layers] the model's sliding window for every layer; the cache keeps a copy */
-    if (hp->sliding_window > 0) {
-        layer_window = malloc((size_t)hp->n_layers * sizeof *layer_window);
-        if (!layer_window) {
-            tg_fail(err, "out of memory");
-            goto fail;
-        }
-        for (int l = 0; l < hp->n_layers; l++) layer_window[l] = hp->sliding_window;
-    }
-    const tg_cache_shape shape = tg_model_cache_shape(model, s->context, layer_window);
-    s->cache = tg_kvcache_new(&shape, &p, err);
-    free(layer_window);
+    s->cache = tg_model_kvcache_new(model, &p, err);
     if (!s->cache) goto fail;
     /* the cache says how it must be fed: bounded or not, and the largest chunk it can take */
     const tg_cache_plan plan = tg_kvcache_plan(s->cache);

@@ -130,3 +130,22 @@ const char *tg_chat_conv_last_role(const tg_chat_conv *c) {
     size_t n = json_array_size(c->messages);
     return n ? json_string_value(json_object_get(json_array_get(c->messages, n - 1), "role")) : NULL;
 }
+
+size_t tg_chat_conv_end_ids(const tg_chat_conv *c, const tg_model *model, int32_t *ids, size_t max) {
+    static const char *const markers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
+    const char *template_text = c->builtin ? tg_chat_builtin(c->builtin) : c->src.text;
+    size_t n = 0;
+    int32_t eos = tg_token_eos(model);
+    if (eos >= 0 && n < max) ids[n++] = eos;
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0] && n < max; i++) {
+        if (!template_text || !strstr(template_text, markers[i])) continue;
+        int32_t *tok = NULL;
+        size_t n_tok = 0;
+        tg_error err = {0};
+        if (tg_tokenize(model, markers[i], strlen(markers[i]), false, &tok, &n_tok, &err) && n_tok == 1 &&
+            tok[0] != eos)
+            ids[n++] = tok[0];
+        free(tok);
+    }
+    return n;
+}

@@ -10,6 +10,7 @@
 
 #include "chat/chat_template.h"
 #include "chat/template_source.h"
+#include "tinygpt.h"
 
 typedef struct {
     tg_chat_template *tmpl;
@@ -37,6 +38,11 @@ bool tg_chat_conv_load_messages(tg_chat_conv *c, const char *path, char *msg, si
 /* Renders the conversation (add_generation_prompt as given). Returns the malloc'ed text (caller frees), or NULL with
  * one line in msg naming the template and `--chat-template NAME`. */
 char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap);
+
+/* The ids that end a reply, at most max of them into ids[]: EOS (the tokenizer's), then every common end-of-turn
+ * marker that the template mentions and the tokenizer encodes as one token (<|im_end|> of ChatML, <|eot_id|> of
+ * Llama 3, ...). Every tg_token_is_eos id ends a reply too (callers check it separately). Returns the count. */
+size_t tg_chat_conv_end_ids(const tg_chat_conv *c, const tg_model *model, int32_t *ids, size_t max);
 
 /* The role of the last message, or NULL when there is none. */
 const char *tg_chat_conv_last_role(const tg_chat_conv *c);

@@ -18,5 +18,7 @@ int tg_cmd_perplexity(int argc, char **argv);
 int tg_cmd_compare(int argc, char **argv);
 /* tinygpt bench MODEL ...: prompt and generation speed at several cache depths, with the bandwidth roofline. */
 int tg_cmd_bench(int argc, char **argv);
+/* `tinygpt serve [MODEL]`: the OpenAI-compatible server (cmd_serve.c, src/serve/). */
+int tg_cmd_serve(int argc, char **argv);
 
 #endif

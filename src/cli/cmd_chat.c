@@ -187,23 +187,6 @@ static void chat_free(chat_run *r) {
     tg_chat_conv_close(&r->conv);
 }
 
-/* The ids that end a reply: EOS (all of tg_token_is_eos), and every common end-of-turn marker that the template mentions and the tokenizer
- * encodes as one token (<|im_end|> of ChatML, <|eot_id|> of Llama 3, ...). */
-static void find_end_of_turn(chat_run *r, const char *template_text) {
-    static const char *const markers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
-    int32_t eos = tg_token_eos(r->model);
-    if (eos >= 0) r->eot[r->n_eot++] = eos;
-    for (size_t i = 0; i < sizeof markers / sizeof markers[0] && r->n_eot < MAX_EOT; i++) {
-        if (!template_text || !strstr(template_text, markers[i])) continue;
-        int32_t *ids = NULL;
-        size_t n = 0;
-        tg_error err = {0};
-        if (tg_tokenize(r->model, markers[i], strlen(markers[i]), false, &ids, &n, &err) && n == 1 && ids[0] != eos)
-            r->eot[r->n_eot++] = ids[0];
-        free(ids);
-    }
-}
-
 static bool is_eot(const chat_run *r, int32_t id) {
     if (tg_token_is_eos(r->model, id)) return true; /* every EOS id of the model's files */
     for (size_t i = 0; i < r->n_eot; i++)
@@ -521,7 +504,7 @@ int tg_cmd_chat(int argc, char **argv) {
         chat_free(&r);
         return tg_runtime_error("out of memory");
     }
-    find_end_of_turn(&r, a.template_name ? tg_chat_builtin(a.template_name) : r.conv.src.text);
+    r.n_eot = tg_chat_conv_end_ids(&r.conv, r.model, r.eot, MAX_EOT);
     if (!a.quiet) {
         tg_cache_report rep;
         tg_session_cache_report(r.session, &rep);

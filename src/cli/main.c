@@ -25,6 +25,7 @@ static const char USAGE[] =
     "  perplexity [MODEL] FILE        perplexity of FILE through the KV cache (teacher-forced)\n"
     "  compare [MODEL] --prompts FILE greedy prefix match of each cache precision against an fp32 cache\n"
     "  bench [MODEL] [--depth D,...]  prompt and generation speed, peak RSS and the memory-bandwidth roofline\n"
+    "  serve [MODEL] [--port N]       an OpenAI-compatible HTTP server: many sessions in one KV budget\n"
     "  help                           print this message\n"
     "  --version                      print the version\n"
     "\n"
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "perplexity") == 0) return tg_cmd_perplexity(sub_argc, sub_argv);
     if (strcmp(cmd, "compare") == 0) return tg_cmd_compare(sub_argc, sub_argv);
     if (strcmp(cmd, "bench") == 0) return tg_cmd_bench(sub_argc, sub_argv);
+    if (strcmp(cmd, "serve") == 0) return tg_cmd_serve(sub_argc, sub_argv);
     (void)tg_runtime_error("unknown command '%s' (see tinygpt --help)", cmd); /* one line: control bytes become '?' */
     return TG_EXIT_USAGE;
 }

@@ -63,6 +63,15 @@ struct tg_forward {
     float *hu;     /* [max_chunk, ffn_dim] up projection */
     float *parts;  /* [max_chunk, n_kv_heads, TG_ATTN_MAX_SPLITS, part_floats] attention pieces' partial results */
     int *splits;   /* [max_chunk] shares of each token's attention */
+    size_t work_floats; /* tg_kvcache_work_floats of the cache the forward was sized for (the most a cache may need) */
+    /* one call's rows: each row's cache and position, the rows of each attention round, the rows whose logits go to
+     * the head (a batch of segments) */
+    tg_kvcache **row_cache; /* [max_chunk] */
+    int64_t *row_pos;       /* [max_chunk] */
+    int *round_rows;        /* [max_chunk] rows in round order */
+    int *round_start;       /* [max_chunk + 1] round k = round_rows[round_start[k] .. round_start[k + 1]) */
+    int *head_rows;         /* [max_chunk] rows whose logits are wanted, in segment order */
+    float *head_out;        /* [max_chunk, vocab] their logits (a batch; a chunk writes to the caller's buffer) */
     step_ctr *steps; /* [max_steps] the steps of one call, in the order every thread runs them */
     int64_t max_steps;
     thread_buf *tb; /* [n_threads] */
@@ -121,17 +130,25 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->hu = alloc_rows(max_chunk, hp->ffn_dim);
     f->parts = alloc_rows(max_chunk, (int64_t)hp->n_kv_heads * TG_ATTN_MAX_SPLITS * (int64_t)f->part_floats);
     f->splits = calloc((size_t)max_chunk, sizeof *f->splits);
+    f->work_floats = tg_kvcache_work_floats(cache);
+    f->row_cache = calloc((size_t)max_chunk, sizeof *f->row_cache);
+    f->row_pos = calloc((size_t)max_chunk, sizeof *f->row_pos);
+    f->round_rows = calloc((size_t)max_chunk, sizeof *f->round_rows);
+    f->round_start = calloc((size_t)max_chunk + 1, sizeof *f->round_start);
+    f->head_rows = calloc((size_t)max_chunk, sizeof *f->head_rows);
+    f->head_out = alloc_rows(max_chunk, hp->vocab_size);
     f->max_steps = (int64_t)hp->n_layers * (2 * (int64_t)max_chunk + 4) + 2;
     f->steps = calloc((size_t)f->max_steps, sizeof *f->steps);
     f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
-    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->steps && f->tb;
+    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->steps && f->tb &&
+              f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out;
     for (int i = 0; ok && i < f->n_threads; i++) {
         thread_buf *b = &f->tb[i];
         const size_t xq_bytes = tg_act_scratch_bytes(max_chunk, f->max_in);
         b->xb = alloc_rows(max_chunk, f->max_in);
         b->xq = xq_bytes ? malloc(xq_bytes) : NULL;
         b->tmp = alloc_rows(max_chunk, hp->d_model);
-        b->work = calloc(tg_kvcache_work_floats(cache), sizeof(float));
+        b->work = calloc(f->work_floats, sizeof(float));
         ok = b->xb && (b->xq || !xq_bytes) && b->tmp && b->work;
     }
     if (!ok) {
@@ -160,6 +177,12 @@ void tg_forward_free(tg_forward *f) {
     free(f->hu);
     free(f->parts);
     free(f->splits);
+    free(f->row_cache);
+    free(f->row_pos);
+    free(f->round_rows);
+    free(f->round_start);
+    free(f->head_rows);
+    free(f->head_out);
     free(f->steps);
     free(f->mass);
     free(f->mass_vis);
@@ -321,7 +344,8 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
 
-/* rmsnorm(x) rows [t0, n) with `weight`, quantised for the first block type among types[] (if any). */
+/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised for the first
+ * block type among types[] (if any). */
 typedef struct {
     const tg_forward *f;
     thread_buf *tb;
@@ -329,15 +353,23 @@ typedef struct {
     int t0, n;
     tg_dtype types[3];
     int n_types;
+    const int *rows;
 } norm_ctx;
 
 static void prep_norm(void *ctx, tg_act *a) {
     const norm_ctx *c = ctx;
     const tg_hparams *hp = &c->f->m->hp;
     const int64_t d = hp->d_model;
-    for (int t = c->t0; t < c->n; t++) tg_rmsnorm(c->tb->xb + t * d, c->f->x + t * d, c->weight, d, hp->norm_eps);
+    const float *in = c->tb->xb + c->t0 * d;
+    if (c->rows) {
+        for (int i = 0; i < c->n; i++)
+            tg_rmsnorm(c->tb->xb + i * d, c->f->x + (int64_t)c->rows[i] * d, c->weight, d, hp->norm_eps);
+        in = c->tb->xb;
+    } else {
+        for (int t = c->t0; t < c->n; t++) tg_rmsnorm(c->tb->xb + t * d, c->f->x + t * d, c->weight, d, hp->norm_eps);
+    }
     for (int i = 0; i < c->n_types; i++) {
-        *a = tg_act_prepare(c->types[i], c->tb->xb + c->t0 * d, c->n - c->t0, d, c->tb->xq);
+        *a = tg_act_prepare(c->types[i], in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
         if (a->xq) break;
     }
 }
@@ -346,7 +378,6 @@ static void prep_norm(void *ctx, tg_act *a) {
 typedef struct {
     const tg_forward *f;
     thread_buf *tb;
-    const tg_kvcache *cache;
     tg_dtype type;
     int n;
 } combine_ctx;
@@ -359,7 +390,8 @@ static void prep_combine(void *ctx, tg_act *a) {
     for (int t = 0; t < c->n; t++)
         for (int h = 0; h < H; h++)
             tg_kvcache_attend_combine(
-                c->cache, c->f->parts + ((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * c->f->part_floats,
+                c->f->row_cache[t],
+                c->f->parts + ((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * c->f->part_floats,
                 c->f->splits[t], c->tb->xb + t * qd + (int64_t)h * gq * D);
     *a = tg_act_prepare(c->type, c->tb->xb, c->n, qd, c->tb->xq);
 }
@@ -379,15 +411,19 @@ static void prep_hidden(void *ctx, tg_act *a) {
 
 /* ---- attention steps ----------------------------------------------------------------------------------------------- */
 
-/* Appends token t's K/V (when the layer holds its own), rotates its queries, records its shares: a step of one
- * unit. */
-static void attn_prepare(team *tm, tg_forward *f, tg_kvcache *cache, int l, bool own_kv, int t, int64_t pos) {
+/* Round k's rows, each through its own cache at its own position: appends their K/V (when the layer holds its own),
+ * rotates their queries, records their shares: a step of one unit, the rows in order. */
+static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
     if (claim(tm, 1) == 0) {
         const tg_hparams *hp = &f->m->hp;
         const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
-        if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
-        tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
-        f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
+        for (int i = f->round_start[k]; i < f->round_start[k + 1]; i++) {
+            const int t = f->round_rows[i];
+            tg_kvcache *cache = f->row_cache[t];
+            if (own_kv) tg_kvcache_append(cache, l, f->row_pos[t], f->k + t * kvd, f->v + t * kvd);
+            tg_kvcache_query(cache, l, f->row_pos[t], f->q + t * qd, f->q + t * qd);
+            f->splits[t] = tg_kvcache_attend_splits(cache, l, f->row_pos[t]);
+        }
         finish(tm);
     }
     step_end(tm, 1);
@@ -463,21 +499,22 @@ bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out) {
     return true;
 }
 
-/* The pieces of tokens [t0, t1): units (token, kv-head, share). */
-static void attn_pieces(team *tm, tg_forward *f, const tg_kvcache *cache, int l, int t0, int t1, int64_t pos,
-                        float *work) {
+/* The pieces of round k's rows: units (row, kv-head, share). */
+static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work) {
     const tg_hparams *hp = &f->m->hp;
     const int H = hp->n_kv_heads;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim;
-    const int64_t units = (int64_t)(t1 - t0) * H * TG_ATTN_MAX_SPLITS;
+    const int i0 = f->round_start[k];
+    const int64_t units = (int64_t)(f->round_start[k + 1] - i0) * H * TG_ATTN_MAX_SPLITS;
     for (int64_t u; (u = claim(tm, units)) >= 0;) {
-        const int t = t0 + (int)(u / (H * TG_ATTN_MAX_SPLITS));
+        const int t = f->round_rows[i0 + (int)(u / (H * TG_ATTN_MAX_SPLITS))];
         const int h = (int)(u / TG_ATTN_MAX_SPLITS % H), s = (int)(u % TG_ATTN_MAX_SPLITS);
         if (s < f->splits[t]) {
             float *part =
                 f->parts + (((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * f->part_floats;
-            tg_kvcache_attend_piece(cache, l, pos + t, f->q + t * qd, h, s, f->splits[t], part, work);
-            if (f->mass) meter_piece(f, cache, l, t, pos, h, s, part, work);
+            tg_kvcache_attend_piece(f->row_cache[t], l, f->row_pos[t], f->q + t * qd, h, s, f->splits[t], part,
+                                    work);
+            if (f->mass) meter_piece(f, f->row_cache[t], l, t, f->row_pos[t] - t, h, s, part, work);
         }
         finish(tm);
     }
@@ -486,25 +523,22 @@ static void attn_pieces(team *tm, tg_forward *f, const tg_kvcache *cache, int l,
 
 /* ---- the pass -------------------------------------------------------------------------------------------------------- */
 
-/* One call's arguments, shared by the team. */
+/* One call's arguments, shared by the team: n rows (their caches, positions and rounds in the forward), and where
+ * the head's logits go: every row from row t0 into logits_all, the last row into logits_last, or (n_head > 0) the
+ * rows head_rows[0 .. n_head) into head_out. */
 typedef struct {
     tg_forward *f;
-    tg_kvcache *cache;
-    int n;
-    int64_t pos;
+    int n, n_rounds;
     float *logits_all, *logits_last;
-    bool serial_attn;
+    int n_head;
 } chunk_call;
 
 /* One member's walk through the call's steps (the pool runs it on every thread). */
 static void chunk_thread(void *arg, int thread) {
     const chunk_call *c = arg;
     tg_forward *f = c->f;
-    tg_kvcache *cache = c->cache;
     const int n = c->n;
-    const int64_t pos = c->pos;
     float *logits_all = c->logits_all, *logits_last = c->logits_last;
-    const bool serial_attn = c->serial_attn;
     const struct tg_model *m = f->m;
     const tg_hparams *hp = &m->hp;
     const int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
@@ -521,36 +555,23 @@ static void chunk_thread(void *arg, int thread) {
         job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
         job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
         job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
-        norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1};
+        norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1, NULL};
         run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
 
-        /* 2-3. append, rotate, attention pieces */
-        if (serial_attn) {
-            for (int t = 0; t < n; t++) {
-                attn_prepare(&tm, f, cache, l, own_kv, t, pos);
-                attn_pieces(&tm, f, cache, l, t, t + 1, pos, tb->work);
-            }
-        } else {
-            if (claim(&tm, 1) == 0) {
-                for (int t = 0; t < n; t++) {
-                    if (own_kv) tg_kvcache_append(cache, l, pos + t, f->k + t * kvd, f->v + t * kvd);
-                    tg_kvcache_query(cache, l, pos + t, f->q + t * qd, f->q + t * qd);
-                    f->splits[t] = tg_kvcache_attend_splits(cache, l, pos + t);
-                }
-                finish(&tm);
-            }
-            step_end(&tm, 1);
-            attn_pieces(&tm, f, cache, l, 0, n, pos, tb->work);
+        /* 2-3. append, rotate, attention pieces: round by round */
+        for (int k = 0; k < c->n_rounds; k++) {
+            attn_prepare(&tm, f, l, own_kv, k);
+            attn_pieces(&tm, f, l, k, tb->work);
         }
 
         /* 4. combine (privately) -> wo, added to x */
         mat_job wo;
         job_init(&wo, &w->wo, f->x, (size_t)d, n, threads);
-        combine_ctx cc = {f, tb, cache, w->wo.type, n};
+        combine_ctx cc = {f, tb, w->wo.type, n};
         run_jobs(&tm, &wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
 
         /* 5. gate, up, swiglu */
-        norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2};
+        norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2, NULL};
         run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, unit_rows(&w->w_gate, n, threads));
 
         /* 6. down, added to x */
@@ -561,35 +582,99 @@ static void chunk_thread(void *arg, int thread) {
     }
 
     /* final norm and the output head, only for the rows whose logits are wanted */
-    const int t0 = logits_all ? 0 : n - 1;
     mat_job head;
+    const tg_dtype ht = m->lm_head.type;
+    if (c->n_head > 0) {
+        job_init(&head, &m->lm_head, f->head_out, (size_t)vocab, c->n_head, threads);
+        norm_ctx no = {f, tb, m->out_norm, 0, c->n_head, {ht, ht, ht}, 1, f->head_rows};
+        run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
+        return;
+    }
+    const int t0 = logits_all ? 0 : n - 1;
     job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
     if (!logits_all && !logits_last) head.units = 0;
-    norm_ctx no = {f, tb, m->out_norm, t0, n, {m->lm_head.type, m->lm_head.type, m->lm_head.type}, 1};
+    norm_ctx no = {f, tb, m->out_norm, t0, n, {ht, ht, ht}, 1, NULL};
     run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
 }
 
-void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
-                      float *logits_last) {
-    const struct tg_model *m = f->m;
-    const tg_hparams *hp = &m->hp;
-    const int64_t d = hp->d_model, vocab = hp->vocab_size;
-    if (n < 1 || n > f->max_chunk) return;
-    const bool serial_attn = n > 1 && tg_kvcache_plan(cache).token_by_token;
-    const int64_t n_steps = (int64_t)hp->n_layers * (serial_attn ? 2 * (int64_t)n + 4 : 6) + 1;
+/* Lays out the rows of segs[0 .. n_segs) (which fit in max_chunk): each row's cache and position, the embeddings,
+ * and the attention rounds: a segment whose cache needs token-by-token attention puts its row j in round j, any
+ * other segment all its rows in round 0. Returns the number of rounds. */
+static int layout_rows(tg_forward *f, const tg_forward_seg *segs, int n_segs) {
+    const int64_t d = f->m->hp.d_model;
+    int n = 0, n_rounds = 1;
+    for (int s = 0; s < n_segs; s++) {
+        const bool serial = segs[s].n > 1 && tg_kvcache_plan(segs[s].cache).token_by_token;
+        if (serial && segs[s].n > n_rounds) n_rounds = segs[s].n;
+        for (int j = 0; j < segs[s].n; j++, n++) {
+            f->row_cache[n] = segs[s].cache;
+            f->row_pos[n] = segs[s].pos + j;
+            tg_tensor_get_row(&f->m->tok_embd, segs[s].ids[j], f->x + n * d);
+        }
+    }
+    /* rows by round, in row order within a round (a chunk's appends stay in token order) */
+    int i = 0;
+    for (int k = 0; k < n_rounds; k++) {
+        f->round_start[k] = i;
+        for (int s = 0, row0 = 0; s < n_segs; row0 += segs[s].n, s++) {
+            const bool serial = segs[s].n > 1 && tg_kvcache_plan(segs[s].cache).token_by_token;
+            if (serial) {
+                if (k < segs[s].n) f->round_rows[i++] = row0 + k;
+            } else if (k == 0) {
+                for (int j = 0; j < segs[s].n; j++) f->round_rows[i++] = row0 + j;
+            }
+        }
+    }
+    f->round_start[n_rounds] = i;
+    return n_rounds;
+}
+
+static void reset_steps(tg_forward *f, int n_rounds) {
+    const int64_t n_steps = (int64_t)f->m->hp.n_layers * (2 * (int64_t)n_rounds + 4) + 1;
     for (int64_t i = 0; i < n_steps; i++) {
         atomic_store_explicit(&f->steps[i].next, 0, memory_order_relaxed);
         atomic_store_explicit(&f->steps[i].done, 0, memory_order_relaxed);
     }
+}
 
-    /* token embeddings */
-    for (int t = 0; t < n; t++) tg_tensor_get_row(&m->tok_embd, ids[t], f->x + t * d);
-
-    chunk_call c = {f, cache, n, pos, logits_all, logits_last, serial_attn};
+void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
+                      float *logits_last) {
+    const int64_t vocab = f->m->hp.vocab_size;
+    if (n < 1 || n > f->max_chunk) return;
+    const tg_forward_seg seg = {cache, ids, n, pos, NULL};
+    const int n_rounds = layout_rows(f, &seg, 1);
+    reset_steps(f, n_rounds);
+    chunk_call c = {f, n, n_rounds, logits_all, logits_last, 0};
     tg_pool_run(f->pool, chunk_thread, &c);
     if (f->mass) meter_sum(f, cache, n);
     if (logits_all && logits_last)
         memcpy(logits_last, logits_all + (int64_t)(n - 1) * vocab, (size_t)vocab * sizeof(float));
 }
 
+bool tg_forward_batch(tg_forward *f, const tg_forward_seg *segs, int n_segs) {
+    const int64_t vocab = f->m->hp.vocab_size;
+    int n = 0;
+    for (int s = 0; s < n_segs; s++) {
+        if (segs[s].n < 1 || segs[s].n > f->max_chunk - n || !segs[s].cache) return false;
+        if (tg_kvcache_work_floats(segs[s].cache) > f->work_floats) return false;
+        for (int t = 0; t < s; t++)
+            if (segs[t].cache == segs[s].cache) return false;
+        n += segs[s].n;
+    }
+    if (n == 0) return true;
+    const int n_rounds = layout_rows(f, segs, n_segs);
+    int n_head = 0;
+    for (int s = 0, row0 = 0; s < n_segs; row0 += segs[s].n, s++)
+        if (segs[s].logits) f->head_rows[n_head++] = row0 + segs[s].n - 1;
+    reset_steps(f, n_rounds);
+    chunk_call c = {f, n, n_rounds, NULL, NULL, n_head};
+    if (n_head == 0) c.logits_last = NULL; /* no head at all: chunk_thread's plain path with no units */
+    tg_pool_run(f->pool, chunk_thread, &c);
+    for (int s = 0, h = 0; s < n_segs; s++)
+        if (segs[s].logits) memcpy(segs[s].logits, f->head_out + (int64_t)(h++) * vocab, (size_t)vocab * sizeof(float));
+    return true;
+}
+
 int tg_forward_threads(const tg_forward *f) { return f->n_threads; }
+
+int tg_forward_max_rows(const tg_forward *f) { return f->max_chunk; }

@@ -32,4 +32,25 @@ bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out);
 void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,
                       float *logits_last);
 
+/* One session's rows in a batch: n tokens ids[n] at positions pos..pos+n-1 through its own cache; logits (non-NULL)
+ * receives the distribution after the last of them [vocab]. */
+typedef struct {
+    tg_kvcache *cache;
+    const int32_t *ids;
+    int n;
+    int64_t pos;
+    float *logits;
+} tg_forward_seg;
+
+/* Runs the segments of several sessions in one pass (one pool run): every weight matrix is read once for all their
+ * rows (matrix x several vectors), attention is per row over its own cache. A row's result is bit-for-bit what
+ * tg_forward_chunk of its segment alone computes (the matrix kernels follow one arithmetic order per (row,
+ * activation) whatever the batch, and a cache that needs token-by-token attention gets its rows one round at a time).
+ * False (nothing run) when the rows exceed max_chunk, a segment is empty, two segments share a cache, or a cache needs
+ * more attention work space than the cache the forward was sized for. Allocates nothing. */
+bool tg_forward_batch(tg_forward *f, const tg_forward_seg *segs, int n_segs);
+
+/* The most rows one call takes (max_chunk). */
+int tg_forward_max_rows(const tg_forward *f);
+
 #endif

@@ -360,6 +360,78 @@ static void test_forward_chunk_equals_single_tokens(void **state) {
     synth_free(s);
 }
 
+/* Several caches (different policies, one needing token-by-token attention) advanced together by tg_forward_batch,
+ * chunks of different sizes in one pass, give the bits of each decoded alone, token by token. */
+static void test_forward_batch_equals_alone(void **state) {
+    (void)state;
+    synth *s = synth_new(&base_cfg, 7);
+    tg_error err = {0};
+    tg_cache_shape shape = {
+        .n_layers = s->m.hp.n_layers, .n_heads = s->m.hp.n_heads, .n_kv_heads = s->m.hp.n_kv_heads,
+        .head_dim = s->m.hp.head_dim, .rope_theta = s->m.hp.rope_theta, .rope_style = s->m.hp.rope_style,
+        .context_length = s->m.hp.context_length, .kv_source = NULL, .layer_window = NULL,
+    };
+    enum { NS = 3, N = 24 };
+    tg_cache_params p[NS];
+    for (int i = 0; i < NS; i++) p[i] = tg_cache_default_params();
+    p[1].key_precision = p[1].value_precision = TG_KV_INT4;
+    p[1].sink = 2;
+    p[1].window = 8; /* evicts: token by token */
+    p[2].key_precision = p[2].value_precision = TG_KV_INT8;
+    tg_kvcache *batched[NS], *alone[NS];
+    for (int i = 0; i < NS; i++) {
+        batched[i] = tg_kvcache_new(&shape, &p[i], &err);
+        alone[i] = tg_kvcache_new(&shape, &p[i], &err);
+        if (!batched[i] || !alone[i]) fail_msg("cache %d: %s", i, err.msg);
+    }
+    tg_forward *fb = tg_forward_new(&s->m, batched[0], 16, 2, &err), *fa = tg_forward_new(&s->m, alone[0], 1, 1, &err);
+    assert_non_null(fb);
+    assert_non_null(fa);
+    const int V = base_cfg.vocab;
+    int32_t *ids[NS];
+    float *want[NS], *got[NS];
+    for (int i = 0; i < NS; i++) {
+        ids[i] = random_ids(N, V, 20 + (unsigned)i);
+        want[i] = malloc((size_t)N * (size_t)V * sizeof(float));
+        got[i] = malloc((size_t)V * sizeof(float));
+        for (int t = 0; t < N; t++)
+            tg_forward_chunk(fa, alone[i], ids[i] + t, 1, t, NULL, want[i] + (size_t)t * (size_t)V);
+    }
+    int done[NS] = {0};
+    for (int step = 0; done[0] < N || done[1] < N || done[2] < N; step++) {
+        tg_forward_seg seg[NS];
+        int n_seg = 0, who[NS];
+        for (int i = 0; i < NS; i++) {
+            if (done[i] >= N) continue;
+            int n = 1 + (i + step) % 4;
+            if (n > N - done[i]) n = N - done[i];
+            seg[n_seg] = (tg_forward_seg){batched[i], ids[i] + done[i], n, done[i], got[i]};
+            who[n_seg++] = i;
+        }
+        assert_true(tg_forward_batch(fb, seg, n_seg));
+        for (int k = 0; k < n_seg; k++) {
+            const int i = who[k];
+            done[i] += seg[k].n;
+            double dd = max_abs_diff(got[i], want[i] + (size_t)(done[i] - 1) * (size_t)V, V);
+            if (!(dd == 0.0))
+                fail_msg("cache %d after %d tokens (step %d): batched vs alone max diff %g", i, done[i], step, dd);
+        }
+    }
+    /* refusals: too many rows, one cache twice */
+    tg_forward_seg two[2] = {{batched[0], ids[0], 1, N, NULL}, {batched[0], ids[0], 1, N + 1, NULL}};
+    assert_false(tg_forward_batch(fb, two, 2));
+    tg_forward_seg big = {batched[2], ids[2], 17, N, NULL};
+    assert_false(tg_forward_batch(fb, &big, 1));
+    for (int i = 0; i < NS; i++) {
+        free(ids[i]), free(want[i]), free(got[i]);
+        tg_kvcache_free(batched[i]);
+        tg_kvcache_free(alone[i]);
+    }
+    tg_forward_free(fb);
+    tg_forward_free(fa);
+    synth_free(s);
+}
+
 static void test_session_context_full(void **state) {
     (void)state;
     synth_cfg c = base_cfg;
@@ -472,6 +544,7 @@ int main(void) {
         cmocka_unit_test(test_forward_matches_naive_sliding_window),
         cmocka_unit_test(test_forward_matches_naive_shared_kv),
         cmocka_unit_test(test_forward_chunk_equals_single_tokens),
+        cmocka_unit_test(test_forward_batch_equals_alone),
         cmocka_unit_test(test_session_context_full),
         cmocka_unit_test(test_session_streaming_past_context),
         cmocka_unit_test(test_session_bad_ids),

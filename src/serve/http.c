@@ -1,0 +1,244 @@
+/* http.c — libmicrohttpd glue (http.h): one thread per connection, so a handler may block until its job is done and
+ * a stream's reader may wait for the next token. The access handler accumulates the body (refusing one over
+ * max_body with 413, from Content-Length before reading it when the client declares it), checks the key, and
+ * routes. */
+#define _GNU_SOURCE
+
+#include "serve/http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "serve/generate.h"
+#include "serve/openai.h"
+
+struct tg_http {
+    struct MHD_Daemon *d;
+    tg_server *srv;
+    int port;
+};
+
+/* One request's state across the access handler's calls. */
+typedef struct {
+    char *body;
+    size_t len, cap;
+    bool too_big;
+} conn_ctx;
+
+enum MHD_Result tg_http_send(tg_server *srv, struct MHD_Connection *c, unsigned status, const char *content_type,
+                             const char *body, size_t len) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", content_type);
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    const enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    tg_metrics_response(srv->metrics, (int)status);
+    return ok;
+}
+
+enum MHD_Result tg_http_send_error(tg_server *srv, struct MHD_Connection *c, const tg_serve_error *e) {
+    char *body = tg_oai_error(e);
+    if (!body) return MHD_NO;
+    const enum MHD_Result ok = tg_http_send(srv, c, (unsigned)e->status, "application/json", body, strlen(body));
+    free(body);
+    return ok;
+}
+
+bool tg_http_client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return true;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
+    if (p.revents & POLLIN) {
+        char byte;
+        return recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    }
+    return false;
+}
+
+/* "Authorization: Bearer KEY" against the server's key, in time independent of where they differ. */
+static bool authorized(const tg_server *srv, struct MHD_Connection *c) {
+    if (!srv->api_key) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0) return false;
+    h += 7;
+    const size_t n = strlen(h), k = strlen(srv->api_key);
+    unsigned diff = n != k;
+    for (size_t i = 0; i < n && i < k; i++) diff |= (unsigned char)h[i] ^ (unsigned char)srv->api_key[i];
+    return diff == 0;
+}
+
+static enum MHD_Result fail(tg_server *srv, struct MHD_Connection *c, int status, const char *type, const char *code,
+                            const char *msg) {
+    tg_serve_error e;
+    tg_serve_fail(&e, status, type, NULL, "%s", msg);
+    e.code = code;
+    return tg_http_send_error(srv, c, &e);
+}
+
+static enum MHD_Result send_metrics(tg_server *srv, struct MHD_Connection *c) {
+    tg_metrics_gauges g;
+    tg_sched_gauges(srv->sched, &g);
+    size_t len = 0;
+    char *text = tg_metrics_render(srv->metrics, &g, &len);
+    if (!text) return MHD_NO;
+    const enum MHD_Result ok = tg_http_send(srv, c, 200, "text/plain; version=0.0.4", text, len);
+    free(text);
+    return ok;
+}
+
+static enum MHD_Result route(tg_server *srv, struct MHD_Connection *c, const char *url, const char *method,
+                             conn_ctx *cc) {
+    const bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if (strcmp(url, "/health") == 0) {
+        if (!get) return fail(srv, c, 405, "invalid_request_error", NULL, "use GET /health");
+        if (atomic_load(&srv->draining)) {
+            static const char body[] = "{\"status\":\"shutting down\"}";
+            return tg_http_send(srv, c, 503, "application/json", body, sizeof body - 1);
+        }
+        static const char body[] = "{\"status\":\"ok\"}";
+        return tg_http_send(srv, c, 200, "application/json", body, sizeof body - 1);
+    }
+    if (!authorized(srv, c))
+        return fail(srv, c, 401, "authentication_error", "invalid_api_key",
+                    "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
+    if (strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0) {
+        if (!get) return fail(srv, c, 405, "invalid_request_error", NULL, "use GET /v1/models");
+        char *body = tg_oai_models(srv->model_id, srv->created);
+        if (!body) return MHD_NO;
+        const enum MHD_Result ok = tg_http_send(srv, c, 200, "application/json", body, strlen(body));
+        free(body);
+        return ok;
+    }
+    if (strcmp(url, "/metrics") == 0) {
+        if (!get) return fail(srv, c, 405, "invalid_request_error", NULL, "use GET /metrics");
+        return send_metrics(srv, c);
+    }
+    const bool completions = strcmp(url, "/v1/completions") == 0 || strcmp(url, "/completions") == 0;
+    const bool chat = strcmp(url, "/v1/chat/completions") == 0 || strcmp(url, "/chat/completions") == 0;
+    if (completions || chat) {
+        if (!post) return fail(srv, c, 405, "invalid_request_error", NULL, "use POST");
+        return tg_serve_generate(srv, c, chat ? TG_SERVE_CHAT : TG_SERVE_COMPLETION, cc->body ? cc->body : "",
+                                 cc->len);
+    }
+    return fail(srv, c, 404, "invalid_request_error", "not_found", "no such route");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    (void)version;
+    tg_server *srv = cls;
+    conn_ctx *cc = *con_cls;
+    if (!cc) { /* the headers are in */
+        cc = calloc(1, sizeof *cc);
+        if (!cc) return MHD_NO;
+        *con_cls = cc;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end = NULL;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (end != cl && n > (unsigned long long)srv->max_body) cc->too_big = true;
+        }
+        if (cc->too_big) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "the body is larger than the server's limit of %lld bytes (--max-body)",
+                     (long long)srv->max_body);
+            return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) { /* a piece of the body */
+        const size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (cc->too_big) return MHD_YES;
+        if (n > (size_t)srv->max_body - cc->len) {
+            cc->too_big = true;
+            return MHD_YES;
+        }
+        if (cc->len + n + 1 > cc->cap) {
+            size_t cap = cc->cap ? cc->cap : 4096;
+            while (cap < cc->len + n + 1) cap *= 2;
+            char *p = realloc(cc->body, cap);
+            if (!p) return MHD_NO;
+            cc->body = p;
+            cc->cap = cap;
+        }
+        memcpy(cc->body + cc->len, upload_data, n);
+        cc->len += n;
+        cc->body[cc->len] = '\0';
+        return MHD_YES;
+    }
+    if (cc->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the body is larger than the server's limit of %lld bytes (--max-body)",
+                 (long long)srv->max_body);
+        return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
+    }
+    return route(srv, c, url, method, cc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls, (void)c, (void)toe;
+    conn_ctx *cc = *con_cls;
+    if (cc) {
+        free(cc->body);
+        free(cc);
+    }
+    *con_cls = NULL;
+}
+
+tg_http *tg_http_start(tg_server *srv, char *msg, size_t cap) {
+    tg_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(msg, cap, "out of memory");
+        return NULL;
+    }
+    h->srv = srv;
+    struct sockaddr_in a4 = {0};
+    struct sockaddr_in6 a6 = {0};
+    struct sockaddr *addr;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (inet_pton(AF_INET, srv->host, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons((uint16_t)srv->port);
+        addr = (struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, srv->host, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons((uint16_t)srv->port);
+        addr = (struct sockaddr *)&a6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        snprintf(msg, cap, "--host %s: not an IPv4 or IPv6 address", srv->host);
+        free(h);
+        return NULL;
+    }
+    h->d = MHD_start_daemon(flags, (uint16_t)srv->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)1024, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+    if (!h->d) {
+        snprintf(msg, cap, "cannot listen on %s port %d (in use, or not an address of this machine)", srv->host,
+                 srv->port);
+        free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = di ? (int)di->port : srv->port;
+    return h;
+}
+
+int tg_http_port(const tg_http *h) { return h->port; }
+
+void tg_http_stop(tg_http *h) {
+    if (!h) return;
+    MHD_stop_daemon(h->d);
+    free(h);
+}

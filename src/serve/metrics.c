@@ -1,0 +1,145 @@
+/* metrics.c — counters, gauges and a histogram in Prometheus's text format (metrics.h). */
+#include "serve/metrics.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double TTFT_LE[TG_METRICS_TTFT_BUCKETS - 1] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+static const int STATUSES[TG_METRICS_STATUSES - 1] = {200, 400, 401, 404, 405, 413, 500, 503};
+
+void tg_metrics_init(tg_metrics *m) {
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->mu, NULL);
+}
+
+void tg_metrics_destroy(tg_metrics *m) { pthread_mutex_destroy(&m->mu); }
+
+void tg_metrics_response(tg_metrics *m, int status) {
+    int i = 0;
+    while (i < TG_METRICS_STATUSES - 1 && STATUSES[i] != status) i++;
+    pthread_mutex_lock(&m->mu);
+    m->by_status[i]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void tg_metrics_tokens(tg_metrics *m, int64_t prompt, int64_t generated) {
+    pthread_mutex_lock(&m->mu);
+    m->prompt_tokens += prompt;
+    m->generated_tokens += generated;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void tg_metrics_step(tg_metrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->steps++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void tg_metrics_set_rate(tg_metrics *m, double tokens_per_s) {
+    pthread_mutex_lock(&m->mu);
+    m->tokens_per_s = tokens_per_s;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void tg_metrics_ttft(tg_metrics *m, double seconds) {
+    int b = 0;
+    while (b < TG_METRICS_TTFT_BUCKETS - 1 && seconds > TTFT_LE[b]) b++;
+    pthread_mutex_lock(&m->mu);
+    m->ttft_count[b]++;
+    m->ttft_sum += seconds;
+    m->ttft_n++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} text_buf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void put(text_buf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        const int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        char *q = realloc(b->p, b->cap * 2 + (size_t)n);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = b->cap * 2 + (size_t)n;
+    }
+}
+
+char *tg_metrics_render(tg_metrics *m, const tg_metrics_gauges *g, size_t *len) {
+    text_buf b = {malloc(4096), 0, 4096, false};
+    if (!b.p) return NULL;
+    pthread_mutex_lock(&m->mu);
+    const tg_metrics s = *m;
+    pthread_mutex_unlock(&m->mu);
+    put(&b, "# HELP tinygpt_sessions_active Sessions being decoded (admitted, holding their KV cache).\n"
+            "# TYPE tinygpt_sessions_active gauge\ntinygpt_sessions_active %lld\n", (long long)g->active);
+    put(&b, "# HELP tinygpt_sessions_queued Requests waiting for KV budget or a session slot.\n"
+            "# TYPE tinygpt_sessions_queued gauge\ntinygpt_sessions_queued %lld\n", (long long)g->queued);
+    put(&b, "# HELP tinygpt_sessions_max Most sessions decoded at once (--max-sessions).\n"
+            "# TYPE tinygpt_sessions_max gauge\ntinygpt_sessions_max %lld\n", (long long)g->max_sessions);
+    put(&b, "# HELP tinygpt_queue_capacity Most requests waiting (--queue).\n"
+            "# TYPE tinygpt_queue_capacity gauge\ntinygpt_queue_capacity %lld\n", (long long)g->queue_cap);
+    put(&b, "# HELP tinygpt_kv_bytes_in_use KV cache bytes allocated by the active sessions.\n"
+            "# TYPE tinygpt_kv_bytes_in_use gauge\ntinygpt_kv_bytes_in_use %lld\n", (long long)g->kv_bytes_used);
+    put(&b, "# HELP tinygpt_kv_bytes_budget KV cache bytes all sessions together may hold (--kv-budget).\n"
+            "# TYPE tinygpt_kv_bytes_budget gauge\ntinygpt_kv_bytes_budget %lld\n", (long long)g->kv_budget);
+    put(&b, "# HELP tinygpt_prompt_tokens_total Prompt tokens evaluated.\n"
+            "# TYPE tinygpt_prompt_tokens_total counter\ntinygpt_prompt_tokens_total %lld\n",
+        (long long)s.prompt_tokens);
+    put(&b, "# HELP tinygpt_generated_tokens_total Tokens generated.\n"
+            "# TYPE tinygpt_generated_tokens_total counter\ntinygpt_generated_tokens_total %lld\n",
+        (long long)s.generated_tokens);
+    put(&b, "# HELP tinygpt_batch_steps_total Batched forward passes run.\n"
+            "# TYPE tinygpt_batch_steps_total counter\ntinygpt_batch_steps_total %lld\n", (long long)s.steps);
+    put(&b, "# HELP tinygpt_tokens_per_second Generated tokens per second, all sessions, over the last second.\n"
+            "# TYPE tinygpt_tokens_per_second gauge\ntinygpt_tokens_per_second %.3f\n", s.tokens_per_s);
+    put(&b, "# HELP tinygpt_http_responses_total Responses by HTTP status.\n"
+            "# TYPE tinygpt_http_responses_total counter\n");
+    for (int i = 0; i < TG_METRICS_STATUSES; i++) {
+        if (i < TG_METRICS_STATUSES - 1)
+            put(&b, "tinygpt_http_responses_total{code=\"%d\"} %lld\n", STATUSES[i], (long long)s.by_status[i]);
+        else
+            put(&b, "tinygpt_http_responses_total{code=\"other\"} %lld\n", (long long)s.by_status[i]);
+    }
+    put(&b, "# HELP tinygpt_time_to_first_token_seconds From the request's arrival to its first generated token.\n"
+            "# TYPE tinygpt_time_to_first_token_seconds histogram\n");
+    int64_t cum = 0;
+    for (int i = 0; i < TG_METRICS_TTFT_BUCKETS; i++) {
+        cum += s.ttft_count[i];
+        if (i < TG_METRICS_TTFT_BUCKETS - 1)
+            put(&b, "tinygpt_time_to_first_token_seconds_bucket{le=\"%g\"} %lld\n", TTFT_LE[i], (long long)cum);
+        else
+            put(&b, "tinygpt_time_to_first_token_seconds_bucket{le=\"+Inf\"} %lld\n", (long long)cum);
+    }
+    put(&b, "tinygpt_time_to_first_token_seconds_sum %.6f\ntinygpt_time_to_first_token_seconds_count %lld\n",
+        s.ttft_sum, (long long)s.ttft_n);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}

@@ -1,0 +1,461 @@
+/* scheduler.c — the step loop of continuous batching (scheduler.h).
+ *
+ * Locking: `mu` guards the admission accounting, the queue, the list of admitted jobs not yet started and the flags;
+ * the sessions (their caches, samplers, detokenisers) belong to the scheduler thread alone. Each step: take the
+ * admitted jobs and make their sessions, drop the sessions whose clients have gone, build the batch (one decode row
+ * per decoding session, then prompt chunks up to prefill_per_step), run it, sample, and hand the text to the jobs.
+ * A session's answer follows `tinygpt sample` token for token: the same prompt ids, the same sampler, EOS and limits
+ * checked in the same order, and logits that tg_batch guarantees are the single-session ones. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "serve/scheduler.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/stop_text.h"
+#include "serve/admission.h"
+
+typedef struct {
+    tg_job *job;
+    tg_sequence *seq;
+    tg_sampler *sampler;
+    tg_detok *detok;
+    tg_stop_text stop;
+    float *logits;      /* [vocab] */
+    size_t prefilled;   /* prompt tokens evaluated */
+    int32_t next_id;    /* the token to feed when decoding */
+    bool decoding;      /* the prompt is in: next_id is fed each step */
+    bool first_seen;    /* the first token has been sampled (time to first token recorded) */
+    bool ended;         /* done this step: freed at the end of it */
+    int64_t generated;
+} session;
+
+struct tg_sched {
+    tg_sched_config cfg;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    tg_admission adm;
+    tg_job **queue;      /* [queue_cap] ring: waiting jobs, FIFO */
+    int64_t q_head, q_len;
+    tg_job **starting;   /* [max_sessions] admitted, their sessions not yet made */
+    int64_t n_starting;
+    bool admitting, quit;
+    /* the scheduler thread's */
+    session *sessions;   /* [max_sessions] */
+    int64_t n_sessions;
+    tg_batch_item *items; /* [max_sessions] */
+    int64_t *item_session;
+    tg_job **local;       /* [max_sessions] the jobs a step takes from `starting` */
+    int32_t vocab;
+    double rate_t0;
+    int64_t rate_tokens;
+};
+
+/* ---- the sessions (scheduler thread) ------------------------------------------------------------------------- */
+
+/* Makes job's session; false when it cannot be had (the job is failed; the caller releases its bytes). */
+static bool session_open(tg_sched *s, tg_job *j, session *ss) {
+    memset(ss, 0, sizeof *ss);
+    ss->job = j;
+    tg_error err = {0};
+    ss->seq = tg_sequence_new(s->cfg.model, &j->cache, &err);
+    if (!ss->seq) {
+        tg_job_fail(j, 400, err.msg);
+        return false;
+    }
+    if (!tg_batch_fits(s->cfg.batch, ss->seq)) {
+        tg_sequence_free(ss->seq);
+        tg_job_fail(j, 400, "the request's cache policy holds more tokens than the server's (streaming_llm_window, "
+                            "kv_quantize): ask for a smaller window");
+        return false;
+    }
+    ss->sampler = tg_sampler_new(&j->sp, s->vocab, &err);
+    if (ss->sampler) ss->detok = tg_detok_new(s->cfg.model, &err);
+    ss->logits = malloc((size_t)s->vocab * sizeof *ss->logits);
+    if (!ss->sampler || !ss->detok || !ss->logits) {
+        if (!ss->sampler) tg_job_fail(j, 400, err.msg); /* the sampling settings */
+        else tg_job_fail(j, 500, ss->detok ? "out of memory" : err.msg);
+        tg_detok_free(ss->detok);
+        tg_sampler_free(ss->sampler);
+        tg_sequence_free(ss->seq);
+        free(ss->logits);
+        return false;
+    }
+    tg_detok_skip_prompt(ss->detok, j->ids, j->n_ids);
+    for (size_t i = 0; i < j->n_ids; i++) tg_sampler_accept(ss->sampler, j->ids[i]); /* the repeat penalty's history */
+    tg_stop_text_init(&ss->stop, (const char *const *)j->stops, j->n_stops);
+    tg_job_set_running(j);
+    return true;
+}
+
+static void session_close(session *ss) {
+    tg_stop_text_free(&ss->stop);
+    tg_detok_free(ss->detok);
+    tg_sampler_free(ss->sampler);
+    tg_sequence_free(ss->seq);
+    free(ss->logits);
+    tg_job_unref(ss->job);
+    memset(ss, 0, sizeof *ss);
+}
+
+static bool is_end(const tg_sched *s, const tg_job *j, int32_t id) {
+    if (tg_token_is_eos(s->cfg.model, id)) return true;
+    for (size_t i = 0; i < j->n_end_ids; i++)
+        if (j->end_ids[i] == id) return true;
+    return false;
+}
+
+/* Text through the stop filter to the job; true when a stop string appeared. */
+static bool release_text(session *ss, const char *text, size_t len, bool counted) {
+    bool oom = false;
+    const char *out = text;
+    size_t out_len = len;
+    bool stopped = false;
+    if (ss->stop.n_stops > 0) stopped = tg_stop_text_push(&ss->stop, text, len, &out, &out_len, &oom);
+    if (oom) {
+        tg_job_fail(ss->job, 500, "out of memory in the stop filter");
+        ss->ended = true;
+        return true;
+    }
+    tg_job_append(ss->job, out, out_len, counted);
+    return stopped;
+}
+
+/* The end of a generation: the detokeniser's and the stop filter's held bytes, then the finish reason. */
+static void session_finish(session *ss, const char *reason) {
+    if (!ss->stop.stopped) {
+        const char *text = NULL;
+        size_t len = 0;
+        tg_detok_flush(ss->detok, &text, &len);
+        if (release_text(ss, text, len, false)) reason = "stop";
+        if (!ss->stop.stopped && ss->stop.n_stops > 0) {
+            tg_stop_text_flush(&ss->stop, &text, &len);
+            tg_job_append(ss->job, text, len, false);
+        }
+    }
+    tg_job_finish(ss->job, reason);
+    ss->ended = true;
+}
+
+/* The logits after the session's last token: sample, stop or go on (in `tinygpt sample`'s order). */
+static void session_sample(tg_sched *s, session *ss) {
+    tg_job *j = ss->job;
+    if (!ss->first_seen) {
+        ss->first_seen = true;
+        tg_metrics_ttft(s->cfg.metrics, tg_serve_now() - j->t_submit);
+    }
+    const int32_t id = tg_sampler_sample(ss->sampler, ss->logits);
+    if (id < 0) {
+        tg_job_fail(j, 500, "the model produced no finite logits");
+        ss->ended = true;
+        return;
+    }
+    if (is_end(s, j, id) && !j->ignore_eos) {
+        session_finish(ss, "stop");
+        return;
+    }
+    ss->generated++;
+    s->rate_tokens++;
+    const char *text = NULL;
+    size_t len = 0;
+    tg_detok_push(ss->detok, id, &text, &len);
+    if (release_text(ss, text, len, true)) {
+        tg_job_finish(j, "stop");
+        ss->ended = true;
+        return;
+    }
+    if (ss->generated >= j->max_tokens || tg_sequence_remaining(ss->seq) < 1) {
+        session_finish(ss, "length");
+        return;
+    }
+    ss->next_id = id;
+    ss->decoding = true;
+}
+
+/* One batched forward over every session, then the sampling. */
+static void step(tg_sched *s) {
+    const int max_rows = tg_batch_max_rows(s->cfg.batch);
+    int n_items = 0, rows = 0;
+    int64_t prompt_tokens = 0;
+    for (int64_t i = 0; i < s->n_sessions; i++) {
+        session *ss = &s->sessions[i];
+        if (atomic_load(&ss->job->cancelled)) {
+            tg_job_fail(ss->job, 499, "the client closed the connection");
+            ss->ended = true;
+        } else if (ss->decoding && rows < max_rows) {
+            s->items[n_items] = (tg_batch_item){ss->seq, &ss->next_id, 1, ss->logits, false};
+            s->item_session[n_items++] = i;
+            rows++;
+        }
+    }
+    int prefill = s->cfg.prefill_per_step;
+    for (int64_t i = 0; i < s->n_sessions && prefill > 0 && rows < max_rows; i++) {
+        session *ss = &s->sessions[i];
+        if (ss->ended || ss->decoding) continue;
+        const size_t left = ss->job->n_ids - ss->prefilled;
+        int c = tg_sequence_max_chunk(ss->seq);
+        if ((size_t)c > left) c = (int)left;
+        if (c > prefill) c = prefill;
+        if (c > max_rows - rows) c = max_rows - rows;
+        const bool last = ss->prefilled + (size_t)c == ss->job->n_ids;
+        s->items[n_items] = (tg_batch_item){ss->seq, ss->job->ids + ss->prefilled, c, last ? ss->logits : NULL,
+                                            false};
+        s->item_session[n_items++] = i;
+        rows += c;
+        prefill -= c;
+        prompt_tokens += c;
+    }
+    const int64_t tokens_before = s->rate_tokens;
+    if (n_items > 0) {
+        tg_error err = {0};
+        if (!tg_batch_eval(s->cfg.batch, s->items, n_items, &err)) {
+            for (int k = 0; k < n_items; k++) {
+                session *ss = &s->sessions[s->item_session[k]];
+                tg_job_fail(ss->job, 500, err.msg);
+                ss->ended = true;
+            }
+            n_items = 0;
+        }
+    }
+    for (int k = 0; k < n_items; k++) {
+        session *ss = &s->sessions[s->item_session[k]];
+        if (!ss->decoding) {
+            ss->prefilled += (size_t)s->items[k].n;
+            if (ss->prefilled < ss->job->n_ids) continue;
+        }
+        if (!s->items[k].finite) {
+            tg_job_fail(ss->job, 500, "the model produced non-finite logits");
+            ss->ended = true;
+            continue;
+        }
+        session_sample(s, ss);
+    }
+    tg_metrics_tokens(s->cfg.metrics, prompt_tokens, s->rate_tokens - tokens_before);
+    const double now = tg_serve_now();
+    double rate = -1;
+    if (now - s->rate_t0 >= 1.0) {
+        rate = (double)s->rate_tokens / (now - s->rate_t0);
+        s->rate_t0 = now;
+        s->rate_tokens = 0;
+    }
+    tg_metrics_step(s->cfg.metrics);
+    if (rate >= 0) tg_metrics_set_rate(s->cfg.metrics, rate);
+}
+
+/* ---- the thread ---------------------------------------------------------------------------------------------- */
+
+/* Removes the queued jobs whose clients have gone (under mu). */
+static void drop_cancelled_queued(tg_sched *s) {
+    int64_t kept = 0;
+    const int64_t cap = s->cfg.queue_cap;
+    for (int64_t i = 0; i < s->q_len; i++) {
+        tg_job *j = s->queue[(s->q_head + i) % cap];
+        if (atomic_load(&j->cancelled)) {
+            tg_admission_leave_queue(&s->adm);
+            tg_job_fail(j, 499, "the client closed the connection");
+            tg_job_unref(j);
+        } else {
+            s->queue[(s->q_head + kept++) % cap] = j;
+        }
+    }
+    s->q_len = kept;
+}
+
+/* Moves the queue's head to the started list while it fits (under mu). */
+static void admit_queued(tg_sched *s) {
+    while (s->q_len > 0) {
+        tg_job *j = s->queue[s->q_head];
+        if (!tg_admission_take(&s->adm, (int64_t)j->cache_bytes)) break;
+        s->starting[s->n_starting++] = j;
+        s->q_head = (s->q_head + 1) % s->cfg.queue_cap;
+        s->q_len--;
+    }
+}
+
+static void *sched_main(void *arg) {
+    tg_sched *s = arg;
+    tg_job **local = s->local;
+    pthread_mutex_lock(&s->mu);
+    while (!s->quit) {
+        drop_cancelled_queued(s);
+        admit_queued(s);
+        if (s->n_sessions == 0 && s->n_starting == 0) {
+            tg_metrics_set_rate(s->cfg.metrics, 0.0); /* idle */
+            pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        const int64_t n_new = s->n_starting;
+        memcpy(local, s->starting, (size_t)n_new * sizeof *local);
+        s->n_starting = 0;
+        pthread_mutex_unlock(&s->mu);
+
+        int64_t released = 0, ended = 0;
+        if (s->n_sessions == 0) {
+            s->rate_t0 = tg_serve_now();
+            s->rate_tokens = 0;
+        }
+        for (int64_t i = 0; i < n_new; i++) {
+            if (session_open(s, local[i], &s->sessions[s->n_sessions])) {
+                s->n_sessions++;
+            } else {
+                released += (int64_t)local[i]->cache_bytes;
+                ended++;
+                tg_job_unref(local[i]);
+            }
+        }
+        step(s);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < s->n_sessions; i++) {
+            if (s->sessions[i].ended) {
+                released += (int64_t)s->sessions[i].job->cache_bytes;
+                ended++;
+                session_close(&s->sessions[i]);
+            } else {
+                if (kept != i) s->sessions[kept] = s->sessions[i];
+                kept++;
+            }
+        }
+        s->n_sessions = kept;
+
+        pthread_mutex_lock(&s->mu);
+        s->adm.used -= released;
+        s->adm.active -= ended;
+    }
+    /* stopping: every job not done fails */
+    for (int64_t i = 0; i < s->q_len; i++) {
+        tg_job *j = s->queue[(s->q_head + i) % s->cfg.queue_cap];
+        tg_job_fail(j, 503, "the server is shutting down");
+        tg_job_unref(j);
+    }
+    s->q_len = 0;
+    for (int64_t i = 0; i < s->n_starting; i++) {
+        tg_job_fail(s->starting[i], 503, "the server is shutting down");
+        tg_job_unref(s->starting[i]);
+    }
+    s->n_starting = 0;
+    pthread_mutex_unlock(&s->mu);
+    for (int64_t i = 0; i < s->n_sessions; i++) {
+        tg_job_fail(s->sessions[i].job, 503, "the server is shutting down");
+        session_close(&s->sessions[i]);
+    }
+    s->n_sessions = 0;
+    return NULL;
+}
+
+tg_sched *tg_sched_start(const tg_sched_config *c, tg_error *err) {
+    tg_sched *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return NULL;
+    }
+    s->cfg = *c;
+    s->vocab = tg_vocab_size(c->model);
+    s->adm = (tg_admission){.budget = c->kv_budget, .max_active = c->max_sessions, .queue_cap = c->queue_cap};
+    s->admitting = true;
+    const size_t ms = (size_t)c->max_sessions;
+    s->queue = calloc(c->queue_cap > 0 ? (size_t)c->queue_cap : 1, sizeof *s->queue);
+    s->starting = calloc(ms, sizeof *s->starting);
+    s->sessions = calloc(ms, sizeof *s->sessions);
+    s->items = calloc(ms, sizeof *s->items);
+    s->item_session = calloc(ms, sizeof *s->item_session);
+    s->local = calloc(ms, sizeof *s->local);
+    if (!s->queue || !s->starting || !s->sessions || !s->items || !s->item_session || !s->local) {
+        snprintf(err->msg, sizeof err->msg, "out of memory for %lld sessions", (long long)c->max_sessions);
+        goto fail;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+        snprintf(err->msg, sizeof err->msg, "cannot start the scheduler thread");
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        goto fail;
+    }
+    return s;
+fail:
+    free(s->queue);
+    free(s->starting);
+    free(s->sessions);
+    free(s->items);
+    free(s->item_session);
+    free(s->local);
+    free(s);
+    return NULL;
+}
+
+tg_submit tg_sched_submit(tg_sched *s, tg_job *j) {
+    pthread_mutex_lock(&s->mu);
+    tg_submit r = TG_SUBMIT_STOPPING;
+    if (s->admitting) {
+        switch (tg_admission_offer(&s->adm, (int64_t)j->cache_bytes)) {
+        case TG_ADMIT_NOW:
+            tg_job_ref(j);
+            s->starting[s->n_starting++] = j;
+            r = TG_SUBMIT_OK;
+            break;
+        case TG_ADMIT_QUEUE:
+            tg_job_ref(j);
+            s->queue[(s->q_head + s->q_len++) % s->cfg.queue_cap] = j;
+            r = TG_SUBMIT_OK;
+            break;
+        case TG_ADMIT_FULL: r = TG_SUBMIT_FULL; break;
+        }
+    }
+    if (r == TG_SUBMIT_OK) pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+void tg_sched_poke(tg_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void tg_sched_stop_admitting(tg_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    s->admitting = false;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int64_t tg_sched_pending(tg_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    const int64_t n = s->adm.active + s->adm.queued;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void tg_sched_gauges(tg_sched *s, tg_metrics_gauges *g) {
+    pthread_mutex_lock(&s->mu);
+    g->active = s->adm.active;
+    g->queued = s->adm.queued;
+    g->max_sessions = s->cfg.max_sessions;
+    g->queue_cap = s->cfg.queue_cap;
+    g->kv_bytes_used = s->adm.used;
+    g->kv_budget = s->adm.budget;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void tg_sched_stop(tg_sched *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->quit = true;
+    s->admitting = false;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s->queue);
+    free(s->starting);
+    free(s->sessions);
+    free(s->items);
+    free(s->item_session);
+    free(s->local);
+    free(s);
+}

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# tinygpt serve (issue 17) on loopback, ephemeral ports, real clients: curl, Python requests (tests/serve/
+# requests_client.py) and the official openai npm package (tests/serve/openai_client.mjs). The server is the
+# sanitizer build ($TINYGPT; a leak or a sanitizer error makes its exit status non-zero); the references are the
+# release `tinygpt sample` / `tinygpt chat` (the same arithmetic). Greedy answers equal sample's, alone, for a
+# request's own cache policy, and with 32 clients batched together; every bad request gets OpenAI's error object;
+# the budget queues and refuses; dropped clients free their sessions; SIGTERM drains within --grace and exits 0.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+. tests/cli/lib.sh
+T=${TINYGPT:-$PWD/build/asan/tinygpt}
+R=$PWD/tinygpt
+MODEL=models/tinygpt-flagship.gguf
+if [ ! -x "$T" ] || [ ! -x "$R" ] || [ ! -f "$MODEL" ]; then
+    echo "skip: needs $T, ./tinygpt and $MODEL"
+    exit 0
+fi
+for need in curl python3; do
+    command -v $need >/dev/null || { bad "serve: $need is not installed (.ci/run installs it)"; exit 1; }
+done
+python3 -c 'import requests' 2>/dev/null || { bad "serve: python3-requests is not installed"; exit 1; }
+
+# start NAME ARGS...: a server on a free port; sets SPID, PORT, BASE
+start() {
+    local name=$1
+    shift
+    : >"$tmp/$name.err"
+    "$T" serve "$MODEL" --port 0 --threads 1 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    SPID=$!
+    PORT=
+    for _ in $(seq 600); do
+        PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/$name.err" | sed 's/.*://')
+        [ -n "$PORT" ] && break
+        kill -0 "$SPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -n "$PORT" ] || bad "$name: the server did not start: $(cat "$tmp/$name.err")"
+    BASE=http://127.0.0.1:$PORT
+}
+# stop NAME: SIGTERM, and the server must exit 0 within 20 s
+stop() {
+    kill -TERM "$SPID" 2>/dev/null
+    local st
+    for _ in $(seq 400); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$SPID" 2>/dev/null; then
+        bad "$1: still running 20 s after SIGTERM"
+        kill -KILL "$SPID"
+    fi
+    wait "$SPID"
+    st=$?
+    [ "$st" -eq 0 ] && ok || bad "$1: exit $st after SIGTERM: $(tail -20 "$tmp/$1.err")"
+}
+# post URL_PATH BODY OUT: HTTP status on stdout, the body in OUT
+post() { curl -s --max-time 60 -o "$3" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "$BASE$1"; }
+# the text of a completion (or a chat reply) in FILE, written to stdout without a newline
+text_of() {
+    python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["choices"][0]
+sys.stdout.write(c["text"] if "text" in c else c["message"]["content"])' "$1"
+}
+# want FILE ARGS...: the release sample's greedy continuation (no echo)
+want() {
+    local f=$1
+    shift
+    "$R" sample "$MODEL" --no-echo --temperature 0 -t 1 "$@" >"$f" 2>/dev/null
+}
+# expect_error NAME STATUS PARAM PATH BODY: OpenAI's error object with that status (and param, unless '-')
+expect_error() {
+    local st
+    st=$(post "$4" "$5" "$tmp/err.json")
+    if [ "$st" != "$2" ]; then
+        bad "$1: HTTP $st (want $2): $(head -c 300 "$tmp/err.json")"
+        return
+    fi
+    python3 - "$tmp/err.json" "$3" <<'PY' && ok || bad "$1: not OpenAI's error object: $(head -c 300 "$tmp/err.json")"
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert isinstance(e["message"], str) and e["message"] and isinstance(e["type"], str), e
+assert set(e) == {"message", "type", "param", "code"}, e
+assert sys.argv[2] == "-" or e["param"] == sys.argv[2], e
+PY
+}
+
+P1="And the priest shall"
+P2="Once upon a time"
+
+# ---- server A: fp32 caches (the default), ChatML, a small body limit --------------------------------------------------
+start A --chat-template chatml --max-body 4K --max-tokens 256
+st=$(curl -s -o "$tmp/h" -w '%{http_code}' "$BASE/health")
+[ "$st" = 200 ] && grep -q '"status":"ok"' "$tmp/h" && ok || bad "health: $st $(cat "$tmp/h")"
+curl -s "$BASE/v1/models" | grep -q '"id":"tinygpt-flagship"' && ok || bad "models: no tinygpt-flagship"
+
+# greedy equality with sample, whole and streamed (curl -N: the SSE chunks concatenated)
+for p in "$P1" "$P2"; do
+    want "$tmp/want" --prompt "$p" -n 24
+    st=$(post /v1/completions "{\"prompt\": \"$p\", \"max_tokens\": 24, \"temperature\": 0}" "$tmp/r.json")
+    text_of "$tmp/r.json" >"$tmp/got"
+    [ "$st" = 200 ] && cmp -s "$tmp/got" "$tmp/want" && ok ||
+        bad "greedy '$p': HTTP $st, server $(head -c 200 "$tmp/got") vs sample $(head -c 200 "$tmp/want")"
+    grep -q '"usage":{"prompt_tokens":[0-9]*,"completion_tokens":24,' "$tmp/r.json" && ok ||
+        bad "usage: $(head -c 400 "$tmp/r.json")"
+    curl -sN --max-time 60 -d "{\"prompt\": \"$p\", \"max_tokens\": 24, \"temperature\": 0, \"stream\": true}" \
+        "$BASE/v1/completions" >"$tmp/sse"
+    python3 - "$tmp/sse" "$tmp/want" <<'PY' && ok || bad "stream '$p': $(head -c 600 "$tmp/sse")"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
+assert lines[-1] == "" and lines[-2] == "data: [DONE]", lines[-3:]
+chunks = [json.loads(l[len("data: "):]) for l in lines[:-2]]
+assert all(c["object"] == "text_completion" for c in chunks)
+assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+assert "".join(c["choices"][0]["text"] for c in chunks) == open(sys.argv[2], encoding="utf-8").read()
+PY
+done
+cp "$tmp/want" "$tmp/want_p2_24"
+
+# a stop string: the text before it, finish_reason "stop" (as sample --stop)
+want "$tmp/want" --prompt "$P2" -n 24 --stop "captains"
+st=$(post /v1/completions "{\"prompt\": \"$P2\", \"max_tokens\": 24, \"temperature\": 0, \"stop\": [\"captains\"]}" \
+    "$tmp/r.json")
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want" && grep -q '"finish_reason":"stop"' "$tmp/r.json" && ok ||
+    bad "stop: $(head -c 300 "$tmp/r.json") vs $(cat "$tmp/want")"
+# llama-server's names: n_predict, ignore_eos, top_k, min_p
+st=$(post /v1/completions "{\"prompt\": \"$P2\", \"n_predict\": 5, \"ignore_eos\": true, \"top_k\": 40, \"min_p\": 0.05, \
+\"temperature\": 0}" "$tmp/r.json")
+grep -q '"completion_tokens":5,' "$tmp/r.json" && ok || bad "n_predict: $st $(head -c 300 "$tmp/r.json")"
+# a request's own cache policy (int4 on an fp32 server) equals sample --kv-quantize int4
+want "$tmp/want" --prompt "$P1" -n 24 --kv-quantize int4
+st=$(post /v1/completions "{\"prompt\": \"$P1\", \"max_tokens\": 24, \"temperature\": 0, \"kv_quantize\": \"int4\"}" \
+    "$tmp/r.json")
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want" && ok || bad "kv_quantize int4: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+# chat: rendered with ChatML as `tinygpt chat --chat-template chatml` renders it
+printf 'hello there\n' | "$R" chat "$MODEL" --chat-template chatml --temperature 0 -n 16 --quiet -t 1 2>/dev/null |
+    python3 -c 'import sys; t = sys.stdin.read(); sys.stdout.write(t[:-1] if t.endswith("\n") else t)' >"$tmp/want"
+st=$(post /v1/chat/completions '{"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 16,
+"temperature": 0}' "$tmp/r.json")
+text_of "$tmp/r.json" >"$tmp/got"
+[ "$st" = 200 ] && cmp -s "$tmp/got" "$tmp/want" && grep -q '"object":"chat.completion"' "$tmp/r.json" && ok ||
+    bad "chat greedy: $st $(head -c 300 "$tmp/r.json") vs $(cat "$tmp/want")"
+curl -sN --max-time 60 -d '{"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 16,
+"temperature": 0, "stream": true}' "$BASE/v1/chat/completions" >"$tmp/sse"
+python3 - "$tmp/sse" "$tmp/want" <<'PY' && ok || bad "chat stream: $(head -c 600 "$tmp/sse")"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
+assert lines[-2] == "data: [DONE]"
+chunks = [json.loads(l[len("data: "):]) for l in lines[:-2]]
+assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == open(sys.argv[2], encoding="utf-8").read()
+PY
+
+# every bad request: 400 (404, 405, 413) with OpenAI's error object
+expect_error "malformed JSON" 400 - /v1/completions '{"prompt": "x",'
+expect_error "not an object" 400 - /v1/completions '[1, 2]'
+expect_error "duplicate key" 400 - /v1/completions '{"prompt": "a", "prompt": "b"}'
+expect_error "invalid UTF-8" 400 - /v1/completions "$(printf '{"prompt": "\377"}')"
+expect_error "prompt type" 400 prompt /v1/completions '{"prompt": 5}'
+expect_error "temperature type" 400 temperature /v1/completions '{"prompt": "x", "temperature": "hot"}'
+expect_error "top_p range" 400 top_p /v1/completions '{"prompt": "x", "top_p": 2}'
+expect_error "max_tokens 0" 400 max_tokens /v1/completions '{"prompt": "x", "max_tokens": 0}'
+expect_error "max_tokens negative" 400 max_tokens /v1/completions '{"prompt": "x", "max_tokens": -5}'
+expect_error "max_tokens fraction" 400 max_tokens /v1/completions '{"prompt": "x", "max_tokens": 1.5}'
+expect_error "max_tokens over the server's" 400 max_tokens /v1/completions '{"prompt": "x", "max_tokens": 100000}'
+expect_error "n_predict 0" 400 n_predict /v1/completions '{"prompt": "x", "n_predict": 0}'
+expect_error "n = 2" 400 n /v1/completions '{"prompt": "x", "n": 2}'
+expect_error "stream type" 400 stream /v1/completions '{"prompt": "x", "stream": "yes"}'
+expect_error "stop type" 400 stop /v1/completions '{"prompt": "x", "stop": [1]}'
+expect_error "kv_quantize" 400 kv_quantize /v1/completions '{"prompt": "x", "kv_quantize": "int3"}'
+expect_error "unknown model" 400 model /v1/completions '{"prompt": "x", "model": "gpt-4"}'
+grep -q '"code":"model_not_found"' "$tmp/err.json" && ok || bad "unknown model: no model_not_found code"
+expect_error "messages type" 400 messages /v1/chat/completions '{"messages": "hi"}'
+expect_error "message without content" 400 messages /v1/chat/completions '{"messages": [{"role": "user"}]}'
+expect_error "no route" 404 - /v1/nothing '{}'
+st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "$BASE/v1/completions")
+[ "$st" = 405 ] && ok || bad "GET /v1/completions: $st"
+head -c 5000 /dev/zero | tr '\0' 'a' >"$tmp/big"
+st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' --data-binary @"$tmp/big" "$BASE/v1/completions")
+[ "$st" = 413 ] && grep -q '"error"' "$tmp/err.json" && ok || bad "body over --max-body: $st $(cat "$tmp/err.json")"
+st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' -H 'Transfer-Encoding: chunked' --data-binary @"$tmp/big" \
+    "$BASE/v1/completions")
+[ "$st" = 413 ] && ok || bad "chunked body over --max-body: $st $(cat "$tmp/err.json")"
+
+# 32 concurrent clients, distinct prompts, half streamed: each its own greedy text (batched together)
+mkdir -p "$tmp/w32"
+for i in $(seq 0 31); do echo "Client $i:"; done >"$tmp/prompts32"
+i=0
+while IFS= read -r p; do
+    want "$tmp/w32/$i.txt" --prompt "$p" -n 8
+    i=$((i + 1))
+done <"$tmp/prompts32"
+steps0=$(curl -s "$BASE/metrics" | sed -n 's/^tinygpt_batch_steps_total //p')
+python3 tests/serve/requests_client.py concurrent "$BASE" "$tmp/prompts32" "$tmp/w32" 8 >"$tmp/py.out" 2>&1 && ok ||
+    bad "python requests: $(cat "$tmp/py.out")"
+cat "$tmp/py.out"
+curl -s "$BASE/metrics" >"$tmp/metrics"
+# batched: 32 x 8 tokens in far fewer forward passes than 256 (one per token and session would be)
+steps=$(( $(sed -n 's/^tinygpt_batch_steps_total //p' "$tmp/metrics") - steps0 ))
+[ "$steps" -lt 128 ] && ok || bad "32 clients x 8 tokens took $steps forward passes: not batched"
+echo "32 clients x (prompt + 8 tokens): $steps batched forward passes"
+grep -q '^tinygpt_generated_tokens_total [1-9]' "$tmp/metrics" && grep -q '^tinygpt_sessions_active 0$' "$tmp/metrics" &&
+    grep -q '^tinygpt_time_to_first_token_seconds_count [1-9]' "$tmp/metrics" && ok ||
+    bad "metrics after the load: $(head -40 "$tmp/metrics")"
+
+# the official openai client
+if command -v node >/dev/null && [ -d tests/serve/node_modules/openai ]; then
+    want "$tmp/want16" --prompt "$P2" -n 16
+    node tests/serve/openai_client.mjs "$BASE/v1" tinygpt-flagship "$P2" "$tmp/want16" >"$tmp/node.out" 2>&1 && ok ||
+        bad "openai client: $(cat "$tmp/node.out")"
+    cat "$tmp/node.out"
+else
+    echo "SKIP openai client: needs node and tests/serve/node_modules (cd tests/serve && npm install)"
+fi
+
+# SIGTERM while a request runs (--grace 10): it finishes whole, then the server exits 0
+curl -s --max-time 60 -o "$tmp/late.json" -d "{\"prompt\": \"$P2\", \"max_tokens\": 24, \"temperature\": 0}" \
+    "$BASE/v1/completions" &
+CPID=$!
+for _ in $(seq 1000); do grep -q '^tinygpt_sessions_active 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
+stop A
+wait "$CPID"
+text_of "$tmp/late.json" >"$tmp/got" 2>/dev/null
+cmp -s "$tmp/got" "$tmp/want_p2_24" && ok || bad "SIGTERM: the running request did not finish: $(cat "$tmp/late.json")"
+grep -q 'SIGTERM: no longer admitting' "$tmp/A.err" && ok || bad "SIGTERM: no message: $(tail -3 "$tmp/A.err")"
+
+# ---- server B: int4 keys and values in a StreamingLLM window of 32 (evicting), a key, a short grace ---------------------
+start B --kv-quantize int4 --streaming-llm-window 32 --api-key sekrit --grace 0.3 --prefill-chunk 16
+auth=(-H 'Authorization: Bearer sekrit')
+want "$tmp/want" --prompt "$P1" -n 60 --kv-quantize int4 --streaming-llm-window 32
+curl -s --max-time 60 "${auth[@]}" -d "{\"prompt\": \"$P1\", \"max_tokens\": 60, \"temperature\": 0}" \
+    "$BASE/v1/completions" >"$tmp/r.json"
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want" && ok || bad "int4 window 32 greedy: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+# a long prompt prefilled 16 tokens a step (evicting as it goes) beside a running decode: both equal sample's
+head -c 600 models/data/valid.txt >"$tmp/long.txt"
+want "$tmp/want_long" --prompt-file "$tmp/long.txt" -n 20 --kv-quantize int4 --streaming-llm-window 32
+python3 -c 'import json, sys; print(json.dumps({"prompt": open(sys.argv[1]).read(), "max_tokens": 20, "temperature": 0}))' \
+    "$tmp/long.txt" >"$tmp/long.json"
+curl -s --max-time 60 "${auth[@]}" -d "{\"prompt\": \"$P1\", \"max_tokens\": 60, \"temperature\": 0, \"stream\": true}" \
+    "$BASE/v1/completions" >"$tmp/sse" &
+CPID=$!
+sleep 0.2
+curl -s --max-time 60 "${auth[@]}" -d @"$tmp/long.json" "$BASE/v1/completions" >"$tmp/r.json"
+wait "$CPID"
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want_long" && ok || bad "long prompt in chunks: $(cat "$tmp/got") vs $(cat "$tmp/want_long")"
+python3 - "$tmp/sse" "$tmp/want" <<'PY' && ok || bad "the decode beside the long prompt: $(head -c 300 "$tmp/sse")"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
+chunks = [json.loads(l[len("data: "):]) for l in lines[:-2]]
+assert "".join(c["choices"][0]["text"] for c in chunks) == open(sys.argv[2], encoding="utf-8").read()
+PY
+st=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")
+[ "$st" = 200 ] && ok || bad "health needs no key: $st"
+st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "$BASE/v1/models")
+[ "$st" = 401 ] && grep -q '"type":"authentication_error"' "$tmp/err.json" && ok || bad "no key: $st"
+st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' "$BASE/v1/models")
+[ "$st" = 401 ] && ok || bad "wrong key: $st"
+st=$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" -d '{"prompt": "x", "max_tokens": 2}' "$BASE/v1/completions")
+[ "$st" = 200 ] && ok || bad "right key: $st"
+st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "${auth[@]}" -d '{"prompt": "x", "streaming_llm_window": 1000}' \
+    "$BASE/v1/completions")
+[ "$st" = 400 ] && grep -q '"param":"streaming_llm_window"' "$tmp/err.json" && ok ||
+    bad "a window beyond the server's: $st $(cat "$tmp/err.json")"
+# SIGTERM with a stream running past the grace: the stream ends (an error event, then [DONE]), exit 0
+curl -sN --max-time 60 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 256, "ignore_eos": true, "stream": true}' \
+    "$BASE/v1/completions" >"$tmp/sse" &
+CPID=$!
+for _ in $(seq 1000); do [ -s "$tmp/sse" ] && break; sleep 0.02; done
+stop B
+wait "$CPID"
+tail -c 200 "$tmp/sse" | grep -q 'shutting down' && tail -c 20 "$tmp/sse" | grep -q 'data: \[DONE\]' && ok ||
+    bad "SIGTERM past the grace: the stream did not end with an error: $(tail -c 300 "$tmp/sse")"
+
+# ---- server C: a budget of one fp32 session, a queue of one ----------------------------------------------------------
+bytes=$((512 * 12 * 1024)) # the fp32 cache of the bundled model: 512 tokens x 12 KiB
+st=0
+"$T" serve "$MODEL" --port 0 --kv-budget $((bytes - 1)) >/dev/null 2>"$tmp/small.err" || st=$?
+[ "$st" = 2 ] && grep -q 'kv-budget' "$tmp/small.err" && ok || bad "a budget below one session: $st $(cat "$tmp/small.err")"
+start C --kv-budget "$bytes" --queue 1
+long='{"prompt": "x", "max_tokens": 256, "ignore_eos": true, "stream": true}'
+curl -sN --max-time 60 -d "$long" "$BASE/v1/completions" >/dev/null &
+C1=$!
+for _ in $(seq 1000); do grep -q '^tinygpt_sessions_active 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
+curl -sN --max-time 60 -d "$long" "$BASE/v1/completions" >/dev/null &
+C2=$!
+for _ in $(seq 1000); do grep -q '^tinygpt_sessions_queued 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
+curl -s "$BASE/metrics" >"$tmp/metrics"
+grep -q "^tinygpt_kv_bytes_in_use $bytes\$" "$tmp/metrics" && grep -q '^tinygpt_sessions_queued 1$' "$tmp/metrics" && ok ||
+    bad "one active, one queued: $(grep -E '^tinygpt_(sessions|kv)' "$tmp/metrics")"
+st=$(curl -s -D "$tmp/hdr" -o "$tmp/err.json" -w '%{http_code}' -d "$long" "$BASE/v1/completions")
+[ "$st" = 503 ] && grep -qi '^Retry-After: 1' "$tmp/hdr" && grep -q '"error"' "$tmp/err.json" && ok ||
+    bad "the queue full: $st $(cat "$tmp/hdr" "$tmp/err.json")"
+kill "$C1" "$C2"
+wait "$C1" "$C2" 2>/dev/null
+for _ in $(seq 1000); do
+    curl -s "$BASE/metrics" >"$tmp/metrics"
+    grep -q '^tinygpt_sessions_active 0$' "$tmp/metrics" && grep -q '^tinygpt_sessions_queued 0$' "$tmp/metrics" && break
+    sleep 0.05
+done
+grep -q '^tinygpt_sessions_active 0$' "$tmp/metrics" && grep -q '^tinygpt_kv_bytes_in_use 0$' "$tmp/metrics" &&
+    grep -q '^tinygpt_sessions_queued 0$' "$tmp/metrics" && ok ||
+    bad "dropped clients (running and queued) did not free their sessions: $(grep -E '^tinygpt_(sessions|kv)' "$tmp/metrics")"
+python3 tests/serve/requests_client.py disconnect "$BASE" >"$tmp/py.out" 2>&1 && ok || bad "python disconnect: $(cat "$tmp/py.out")"
+cat "$tmp/py.out"
+stop C
+
+# ---- server D: the YOCO model (shared layers: under eviction its caches take one token per step) ---------------------
+MODEL=models/tinygpt-yoco.gguf
+start D --kv-quantize int8 --streaming-llm-window 32
+head -c 300 models/data/valid.txt >"$tmp/long.txt"
+want "$tmp/want" --prompt-file "$tmp/long.txt" -n 12 --kv-quantize int8 --streaming-llm-window 32
+python3 -c 'import json, sys; print(json.dumps({"prompt": open(sys.argv[1]).read(), "max_tokens": 12, "temperature": 0}))' \
+    "$tmp/long.txt" >"$tmp/long.json"
+curl -s --max-time 60 -d @"$tmp/long.json" "$BASE/v1/completions" >"$tmp/r.json"
+text_of "$tmp/r.json" >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want" && ok || bad "YOCO int8 window 32: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+stop D
+MODEL=models/tinygpt-flagship.gguf
+
+# bad flags
+st=0
+"$T" serve "$MODEL" --port 70000 >/dev/null 2>"$tmp/e" || st=$?
+[ "$st" = 2 ] && [ "$(wc -l <"$tmp/e")" = 1 ] && ok || bad "--port 70000: $st $(cat "$tmp/e")"
+st=0
+"$T" serve "$MODEL" --port 0 --host nowhere >/dev/null 2>"$tmp/e" || st=$?
+[ "$st" = 2 ] && grep -q -- '--host nowhere' "$tmp/e" && [ "$(wc -l <"$tmp/e")" = 1 ] && ok ||
+    bad "--host nowhere: $st $(cat "$tmp/e")"
+
+echo "serve: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

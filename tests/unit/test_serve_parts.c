@@ -1,0 +1,179 @@
+/* test_serve_parts.c — the server's pure parts without HTTP: the budget and queue accounting (serve/admission.c), the
+ * request parser's fields, defaults and refusals (serve/request.c), and OpenAI's bodies (serve/openai.c). The HTTP
+ * server itself is tested end to end by tests/cli/test_serve.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "serve/admission.h"
+#include "serve/openai.h"
+#include "serve/request.h"
+
+static void test_admission_budget_queue_fifo(void **state) {
+    (void)state;
+    tg_admission a = {.budget = 100, .max_active = 3, .queue_cap = 2};
+    assert_int_equal(tg_admission_offer(&a, 60), TG_ADMIT_NOW);
+    assert_int_equal(a.used, 60);
+    assert_int_equal(tg_admission_offer(&a, 50), TG_ADMIT_QUEUE); /* 110 > 100 */
+    /* a small one that would fit still waits behind the queued one (FIFO) */
+    assert_int_equal(tg_admission_offer(&a, 10), TG_ADMIT_QUEUE);
+    assert_int_equal(tg_admission_offer(&a, 1), TG_ADMIT_FULL);
+    assert_int_equal(a.queued, 2);
+    assert_false(tg_admission_take(&a, 50));
+    tg_admission_release(&a, 60);
+    assert_int_equal(a.used, 0);
+    assert_true(tg_admission_take(&a, 50));
+    assert_true(tg_admission_take(&a, 10));
+    assert_int_equal(a.queued, 0);
+    assert_int_equal(a.active, 2);
+    assert_int_equal(a.used, 60);
+    /* the session limit binds as well as the bytes */
+    assert_int_equal(tg_admission_offer(&a, 1), TG_ADMIT_NOW);
+    assert_int_equal(tg_admission_offer(&a, 1), TG_ADMIT_QUEUE);
+    tg_admission_leave_queue(&a);
+    assert_int_equal(a.queued, 0);
+    assert_true(a.used <= a.budget);
+}
+
+static tg_serve_request parse_ok(const char *body, tg_serve_kind kind) {
+    tg_serve_request r;
+    tg_serve_error e = {0};
+    if (!tg_serve_request_parse(body, strlen(body), kind, &r, &e)) fail_msg("%s: %s", body, e.message);
+    return r;
+}
+
+static void test_request_fields_and_defaults(void **state) {
+    (void)state;
+    tg_serve_request r = parse_ok("{\"prompt\": \"hi\"}", TG_SERVE_COMPLETION);
+    assert_string_equal(r.prompt, "hi");
+    assert_true(r.sp.temperature == 1.0f && r.sp.top_p == 1.0f && r.sp.top_k == 0 && r.sp.min_p == 0.0f);
+    assert_int_equal(r.max_tokens, 0);
+    assert_false(r.stream || r.seed_given || r.has_kv_quantize);
+    assert_int_equal(r.kv_window, -1);
+    tg_serve_request_free(&r);
+    r = parse_ok("{\"model\": \"m\", \"prompt\": [\"one\"], \"max_tokens\": 7, \"temperature\": 0, \"top_p\": 0.5, "
+                 "\"seed\": 42, \"stop\": [\"a\", \"bc\"], \"stream\": true, \"stream_options\": {\"include_usage\": "
+                 "true}, \"ignore_eos\": true, \"top_k\": 3, \"min_p\": 0.1, \"kv_quantize\": \"int4\", "
+                 "\"streaming_llm_window\": 64, \"streaming_llm_sink\": 2, \"user\": \"ignored\"}",
+                 TG_SERVE_COMPLETION);
+    assert_string_equal(r.model, "m");
+    assert_string_equal(r.prompt, "one");
+    assert_int_equal(r.max_tokens, 7);
+    assert_true(r.sp.temperature == 0.0f && r.sp.top_p == 0.5f && r.sp.top_k == 3);
+    assert_true(r.seed_given && r.sp.seed == 42);
+    assert_int_equal(r.n_stops, 2);
+    assert_string_equal(r.stops[1], "bc");
+    assert_true(r.stream && r.include_usage && r.ignore_eos);
+    assert_true(r.has_kv_quantize && r.kv_quantize == TG_KV_INT4);
+    assert_int_equal(r.kv_window, 64);
+    assert_int_equal(r.kv_sink, 2);
+    tg_serve_request_free(&r);
+    r = parse_ok("{\"prompt\": \"x\", \"n_predict\": -1}", TG_SERVE_COMPLETION);
+    assert_int_equal(r.max_tokens, 0); /* the server's most */
+    tg_serve_request_free(&r);
+    r = parse_ok("{\"messages\": [{\"role\": \"system\", \"content\": null}, {\"role\": \"user\", \"content\": "
+                 "[{\"type\": \"text\", \"text\": \"ab\"}, {\"type\": \"text\", \"text\": \"cd\"}]}]}",
+                 TG_SERVE_CHAT);
+    assert_int_equal(json_array_size(r.messages), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(r.messages, 1), "content")), "abcd");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(r.messages, 0), "content")), "");
+    tg_serve_request_free(&r);
+}
+
+static void test_request_refusals(void **state) {
+    (void)state;
+    static const struct {
+        tg_serve_kind kind;
+        const char *body, *param;
+    } cases[] = {
+        {TG_SERVE_COMPLETION, "{\"prompt\": ", NULL},
+        {TG_SERVE_COMPLETION, "7", NULL},
+        {TG_SERVE_COMPLETION, "{\"a\": 1, \"a\": 2}", NULL},
+        {TG_SERVE_COMPLETION, "{\"prompt\": [1, 2]}", "prompt"},
+        {TG_SERVE_COMPLETION, "{\"model\": 3}", "model"},
+        {TG_SERVE_COMPLETION, "{\"temperature\": -1}", "temperature"},
+        {TG_SERVE_COMPLETION, "{\"top_p\": 1.5}", "top_p"},
+        {TG_SERVE_COMPLETION, "{\"min_p\": \"a\"}", "min_p"},
+        {TG_SERVE_COMPLETION, "{\"top_k\": 1.5}", "top_k"},
+        {TG_SERVE_COMPLETION, "{\"seed\": -1}", "seed"},
+        {TG_SERVE_COMPLETION, "{\"max_tokens\": 0}", "max_tokens"},
+        {TG_SERVE_COMPLETION, "{\"max_tokens\": \"5\"}", "max_tokens"},
+        {TG_SERVE_COMPLETION, "{\"max_completion_tokens\": -2}", "max_completion_tokens"},
+        {TG_SERVE_COMPLETION, "{\"n_predict\": -2}", "n_predict"},
+        {TG_SERVE_COMPLETION, "{\"n\": 3}", "n"},
+        {TG_SERVE_COMPLETION, "{\"stream\": 1}", "stream"},
+        {TG_SERVE_COMPLETION, "{\"ignore_eos\": \"yes\"}", "ignore_eos"},
+        {TG_SERVE_COMPLETION, "{\"stop\": \"\"}", "stop"},
+        {TG_SERVE_COMPLETION, "{\"stop\": {}}", "stop"},
+        {TG_SERVE_COMPLETION, "{\"stream_options\": 1}", "stream_options"},
+        {TG_SERVE_COMPLETION, "{\"kv_quantize\": \"int3\"}", "kv_quantize"},
+        {TG_SERVE_COMPLETION, "{\"streaming_llm_window\": 0}", "streaming_llm_window"},
+        {TG_SERVE_COMPLETION, "{\"streaming_llm_sink\": -1}", "streaming_llm_sink"},
+        {TG_SERVE_CHAT, "{}", "messages"},
+        {TG_SERVE_CHAT, "{\"messages\": []}", "messages"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\"}]}]}", "messages"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_serve_request r;
+        tg_serve_error e = {0};
+        if (tg_serve_request_parse(cases[i].body, strlen(cases[i].body), cases[i].kind, &r, &e))
+            fail_msg("accepted: %s", cases[i].body);
+        assert_int_equal(e.status, 400);
+        assert_string_equal(e.type, "invalid_request_error");
+        assert_true(e.message[0] != '\0');
+        if (cases[i].param) {
+            if (!e.param || strcmp(e.param, cases[i].param) != 0)
+                fail_msg("%s: param %s, want %s", cases[i].body, e.param ? e.param : "(none)", cases[i].param);
+        } else {
+            assert_null(e.param);
+        }
+        tg_serve_request_free(&r);
+    }
+}
+
+static void test_openai_bodies(void **state) {
+    (void)state;
+    tg_serve_error e;
+    tg_serve_fail(&e, 400, "invalid_request_error", "max_tokens", "bad %d", 5);
+    char *s = tg_oai_error(&e);
+    assert_string_equal(s, "{\"error\":{\"message\":\"bad 5\",\"type\":\"invalid_request_error\","
+                           "\"param\":\"max_tokens\",\"code\":null}}");
+    free(s);
+    const tg_oai_meta m = {TG_SERVE_CHAT, "chatcmpl-1", "tiny", 1};
+    s = tg_oai_chunk(&m, "a\xff" "b", 3, NULL, 1); /* an invalid byte becomes U+FFFD */
+    json_t *v = json_loads(s, 0, NULL);
+    assert_non_null(v);
+    json_t *delta = json_object_get(json_array_get(json_object_get(v, "choices"), 0), "delta");
+    assert_string_equal(json_string_value(json_object_get(delta, "content")), "a\xEF\xBF\xBD" "b");
+    assert_string_equal(json_string_value(json_object_get(delta, "role")), "assistant");
+    assert_string_equal(json_string_value(json_object_get(v, "object")), "chat.completion.chunk");
+    json_decref(v);
+    free(s);
+    const tg_oai_usage u = {3, 4};
+    const tg_oai_meta mc = {TG_SERVE_COMPLETION, "cmpl-1", "tiny", 1};
+    s = tg_oai_response(&mc, "xyz", 3, "length", &u);
+    v = json_loads(s, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "usage"), "total_tokens")), 7);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(v, "choices"), 0), "text")),
+                        "xyz");
+    json_decref(v);
+    free(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_admission_budget_queue_fifo),
+        cmocka_unit_test(test_request_fields_and_defaults),
+        cmocka_unit_test(test_request_refusals),
+        cmocka_unit_test(test_openai_bodies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
