@@ -134,12 +134,13 @@ $(REL)/tools/%: tools/%.c $(REL)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
 
-# the random-weight model writer under the sanitizers, for tests/cli/test_ggml_types.sh
+# the random-weight model writer, the GGUF decoder dump and greedy_logits under the sanitizers, for
+# tests/cli/test_ggml_types.sh and tests/cli/test_kquant_llamacpp.sh
 $(ASN)/tools/%: tools/%.c $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(ASN)/libtinygpt.a $(DEPS_LIBS)
 
-unit-tests: $(TEST_BIN) $(ASN)/tinygpt $(ASN)/tools/gen_random_gguf
+unit-tests: $(TEST_BIN) $(ASN)/tinygpt $(ASN)/tools/gen_random_gguf $(ASN)/tools/gguf_dequant $(ASN)/tools/greedy_logits
 
 test: check-generic unit-tests tinygpt examples
 	@tests/run.sh $(ASN)

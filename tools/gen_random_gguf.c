@@ -2,12 +2,12 @@
  * models, so that speed can be measured at real sizes without downloading anything (speed does not depend on the
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
- *   build/release/tools/gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b|llama-3.2-1b --type TYPE --out FILE
- *                                       [--seed S] [--ctx N]
+ *   build/release/tools/gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b
+ *                                       --type TYPE --out FILE [--seed S] [--ctx N]
  *
  * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  * q3_k, q4_k, q5_k, q6_k, iq4_nl; any case). tiny-256 is a 2-layer, 256-wide model (rows whole K-quant blocks) for
- * tests.
+ * tests; kquant-tiny a 1-layer one whose ffn_down rows are 64 wide (the llama.cpp K-quant fixtures).
  *
  * Weights are N(0, 0.02)-like (a sum of four uniforms, scaled), so activations stay finite through every layer;
  * norm weights are 1. Types with a reference encoder (F16, BF16, Q8_0, Q4_0) are written through it (the embedding
@@ -72,6 +72,10 @@ typedef struct {
 
 static const shape SHAPES[] = {
     {"tiny-256", 2, 256, 4, 2, 64, 512, 512, true, 10000.0f, 1e-5f, 512},
+    /* tests/data/kquant-llamacpp: one layer, every row whole 256-blocks except ffn_down's (64 wide: llama-quantize's
+     * fallback types), small enough that one file per llama-quantize preset is committed; untied, so that greedy
+     * decoding does not just repeat the last token */
+    {"kquant-tiny", 1, 256, 4, 1, 64, 64, 360, false, 10000.0f, 1e-5f, 128},
     {"smollm2-135m", 30, 576, 9, 3, 64, 1536, 49152, true, 100000.0f, 1e-5f, 8192},
     {"tinyllama-1.1b", 22, 2048, 32, 4, 64, 5632, 32000, false, 10000.0f, 1e-5f, 8192},
     /* Llama-3.2-1B's tensor shapes and context (no RoPE scaling written: speed and memory do not depend on it) */
@@ -274,8 +278,8 @@ static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *
 }
 
 static int usage(void) {
-    fputs("usage: gen_random_gguf --shape tiny-256|smollm2-135m|tinyllama-1.1b|llama-3.2-1b --type f16|q8_0|q4_k|... "
-          "--out FILE [--seed S] [--ctx N]\n",
+    fputs("usage: gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b "
+          "--type f16|q8_0|q4_k|... --out FILE [--seed S] [--ctx N]\n",
           stderr);
     return 2;
 }

@@ -11,10 +11,13 @@
 #   tinygpt perplexity (YOCO)                 the YOCO variant against the standard model, bytes and perplexity
 # A "## Soak" section already in RESULTS.md (another tool's) is kept as it is, at the end.
 #
-# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN] [--only long-context]
+# The section on TinyStories-656K, a model nobody here trained (tools/results_tinystories.sh), comes before Soak.
+#
+# usage: tools/results.sh [--quick] [--jobs N] [--model M] [--tinygpt BIN] [--only long-context|tinystories]
 #   --quick     small token counts (a smoke run of the pipeline; the numbers are not the published ones)
 #   --only long-context  run only what the long-context section needs and replace that section (and the StreamingLLM
 #               lines of the targets) in the existing RESULTS.md, leaving the rest of the file as it is
+#   --only tinystories   run only the TinyStories-656K section's jobs and replace only its block in RESULTS.md
 #   --jobs N    perplexity runs in parallel, one thread each (default 2: the two cores of the reference machine)
 # Intermediate files go to build/results/ and build/long_context_models/; runs whose output is newer than the model and the
 # binary are re-used (delete those folders to start afresh).
@@ -41,7 +44,8 @@ while [ $# -gt 0 ]; do
     --tinygpt) bin=$2; shift 2 ;;
     --only)
         only=$2
-        [ "$only" = long-context ] || { echo "results.sh: --only: expected long-context, got '$only'" >&2; exit 2; }
+        [ "$only" = long-context ] || [ "$only" = tinystories ] ||
+            { echo "results.sh: --only: expected long-context or tinystories, got '$only'" >&2; exit 2; }
         shift 2 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "results.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -88,7 +92,7 @@ job() {
     local name=$1 text=$2 max=$3
     shift 3
     # --only long-context: only the runs of that section
-    [ -z "$only" ] || [[ $name =~ ^(sinkneed-|bos-|lc-|ls-) ]] || return 0
+    [ -z "$only" ] || [ "$only" = tinystories ] || [[ $name =~ ^(sinkneed-|bos-|lc-|ls-) ]] || return 0
     local txt=$work/$name.txt
     if [ -s "$txt" ] && [ "$txt" -nt "$job_model" ] && [ "$txt" -nt "$bin" ]; then return 0; fi
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
@@ -107,6 +111,16 @@ wait_all() { wait; }
 
 # get NAME KEY: a value from a summary.
 get() { awk -v k="$2" '$1 == k {print $2; exit}' "$work/$1.txt" 2>/dev/null; }
+
+# shellcheck source=tools/results_tinystories.sh
+. tools/results_tinystories.sh
+if [ "$only" = tinystories ]; then
+    [ -f "$out_md" ] || { echo "results.sh: --only needs an existing $out_md" >&2; exit 1; }
+    ts_jobs || exit 1
+    ts_splice "$out_md" || exit 1
+    echo "results.sh: replaced the TinyStories section of $out_md ($(((SECONDS - t_start) / 60)) min)" >&2
+    exit 0
+fi
 
 # ---- the within-context table: each policy against fp32 unbounded, valid.txt in 512-token windows -----------------
 # rows: "name|label|flags"
@@ -209,6 +223,8 @@ for r in "${yoco_rows[@]}"; do
     job "std-$name" "$text" "$max" $flags
 done
 wait_all
+
+[ -n "$only" ] || ts_jobs
 
 # ---- the greedy-match table ---------------------------------------------------------------------------------------
 echo "results.sh: greedy-match tables" >&2
@@ -648,6 +664,7 @@ Cross-check of the reference against training's own evaluation (PyTorch, fp32 on
 windows of the same text, $gpu_tokens tokens as its tokenizer counted them): ours, ${ref_line:-–}; training's, perplexity
 ${gpu_ppl:-–}.
 EOF
+[ -s "$work/ts-ctx-valid-fp32.txt" ] && { echo; ts_block; }
 if [ -n "$soak" ]; then
     echo
     echo "$soak"

@@ -362,6 +362,15 @@ def variants(hp):
         replace_kvs={"llama.embedding_length": (T_U32, hp["d_model"] * 2)})
     yield "missing-tensor", "no blk.0.ffn_up.weight", g(drop_tensors=("blk.0.ffn_up.weight",))
     yield "arch", "architecture gpt2", g(replace_kvs={"general.architecture": (T_STRING, "gpt2")})
+    yield "arch-qwen2", "architecture qwen2 (a llama.cpp architecture tinygpt does not run)", g(
+        replace_kvs={"general.architecture": (T_STRING, "qwen2")})
+    yield "arch-gemma", "architecture gemma", g(replace_kvs={"general.architecture": (T_STRING, "gemma")})
+    yield "rope-yarn", "RoPE scaling yarn", g(extra_kvs=[("llama.rope.scaling.type", T_STRING, "yarn"),
+                                                         ("llama.rope.scaling.factor", T_F32, 4.0)])
+    yield "rope-unknown", "a RoPE scaling type nobody knows", g(extra_kvs=[("llama.rope.scaling.type", T_STRING,
+                                                                            "nonsense")])
+    yield "qblock-matrix", "a Q6_K matrix whose rows are not whole 256-blocks", g(
+        fix={"blk.0.attn_q.weight": {"type": 14}})
     yield "qtype", "a tensor of type Q8_1 (known to GGUF, not supported)", g(fix={"output_norm.weight": {"type": 9}})
     yield "qblock", "a Q4_K tensor whose rows are not whole blocks", g(fix={"output_norm.weight": {"type": 12}})
     yield "ggmltype", "a tensor of unknown type 99", g(fix={"output_norm.weight": {"type": 99}})
