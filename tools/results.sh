@@ -447,7 +447,7 @@ if [ -e "$long_sinks_model" ] && [ -s "$work/ls-valid.txt" ] && [ -s "$lcdir-lon
         echo
         echo "Does a model trained the way the paper's models are grow sinks, and does window-only attention then collapse?"
         echo "\`bash tools/gpu_job.sh long-sinks\` on one H200 trained the flagship's recipe with context 1024, BOS as every"
-        echo "training window's first token (\`--bos-first\`) and up to 10 epochs in 400 s: $(jq -r '"\(.steps) steps, \(.epochs) epochs in \(.seconds) s"' "$ls_metrics" 2>/dev/null)"
+        echo "training window's first token (\`--bos-first\`) and up to 10 epochs in 360 s: $(jq -r '"\(.steps) steps, \(.epochs) epochs in \(.seconds) s"' "$ls_metrics" 2>/dev/null)"
         echo "(\`$ls_metrics\`; the GGUF, $(sha256sum "$long_sinks_model" | cut -c1-12)…, is not committed). Quality against"
         echo "the bundled model on the existing measures, through tinygpt in 512-token windows (fp32):"
         echo
