@@ -58,7 +58,17 @@ $(REL)/$(SOFILE): $(REL_LIB_OBJ)
 
 $(REL_LIB_OBJ): LIB_CFLAGS := -fPIC -fvisibility=hidden
 
-$(REL)/%.o: %.c
+# Objects depend on the flags that built them: a stamp file rewritten only when the compile command changes (an ARCH
+# or CFLAGS change, a new flag in this Makefile), so a changed flag rebuilds everything instead of mixing objects.
+REL_FLAGS := $(CC) $(WARN) $(OPT) -fPIC -fvisibility=hidden $(THREADS) $(INC) $(DEPS_CFLAGS)
+ASN_FLAGS := $(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS)
+.PHONY: force-flags
+$(REL)/.flags $(ASN)/.flags: force-flags
+	@mkdir -p $(dir $@)
+	@echo '$(if $(filter $(REL)/%,$@),$(REL_FLAGS),$(ASN_FLAGS))' | cmp -s - $@ || \
+	    echo '$(if $(filter $(REL)/%,$@),$(REL_FLAGS),$(ASN_FLAGS))' >$@
+
+$(REL)/%.o: %.c $(REL)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(OPT) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -110,7 +120,7 @@ $(ASN)/libtinygpt.a: $(ASN_LIB_OBJ)
 $(ASN)/tinygpt: $(ASN_CLI_OBJ) $(ASN)/libtinygpt.a
 	$(CC) $(SAN) $(THREADS) -o $@ $^ $(DEPS_LIBS)
 
-$(ASN)/%.o: %.c
+$(ASN)/%.o: %.c $(ASN)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
