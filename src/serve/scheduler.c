@@ -17,6 +17,7 @@
 
 #include "cli/stop_text.h"
 #include "serve/admission.h"
+#include "util/free_all.h"
 
 typedef struct {
     tg_job *job;
@@ -347,6 +348,12 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
+/* Frees the scheduler's own blocks and itself (its thread, mutex and condition variable are the caller's). */
+static void free_scheduler(tg_sched *s) {
+    TG_FREE_ALL(s->queue, s->starting, s->sessions, s->items, s->item_session, s->local);
+    free(s);
+}
+
 tg_sched *tg_sched_start(const tg_sched_config *c, tg_error *err) {
     tg_sched *s = calloc(1, sizeof *s);
     if (!s) {
@@ -378,13 +385,7 @@ tg_sched *tg_sched_start(const tg_sched_config *c, tg_error *err) {
     }
     return s;
 fail:
-    free(s->queue);
-    free(s->starting);
-    free(s->sessions);
-    free(s->items);
-    free(s->item_session);
-    free(s->local);
-    free(s);
+    free_scheduler(s);
     return NULL;
 }
 
@@ -451,11 +452,5 @@ void tg_sched_stop(tg_sched *s) {
     pthread_join(s->thread, NULL);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
-    free(s->queue);
-    free(s->starting);
-    free(s->sessions);
-    free(s->items);
-    free(s->item_session);
-    free(s->local);
-    free(s);
+    free_scheduler(s);
 }

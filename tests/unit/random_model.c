@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/quant.h"
 #include "util/error.h"
 
 struct random_model {
@@ -40,10 +41,26 @@ static void *keep(random_model *s, size_t bytes) {
     return p;
 }
 
-static tg_tensor matrix(random_model *s, int64_t rows, int64_t cols, float scale) {
-    float *d = keep(s, (size_t)(rows * cols) * sizeof *d);
-    for (int64_t i = 0; i < rows * cols; i++) d[i] = rnd(s) * scale;
-    tg_tensor t = {TG_DT_F32, rows, cols, d};
+/* rows x cols of uniform values times scale, stored as type (F32, or Q8_0 quantised from the same values). */
+static tg_tensor matrix(random_model *s, int64_t rows, int64_t cols, float scale, tg_dtype type) {
+    float *f = must(malloc((size_t)(rows * cols) * sizeof *f));
+    for (int64_t i = 0; i < rows * cols; i++) f[i] = rnd(s) * scale;
+    tg_tensor t = {type, rows, cols, NULL};
+    if (type == TG_DT_F32) {
+        float *d = keep(s, (size_t)(rows * cols) * sizeof *d);
+        memcpy(d, f, (size_t)(rows * cols) * sizeof *d);
+        t.data = d;
+    } else {
+        const size_t rb = tg_row_bytes(type, cols);
+        if (type != TG_DT_Q8_0 || rb == 0) {
+            fprintf(stderr, "random_model: weights F32 or Q8_0 only\n");
+            abort();
+        }
+        uint8_t *d = keep(s, rb * (size_t)rows);
+        for (int64_t r = 0; r < rows; r++) tg_quantize_row_q8_0(f + r * cols, d + (size_t)r * rb, cols);
+        t.data = d;
+    }
+    free(f);
     return t;
 }
 
@@ -54,6 +71,10 @@ static float *norm(random_model *s, int64_t n) {
 }
 
 random_model *random_model_new(int ctx, uint64_t seed, bool llama3) {
+    return random_model_new_typed(ctx, TG_DT_F32, seed, llama3);
+}
+
+random_model *random_model_new_typed(int ctx, tg_dtype type, uint64_t seed, bool llama3) {
     random_model *s = must(calloc(1, sizeof *s));
     s->rng = seed * 2654435761u + 1;
     tg_hparams *hp = &s->m.hp;
@@ -81,21 +102,21 @@ random_model *random_model_new(int ctx, uint64_t seed, bool llama3) {
     const int64_t d = hp->d_model, qd = hp->n_heads * hp->head_dim, kvd = hp->n_kv_heads * hp->head_dim;
     const float sd = 1.0f / sqrtf((float)d);
     s->m.has_weights = true;
-    s->m.tok_embd = matrix(s, hp->vocab_size, d, 1.0f);
+    s->m.tok_embd = matrix(s, hp->vocab_size, d, 1.0f, TG_DT_F32);
     s->m.out_norm = norm(s, d);
-    s->m.lm_head = matrix(s, hp->vocab_size, d, sd);
+    s->m.lm_head = matrix(s, hp->vocab_size, d, sd, type);
     s->m.layers = keep(s, (size_t)hp->n_layers * sizeof *s->m.layers);
     for (int l = 0; l < hp->n_layers; l++) {
         tg_layer_weights *w = &s->m.layers[l];
         w->attn_norm = norm(s, d);
-        w->wq = matrix(s, qd, d, 2.0f * sd);
-        w->wk = matrix(s, kvd, d, 2.0f * sd);
-        w->wv = matrix(s, kvd, d, sd);
-        w->wo = matrix(s, d, qd, 1.0f / sqrtf((float)qd));
+        w->wq = matrix(s, qd, d, 2.0f * sd, type);
+        w->wk = matrix(s, kvd, d, 2.0f * sd, type);
+        w->wv = matrix(s, kvd, d, sd, type);
+        w->wo = matrix(s, d, qd, 1.0f / sqrtf((float)qd), type);
         w->ffn_norm = norm(s, d);
-        w->w_gate = matrix(s, hp->ffn_dim, d, sd);
-        w->w_up = matrix(s, hp->ffn_dim, d, sd);
-        w->w_down = matrix(s, d, hp->ffn_dim, 1.0f / sqrtf((float)hp->ffn_dim));
+        w->w_gate = matrix(s, hp->ffn_dim, d, sd, type);
+        w->w_up = matrix(s, hp->ffn_dim, d, sd, type);
+        w->w_down = matrix(s, d, hp->ffn_dim, 1.0f / sqrtf((float)hp->ffn_dim), type);
     }
     return s;
 }

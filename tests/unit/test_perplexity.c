@@ -14,128 +14,13 @@
 
 #include <cmocka.h>
 
-#include "kernels/quant.h"
 #include "attend_team.h"
+#include "random_model.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
 #include "tinygpt.h"
 
-/* ---- a random in-memory model (weights F32 or Q8_0) ---- */
-
-typedef struct {
-    struct tg_model m;
-    void **bufs; /* every allocation, freed together */
-    size_t n_bufs, cap_bufs;
-    uint64_t rng;
-} pp_model;
-
-static float pp_rnd(pp_model *s) { /* uniform in [-1, 1) */
-    s->rng ^= s->rng << 13;
-    s->rng ^= s->rng >> 7;
-    s->rng ^= s->rng << 17;
-    return (float)((s->rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
-
-static void *pp_keep(pp_model *s, size_t bytes) {
-    if (s->n_bufs == s->cap_bufs) {
-        s->cap_bufs = s->cap_bufs ? 2 * s->cap_bufs : 64;
-        s->bufs = realloc(s->bufs, s->cap_bufs * sizeof *s->bufs);
-        assert_non_null(s->bufs);
-    }
-    void *p = calloc(1, bytes);
-    assert_non_null(p);
-    s->bufs[s->n_bufs++] = p;
-    return p;
-}
-
-static tg_tensor pp_matrix(pp_model *s, int64_t rows, int64_t cols, float scale, tg_dtype type) {
-    float *f = malloc((size_t)(rows * cols) * sizeof *f);
-    assert_non_null(f);
-    for (int64_t i = 0; i < rows * cols; i++) f[i] = pp_rnd(s) * scale;
-    tg_tensor t = {type, rows, cols, NULL};
-    if (type == TG_DT_F32) {
-        float *d = pp_keep(s, (size_t)(rows * cols) * sizeof *d);
-        memcpy(d, f, (size_t)(rows * cols) * sizeof *d);
-        t.data = d;
-    } else {
-        const size_t rb = tg_row_bytes(type, cols);
-        assert_true(rb > 0);
-        uint8_t *d = pp_keep(s, rb * (size_t)rows);
-        for (int64_t r = 0; r < rows; r++) tg_quantize_row_q8_0(f + r * cols, d + (size_t)r * rb, cols);
-        t.data = d;
-    }
-    free(f);
-    return t;
-}
-
-static float *pp_norm(pp_model *s, int64_t n) {
-    float *p = pp_keep(s, (size_t)n * sizeof *p);
-    for (int64_t i = 0; i < n; i++) p[i] = 1.0f + 0.2f * pp_rnd(s);
-    return p;
-}
-
-/* 2 layers, d 64, 4 heads / 2 kv-heads of 16, ffn 96, vocab 96, context ctx. */
-static pp_model *pp_model_new(int ctx, tg_dtype type, uint64_t seed) {
-    pp_model *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    s->rng = seed * 2654435761u + 1;
-    tg_hparams *hp = &s->m.hp;
-    snprintf(hp->architecture, sizeof hp->architecture, "llama");
-    hp->n_layers = 2;
-    hp->d_model = 64;
-    hp->n_heads = 4;
-    hp->n_kv_heads = 2;
-    hp->head_dim = 16;
-    hp->ffn_dim = 96;
-    hp->vocab_size = 96;
-    hp->context_length = ctx;
-    hp->rope_theta = 10000.0f;
-    hp->norm_eps = 1e-5f;
-    hp->rope_style = TG_ROPE_HALF;
-    hp->kv_source = pp_keep(s, (size_t)hp->n_layers * sizeof(int));
-    for (int l = 0; l < hp->n_layers; l++) hp->kv_source[l] = l;
-    const int64_t d = hp->d_model, qd = hp->n_heads * hp->head_dim, kvd = hp->n_kv_heads * hp->head_dim;
-    const float sd = 1.0f / sqrtf((float)d);
-    s->m.has_weights = true;
-    s->m.tok_embd = pp_matrix(s, hp->vocab_size, d, 1.0f, TG_DT_F32);
-    s->m.out_norm = pp_norm(s, d);
-    s->m.lm_head = pp_matrix(s, hp->vocab_size, d, sd, type);
-    s->m.layers = pp_keep(s, (size_t)hp->n_layers * sizeof *s->m.layers);
-    for (int l = 0; l < hp->n_layers; l++) {
-        tg_layer_weights *w = &s->m.layers[l];
-        w->attn_norm = pp_norm(s, d);
-        w->wq = pp_matrix(s, qd, d, 2.0f * sd, type);
-        w->wk = pp_matrix(s, kvd, d, 2.0f * sd, type);
-        w->wv = pp_matrix(s, kvd, d, sd, type);
-        w->wo = pp_matrix(s, d, qd, 1.0f / sqrtf((float)qd), type);
-        w->ffn_norm = pp_norm(s, d);
-        w->w_gate = pp_matrix(s, hp->ffn_dim, d, sd, type);
-        w->w_up = pp_matrix(s, hp->ffn_dim, d, sd, type);
-        w->w_down = pp_matrix(s, d, hp->ffn_dim, 1.0f / sqrtf((float)hp->ffn_dim), type);
-    }
-    return s;
-}
-
-static void pp_model_free(pp_model *s) {
-    if (!s) return;
-    for (size_t i = 0; i < s->n_bufs; i++) free(s->bufs[i]);
-    free(s->bufs);
-    free(s);
-}
-
-/* A token sequence that repeats itself with variations, so attention has something to find. */
-static int32_t *pp_text(int n, int vocab, uint64_t seed) {
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    assert_non_null(ids);
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
-    for (int i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        ids[i] = (i >= 24 && x % 3 != 0) ? ids[i - 24] : (int32_t)(x % (uint64_t)vocab);
-    }
-    return ids;
-}
+/* The models are random_model.h's (weights F32 or Q8_0), the texts random_model_text's. */
 
 /* NLL of every next token (rows 0 .. n-2), in double through log-sum-exp. */
 static void pp_nlls(const float *logits, const int32_t *ids, int n, int vocab, double *out) {
@@ -150,10 +35,10 @@ static void pp_nlls(const float *logits, const int32_t *ids, int n, int vocab, d
 }
 
 /* All n logits rows of ids through one session, `chunk` tokens per tg_session_eval call. */
-static float *pp_run(const pp_model *s, const tg_cache_params *p, const int32_t *ids, int n, int chunk) {
-    const int vocab = s->m.hp.vocab_size;
+static float *pp_run(const struct tg_model *m, const tg_cache_params *p, const int32_t *ids, int n, int chunk) {
+    const int vocab = m->hp.vocab_size;
     tg_error err = {0};
-    tg_session *sess = tg_session_new(&s->m, p, 1, &err);
+    tg_session *sess = tg_session_new(m, p, 1, &err);
     if (!sess) fail_msg("tg_session_new: %s", err.msg);
     float *logits = malloc((size_t)n * (size_t)vocab * sizeof *logits);
     assert_non_null(logits);
@@ -180,9 +65,10 @@ typedef struct {
  * difference seen, for the message. */
 static void check_chunk_identity(tg_dtype type, const pp_policy *pol, size_t n_pol) {
     const int n = 300, ctx = 320;
-    pp_model *s = pp_model_new(ctx, type, 3);
-    const int vocab = s->m.hp.vocab_size;
-    int32_t *ids = pp_text(n, vocab, 5);
+    random_model *r = random_model_new_typed(ctx, type, 3, false);
+    const struct tg_model *s = random_model_get(r);
+    const int vocab = s->hp.vocab_size;
+    int32_t *ids = random_model_text(n, vocab, 5);
     double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
     assert_non_null(a);
     assert_non_null(b);
@@ -222,7 +108,7 @@ static void check_chunk_identity(tg_dtype type, const pp_policy *pol, size_t n_p
     free(a);
     free(b);
     free(ids);
-    pp_model_free(s);
+    random_model_free(r);
 }
 
 static const pp_policy POLICIES[] = {
@@ -257,40 +143,41 @@ static void test_chunked_equals_token_by_token_q8_0(void **state) {
 /* params.context lifts the context limit of an unbounded cache; a negative one is refused. */
 static void test_context_override(void **state) {
     (void)state;
-    pp_model *s = pp_model_new(32, TG_DT_F32, 9);
+    random_model *r = random_model_new(32, 9, false);
+    const struct tg_model *s = random_model_get(r);
     tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
-    tg_session *plain = tg_session_new(&s->m, &p, 1, &err);
+    tg_session *plain = tg_session_new(s, &p, 1, &err);
     assert_non_null(plain);
     assert_int_equal(tg_session_remaining(plain), 32);
     p.context = 100;
-    tg_session *big = tg_session_new(&s->m, &p, 1, &err);
+    tg_session *big = tg_session_new(s, &p, 1, &err);
     if (!big) fail_msg("tg_session_new: %s", err.msg);
     assert_int_equal(tg_session_remaining(big), 100);
-    int32_t *ids = pp_text(100, s->m.hp.vocab_size, 2);
-    float *a = malloc(100 * (size_t)s->m.hp.vocab_size * sizeof *a);
+    int32_t *ids = random_model_text(100, s->hp.vocab_size, 2);
+    float *a = malloc(100 * (size_t)s->hp.vocab_size * sizeof *a);
     assert_non_null(a);
     assert_false(tg_session_eval(plain, ids, 33, NULL, NULL, &err));
     assert_true(tg_session_eval(big, ids, 100, a, NULL, &err));
     assert_int_equal(tg_session_remaining(big), 0);
     assert_false(tg_session_eval(big, ids, 1, NULL, NULL, &err));
     /* the first 32 positions are those of the model's own context: the same logits */
-    float *b = malloc(32 * (size_t)s->m.hp.vocab_size * sizeof *b);
+    float *b = malloc(32 * (size_t)s->hp.vocab_size * sizeof *b);
     assert_non_null(b);
     tg_session_free(plain);
     p.context = 0;
-    plain = tg_session_new(&s->m, &p, 1, &err);
+    plain = tg_session_new(s, &p, 1, &err);
     assert_true(tg_session_eval(plain, ids, 32, b, NULL, &err));
-    assert_memory_equal(a, b, 32 * (size_t)s->m.hp.vocab_size * sizeof *a);
+    assert_memory_equal(a, b, 32 * (size_t)s->hp.vocab_size * sizeof *a);
     p.context = -1;
-    assert_null(tg_session_new(&s->m, &p, 1, &err));
+    assert_null(tg_session_new(s, &p, 1, &err));
     assert_non_null(strstr(err.msg, "context"));
     free(a);
     free(b);
     free(ids);
     tg_session_free(plain);
     tg_session_free(big);
-    pp_model_free(s);
+    random_model_free(r);
 }
 
 /* quantize_sinks: the sinks read back as their round trip through the precision (within half a step of the
