@@ -326,8 +326,9 @@ void tg_avx2_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n) {
         m = _mm_max_ps(m, _mm_movehl_ps(m, m));
         m = _mm_max_ss(m, _mm_movehdup_ps(m));
         const float am = _mm_cvtss_f32(m);
-        dst[b].d = am / 127.0f;
-        const __m256 id = _mm256_set1_ps(am != 0.0f ? 127.0f / am : 0.0f);
+        const float ids = am != 0.0f ? 127.0f / am : 0.0f;
+        dst[b].d = am != 0.0f ? 1.0f / ids : 0.0f;
+        const __m256 id = _mm256_set1_ps(ids);
         for (int g = 0; g < TG_Q8K_ELEMS / 32; g++) { /* 32 elements: two 16-code sums */
             __m256i qi[4];
             for (int i = 0; i < 4; i++) {
