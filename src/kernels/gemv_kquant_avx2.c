@@ -61,11 +61,6 @@ TG_INLINE __m256i pick16(__m256i sc8x2, int k) {
     return _mm256_shuffle_epi8(sc8x2, m);
 }
 
-/* The same scale (int16 number k < 8 of both lanes) for all 32 elements. */
-TG_INLINE __m256i pick32(__m256i sc8x2, int k) {
-    return _mm256_shuffle_epi8(sc8x2, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
-}
-
 /* Sixteen int16 scales (int8 or uint8 bytes at p, or already in a 128-bit register) as the two halves the 16-element
  * layouts use: lo = scales 0..7 in both lanes, hi = scales 8..15 in both lanes; all16 = scales 0..15 in order. */
 typedef struct {
