@@ -8,7 +8,8 @@ For each file and prompt whose ids differ: k = the first differing position, a =
 tinygpt's. tinygpt's gap = logit_b - logit_a in tinygpt's logits there (tools/llamacpp_compare.py greedy: its
 "gap"); llama.cpp's gap = logit_a - logit_b in llama.cpp's logits at the same position (the prompt and llama.cpp's
 own first k ids sent to llama-server's /completion as ids, one token predicted, its top-40 log-probabilities:
-log p_a - log p_b = logit_a - logit_b). Both are >= 0; each engine prefers its own token by that much. The server
+log p_a - log p_b = logit_a - logit_b; n/a where that token ends inside a UTF-8 character, which the server
+holds back with its probabilities). Both are >= 0; each engine prefers its own token by that much. The server
 runs as llama-completion ran (f32 KV cache, no flash attention, no repacking, one thread). Prints one Markdown row
 per difference and the largest of each gap. TG_LLAMACPP_DIR: the llama.cpp build (build/bin/llama-server)."""
 import json
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,8 +35,11 @@ def free_port():
 def post(port, body):
     req = urllib.request.Request("http://127.0.0.1:%d/completion" % port, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.loads(r.read())
+    try:
+        with urllib.request.urlopen(req, timeout=600) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        sys.exit("llamacpp_gap: llama-server: HTTP %d: %s" % (e.code, e.read().decode(errors="replace")[:400]))
 
 
 def start_server(binary, model):
@@ -58,11 +63,13 @@ def start_server(binary, model):
 
 def llama_gap(port, ids, a, b):
     res = post(port, {"prompt": ids, "n_predict": 1, "n_probs": 40, "temperature": 0, "cache_prompt": False,
-                      "samplers": ["top_k"], "top_k": 1})
+                      "samplers": ["top_k"], "top_k": 1, "ignore_eos": True})
+    if "completion_probabilities" not in res:  # the token ends inside a UTF-8 character: the server holds it back
+        return "n/a (partial UTF-8)"
     top = res["completion_probabilities"][0]["top_logprobs"]
     lp = {t["id"]: t["logprob"] for t in top}
     if a not in lp or b not in lp:
-        return None
+        return "not in top 40"
     return lp[a] - lp[b]
 
 
@@ -100,10 +107,10 @@ def main():
                 a, b = g["llamacpp_id"], g["tinygpt_id"]
                 lg = llama_gap(port, ids, a, b)
                 worst_t = max(worst_t, g["gap"])
-                if lg is not None:
+                if not isinstance(lg, str):
                     worst_l = max(worst_l, lg)
                 print("| %s | %d | %d | %d / %d | %.2g | %s |" % (preset, i + 1, g["first_diff"], a, b, g["gap"],
-                                                                 "%.2g" % lg if lg is not None else "not in top 40"))
+                                                                 lg if isinstance(lg, str) else "%.2g" % lg))
         finally:
             proc.terminate()
             proc.wait()
