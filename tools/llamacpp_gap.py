@@ -38,8 +38,8 @@ def post(port, body):
     try:
         with urllib.request.urlopen(req, timeout=600) as r:
             return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        sys.exit("llamacpp_gap: llama-server: HTTP %d: %s" % (e.code, e.read().decode(errors="replace")[:400]))
+    except urllib.error.HTTPError as e:  # e.g. 500 "does not match the expected Content-only format" on bad UTF-8
+        return {"error": "HTTP %d: %s" % (e.code, e.read().decode(errors="replace")[:200])}
 
 
 def start_server(binary, model):
@@ -64,6 +64,8 @@ def start_server(binary, model):
 def llama_gap(port, ids, a, b):
     res = post(port, {"prompt": ids, "n_predict": 1, "n_probs": 40, "temperature": 0, "cache_prompt": False,
                       "samplers": ["top_k"], "top_k": 1, "ignore_eos": True})
+    if "error" in res:
+        return "n/a (server: %s)" % res["error"][:60]
     if "completion_probabilities" not in res:  # the token ends inside a UTF-8 character: the server holds it back
         return "n/a (partial UTF-8)"
     top = res["completion_probabilities"][0]["top_logprobs"]
