@@ -256,6 +256,18 @@ TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
     sup_q45_k(p, x, acc, T, true);
 }
 
+/* Decode prefetches the super-blocks KQ_AHEAD rows ahead (of both rows of a pair) into L2 while it computes: rows
+ * are short (a 2048-column Q4_K row is 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the
+ * Q8_0 kernels found (gemv_avx2.c). */
+#define KQ_AHEAD 4
+
+TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) {
+        _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+        _mm_prefetch((const char *)p + ws + o, _MM_HINT_T1);
+    }
+}
+
 /* ---- rows: one weight row against T tokens (token t's super-blocks at xk + t * xs), results y[t * ldy] ---- */
 
 #define KQ_ROW(NAME, BYTES)                                                                                           \
@@ -279,6 +291,7 @@ TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
             __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                                                \
             for (int64_t b = 0; b < nsup; b++) {                                                                      \
                 const tg_q8k_block *xb[1] = {xk + b};                                                                 \
+                if (r + KQ_AHEAD + 2 <= nr) prefetch_sup(r0 + (size_t)b * (BYTES) + KQ_AHEAD * ws, ws, BYTES);       \
                 sup_##NAME(r0 + (size_t)b * (BYTES), xb, &a0, 1);                                                     \
                 sup_##NAME(r1 + (size_t)b * (BYTES), xb, &a1, 1);                                                     \
             }                                                                                                         \
