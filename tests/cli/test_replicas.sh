@@ -165,6 +165,11 @@ else
         sleep 0.02
     done
     [ "$st" = 503 ] && grep -q 'shutting down' "$tmp/h" && ok || bad "$D draining: /health answers $st $(cat "$tmp/h")"
+    # it admits nothing new: a request straight to it gets 503, Retry-After and OpenAI's error object
+    st=$(curl -s -D "$tmp/hdr" -o "$tmp/err.json" -w '%{http_code}' -d '{"prompt": "x", "max_tokens": 2}' \
+        "http://127.0.0.1:$DPORT/v1/completions")
+    [ "$st" = 503 ] && grep -qi '^Retry-After: 1' "$tmp/hdr" && grep -q '"error":{"message":"the server is shutting down"' \
+        "$tmp/err.json" && ok || bad "$D draining: a new request got $st $(cat "$tmp/err.json")"
     # the check takes it out of the pool while it still runs (its streams go on)
     wait_status "$D" DOWN && ok || bad "$D draining but HAProxy says $(lb_status "$D")"
     [ ! -f "$LB/$D.exit" ] && ok || bad "$D exited before the check could see it drain (the stream ended early?)"
