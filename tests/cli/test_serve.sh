@@ -413,6 +413,11 @@ python3 -c 'import json, sys; print(json.dumps({"prompt": open(sys.argv[1]).read
 curl -s --max-time 60 -d @"$tmp/long.json" "$BASE/v1/completions" >"$tmp/r.json"
 text_of "$tmp/r.json" >"$tmp/got"
 cmp -s "$tmp/got" "$tmp/want" && ok || bad "YOCO int8 window 32: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+# int4 in a window of 48 needs fewer bytes than the server's int8 window of 32 but holds more tokens than the batch's
+# attention work space was sized for -> 400 (not an overrun)
+expect_error "a window holding more tokens" 400 - /v1/completions \
+    '{"prompt": "x", "kv_quantize": "int4", "streaming_llm_window": 48}'
+grep -q 'holds more tokens' "$tmp/err.json" && ok || bad "a window holding more tokens: $(cat "$tmp/err.json")"
 stop D
 
 # ---- server E: a tiny random model that does sample its end-of-sequence token (seed 6: after 142 tokens) ----------
