@@ -107,6 +107,16 @@ if [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/health")" != 200 ]; then
 fi
 echo "$url" >"$dir/ready"
 echo "run.sh: $url -> replicas on ports $(cat "$dir"/r?.port | tr '\n' ' ')(logs in $dir)" >&2
-wait "$lb_pid" # returns early on SIGTERM/SIGINT (stop_all runs); HAProxy ending on its own stops everything too
+# until SIGTERM/SIGINT (stop_all runs at once: `wait` returns on a trapped signal), HAProxy ends, or every replica has
+# (a signal sent to the whole process group drains them without this script seeing it when it was started with
+# SIGINT ignored, e.g. in the background)
+while kill -0 "$lb_pid" 2>/dev/null; do
+    if [ -f "$dir/r1.exit" ] && [ -f "$dir/r2.exit" ] && [ -f "$dir/r3.exit" ]; then
+        echo "run.sh: every replica has exited" >&2
+        stop_all
+    fi
+    sleep 0.5 &
+    wait $!
+done
 echo "run.sh: HAProxy exited: $(tail -3 "$dir/haproxy.log")" >&2
 stop_all 1
