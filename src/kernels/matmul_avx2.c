@@ -19,12 +19,12 @@
  * reduction and tail of avx2_inline.h. */
 TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
                           float *y, size_t ldy, const int NR, const int NT) {
-    __m256 acc[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS];
+    __m256 acc[4][4];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
     const int64_t c8 = cols & ~(int64_t)7;
     for (int64_t k = 0; k < c8; k += 8) {
-        __m256 xv[TG_TILE_MAX_VECS];
+        __m256 xv[4];
         for (int t = 0; t < NT; t++) {
             xv[t] = _mm256_loadu_ps((const float *)(const void *)(x + t * xs) + k);
             /* keep the activation in a register: folding its load into every row's FMA doubles the loads per step */
@@ -136,25 +136,99 @@ void tg_avx2_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q
     gemm_quant(TG_DT_Q4_0, w, w_stride, nr, xp, nb, n, y, ldy);
 }
 
+#if TG_TILE_AVX512
+/* ---- float weights on AVX-512: one 16-lane register = two rows' 8-lane accumulators ------------------------- *
+ * Lanes 0-7 of acc[p][t] are row 2p's accumulator for token t, lanes 8-15 row 2p+1's: each lane sees exactly the
+ * FMA sequence of the 8-lane AVX2 kernels (element k + i of the row times element k + i of the token, k in steps
+ * of 8, in order), and each half is then reduced in the canonical order, so the bits are those of the decode
+ * kernel. One register of weights (two rows, 8 columns, widened once) serves up to 8 tokens, and the token's 8
+ * floats are broadcast to both halves straight from memory. */
+
+/* Columns [k, k + 8) of rows w0 and w1 as fp32: w0's in lanes 0-7, w1's in lanes 8-15. */
+TG_INLINE __m512 w16_pair(tg_dtype type, const uint8_t *w0, const uint8_t *w1, int64_t k) {
+    if (type == TG_DT_F32) {
+        const __m512d lo = _mm512_castpd256_pd512(_mm256_loadu_pd((const double *)(const void *)(w0 + 4 * k)));
+        return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_loadu_pd((const double *)(const void *)(w1 + 4 * k)), 1));
+    }
+    const __m256i h = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(w0 + 2 * k))),
+        _mm_loadu_si128((const __m128i *)(const void *)(w1 + 2 * k)), 1);
+    if (type == TG_DT_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Token t's columns [k, k + 8) in both halves. */
+TG_INLINE __m512 x16_dup(const float *x, int64_t k) {
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)(const void *)(x + k))));
+}
+
+/* NR (1..4) rows x NT (1..8) tokens; NP = (NR + 1) / 2 row pairs, an odd last row paired with itself (its upper
+ * half is computed and dropped). */
+TG_INLINE void tile_float512(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
+                             float *y, size_t ldy, const int NR, const int NT) {
+    const int NP = (NR + 1) / 2;
+    const uint8_t *row[4];
+    for (int r = 0; r < 4; r++) row[r] = w + (size_t)(r < NR ? r : NR - 1) * ws;
+    __m512 acc[2][8];
+    for (int p = 0; p < NP; p++)
+        for (int t = 0; t < NT; t++) acc[p][t] = _mm512_setzero_ps();
+    const int64_t c8 = cols & ~(int64_t)7;
+    for (int64_t k = 0; k < c8; k += 8) {
+        __m512 wv[2];
+        for (int p = 0; p < NP; p++) wv[p] = w16_pair(type, row[2 * p], row[2 * p + 1], k);
+        for (int t = 0; t < NT; t++) {
+            const __m512 xv = x16_dup((const float *)(const void *)(x + t * xs), k);
+            for (int p = 0; p < NP; p++) acc[p][t] = _mm512_fmadd_ps(wv[p], xv, acc[p][t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        const float *xt = (const float *)(const void *)(x + t * xs);
+        __m256 h[4];
+        for (int p = 0; p < NP; p++) {
+            h[2 * p] = _mm512_castps512_ps256(acc[p][t]);
+            h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p][t]), 1));
+        }
+        for (int r = 2 * NP; r < 4; r++) h[r] = h[0];
+        float s[4];
+        _mm_storeu_ps(s, tg_reduce4_ps(h[0], h[1], h[2], h[3]));
+        for (int r = 0; r < NR; r++) {
+            if (c8 < cols) s[r] += tg_tail(type, row[r], xt, c8, cols);
+            y[(size_t)t * ldy + (size_t)r] = s[r];
+        }
+    }
+}
+#define TG_TILE_BODY tile_float512
+#else
+#define TG_TILE_BODY tile_float
+#endif
+
 /* Every tile shape of every float type, instantiated with constant sizes; tg_avx2_tile_<type> picks by shape. */
 typedef void (*tile_fn)(const uint8_t *, size_t, const uint8_t *, size_t, int64_t, float *, size_t);
 #define TG_TILE_FN(name, type, R, T)                                                                                \
     static void tile_##name##_##R##x##T(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,    \
                                          float *y, size_t ldy) {                                                   \
-        tile_float(type, w, ws, x, xs, cols, y, ldy, R, T);                                                        \
+        TG_TILE_BODY(type, w, ws, x, xs, cols, y, ldy, R, T);                                                      \
     }
+#if TG_TILE_AVX512
+#define TG_TILE_ROW(name, type, R)                                                                                  \
+    TG_TILE_FN(name, type, R, 1) TG_TILE_FN(name, type, R, 2) TG_TILE_FN(name, type, R, 3)                         \
+    TG_TILE_FN(name, type, R, 4) TG_TILE_FN(name, type, R, 5) TG_TILE_FN(name, type, R, 6)                         \
+    TG_TILE_FN(name, type, R, 7) TG_TILE_FN(name, type, R, 8)
+#define TG_TILE_SHAPES(name, R)                                                                                     \
+    {tile_##name##_##R##x1, tile_##name##_##R##x2, tile_##name##_##R##x3, tile_##name##_##R##x4,                   \
+     tile_##name##_##R##x5, tile_##name##_##R##x6, tile_##name##_##R##x7, tile_##name##_##R##x8}
+#else
 #define TG_TILE_ROW(name, type, R)                                                                                  \
     TG_TILE_FN(name, type, R, 1) TG_TILE_FN(name, type, R, 2) TG_TILE_FN(name, type, R, 3) TG_TILE_FN(name, type, R, 4)
+#define TG_TILE_SHAPES(name, R)                                                                                     \
+    {tile_##name##_##R##x1, tile_##name##_##R##x2, tile_##name##_##R##x3, tile_##name##_##R##x4}
+#endif
 #define TG_TILE_TYPE(name, type)                                                                                    \
     TG_TILE_ROW(name, type, 1) TG_TILE_ROW(name, type, 2) TG_TILE_ROW(name, type, 3) TG_TILE_ROW(name, type, 4)     \
     void tg_avx2_tile_##name(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,  \
                              int64_t cols, float *y, size_t ldy) {                                                 \
         static const tile_fn shapes[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS] = {                                        \
-            {tile_##name##_1x1, tile_##name##_1x2, tile_##name##_1x3, tile_##name##_1x4},                          \
-            {tile_##name##_2x1, tile_##name##_2x2, tile_##name##_2x3, tile_##name##_2x4},                          \
-            {tile_##name##_3x1, tile_##name##_3x2, tile_##name##_3x3, tile_##name##_3x4},                          \
-            {tile_##name##_4x1, tile_##name##_4x2, tile_##name##_4x3, tile_##name##_4x4},                          \
-        };                                                                                                         \
+            TG_TILE_SHAPES(name, 1), TG_TILE_SHAPES(name, 2), TG_TILE_SHAPES(name, 3), TG_TILE_SHAPES(name, 4)};   \
         if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS) return;                            \
         shapes[nr - 1][nt - 1](w, w_stride, x, x_stride, cols, y, ldy);                                            \
     }
@@ -162,8 +236,10 @@ TG_TILE_TYPE(f32, TG_DT_F32)
 TG_TILE_TYPE(f16, TG_DT_F16)
 TG_TILE_TYPE(bf16, TG_DT_BF16)
 #undef TG_TILE_TYPE
+#undef TG_TILE_SHAPES
 #undef TG_TILE_ROW
 #undef TG_TILE_FN
+#undef TG_TILE_BODY
 
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
     const __m256 sign_mask = _mm256_set1_ps(-0.0f);
