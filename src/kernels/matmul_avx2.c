@@ -71,58 +71,107 @@ TG_INLINE __m256i qdot8(tg_dtype type, __m256i acc, __m256i wb, __m256i xv) {
 #endif
 }
 
-/* R rows (R = 4 or 1) of a Q8_0 / Q4_0 matrix against one group of eight packed activations: acc[j] lane t = the
- * canonical dot product of row j with token t. Per block, lane t of the integer sum gathers four elements at a time
- * (one weight dword broadcast against the eight tokens' dwords), so no horizontal reduction is needed. */
+/* Rows per pass of the quantised prefill kernel, for one group of eight tokens and for two groups at once (each
+ * row and group holds two registers, its integer and its float sums): 8 and 4 where AVX-512 gives 32 vector
+ * registers, 4 and 2 with AVX2's 16. */
+#if defined(__AVX512VL__)
+#define TG_QROWS 8
+#define TG_QROWS2 4
+#else
+#define TG_QROWS 4
+#define TG_QROWS2 2
+#endif
+
+/* R rows (R <= TG_QROWS, R * G <= TG_QROWS) of a Q8_0 / Q4_0 matrix against G (1 or 2) groups of eight packed
+ * activations, group g's blocks at xp + g * nb: acc[g * R + j] lane t = the canonical dot product of row j with
+ * token t of group g. Per block, lane t of the integer sum gathers four elements at a time (one weight dword
+ * broadcast against the eight tokens' dwords), so no horizontal reduction is needed. The block's codes (unpacked /
+ * biased) and the rows' scales go to small buffers once per block, and each dword is broadcast from there for
+ * every group: a load, not a cross-lane shuffle, so the shuffle port does not limit the integer dot products. */
 TG_INLINE void gemm_quant_rows(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_pack8 *xp, int64_t nb,
-                               __m256 *acc, const int R) {
+                               __m256 *acc, const int R, const int G) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
-    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int j = 0; j < R * G; j++) acc[j] = _mm256_setzero_ps();
+    int32_t codes[TG_QROWS][TG_QK / 4] __attribute__((aligned(32)));
+    float dw[8] __attribute__((aligned(32)));
     for (int64_t b = 0; b < nb; b++) {
-        const tg_q8x_pack8 *p = &xp[b];
-        __m256i wv[4], is[4];
-        float dw[4];
-        for (int j = 0; j < R; j++) {
-            const uint8_t *blk = w + (size_t)j * ws + (size_t)b * bw;
-            wv[j] = wcodes(type, blk);
-            dw[j] = tg_f16_to_f32(tg_ld16(blk));
-            is[j] = _mm256_setzero_si256();
-        }
-        for (int c = 0; c < TG_QK / 4; c++) {
-            const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)p->q[c]);
-            const __m256i idx = _mm256_set1_epi32(c);
-            for (int j = 0; j < R; j++) is[j] = qdot8(type, is[j], _mm256_permutevar8x32_epi32(wv[j], idx), xv);
-        }
-        const __m256i bs = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p->sum),
-                                              _mm256_set1_epi32(bias));
-        const __m256 dx = _mm256_loadu_ps(p->d);
+        __m256i is[TG_QROWS];
+        const uint8_t *blk0 = w + (size_t)b * bw;
         for (int j = 0; j < R; j++)
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[j], bs)),
-                                     _mm256_mul_ps(_mm256_set1_ps(dw[j]), dx), acc[j]);
+            _mm256_store_si256((__m256i *)(void *)codes[j], wcodes(type, blk0 + (size_t)j * ws));
+        __m128i h = _mm_cvtsi32_si128(tg_ld16(blk0)); /* the insert selectors must be constants */
+        if (R > 1) h = _mm_insert_epi16(h, tg_ld16(blk0 + ws), 1);
+        if (R > 2) h = _mm_insert_epi16(h, tg_ld16(blk0 + 2 * ws), 2);
+        if (R > 3) h = _mm_insert_epi16(h, tg_ld16(blk0 + 3 * ws), 3);
+        if (R > 4) h = _mm_insert_epi16(h, tg_ld16(blk0 + 4 * ws), 4);
+        if (R > 5) h = _mm_insert_epi16(h, tg_ld16(blk0 + 5 * ws), 5);
+        if (R > 6) h = _mm_insert_epi16(h, tg_ld16(blk0 + 6 * ws), 6);
+        if (R > 7) h = _mm_insert_epi16(h, tg_ld16(blk0 + 7 * ws), 7);
+        for (int j = 0; j < R * G; j++) is[j] = _mm256_setzero_si256();
+        _mm256_store_ps(dw, _mm256_cvtph_ps(h)); /* the rows' fp16 scales, exactly (finite: the loader checks) */
+        /* the codes are in memory now (the compiler would otherwise keep them in registers and shuffle) */
+        __asm__("" : "+m"(codes), "+m"(dw));
+        for (int c = 0; c < TG_QK / 4; c++) {
+            __m256i xv[2];
+            for (int g = 0; g < G; g++)
+                xv[g] = _mm256_loadu_si256((const __m256i *)(const void *)xp[(size_t)g * (size_t)nb + (size_t)b].q[c]);
+            for (int j = 0; j < R; j++) {
+                const __m256i wb = _mm256_set1_epi32(codes[j][c]);
+                for (int g = 0; g < G; g++) is[g * R + j] = qdot8(type, is[g * R + j], wb, xv[g]);
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            const tg_q8x_pack8 *p = &xp[(size_t)g * (size_t)nb + (size_t)b];
+            const __m256i bs = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p->sum),
+                                                  _mm256_set1_epi32(bias));
+            const __m256 dx = _mm256_loadu_ps(p->d);
+            for (int j = 0; j < R; j++)
+                acc[g * R + j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[g * R + j], bs)),
+                                                 _mm256_mul_ps(_mm256_set1_ps(dw[j]), dx), acc[g * R + j]);
+        }
+    }
+}
+
+/* acc[g * R + j] lane t -> y of token g * 8 + t (t < nt[g]), row j. */
+TG_INLINE void store_quant_rows(const __m256 *acc, const int R, const int G, const int nt[2], float *y, size_t ldy) {
+    float out[TG_QROWS][8];
+    for (int g = 0; g < G; g++) {
+        for (int j = 0; j < R; j++) _mm256_storeu_ps(out[j], acc[g * R + j]);
+        for (int t = 0; t < nt[g]; t++)
+            for (int j = 0; j < R; j++) y[(size_t)(g * 8 + t) * ldy + (size_t)j] = out[j][t];
     }
 }
 
 TG_INLINE void gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
                           int64_t nb, int64_t n, float *y, size_t ldy) {
-    for (int64_t g = 0; g * 8 < n; g++) {
-        const int nt = (int)(n - g * 8 < 8 ? n - g * 8 : 8);
+    __m256 acc[TG_QROWS];
+    for (int64_t g = 0; g * 8 < n;) {
+        const int nt[2] = {(int)(n - g * 8 < 8 ? n - g * 8 : 8), (int)(n - g * 8 - 8 < 8 ? n - g * 8 - 8 : 8)};
         const tg_q8x_pack8 *pg = xp + (size_t)g * (size_t)nb;
         float *yg = y + (size_t)g * 8 * ldy;
         int64_t r = 0;
-        __m256 acc[4];
-        float out[4][8];
-        for (; r + 4 <= nr; r += 4) {
-            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
-            for (int j = 0; j < 4; j++) _mm256_storeu_ps(out[j], acc[j]);
-            for (int t = 0; t < nt; t++)
-                for (int j = 0; j < 4; j++) yg[(size_t)t * ldy + (size_t)(r + j)] = out[j][t];
+        if (nt[1] > 0) { /* two groups in each pass: every weight block unpacked once for sixteen tokens */
+            for (; r + TG_QROWS2 <= nr; r += TG_QROWS2) {
+                gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, TG_QROWS2, 2);
+                store_quant_rows(acc, TG_QROWS2, 2, nt, yg + r, ldy);
+            }
+            for (; r < nr; r++) {
+                gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, 2);
+                store_quant_rows(acc, 1, 2, nt, yg + r, ldy);
+            }
+            g += 2;
+            continue;
+        }
+        for (; r + TG_QROWS <= nr; r += TG_QROWS) {
+            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, TG_QROWS, 1);
+            store_quant_rows(acc, TG_QROWS, 1, nt, yg + r, ldy);
         }
         for (; r < nr; r++) {
-            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
-            _mm256_storeu_ps(out[0], acc[0]);
-            for (int t = 0; t < nt; t++) yg[(size_t)t * ldy + (size_t)r] = out[0][t];
+            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, 1);
+            store_quant_rows(acc, 1, 1, nt, yg + r, ldy);
         }
+        g += 1;
     }
 }
 
