@@ -1,22 +1,26 @@
-/* matmul_avx2.c — the prefill tiles: a few weight rows against a few activation vectors (AVX2 + FMA + F16C, and
- * AVX-512 VNNI's 256-bit dpbusd where the target has it).
+/* matmul_avx2.c — the prefill tiles: a few weight rows against a few activation vectors (AVX2 + FMA + F16C; with
+ * AVX-512 F, 512-bit float tiles; with AVX-512 VNNI, the 256-bit dpbusd).
  *
- * Float weights (F32, F16, BF16): tiles of up to 4 rows x 4 activations, widened to fp32 eight columns at a time and
- * multiplied by FMA, one accumulator per (row, activation); each tile body is an always-inline function with
- * constant sizes, instantiated for every shape, so the accumulators live in registers.
+ * Float weights (F32, F16, BF16): tiles of up to 4 rows x 4 activations (AVX2), widened to fp32 eight columns at a
+ * time and multiplied by FMA, one 8-lane accumulator per (row, activation); with AVX-512, 4 rows x 8 activations,
+ * one 16-lane register holding two rows' 8-lane accumulators (each lane sees the same FMA sequence). Each tile
+ * body is an always-inline function with constant sizes, instantiated for every shape, so the accumulators live in
+ * registers.
  * Quantised weights (Q8_0, Q4_0): activations quantised once and packed eight tokens wide (tg_q8x_pack8), so one
  * broadcast dword of four weight codes against one 32-byte load gives eight tokens' partial dot products in eight
- * int32 lanes (VNNI dpbusd, or AVX2 maddubs + madd) and no horizontal reduction is ever needed.
+ * int32 lanes (VNNI dpbusd, or AVX2 maddubs + madd) and no horizontal reduction is ever needed; two groups of eight
+ * share each unpacked weight block (16 tokens per pass over the weights, batched decoding's case).
  * Both follow the canonical arithmetic order of avx2_inline.h, so prefill gives the same bits as the decode kernel
- * for every (row, activation) pair. */
+ * for every (row, activation) pair, on every ISA. */
 #include "kernels/avx2.h"
 
 #if TG_HAVE_AVX2
 
 #include "kernels/avx2_inline.h"
 
+#if !TG_TILE_AVX512
 /* Float weights: NR rows x NT vectors, one accumulator per (row, vector) pair, 8 columns per step; the canonical
- * reduction and tail of avx2_inline.h. */
+ * reduction and tail of avx2_inline.h. (With AVX-512, tile_float512 below computes the same lanes.) */
 TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
                           float *y, size_t ldy, const int NR, const int NT) {
     __m256 acc[4][4];
@@ -43,6 +47,8 @@ TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint
         }
     }
 }
+
+#endif
 
 /* ---- prefill with quantised weights: rows x eight packed activations --------------------------------------- */
 
