@@ -244,8 +244,13 @@ TG_INLINE void tile_float512(tg_dtype type, const uint8_t *w, size_t ws, const u
             h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p][t]), 1));
         }
         for (int r = 2 * NP; r < 4; r++) h[r] = h[0];
+        const __m128 sums = tg_reduce4_ps(h[0], h[1], h[2], h[3]);
+        if (NR == 4 && c8 == cols) { /* the common case: four adjacent outputs, no tail */
+            _mm_storeu_ps(y + (size_t)t * ldy, sums);
+            continue;
+        }
         float s[4];
-        _mm_storeu_ps(s, tg_reduce4_ps(h[0], h[1], h[2], h[3]));
+        _mm_storeu_ps(s, sums);
         for (int r = 0; r < NR; r++) {
             if (c8 < cols) s[r] += tg_tail(type, row[r], xt, c8, cols);
             y[(size_t)t * ldy + (size_t)r] = s[r];
