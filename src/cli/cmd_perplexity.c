@@ -162,9 +162,16 @@ static bool parse_ids(const char *path, const char *text, size_t len, int32_t vo
         char *end = NULL;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || errno != 0 || v < 0 || v >= vocab) {
-            tg_runtime_error("%s: token id %zu ('%.20s') is not an integer in [0, %" PRId32 ")", path, count + 1, p,
-                             vocab);
+        size_t word = strcspn(p, " \t\r\n,");
+        int shown = word > 20 ? 20 : (int)word;
+        bool is_integer = end != p && (size_t)(end - p) == word;
+        if (!is_integer || errno != 0 || v < 0 || v >= vocab) {
+            if (!is_integer)
+                tg_runtime_error("%s: entry %zu ('%.*s%s') is not a token id (a decimal integer)", path, count + 1,
+                                 shown, p, word > 20 ? "..." : "");
+            else
+                tg_runtime_error("%s: entry %zu is token id %.*s%s, outside the model's vocabulary [0, %" PRId32 ")",
+                                 path, count + 1, shown, p, word > 20 ? "..." : "", vocab);
             free(out);
             return false;
         }

@@ -220,7 +220,9 @@ if [ -f "$dir/golden.json" ]; then
     printf 'x' >"$tmp/one.txt"
     expect_fail 1 "at least 2 are needed" perplexity "$dir" "$tmp/one.txt"
     printf '1 2 99999\n' >"$tmp/badids.txt"
-    expect_fail 1 "is not an integer in [0, 1024)" perplexity "$dir" "$tmp/badids.txt" --ids
+    expect_fail 1 "entry 3 is token id 99999, outside the model's vocabulary [0, 1024)" perplexity "$dir" "$tmp/badids.txt" --ids
+    printf '1 2 12x 4\n' >"$tmp/badids2.txt"
+    expect_fail 1 "entry 3 ('12x') is not a token id (a decimal integer)" perplexity "$dir" "$tmp/badids2.txt" --ids
 
     # ---- the attention-sink meter ---------------------------------------------------------------------------------
     # a bounded cache (sink 4 + window 40, every query past position 31 sees >= 32 tokens): the meter's lines and
