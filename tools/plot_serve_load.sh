@@ -30,9 +30,9 @@ if [ -f "$dir/tinyllama-q8_0.tsv" ]; then
      \"$tmp/tl-llama-server\" using 1:4 with linespoints lw 2 pt 11 lc rgb \"#ff7f0e\" title \"llama-server, TinyLlama Q8_0: peak RSS\""
 fi
 gnuplot <<EOF
-set terminal pngcairo size 1200,520 font ",10"
+set terminal pngcairo size 1200,520 font ",10" noenhanced
 set output "$dir/load.png"
-set multiplot layout 1,2 title "bench/serve-load: N streaming clients on loopback, 2 threads, medians of interleaved runs"
+set multiplot layout 1,2 title "bench/serve-load: N streaming clients on loopback, 2 threads, medians of 3 interleaved runs"
 set logscale x 2
 set xtics (1, 4, 16, 64)
 set xrange [0.8:80]
@@ -41,11 +41,11 @@ set xlabel "concurrent streaming clients N"
 set title "aggregate generated tokens/s"
 set ylabel "tokens/s (all clients together)"
 set logscale y 10
-set key top left
+set key right center
 plot $plots_tps
 set title "memory"
 set ylabel "MiB"
-set key top left
+set key bottom right
 plot $plots_mem
 unset multiplot
 EOF
