@@ -78,7 +78,7 @@ sys.stdout.buffer.write(line * (54000000 // len(line)))' >"$tmp/54mb.txt"
 bounded 0 "" perplexity "$tiny" "$tmp/54mb.txt" --max-tokens 2 --quiet --threads 1
 grep -q '^text .*tokens in its first 65536 bytes, 2 used)$' "$tmp/out" && ok || bad "54 MB: $(grep '^text' "$tmp/out")"
 bounded 0 "" perplexity "$tiny" /dev/zero --max-tokens 2 --quiet --threads 1
-bounded 1 "/dev/zero: token id 1 ('') is not an integer" perplexity "$tiny" /dev/zero --max-tokens 2 --ids --quiet
+bounded 1 "/dev/zero: entry 1 ('') is not a token id (a decimal integer)" perplexity "$tiny" /dev/zero --max-tokens 2 --ids --quiet
 bounded 1 "/dev/zero: larger than the 64 MiB limit for a text file" perplexity "$tiny" /dev/zero --quiet --threads 1
 bounded 1 "/dev/zero: larger than the 64 MiB limit for a text file" compare "$tiny" --prompts /dev/zero --tokens 1
 
