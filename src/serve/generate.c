@@ -110,7 +110,10 @@ static bool cache_policy(tg_server *srv, const tg_serve_request *r, tg_job *j, t
     if (r->kv_sink >= 0) p.sink = r->kv_sink;
     tg_error err = {0};
     const size_t bytes = tg_sequence_bytes(srv->model, &p, &err);
-    const char *param = r->kv_window > 0 ? "streaming_llm_window" : r->has_kv_quantize ? "kv_quantize" : NULL;
+    const char *param = r->kv_window > 0    ? "streaming_llm_window"
+                        : r->kv_sink >= 0    ? "streaming_llm_sink"
+                        : r->has_kv_quantize ? "kv_quantize"
+                                             : NULL;
     if (bytes == 0) return tg_serve_fail(e, 400, INVALID, param, "the request's cache policy: %s", err.msg);
     if (bytes > srv->session_bytes)
         return tg_serve_fail(e, 400, INVALID, param,

@@ -50,8 +50,8 @@ stop() {
     st=$?
     [ "$st" -eq 0 ] && ok || bad "$1: exit $st after SIGTERM: $(tail -20 "$tmp/$1.err")"
 }
-# post URL_PATH BODY OUT: HTTP status on stdout, the body in OUT
-post() { curl -s --max-time 60 -o "$3" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "$BASE$1"; }
+# post URL_PATH BODY OUT [CURL ARGS...]: HTTP status on stdout, the body in OUT
+post() { curl -s --max-time 60 -o "$3" -w '%{http_code}' -H 'Content-Type: application/json' -d "$2" "${@:4}" "$BASE$1"; }
 # the text of a completion (or a chat reply) in FILE, written to stdout without a newline
 text_of() {
     python3 -c 'import json, sys
@@ -64,10 +64,10 @@ want() {
     shift
     "$R" sample "$MODEL" --no-echo --temperature 0 -t 1 "$@" >"$f" 2>/dev/null
 }
-# expect_error NAME STATUS PARAM PATH BODY: OpenAI's error object with that status (and param, unless '-')
+# expect_error NAME STATUS PARAM PATH BODY [CURL ARGS...]: OpenAI's error object with that status (and param, unless '-')
 expect_error() {
     local st
-    st=$(post "$4" "$5" "$tmp/err.json")
+    st=$(post "$4" "$5" "$tmp/err.json" "${@:6}")
     if [ "$st" != "$2" ]; then
         bad "$1: HTTP $st (want $2): $(head -c 300 "$tmp/err.json")"
         return
@@ -86,19 +86,34 @@ P2="Once upon a time"
 
 # ---- server A: fp32 caches (the default), ChatML, a small body limit --------------------------------------------------
 start A --chat-template chatml --max-body 4K --max-tokens 256
+# no --host: it listens on 127.0.0.1 only (its listening socket in /proc/net/tcp, address 0100007F)
+python3 - "$PORT" <<'PY' && ok || bad "the default bind is not 127.0.0.1 alone: $(grep -i ":$(printf %04X "$PORT") " /proc/net/tcp*)"
+import sys
+port = "%04X" % int(sys.argv[1])
+listen = []
+for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        lines = open(f).read().splitlines()[1:]
+    except OSError:
+        continue
+    listen += [l.split()[1] for l in lines if l.split()[3] == "0A" and l.split()[1].endswith(":" + port)]
+assert listen == ["0100007F:" + port], listen
+PY
 st=$(curl -s -o "$tmp/h" -w '%{http_code}' "$BASE/health")
 [ "$st" = 200 ] && grep -q '"status":"ok"' "$tmp/h" && ok || bad "health: $st $(cat "$tmp/h")"
 curl -s "$BASE/v1/models" | grep -q '"id":"tinygpt-flagship"' && ok || bad "models: no tinygpt-flagship"
 
-# greedy equality with sample, whole and streamed (curl -N: the SSE chunks concatenated)
+# greedy equality with sample, whole and streamed (curl -N: the SSE chunks concatenated); usage counts the prompt's
+# tokens as `tinygpt tokenize` does (this model adds no BOS)
 for p in "$P1" "$P2"; do
     want "$tmp/want" --prompt "$p" -n 24
+    np=$("$R" tokenize "$MODEL" "$p" | wc -w)
     st=$(post /v1/completions "{\"prompt\": \"$p\", \"max_tokens\": 24, \"temperature\": 0}" "$tmp/r.json")
     text_of "$tmp/r.json" >"$tmp/got"
     [ "$st" = 200 ] && cmp -s "$tmp/got" "$tmp/want" && ok ||
         bad "greedy '$p': HTTP $st, server $(head -c 200 "$tmp/got") vs sample $(head -c 200 "$tmp/want")"
-    grep -q '"usage":{"prompt_tokens":[0-9]*,"completion_tokens":24,' "$tmp/r.json" && ok ||
-        bad "usage: $(head -c 400 "$tmp/r.json")"
+    grep -q "\"usage\":{\"prompt_tokens\":$np,\"completion_tokens\":24,\"total_tokens\":$((np + 24))}" "$tmp/r.json" &&
+        ok || bad "usage (prompt $np tokens): $(head -c 400 "$tmp/r.json")"
     curl -sN --max-time 60 -d "{\"prompt\": \"$p\", \"max_tokens\": 24, \"temperature\": 0, \"stream\": true}" \
         "$BASE/v1/completions" >"$tmp/sse"
     python3 - "$tmp/sse" "$tmp/want" <<'PY' && ok || bad "stream '$p': $(head -c 600 "$tmp/sse")"
@@ -112,6 +127,18 @@ assert "".join(c["choices"][0]["text"] for c in chunks) == open(sys.argv[2], enc
 PY
 done
 cp "$tmp/want" "$tmp/want_p2_24"
+# the usage chunk of a stream (stream_options.include_usage): after the finish_reason chunk, no choices, the same counts
+curl -sN --max-time 60 -d "{\"prompt\": \"$P2\", \"max_tokens\": 24, \"temperature\": 0, \"stream\": true,
+\"stream_options\": {\"include_usage\": true}}" "$BASE/v1/completions" >"$tmp/sse"
+python3 - "$tmp/sse" "$np" <<'PY' && ok || bad "stream usage: $(tail -c 600 "$tmp/sse")"
+import json, sys
+ev = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
+assert ev[-2] == "data: [DONE]", ev[-3:]
+last, fin = json.loads(ev[-3][len("data: "):]), json.loads(ev[-4][len("data: "):])
+n = int(sys.argv[2])
+assert last["choices"] == [] and last["usage"] == {"prompt_tokens": n, "completion_tokens": 24, "total_tokens": n + 24}, last
+assert fin["choices"][0]["finish_reason"] == "length" and "usage" not in fin, fin
+PY
 
 # a stop string: the text before it, finish_reason "stop" (as sample --stop)
 want "$tmp/want" --prompt "$P2" -n 24 --stop "captains"
@@ -120,6 +147,41 @@ st=$(post /v1/completions "{\"prompt\": \"$P2\", \"max_tokens\": 24, \"temperatu
 text_of "$tmp/r.json" >"$tmp/got"
 cmp -s "$tmp/got" "$tmp/want" && grep -q '"finish_reason":"stop"' "$tmp/r.json" && ok ||
     bad "stop: $(head -c 300 "$tmp/r.json") vs $(cat "$tmp/want")"
+# ... and streamed: no chunk carries any of the stop string (held back until it cannot be a stop's start)
+curl -sN --max-time 60 -d "{\"prompt\": \"$P2\", \"max_tokens\": 24, \"temperature\": 0, \"stop\": \"captains\",
+\"stream\": true}" "$BASE/v1/completions" >"$tmp/sse"
+python3 - "$tmp/sse" "$tmp/want" <<'PY' && ok || bad "stop streamed: $(head -c 600 "$tmp/sse")"
+import json, sys
+ev = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
+assert ev[-2] == "data: [DONE]", ev[-3:]
+chunks = [json.loads(e[len("data: "):]) for e in ev[:-2]]
+assert chunks[-1]["choices"][0]["finish_reason"] == "stop", chunks[-1]
+assert "".join(c["choices"][0]["text"] for c in chunks) == open(sys.argv[2], encoding="utf-8").read()
+PY
+# seeded sampling equals sample's with the same settings (both sides spelled out: the defaults differ), and each field
+# matters: every variant's text differs from the baseline's, so a field the server ignored would fail here
+# sampled NAME FIELDS FLAGS...: the request with FIELDS (JSON members) against sample with FLAGS; its text in $tmp/got
+sampled() {
+    local name=$1 fields=$2
+    shift 2
+    "$R" sample "$MODEL" --no-echo -t 1 --prompt "$P2" -n 16 "$@" >"$tmp/want" 2>/dev/null
+    st=$(post /v1/completions "{\"prompt\": \"$P2\", \"max_tokens\": 16, $fields}" "$tmp/r.json")
+    text_of "$tmp/r.json" >"$tmp/got"
+    [ "$st" = 200 ] && cmp -s "$tmp/got" "$tmp/want" && ok ||
+        bad "$name: HTTP $st, server $(head -c 200 "$tmp/got") vs sample $(head -c 200 "$tmp/want")"
+}
+sampled "sampling baseline" '"temperature": 1.5, "seed": 5' --temperature 1.5 --seed 5 --top-k 0 --top-p 1
+cp "$tmp/got" "$tmp/base"
+sampled "seed" '"temperature": 1.5, "seed": 6' --temperature 1.5 --seed 6 --top-k 0 --top-p 1
+cmp -s "$tmp/got" "$tmp/base" && bad "seed 6 gave seed 5's text" || ok
+sampled "top_p" '"temperature": 1.5, "seed": 5, "top_p": 0.5' --temperature 1.5 --seed 5 --top-k 0 --top-p 0.5
+cmp -s "$tmp/got" "$tmp/base" && bad "top_p 0.5 gave the text of top_p 1" || ok
+sampled "top_k" '"temperature": 1.5, "seed": 5, "top_k": 3' --temperature 1.5 --seed 5 --top-k 3 --top-p 1
+cmp -s "$tmp/got" "$tmp/base" && bad "top_k 3 gave the text of top_k off" || ok
+sampled "min_p" '"temperature": 1.5, "seed": 5, "min_p": 0.2' --temperature 1.5 --seed 5 --top-k 0 --top-p 1 --min-p 0.2
+cmp -s "$tmp/got" "$tmp/base" && bad "min_p 0.2 gave the text of min_p off" || ok
+sampled "all of them, n = 1" '"temperature": 0.9, "seed": 11, "top_k": 40, "top_p": 0.9, "min_p": 0.05,
+"repeat_penalty": 1.2, "n": 1' --temperature 0.9 --seed 11 --top-k 40 --top-p 0.9 --min-p 0.05 --repeat-penalty 1.2
 # llama-server's names: n_predict, ignore_eos, top_k, min_p
 st=$(post /v1/completions "{\"prompt\": \"$P2\", \"n_predict\": 5, \"ignore_eos\": true, \"top_k\": 40, \"min_p\": 0.05, \
 \"temperature\": 0}" "$tmp/r.json")
@@ -165,6 +227,10 @@ expect_error "max_tokens over the server's" 400 max_tokens /v1/completions '{"pr
 expect_error "n_predict 0" 400 n_predict /v1/completions '{"prompt": "x", "n_predict": 0}'
 expect_error "n = 2" 400 n /v1/completions '{"prompt": "x", "n": 2}'
 expect_error "stream type" 400 stream /v1/completions '{"prompt": "x", "stream": "yes"}'
+expect_error "ignore_eos type" 400 ignore_eos /v1/completions '{"prompt": "x", "ignore_eos": 1}'
+expect_error "seed type" 400 seed /v1/completions '{"prompt": "x", "seed": "x"}'
+expect_error "top_k negative" 400 top_k /v1/completions '{"prompt": "x", "top_k": -1}'
+expect_error "min_p range" 400 min_p /v1/completions '{"prompt": "x", "min_p": 1.5}'
 expect_error "stop type" 400 stop /v1/completions '{"prompt": "x", "stop": [1]}'
 expect_error "kv_quantize" 400 kv_quantize /v1/completions '{"prompt": "x", "kv_quantize": "int3"}'
 expect_error "unknown model" 400 model /v1/completions '{"prompt": "x", "model": "gpt-4"}'
@@ -201,6 +267,23 @@ echo "32 clients x (prompt + 8 tokens): $steps batched forward passes"
 grep -q '^tinygpt_generated_tokens_total [1-9]' "$tmp/metrics" && grep -q '^tinygpt_sessions_active 0$' "$tmp/metrics" &&
     grep -q '^tinygpt_time_to_first_token_seconds_count [1-9]' "$tmp/metrics" && ok ||
     bad "metrics after the load: $(head -40 "$tmp/metrics")"
+# the gauges and the histogram are well formed: the budget (1 GiB, the default), a tokens/s number, TTFT buckets
+# cumulative up to +Inf = the count, every response of the load counted as a 200
+python3 - "$tmp/metrics" <<'PY' && ok || bad "metrics: $(grep -v '^#' "$tmp/metrics" | head -40)"
+import sys
+m = {}
+for line in open(sys.argv[1]):
+    if line.startswith("#") or not line.strip():
+        continue
+    k, v = line.rsplit(" ", 1)
+    m[k] = float(v)
+assert m["tinygpt_kv_bytes_budget"] == 1 << 30 and m["tinygpt_kv_bytes_in_use"] == 0, m
+assert m["tinygpt_sessions_queued"] == 0 and m["tinygpt_tokens_per_second"] >= 0, m
+b = [(k, v) for k, v in m.items() if k.startswith("tinygpt_time_to_first_token_seconds_bucket")]
+assert len(b) >= 5 and b[-1][0].endswith('le="+Inf"}') and b[-1][1] == m["tinygpt_time_to_first_token_seconds_count"], b
+assert all(x[1] <= y[1] for x, y in zip(b, b[1:])), b
+assert m["tinygpt_time_to_first_token_seconds_count"] >= 32 and m['tinygpt_http_responses_total{code="200"}'] >= 32, m
+PY
 
 # the official openai client
 if command -v node >/dev/null && [ -d tests/serve/node_modules/openai ]; then
@@ -208,6 +291,8 @@ if command -v node >/dev/null && [ -d tests/serve/node_modules/openai ]; then
     node tests/serve/openai_client.mjs "$BASE/v1" tinygpt-flagship "$P2" "$tmp/want16" >"$tmp/node.out" 2>&1 && ok ||
         bad "openai client: $(cat "$tmp/node.out")"
     cat "$tmp/node.out"
+elif [ "${CI:-}" = true ]; then
+    bad "openai client: needs node and tests/serve/node_modules (.ci/run installs them)"
 else
     echo "SKIP openai client: needs node and tests/serve/node_modules (cd tests/serve && npm install)"
 fi
@@ -262,6 +347,11 @@ st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "${auth[@]}" -d '{"prompt": "x
     "$BASE/v1/completions")
 [ "$st" = 400 ] && grep -q '"param":"streaming_llm_window"' "$tmp/err.json" && ok ||
     bad "a window beyond the server's: $st $(cat "$tmp/err.json")"
+# fp32 values on an int4 server, or more sinks than its window: more bytes than the server's policy -> 400
+expect_error "kv_quantize above the server's" 400 kv_quantize /v1/completions '{"prompt": "x", "kv_quantize": "fp32"}' \
+    -H 'Authorization: Bearer sekrit'
+expect_error "streaming_llm_sink above the server's" 400 streaming_llm_sink /v1/completions \
+    '{"prompt": "x", "streaming_llm_sink": 64}' -H 'Authorization: Bearer sekrit'
 # SIGTERM with a stream running past the grace: the stream ends (an error event, then [DONE]), exit 0
 curl -sN --max-time 60 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 256, "ignore_eos": true, "stream": true}' \
     "$BASE/v1/completions" >"$tmp/sse" &
@@ -286,8 +376,16 @@ curl -sN --max-time 60 -d "$long" "$BASE/v1/completions" >/dev/null &
 C2=$!
 for _ in $(seq 1000); do grep -q '^tinygpt_sessions_queued 1' <(curl -s "$BASE/metrics") && break; sleep 0.02; done
 curl -s "$BASE/metrics" >"$tmp/metrics"
-grep -q "^tinygpt_kv_bytes_in_use $bytes\$" "$tmp/metrics" && grep -q '^tinygpt_sessions_queued 1$' "$tmp/metrics" && ok ||
+grep -q "^tinygpt_kv_bytes_in_use $bytes\$" "$tmp/metrics" && grep -q '^tinygpt_sessions_queued 1$' "$tmp/metrics" &&
+    grep -q "^tinygpt_kv_bytes_budget $bytes\$" "$tmp/metrics" && ok ||
     bad "one active, one queued: $(grep -E '^tinygpt_(sessions|kv)' "$tmp/metrics")"
+# a session decoding: tokens/s over the last second is above 0 (polled: the first second may not be over yet)
+for _ in $(seq 100); do
+    grep -q '^tinygpt_tokens_per_second [0-9]*[1-9]' <(curl -s "$BASE/metrics") && break
+    sleep 0.05
+done
+grep -q '^tinygpt_tokens_per_second [0-9]*[1-9]' <(curl -s "$BASE/metrics") && ok ||
+    bad "tokens/s while decoding: $(curl -s "$BASE/metrics" | grep '^tinygpt_tokens_per_second')"
 st=$(curl -s -D "$tmp/hdr" -o "$tmp/err.json" -w '%{http_code}' -d "$long" "$BASE/v1/completions")
 [ "$st" = 503 ] && grep -qi '^Retry-After: 1' "$tmp/hdr" && grep -q '"error"' "$tmp/err.json" && ok ||
     bad "the queue full: $st $(cat "$tmp/hdr" "$tmp/err.json")"
@@ -315,7 +413,34 @@ python3 -c 'import json, sys; print(json.dumps({"prompt": open(sys.argv[1]).read
 curl -s --max-time 60 -d @"$tmp/long.json" "$BASE/v1/completions" >"$tmp/r.json"
 text_of "$tmp/r.json" >"$tmp/got"
 cmp -s "$tmp/got" "$tmp/want" && ok || bad "YOCO int8 window 32: $(cat "$tmp/got") vs $(cat "$tmp/want")"
+# int4 in a window of 48 needs fewer bytes than the server's int8 window of 32 but holds more tokens than the batch's
+# attention work space was sized for -> 400 (not an overrun)
+expect_error "a window holding more tokens" 400 - /v1/completions \
+    '{"prompt": "x", "kv_quantize": "int4", "streaming_llm_window": 48}'
+grep -q 'holds more tokens' "$tmp/err.json" && ok || bad "a window holding more tokens: $(cat "$tmp/err.json")"
 stop D
+
+# ---- server E: a tiny random model that does sample its end-of-sequence token (seed 6: after 142 tokens) ----------
+MODEL=tests/data/fixtures/smollm2/model-f32.gguf
+start E
+eos=(--no-echo -t 1 --prompt hi -n 200 --temperature 1 --seed 6 --top-k 0 --top-p 1)
+"$R" sample "$MODEL" "${eos[@]}" >"$tmp/want" 2>/dev/null
+"$R" sample "$MODEL" "${eos[@]}" --ignore-eos >"$tmp/want_all" 2>/dev/null
+# eos_case NAME FIELDS WANT FINISH TOKENS: a request with FIELDS gets WANT's text, FINISH and TOKENS generated
+eos_case() {
+    st=$(post /v1/completions "{\"prompt\": \"hi\", \"temperature\": 1, \"seed\": 6, $2}" "$tmp/r.json")
+    python3 - "$tmp/r.json" "$3" "$4" "$5" <<'PY' && ok || bad "$1: HTTP $st $(head -c 300 "$tmp/r.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))
+want = open(sys.argv[2], encoding="utf-8").read()
+assert c["choices"][0]["text"] == want and c["choices"][0]["finish_reason"] == sys.argv[3], c["choices"][0]
+assert c["usage"]["completion_tokens"] == int(sys.argv[4]), c["usage"]
+PY
+}
+eos_case "the end-of-sequence token ends it" '"max_tokens": 200' "$tmp/want" stop 142
+eos_case "ignore_eos" '"max_tokens": 200, "ignore_eos": true' "$tmp/want_all" length 200
+eos_case "n_predict with ignore_eos" '"n_predict": 200, "ignore_eos": true' "$tmp/want_all" length 200
+stop E
 MODEL=models/tinygpt-flagship.gguf
 
 # bad flags
