@@ -10,11 +10,16 @@
  * src/util/error.c and src/util/thread_pool.c):
  *   cc -std=c11 -O3 -march=native -pthread -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
  *      src/util/error.c src/util/thread_pool.c -o build/bench_kernels -lm && \
- *      build/bench_kernels [rows cols n_tokens threads pool_MiB]
+ *      build/bench_kernels [rows cols n_tokens threads pool_MiB types]
+ * types: a comma-separated list of type names, any case (e.g. q8_0,f16), to run only those. Matmul cycles through the same
+ * copies of W as matvec (from DRAM by default, as batched decoding of a large model reads them); "mm cpu GFLOP/s"
+ * divides by CPU time per thread.
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 
+#include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +94,7 @@ int main(int argc, char **argv) {
     int64_t ntok = argc > 3 ? atoll(argv[3]) : 32;
     int threads = argc > 4 ? atoi(argv[4]) : 2;
     double pool_mib = argc > 5 ? atof(argv[5]) : 512.0; /* 512 MiB: from DRAM; ~20 MiB: a small model from L3 */
+    const char *only = argc > 6 ? argv[6] : NULL;
     uint64_t seed = 42;
     float *x = malloc((size_t)(cols * ntok) * sizeof(float));
     float *y = malloc((size_t)(rows * ntok) * sizeof(float));
@@ -99,10 +105,22 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < cols * ntok; i++) x[i] = unit(&seed);
     printf("W [%lld, %lld], matmul over %lld tokens, %d threads\n", (long long)rows, (long long)cols,
            (long long)ntok, threads);
-    printf("%-6s %10s %9s %10s %12s %12s %10s\n", "type", "max relerr", "mv ms", "mv GB/s", "mv cpu GB/s",
-           "mm ms/token", "mm GFLOP/s");
+    printf("%-6s %10s %9s %10s %12s %12s %10s %14s\n", "type", "max relerr", "mv ms", "mv GB/s", "mv cpu GB/s",
+           "mm ms/token", "mm GFLOP/s", "mm cpu GFLOP/s");
     for (int t = 0; t < TG_DT_COUNT; t++) {
         tg_dtype type = (tg_dtype)t;
+        if (only) {
+            const char *name = tg_dtype_name(type), *p = only;
+            const size_t len = strlen(name);
+            bool listed = false;
+            while (*p && !listed) {
+                const size_t n = strcspn(p, ",");
+                listed = n == len;
+                for (size_t i = 0; listed && i < n; i++) listed = tolower((unsigned char)p[i]) == tolower((unsigned char)name[i]);
+                p += n + (p[n] == ',');
+            }
+            if (!listed) continue;
+        }
         void *data = make_weights(type, rows, cols, &seed);
         if (!data) {
             printf("%-6s (no encoder or no memory: skipped)\n", tg_dtype_name(type));
@@ -133,19 +151,22 @@ int main(int argc, char **argv) {
             t1 = now_s();
         } while (t1 - t0 < 0.5);
         double mv = (t1 - t0) / reps, mv_cpu = (cpu_s() - c0) / reps / threads;
-        free(pool);
-        /* matmul */
+        /* matmul over the same copies */
         reps = 0;
         t0 = now_s();
+        c0 = cpu_s();
         do {
-            tg_matmul(&w, x, ntok, y, team);
+            tg_tensor wc = w;
+            wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
+            tg_matmul(&wc, x, ntok, y, team);
             reps++;
             t1 = now_s();
         } while (t1 - t0 < 0.3);
-        double mm = (t1 - t0) / reps;
-        printf("%-6s %10.2e %9.3f %10.2f %12.2f %12.3f %10.2f\n", tg_dtype_name(type), maxerr, mv * 1e3,
-               bytes / mv / 1e9, bytes / mv_cpu / 1e9,
-               mm * 1e3 / (double)ntok, 2.0 * (double)rows * (double)cols * (double)ntok / mm / 1e9);
+        double mm = (t1 - t0) / reps, mm_cpu = (cpu_s() - c0) / reps / threads;
+        free(pool);
+        const double flop = 2.0 * (double)rows * (double)cols * (double)ntok;
+        printf("%-6s %10.2e %9.3f %10.2f %12.2f %12.3f %10.2f %14.2f\n", tg_dtype_name(type), maxerr, mv * 1e3,
+               bytes / mv / 1e9, bytes / mv_cpu / 1e9, mm * 1e3 / (double)ntok, flop / mm / 1e9, flop / mm_cpu / 1e9);
         free(data);
     }
     tg_pool_free(team);

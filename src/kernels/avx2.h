@@ -14,9 +14,16 @@
 
 #if TG_HAVE_AVX2
 
-/* The largest tile tg_avx2_tile accepts: nr <= 4 rows of W times nt <= 4 activation vectors. */
+/* The largest tile tg_avx2_tile accepts: nr <= 4 rows of W times nt <= TG_TILE_MAX_VECS activation vectors (8 where
+ * AVX-512 gives 32 registers of 16 lanes: one register holds two rows' 8-lane accumulators, see matmul_avx2.c). */
 #define TG_TILE_MAX_ROWS 4
+#if defined(__AVX512F__)
+#define TG_TILE_AVX512 1
+#define TG_TILE_MAX_VECS 8
+#else
+#define TG_TILE_AVX512 0
 #define TG_TILE_MAX_VECS 4
+#endif
 
 /* The kernels of the weight-type table (types.h; contracts of tg_gemv_fn, tg_tile_fn, tg_gemm_q8x_fn there), one
  * per type. Every (row, activation) result follows the canonical order of avx2_inline.h, whichever kernel and

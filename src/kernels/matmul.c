@@ -157,14 +157,19 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
                 wt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);
         return;
     }
-    /* Prefill with float weights: tiles of rows x 4 tokens (4 rows where 32 vector registers hold 16 accumulators);
-     * the block of rows stays in cache while every token passes over it. */
-#if defined(__AVX512VL__)
+    /* Prefill with float weights: tiles of rows x tokens (4 x 8 on AVX-512, where one register holds two rows'
+     * accumulators; 4 x 4 where 32 registers hold 16 accumulators; 2 x 4 with 16 registers); the block of rows stays
+     * in cache while every token passes over it. */
+#if TG_HAVE_AVX2 && (defined(__AVX512VL__) || TG_TILE_AVX512)
     const int tile_rows = 4;
 #else
     const int tile_rows = 2;
 #endif
-    const int tile_vecs = 4;
+#if TG_HAVE_AVX2
+    const int tile_vecs = TG_TILE_MAX_VECS;
+#else
+    const int tile_vecs = 4; /* unused: no type has a tile without AVX2 */
+#endif
     const uint8_t *x = (const uint8_t *)a->x;
     const size_t xs = (size_t)cols * sizeof(float);
     for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) {

@@ -1,30 +1,34 @@
-/* matmul_avx2.c — the prefill tiles: a few weight rows against a few activation vectors (AVX2 + FMA + F16C, and
- * AVX-512 VNNI's 256-bit dpbusd where the target has it).
+/* matmul_avx2.c — the prefill tiles: a few weight rows against a few activation vectors (AVX2 + FMA + F16C; with
+ * AVX-512 F, 512-bit float tiles; with AVX-512 VNNI, the 256-bit dpbusd).
  *
- * Float weights (F32, F16, BF16): tiles of up to 4 rows x 4 activations, widened to fp32 eight columns at a time and
- * multiplied by FMA, one accumulator per (row, activation); each tile body is an always-inline function with
- * constant sizes, instantiated for every shape, so the accumulators live in registers.
+ * Float weights (F32, F16, BF16): tiles of up to 4 rows x 4 activations (AVX2), widened to fp32 eight columns at a
+ * time and multiplied by FMA, one 8-lane accumulator per (row, activation); with AVX-512, 4 rows x 8 activations,
+ * one 16-lane register holding two rows' 8-lane accumulators (each lane sees the same FMA sequence). Each tile
+ * body is an always-inline function with constant sizes, instantiated for every shape, so the accumulators live in
+ * registers.
  * Quantised weights (Q8_0, Q4_0): activations quantised once and packed eight tokens wide (tg_q8x_pack8), so one
  * broadcast dword of four weight codes against one 32-byte load gives eight tokens' partial dot products in eight
- * int32 lanes (VNNI dpbusd, or AVX2 maddubs + madd) and no horizontal reduction is ever needed.
+ * int32 lanes (VNNI dpbusd, or AVX2 maddubs + madd) and no horizontal reduction is ever needed; two groups of eight
+ * share each unpacked weight block (16 tokens per pass over the weights, batched decoding's case).
  * Both follow the canonical arithmetic order of avx2_inline.h, so prefill gives the same bits as the decode kernel
- * for every (row, activation) pair. */
+ * for every (row, activation) pair, on every ISA. */
 #include "kernels/avx2.h"
 
 #if TG_HAVE_AVX2
 
 #include "kernels/avx2_inline.h"
 
+#if !TG_TILE_AVX512
 /* Float weights: NR rows x NT vectors, one accumulator per (row, vector) pair, 8 columns per step; the canonical
- * reduction and tail of avx2_inline.h. */
+ * reduction and tail of avx2_inline.h. (With AVX-512, tile_float512 below computes the same lanes.) */
 TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
                           float *y, size_t ldy, const int NR, const int NT) {
-    __m256 acc[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS];
+    __m256 acc[4][4];
     for (int r = 0; r < NR; r++)
         for (int t = 0; t < NT; t++) acc[r][t] = _mm256_setzero_ps();
     const int64_t c8 = cols & ~(int64_t)7;
     for (int64_t k = 0; k < c8; k += 8) {
-        __m256 xv[TG_TILE_MAX_VECS];
+        __m256 xv[4];
         for (int t = 0; t < NT; t++) {
             xv[t] = _mm256_loadu_ps((const float *)(const void *)(x + t * xs) + k);
             /* keep the activation in a register: folding its load into every row's FMA doubles the loads per step */
@@ -43,6 +47,8 @@ TG_INLINE void tile_float(tg_dtype type, const uint8_t *w, size_t ws, const uint
         }
     }
 }
+
+#endif
 
 /* ---- prefill with quantised weights: rows x eight packed activations --------------------------------------- */
 
@@ -71,58 +77,107 @@ TG_INLINE __m256i qdot8(tg_dtype type, __m256i acc, __m256i wb, __m256i xv) {
 #endif
 }
 
-/* R rows (R = 4 or 1) of a Q8_0 / Q4_0 matrix against one group of eight packed activations: acc[j] lane t = the
- * canonical dot product of row j with token t. Per block, lane t of the integer sum gathers four elements at a time
- * (one weight dword broadcast against the eight tokens' dwords), so no horizontal reduction is needed. */
+/* Rows per pass of the quantised prefill kernel, for one group of eight tokens and for two groups at once (each
+ * row and group holds two registers, its integer and its float sums): 8 and 4 where AVX-512 gives 32 vector
+ * registers, 4 and 2 with AVX2's 16. */
+#if defined(__AVX512VL__)
+#define TG_QROWS 8
+#define TG_QROWS2 4
+#else
+#define TG_QROWS 4
+#define TG_QROWS2 2
+#endif
+
+/* R rows (R <= TG_QROWS, R * G <= TG_QROWS) of a Q8_0 / Q4_0 matrix against G (1 or 2) groups of eight packed
+ * activations, group g's blocks at xp + g * nb: acc[g * R + j] lane t = the canonical dot product of row j with
+ * token t of group g. Per block, lane t of the integer sum gathers four elements at a time (one weight dword
+ * broadcast against the eight tokens' dwords), so no horizontal reduction is needed. The block's codes (unpacked /
+ * biased) and the rows' scales go to small buffers once per block, and each dword is broadcast from there for
+ * every group: a load, not a cross-lane shuffle, so the shuffle port does not limit the integer dot products. */
 TG_INLINE void gemm_quant_rows(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_pack8 *xp, int64_t nb,
-                               __m256 *acc, const int R) {
+                               __m256 *acc, const int R, const int G) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
-    for (int j = 0; j < R; j++) acc[j] = _mm256_setzero_ps();
+    for (int j = 0; j < R * G; j++) acc[j] = _mm256_setzero_ps();
+    int32_t codes[TG_QROWS][TG_QK / 4] __attribute__((aligned(32)));
+    float dw[8] __attribute__((aligned(32)));
     for (int64_t b = 0; b < nb; b++) {
-        const tg_q8x_pack8 *p = &xp[b];
-        __m256i wv[4], is[4];
-        float dw[4];
-        for (int j = 0; j < R; j++) {
-            const uint8_t *blk = w + (size_t)j * ws + (size_t)b * bw;
-            wv[j] = wcodes(type, blk);
-            dw[j] = tg_f16_to_f32(tg_ld16(blk));
-            is[j] = _mm256_setzero_si256();
-        }
-        for (int c = 0; c < TG_QK / 4; c++) {
-            const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)p->q[c]);
-            const __m256i idx = _mm256_set1_epi32(c);
-            for (int j = 0; j < R; j++) is[j] = qdot8(type, is[j], _mm256_permutevar8x32_epi32(wv[j], idx), xv);
-        }
-        const __m256i bs = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p->sum),
-                                              _mm256_set1_epi32(bias));
-        const __m256 dx = _mm256_loadu_ps(p->d);
+        __m256i is[TG_QROWS];
+        const uint8_t *blk0 = w + (size_t)b * bw;
         for (int j = 0; j < R; j++)
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[j], bs)),
-                                     _mm256_mul_ps(_mm256_set1_ps(dw[j]), dx), acc[j]);
+            _mm256_store_si256((__m256i *)(void *)codes[j], wcodes(type, blk0 + (size_t)j * ws));
+        __m128i h = _mm_cvtsi32_si128(tg_ld16(blk0)); /* the insert selectors must be constants */
+        if (R > 1) h = _mm_insert_epi16(h, tg_ld16(blk0 + ws), 1);
+        if (R > 2) h = _mm_insert_epi16(h, tg_ld16(blk0 + 2 * ws), 2);
+        if (R > 3) h = _mm_insert_epi16(h, tg_ld16(blk0 + 3 * ws), 3);
+        if (R > 4) h = _mm_insert_epi16(h, tg_ld16(blk0 + 4 * ws), 4);
+        if (R > 5) h = _mm_insert_epi16(h, tg_ld16(blk0 + 5 * ws), 5);
+        if (R > 6) h = _mm_insert_epi16(h, tg_ld16(blk0 + 6 * ws), 6);
+        if (R > 7) h = _mm_insert_epi16(h, tg_ld16(blk0 + 7 * ws), 7);
+        for (int j = 0; j < R * G; j++) is[j] = _mm256_setzero_si256();
+        _mm256_store_ps(dw, _mm256_cvtph_ps(h)); /* the rows' fp16 scales, exactly (finite: the loader checks) */
+        /* the codes are in memory now (the compiler would otherwise keep them in registers and shuffle) */
+        __asm__("" : "+m"(codes), "+m"(dw));
+        for (int c = 0; c < TG_QK / 4; c++) {
+            __m256i xv[2];
+            for (int g = 0; g < G; g++)
+                xv[g] = _mm256_loadu_si256((const __m256i *)(const void *)xp[(size_t)g * (size_t)nb + (size_t)b].q[c]);
+            for (int j = 0; j < R; j++) {
+                const __m256i wb = _mm256_set1_epi32(codes[j][c]);
+                for (int g = 0; g < G; g++) is[g * R + j] = qdot8(type, is[g * R + j], wb, xv[g]);
+            }
+        }
+        for (int g = 0; g < G; g++) {
+            const tg_q8x_pack8 *p = &xp[(size_t)g * (size_t)nb + (size_t)b];
+            const __m256i bs = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p->sum),
+                                                  _mm256_set1_epi32(bias));
+            const __m256 dx = _mm256_loadu_ps(p->d);
+            for (int j = 0; j < R; j++)
+                acc[g * R + j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[g * R + j], bs)),
+                                                 _mm256_mul_ps(_mm256_set1_ps(dw[j]), dx), acc[g * R + j]);
+        }
+    }
+}
+
+/* acc[g * R + j] lane t -> y of token g * 8 + t (t < nt[g]), row j. */
+TG_INLINE void store_quant_rows(const __m256 *acc, const int R, const int G, const int nt[2], float *y, size_t ldy) {
+    float out[TG_QROWS][8];
+    for (int g = 0; g < G; g++) {
+        for (int j = 0; j < R; j++) _mm256_storeu_ps(out[j], acc[g * R + j]);
+        for (int t = 0; t < nt[g]; t++)
+            for (int j = 0; j < R; j++) y[(size_t)(g * 8 + t) * ldy + (size_t)j] = out[j][t];
     }
 }
 
 TG_INLINE void gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
                           int64_t nb, int64_t n, float *y, size_t ldy) {
-    for (int64_t g = 0; g * 8 < n; g++) {
-        const int nt = (int)(n - g * 8 < 8 ? n - g * 8 : 8);
+    __m256 acc[TG_QROWS];
+    for (int64_t g = 0; g * 8 < n;) {
+        const int nt[2] = {(int)(n - g * 8 < 8 ? n - g * 8 : 8), (int)(n - g * 8 - 8 < 8 ? n - g * 8 - 8 : 8)};
         const tg_q8x_pack8 *pg = xp + (size_t)g * (size_t)nb;
         float *yg = y + (size_t)g * 8 * ldy;
         int64_t r = 0;
-        __m256 acc[4];
-        float out[4][8];
-        for (; r + 4 <= nr; r += 4) {
-            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 4);
-            for (int j = 0; j < 4; j++) _mm256_storeu_ps(out[j], acc[j]);
-            for (int t = 0; t < nt; t++)
-                for (int j = 0; j < 4; j++) yg[(size_t)t * ldy + (size_t)(r + j)] = out[j][t];
+        if (nt[1] > 0) { /* two groups in each pass: every weight block unpacked once for sixteen tokens */
+            for (; r + TG_QROWS2 <= nr; r += TG_QROWS2) {
+                gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, TG_QROWS2, 2);
+                store_quant_rows(acc, TG_QROWS2, 2, nt, yg + r, ldy);
+            }
+            for (; r < nr; r++) {
+                gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, 2);
+                store_quant_rows(acc, 1, 2, nt, yg + r, ldy);
+            }
+            g += 2;
+            continue;
+        }
+        for (; r + TG_QROWS <= nr; r += TG_QROWS) {
+            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, TG_QROWS, 1);
+            store_quant_rows(acc, TG_QROWS, 1, nt, yg + r, ldy);
         }
         for (; r < nr; r++) {
-            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1);
-            _mm256_storeu_ps(out[0], acc[0]);
-            for (int t = 0; t < nt; t++) yg[(size_t)t * ldy + (size_t)r] = out[0][t];
+            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, 1);
+            store_quant_rows(acc, 1, 1, nt, yg + r, ldy);
         }
+        g += 1;
     }
 }
 
@@ -136,25 +191,104 @@ void tg_avx2_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q
     gemm_quant(TG_DT_Q4_0, w, w_stride, nr, xp, nb, n, y, ldy);
 }
 
+#if TG_TILE_AVX512
+/* ---- float weights on AVX-512: one 16-lane register = two rows' 8-lane accumulators ------------------------- *
+ * Lanes 0-7 of acc[p][t] are row 2p's accumulator for token t, lanes 8-15 row 2p+1's: each lane sees exactly the
+ * FMA sequence of the 8-lane AVX2 kernels (element k + i of the row times element k + i of the token, k in steps
+ * of 8, in order), and each half is then reduced in the canonical order, so the bits are those of the decode
+ * kernel. One register of weights (two rows, 8 columns, widened once) serves up to 8 tokens, and the token's 8
+ * floats are broadcast to both halves straight from memory. */
+
+/* Columns [k, k + 8) of rows w0 and w1 as fp32: w0's in lanes 0-7, w1's in lanes 8-15. */
+TG_INLINE __m512 w16_pair(tg_dtype type, const uint8_t *w0, const uint8_t *w1, int64_t k) {
+    if (type == TG_DT_F32) {
+        const __m512d lo = _mm512_castpd256_pd512(_mm256_loadu_pd((const double *)(const void *)(w0 + 4 * k)));
+        return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_loadu_pd((const double *)(const void *)(w1 + 4 * k)), 1));
+    }
+    const __m256i h = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(w0 + 2 * k))),
+        _mm_loadu_si128((const __m128i *)(const void *)(w1 + 2 * k)), 1);
+    if (type == TG_DT_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Token t's columns [k, k + 8) in both halves. */
+TG_INLINE __m512 x16_dup(const float *x, int64_t k) {
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)(const void *)(x + k))));
+}
+
+/* NR (1..4) rows x NT (1..8) tokens; NP = (NR + 1) / 2 row pairs, an odd last row paired with itself (its upper
+ * half is computed and dropped). */
+TG_INLINE void tile_float512(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
+                             float *y, size_t ldy, const int NR, const int NT) {
+    const int NP = (NR + 1) / 2;
+    const uint8_t *row[4];
+    for (int r = 0; r < 4; r++) row[r] = w + (size_t)(r < NR ? r : NR - 1) * ws;
+    __m512 acc[2][8];
+    for (int p = 0; p < NP; p++)
+        for (int t = 0; t < NT; t++) acc[p][t] = _mm512_setzero_ps();
+    const int64_t c8 = cols & ~(int64_t)7;
+    for (int64_t k = 0; k < c8; k += 8) {
+        __m512 wv[2];
+        for (int p = 0; p < NP; p++) wv[p] = w16_pair(type, row[2 * p], row[2 * p + 1], k);
+        for (int t = 0; t < NT; t++) {
+            const __m512 xv = x16_dup((const float *)(const void *)(x + t * xs), k);
+            for (int p = 0; p < NP; p++) acc[p][t] = _mm512_fmadd_ps(wv[p], xv, acc[p][t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        const float *xt = (const float *)(const void *)(x + t * xs);
+        __m256 h[4];
+        for (int p = 0; p < NP; p++) {
+            h[2 * p] = _mm512_castps512_ps256(acc[p][t]);
+            h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p][t]), 1));
+        }
+        for (int r = 2 * NP; r < 4; r++) h[r] = h[0];
+        const __m128 sums = tg_reduce4_ps(h[0], h[1], h[2], h[3]);
+        if (NR == 4 && c8 == cols) { /* the common case: four adjacent outputs, no tail */
+            _mm_storeu_ps(y + (size_t)t * ldy, sums);
+            continue;
+        }
+        float s[4];
+        _mm_storeu_ps(s, sums);
+        for (int r = 0; r < NR; r++) {
+            if (c8 < cols) s[r] += tg_tail(type, row[r], xt, c8, cols);
+            y[(size_t)t * ldy + (size_t)r] = s[r];
+        }
+    }
+}
+#define TG_TILE_BODY tile_float512
+#else
+#define TG_TILE_BODY tile_float
+#endif
+
 /* Every tile shape of every float type, instantiated with constant sizes; tg_avx2_tile_<type> picks by shape. */
 typedef void (*tile_fn)(const uint8_t *, size_t, const uint8_t *, size_t, int64_t, float *, size_t);
 #define TG_TILE_FN(name, type, R, T)                                                                                \
     static void tile_##name##_##R##x##T(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,    \
                                          float *y, size_t ldy) {                                                   \
-        tile_float(type, w, ws, x, xs, cols, y, ldy, R, T);                                                        \
+        TG_TILE_BODY(type, w, ws, x, xs, cols, y, ldy, R, T);                                                      \
     }
+#if TG_TILE_AVX512
+#define TG_TILE_ROW(name, type, R)                                                                                  \
+    TG_TILE_FN(name, type, R, 1) TG_TILE_FN(name, type, R, 2) TG_TILE_FN(name, type, R, 3)                         \
+    TG_TILE_FN(name, type, R, 4) TG_TILE_FN(name, type, R, 5) TG_TILE_FN(name, type, R, 6)                         \
+    TG_TILE_FN(name, type, R, 7) TG_TILE_FN(name, type, R, 8)
+#define TG_TILE_SHAPES(name, R)                                                                                     \
+    {tile_##name##_##R##x1, tile_##name##_##R##x2, tile_##name##_##R##x3, tile_##name##_##R##x4,                   \
+     tile_##name##_##R##x5, tile_##name##_##R##x6, tile_##name##_##R##x7, tile_##name##_##R##x8}
+#else
 #define TG_TILE_ROW(name, type, R)                                                                                  \
     TG_TILE_FN(name, type, R, 1) TG_TILE_FN(name, type, R, 2) TG_TILE_FN(name, type, R, 3) TG_TILE_FN(name, type, R, 4)
+#define TG_TILE_SHAPES(name, R)                                                                                     \
+    {tile_##name##_##R##x1, tile_##name##_##R##x2, tile_##name##_##R##x3, tile_##name##_##R##x4}
+#endif
 #define TG_TILE_TYPE(name, type)                                                                                    \
     TG_TILE_ROW(name, type, 1) TG_TILE_ROW(name, type, 2) TG_TILE_ROW(name, type, 3) TG_TILE_ROW(name, type, 4)     \
     void tg_avx2_tile_##name(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,  \
                              int64_t cols, float *y, size_t ldy) {                                                 \
         static const tile_fn shapes[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS] = {                                        \
-            {tile_##name##_1x1, tile_##name##_1x2, tile_##name##_1x3, tile_##name##_1x4},                          \
-            {tile_##name##_2x1, tile_##name##_2x2, tile_##name##_2x3, tile_##name##_2x4},                          \
-            {tile_##name##_3x1, tile_##name##_3x2, tile_##name##_3x3, tile_##name##_3x4},                          \
-            {tile_##name##_4x1, tile_##name##_4x2, tile_##name##_4x3, tile_##name##_4x4},                          \
-        };                                                                                                         \
+            TG_TILE_SHAPES(name, 1), TG_TILE_SHAPES(name, 2), TG_TILE_SHAPES(name, 3), TG_TILE_SHAPES(name, 4)};   \
         if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS) return;                            \
         shapes[nr - 1][nt - 1](w, w_stride, x, x_stride, cols, y, ldy);                                            \
     }
@@ -162,8 +296,10 @@ TG_TILE_TYPE(f32, TG_DT_F32)
 TG_TILE_TYPE(f16, TG_DT_F16)
 TG_TILE_TYPE(bf16, TG_DT_BF16)
 #undef TG_TILE_TYPE
+#undef TG_TILE_SHAPES
 #undef TG_TILE_ROW
 #undef TG_TILE_FN
+#undef TG_TILE_BODY
 
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
     const __m256 sign_mask = _mm256_set1_ps(-0.0f);

@@ -25,7 +25,8 @@ typedef enum {
 /* Decode kernel: y[r] = dot(row r of W, x) for r < nr, row r at w + r * w_stride bytes (any alignment); x is
  * float[cols] (TG_ACT_F32), tg_q8x_block[cols / 32] (TG_ACT_Q8X) or tg_q8k_block[cols / 256] (TG_ACT_Q8K). */
 typedef void (*tg_gemv_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
-/* Prefill tile for TG_ACT_F32 types: y[t * ldy + r] = dot(row r of W, activation t) for r < nr <= 4, t < nt <= 4;
+/* Prefill tile for TG_ACT_F32 types: y[t * ldy + r] = dot(row r of W, activation t) for r < nr <= 4,
+ * t < nt <= TG_TILE_MAX_VECS (kernels/avx2.h: 4, or 8 on AVX-512);
  * activation t is float[cols] at x + t * x_stride bytes. */
 typedef void (*tg_tile_fn)(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                            int64_t cols, float *y, size_t ldy);
