@@ -61,11 +61,6 @@ TG_INLINE __m256i pick16(__m256i sc8x2, int k) {
     return _mm256_shuffle_epi8(sc8x2, m);
 }
 
-/* The same scale (int16 number k < 8 of both lanes) for all 32 elements. */
-TG_INLINE __m256i pick32(__m256i sc8x2, int k) {
-    return _mm256_shuffle_epi8(sc8x2, _mm256_set1_epi16((short)(2 * k | (2 * k + 1) << 8)));
-}
-
 /* Sixteen int16 scales (int8 or uint8 bytes at p, or already in a 128-bit register) as the two halves the 16-element
  * layouts use: lo = scales 0..7 in both lanes, hi = scales 8..15 in both lanes; all16 = scales 0..15 in order. */
 typedef struct {
@@ -172,23 +167,68 @@ TG_INLINE void sup_q2_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
     mins_out(acc, m16, f16_at(p + 82), x, T);
 }
 
-/* The eight 6-bit scales and mins of a Q4_K / Q5_K scales[12] field (tg_k4_scale_min) as bytes 0..7 of sc8 / m8. */
-TG_INLINE void k4_scales(const uint8_t *q, __m128i *sc8, __m128i *m8) {
-    const uint32_t a0 = u32_at(q), a1 = u32_at(q + 4), a2 = u32_at(q + 8);
-    const uint32_t s6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, top = 0x30303030u;
-    *sc8 = _mm_setr_epi32((int)(a0 & s6), (int)((a2 & lo4) | (a0 >> 2 & top)), 0, 0);
-    *m8 = _mm_setr_epi32((int)(a1 & s6), (int)((a2 >> 4 & lo4) | (a1 >> 2 & top)), 0, 0);
+/* The eight 6-bit scales and mins of a Q4_K / Q5_K scales[12] field at q (tg_k4_scale_min) as bytes 0..7 (scales)
+ * and 8..15 (mins), in vector registers: with the field's words a0, a1, a2, the scales are a0 & 0x3F.. and
+ * (a2 & 0x0F..) | (a0 >> 2 & 0x30..), the mins a1 & 0x3F.. and (a2 >> 4 & 0x0F..) | (a1 >> 2 & 0x30..). Reads 16
+ * bytes at q (the field and the 4 bytes after it, inside the block). */
+TG_INLINE __m128i k4_scales(const uint8_t *q) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, 0x98), _mm_setr_epi32(0, 0, 0, 4)),
+                                     _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(v, 0x40), 2),
+                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(lo, hi);
 }
 
 /* Q4_K / Q5_K: d, dmin (p, p + 2); scales[12] (p + 4); Q5_K: qh[32] (p + 16, bit sb of byte l: fifth bit of
  * element 32sb + l) and qs[128] (p + 48); Q4_K: qs[128] (p + 16). Sub-block sb = 2c + u of 32 elements: nibble u of
  * qs[32c + l]. Value d * sc * code - dmin * m. */
+/* Keeps n bytes at p in memory: the compiler may not turn the stores before it and the loads after it into register
+ * shuffles. Scale vectors read back with broadcast loads take the load ports; built with shuffles they would queue
+ * on the one shuffle port, which the unpacking already keeps busy. */
+TG_INLINE void kq_in_memory(void *p, size_t n) {
+    __asm__("" : "+m"(*(char(*)[n])p));
+}
+
+/* d * dx and dmin * dx of a Q2_K / Q4_K / Q5_K super-block (fp16 d, dmin side by side at p) for token t, in dd[2 t]
+ * and dd[2 t + 1]: one conversion of both fields, one product per token (the same products as scalar code). The
+ * caller reads them back as broadcasts from memory, which cost no shuffle. */
+TG_INLINE void d_dmin(const uint8_t *p, const tg_q8k_block *const *x, float *dd, const int T) {
+    const __m128 h = _mm_cvtph_ps(_mm_cvtsi32_si128((int)u32_at(p)));
+    for (int t = 0; t < T; t++) _mm_storel_pi((__m64 *)(void *)(dd + 2 * t), _mm_mul_ps(h, _mm_set1_ps(x[t]->d)));
+}
+
+/* acc[t] = fma(d * dx_t, (float)isum[t], acc[t]), then acc[t] = acc[t] - (dmin * dx_t) * (float)msum[t] in one
+ * rounding (the same as fma(-(dmin * dx_t), msum, acc)), with dd from d_dmin and m16 the int16 mins for the
+ * 16-code sums. */
+TG_INLINE void scale_mins(__m256 *acc, const __m256i *isum, const float *dd, __m256i m16, const tg_q8k_block *const *x,
+                          const int T) {
+    for (int t = 0; t < T; t++) {
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(dd + 2 * t), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        const __m256i ms = _mm256_madd_epi16(ld256(x[t]->bsums), m16);
+        acc[t] = _mm256_fnmadd_ps(_mm256_broadcast_ss(dd + 2 * t + 1), _mm256_cvtepi32_ps(ms), acc[t]);
+    }
+}
+
+/* isum += madd(maddubs(w, x), (s, s)): dot_scaled with one int16 scale s for all 32 elements, given as the 32-bit
+ * pair (s, s) in memory, which becomes a broadcast load (no shuffle port). */
+TG_INLINE __m256i dot_scaled1(__m256i isum, __m256i w, const int8_t *x, const int32_t *s2) {
+    return dot_scaled(isum, w, x, _mm256_set1_epi32(*s2));
+}
+
 TG_INLINE void sup_q45_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *acc, const int T, const bool five) {
-    __m128i sc8, m8;
-    k4_scales(p + 4, &sc8, &m8);
-    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
-    const __m256i m32 = _mm256_cvtepu8_epi32(m8); /* each min twice as int16: (m, m) pairs for the 16-code sums */
-    const __m256i m16 = _mm256_or_si256(m32, _mm256_slli_epi32(m32, 16));
+    const __m256i sm = _mm256_broadcastsi128_si256(k4_scales(p + 4));
+    /* dwords (sc_k, sc_k) for k < 8 and int16 pairs (m_k, m_k): byte k (scale) / 8 + k (min), zero-extended */
+    int32_t s2[8];
+    _mm256_storeu_si256((__m256i *)(void *)s2,
+                        _mm256_shuffle_epi8(sm, _mm256_setr_epi32((int)0x80008000, (int)0x80018001, (int)0x80028002, (int)0x80038003,
+                                                                  (int)0x80048004, (int)0x80058005,
+                                                                  (int)0x80068006, (int)0x80078007)));
+    kq_in_memory(s2, sizeof s2);
+    const __m256i m16 = _mm256_shuffle_epi8(sm, _mm256_setr_epi32((int)0x80088008, (int)0x80098009, (int)0x800A800A, (int)0x800B800B,
+                                                                  (int)0x800C800C, (int)0x800D800D, (int)0x800E800E, (int)0x800F800F));
+    float dd[2 * KQ_MAX_TOKENS];
+    d_dmin(p, x, dd, T);
     const uint8_t *qs = p + (five ? 48 : 16);
     __m256i qh = five ? ld256(p + 16) : _mm256_setzero_si256();
     __m256i isum[KQ_MAX_TOKENS];
@@ -201,14 +241,12 @@ TG_INLINE void sup_q45_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 
             hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), bytes(0x10)));
             qh = _mm256_srli_epi16(qh, 2);
         }
-        const __m256i s_lo = pick32(sc, 2 * c), s_hi = pick32(sc, 2 * c + 1);
         for (int t = 0; t < T; t++) {
-            isum[t] = dot_scaled(isum[t], lo, x[t]->q + 64 * c, s_lo);
-            isum[t] = dot_scaled(isum[t], hi, x[t]->q + 64 * c + 32, s_hi);
+            isum[t] = dot_scaled1(isum[t], lo, x[t]->q + 64 * c, s2 + 2 * c);
+            isum[t] = dot_scaled1(isum[t], hi, x[t]->q + 64 * c + 32, s2 + 2 * c + 1);
         }
     }
-    scale_in(acc, isum, f16_at(p), x, T);
-    mins_out(acc, m16, f16_at(p + 2), x, T);
+    scale_mins(acc, isum, dd, m16, x, T);
 }
 
 TG_INLINE void sup_q4_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *acc, const int T) {
@@ -216,6 +254,18 @@ TG_INLINE void sup_q4_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
 }
 TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *acc, const int T) {
     sup_q45_k(p, x, acc, T, true);
+}
+
+/* Decode prefetches the super-blocks KQ_AHEAD rows ahead (of both rows of a pair) into L2 while it computes: rows
+ * are short (a 2048-column Q4_K row is 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the
+ * Q8_0 kernels found (gemv_avx2.c). */
+#define KQ_AHEAD 4
+
+TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) {
+        _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+        _mm_prefetch((const char *)p + ws + o, _MM_HINT_T1);
+    }
 }
 
 /* ---- rows: one weight row against T tokens (token t's super-blocks at xk + t * xs), results y[t * ldy] ---- */
@@ -233,7 +283,22 @@ TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
         for (int t = 0; t < T; t++) y[(size_t)t * ldy] = tg_reduce1_ps(acc[t]);                                       \
     }                                                                                                                 \
     void tg_avx2_gemv_##NAME(const uint8_t *w, size_t ws, int64_t nr, const void *x, int64_t cols, float *y) {       \
-        for (int64_t r = 0; r < nr; r++) row_##NAME(w + (size_t)r * ws, cols / TG_QK_K, x, 0, y + r, 0, 1);            \
+        const int64_t nsup = cols / TG_QK_K;                                                                          \
+        const tg_q8k_block *xk = x;                                                                                   \
+        int64_t r = 0;                                                                                                \
+        for (; r + 2 <= nr; r += 2) { /* two rows at a time: independent work side by side, one load of x */        \
+            const uint8_t *r0 = w + (size_t)r * ws, *r1 = r0 + ws;                                                    \
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                                                \
+            for (int64_t b = 0; b < nsup; b++) {                                                                      \
+                const tg_q8k_block *xb[1] = {xk + b};                                                                 \
+                if (r + KQ_AHEAD + 2 <= nr) prefetch_sup(r0 + (size_t)b * (BYTES) + KQ_AHEAD * ws, ws, BYTES);       \
+                sup_##NAME(r0 + (size_t)b * (BYTES), xb, &a0, 1);                                                     \
+                sup_##NAME(r1 + (size_t)b * (BYTES), xb, &a1, 1);                                                     \
+            }                                                                                                         \
+            y[r] = tg_reduce1_ps(a0);                                                                                 \
+            y[r + 1] = tg_reduce1_ps(a1);                                                                             \
+        }                                                                                                             \
+        for (; r < nr; r++) row_##NAME(w + (size_t)r * ws, nsup, xk, 0, y + r, 0, 1);                                 \
     }                                                                                                                 \
     void tg_avx2_gemm_q8k_##NAME(const uint8_t *w, size_t ws, int64_t nr, const tg_q8k_block *xk, int64_t nsup,      \
                                  int64_t n, float *y, size_t ldy) {                                                   \
@@ -269,8 +334,9 @@ void tg_avx2_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n) {
         m = _mm_max_ps(m, _mm_movehl_ps(m, m));
         m = _mm_max_ss(m, _mm_movehdup_ps(m));
         const float am = _mm_cvtss_f32(m);
-        dst[b].d = am / 127.0f;
-        const __m256 id = _mm256_set1_ps(am != 0.0f ? 127.0f / am : 0.0f);
+        const float ids = am != 0.0f ? 127.0f / am : 0.0f;
+        dst[b].d = am != 0.0f ? 1.0f / ids : 0.0f;
+        const __m256 id = _mm256_set1_ps(ids);
         for (int g = 0; g < TG_Q8K_ELEMS / 32; g++) { /* 32 elements: two 16-code sums */
             __m256i qi[4];
             for (int i = 0; i < 4; i++) {

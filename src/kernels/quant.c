@@ -69,7 +69,7 @@ void tg_quantize_q8k_ref(const float *x, tg_q8k_block *dst, int64_t n) {
         float amax = 0.0f;
         for (int j = 0; j < TG_Q8K_ELEMS; j++) amax = fmaxf(amax, fabsf(x[j]));
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        dst[b].d = amax / 127.0f;
+        dst[b].d = amax != 0.0f ? 1.0f / id : 0.0f; /* as llama.cpp's quantize_row_q8_K: d = 1 / iscale */
         for (int g = 0; g < TG_Q8K_ELEMS / 16; g++) {
             int sum = 0;
             for (int j = 16 * g; j < 16 * g + 16; j++) {

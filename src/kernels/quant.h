@@ -42,7 +42,9 @@ typedef struct {
 } tg_q8x_pack8; /* 320 bytes */
 
 /* One 256-element super-block of an activation vector quantised for the K-quant weights (Q2_K..Q6_K): one fp32
- * scale for the 256 elements (d = max|x| / 127, q = round-half-even(x / d), so |x[j] - d * q[j]| <= d / 2) and the
+ * scale for the 256 elements (q = round-half-even(x * id) with id = 127 / max|x|, and d = 1 / id, both in fp32 — the
+ * codes and the scale llama.cpp's quantize_row_q8_K gives, up to the sign of both, so that the integer dot products
+ * and the per-super-block scales are llama.cpp's; |x[j] - d * q[j]| <= d / 2 up to fp32 rounding) and the
  * sums of the codes of each 16-element group, which the K-quants' offsets and mins multiply (their sub-blocks are 16
  * or 32 elements, always whole groups). The integer dot products of a super-block stay exact in int32. */
 #define TG_Q8K_ELEMS 256

@@ -311,11 +311,55 @@ static void test_quantize_q8k_simd_matches_ref(void **state) {
     free(x);
 }
 
+/* llama.cpp's quantize_row_q8_K_ref, restated: the signed element of largest magnitude m, iscale = -127 / m,
+ * q = nearest_int(iscale * x) (round half to even through the 1.5 * 2^23 trick), d = 1 / iscale. tinygpt's blocks
+ * must give the same codes up to one sign per block and exactly the same products d * q, so that the K-quant dot
+ * products' integer sums and per-block scales are llama.cpp's. */
+static void test_quantize_q8k_is_llamacpps(void **state) {
+    (void)state;
+    rng_t r = {11};
+    enum { N = 256 * 32 };
+    float *x = make_vec(&r, N);
+    for (int i = 0; i < N; i++) x[i] *= (float)(1 + i / 256) * 0.37f; /* a different scale per block */
+    x[300] = -5.0f;                                                      /* a negative extreme */
+    tg_q8k_block *a = malloc(N / 256 * sizeof *a);
+    assert_non_null(a);
+    tg_quantize_q8k(x, a, N);
+    int rescaled = 0;
+    for (int b = 0; b < N / 256; b++) {
+        const float *xb = x + 256 * b;
+        float amax = 0.0f, mx = 0.0f;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]), mx = xb[j];
+        const float iscale = -127.0f / mx, d = 1 / iscale;
+        const float sign = mx > 0 ? -1.0f : 1.0f;
+        rescaled += d * sign != amax / 127.0f; /* where 1 / (127 / amax) is not amax / 127 */
+        assert_true(a[b].d == sign * d);
+        for (int j = 0; j < 256; j++) {
+            float v = iscale * xb[j] + 12582912.0f;
+            int32_t bits;
+            memcpy(&bits, &v, 4);
+            const int q = (bits & 0x007fffff) - 0x00400000;
+            assert_int_equal(a[b].q[j], (int)sign * (q < 127 ? q : 127));
+            assert_true(a[b].d * (float)a[b].q[j] == d * (float)(q < 127 ? q : 127));
+        }
+    }
+    assert_true(rescaled > 0); /* the old d = amax / 127 would fail above: the test sees the difference */
+    free(a);
+    free(x);
+}
+
 /* ---- matvec / matmul ------------------------------------------------------------------------------------------ */
 
-/* x as the integer path of w's type sees it: each element's dequantised activation code and its block scale (the
- * reference quantisers of the activation form: tg_q8x_block or, for the K-quants, tg_q8k_block). */
-static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *dx) {
+/* The 32-element GGUF types whose kernels take the activation's scale as llama.cpp's Q8_0 / Q8_1 blocks store it
+ * (gemv_q32_avx2.c): dx = fp16(d) and, for the types with an offset m, the sum term s = fp16(d * sum). */
+static bool llama_q8(tg_dtype t) { return t == TG_DT_Q4_1 || t == TG_DT_Q5_0 || t == TG_DT_Q5_1 || t == TG_DT_IQ4_NL; }
+static int q32_m_at(tg_dtype t) { return t == TG_DT_Q4_1 || t == TG_DT_Q5_1 ? 2 : -1; }
+static float f16r(float v) { return tg_f16_to_f32(tg_f32_to_f16(v)); }
+
+/* x as the integer path of w's type sees it: each element's dequantised activation code and its error bound (the
+ * reference quantisers of the activation form: tg_q8x_block or, for the K-quants, tg_q8k_block): |x - xd| <= err. */
+static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *err) {
     if (tg_weight_type_of(w->type)->act == TG_ACT_Q8K) {
         const int64_t nb = w->cols / TG_Q8K_ELEMS;
         tg_q8k_block *xk = malloc((size_t)nb * sizeof *xk);
@@ -323,7 +367,7 @@ static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *
         tg_quantize_q8k_ref(x, xk, w->cols);
         for (int64_t j = 0; j < w->cols; j++) {
             const tg_q8k_block *b = &xk[j / TG_Q8K_ELEMS];
-            dx[j] = b->d;
+            err[j] = 0.5 * b->d;
             xd[j] = (double)b->d * b->q[j % TG_Q8K_ELEMS];
         }
         free(xk);
@@ -334,26 +378,45 @@ static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *
     assert_non_null(xq);
     tg_quantize_q8x_ref(x, xq, w->cols);
     for (int64_t j = 0; j < w->cols; j++) {
-        dx[j] = xq[j / TG_QK].d;
-        xd[j] = (double)xq[j / TG_QK].d * xq[j / TG_QK].q[j % TG_QK];
+        const tg_q8x_block *b = &xq[j / TG_QK];
+        const double d = llama_q8(w->type) ? f16r(b->d) : b->d;
+        err[j] = 0.5 * b->d + 127.0 * fabs(d - b->d);
+        xd[j] = d * b->q[j % TG_QK];
     }
     free(xq);
 }
 
-/* The x-quantisation error bound for row r: sum_j |w_j| * d_x(j) / 2 (*bound), and the exact product of row r with
- * the quantised x, what the integer path computes up to fp32 rounding (returned). */
+/* The x-quantisation error bound for row r: sum_j |w_j| * err_j (*bound), and the exact product of row r with
+ * the quantised x, what the integer path computes up to fp32 rounding (returned). For Q4_1 / Q5_1 the offset m of
+ * each block multiplies s = fp16(d * sum) rather than the sum of the elements' fp16(d) q. */
 static double dot_with_qx(const tg_tensor *w, int64_t r, const float *x, float *tmp, double *bound) {
-    double *xd = malloc((size_t)w->cols * sizeof *xd), *dx = malloc((size_t)w->cols * sizeof *dx);
-    assert_true(xd && dx);
-    quantised_x(w, x, xd, dx);
+    double *xd = malloc((size_t)w->cols * sizeof *xd), *err = malloc((size_t)w->cols * sizeof *err);
+    assert_true(xd && err);
+    quantised_x(w, x, xd, err);
     tg_tensor_get_row(w, r, tmp);
     double s = 0.0, bnd = 0.0;
     for (int64_t j = 0; j < w->cols; j++) {
         s += (double)tmp[j] * xd[j];
-        bnd += fabs((double)tmp[j]) * dx[j] * 0.5;
+        bnd += fabs((double)tmp[j]) * err[j];
+    }
+    if (q32_m_at(w->type) >= 0) {
+        const tg_weight_type *wt = tg_weight_type_of(w->type);
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)r * tg_row_bytes(w->type, w->cols);
+        tg_q8x_block *xq = malloc((size_t)(w->cols / TG_QK) * sizeof *xq);
+        assert_non_null(xq);
+        tg_quantize_q8x_ref(x, xq, w->cols);
+        for (int64_t b = 0; b < w->cols / TG_QK; b++) {
+            uint16_t mh;
+            memcpy(&mh, row + (size_t)b * wt->block_bytes + (size_t)q32_m_at(w->type), 2);
+            const double m = tg_f16_to_f32(mh), ds = (double)f16r(xq[b].d * (float)xq[b].sum);
+            const double corr = m * (ds - (double)f16r(xq[b].d) * xq[b].sum);
+            s += corr;
+            bnd += fabs(corr) + fabs(m) * fabs(ds - (double)xq[b].d * xq[b].sum);
+        }
+        free(xq);
     }
     free(xd);
-    free(dx);
+    free(err);
     *bound = bnd;
     return s;
 }
@@ -558,6 +621,7 @@ int main(void) {
         cmocka_unit_test(test_quantize_rows_roundtrip),
         cmocka_unit_test(test_quantize_q8x_simd_matches_ref),
         cmocka_unit_test(test_quantize_q8k_simd_matches_ref),
+        cmocka_unit_test(test_quantize_q8k_is_llamacpps),
         cmocka_unit_test(test_matvec_float_types),
         cmocka_unit_test(test_matvec_quant_types),
         cmocka_unit_test(test_matvec_ggml_types),

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# kquant-ab.sh REV_A [REV_B] [CFLAGS...] — the K-quant decode kernels of two git revisions (REV_B default: the working
+# tree) against each other in one process (bench/kquant_ab.c): ns per super-block for Q4_K, Q5_K and Q6_K, in cache,
+# the speed ratio B/A, and whether both give the same bits. Extra arguments are compiler flags for both builds (say
+# -march=x86-64-v3 for the AVX2-only path). Builds in build/kquant-ab.
+set -eu
+cd "$(dirname "$0")/.."
+a=$1; b=${2:-}; shift $(($# < 2 ? $# : 2))
+flags=(-std=c11 -O3 -march=native -Iinclude -Isrc "$@")
+out=build/kquant-ab
+mkdir -p "$out"
+obj() { # REV OUT: gemv_kquant_avx2.c of REV (or of the working tree) compiled, its symbols prefixed
+    local rev=$1 o=$2
+    if [ -n "$rev" ]; then git show "$rev:src/kernels/gemv_kquant_avx2.c" >"$out/kq_src.c"; else cp src/kernels/gemv_kquant_avx2.c "$out/kq_src.c"; fi
+    cc "${flags[@]}" -Isrc/kernels -c "$out/kq_src.c" -o "$out/kq.o"
+    objcopy --prefix-symbols="$3" "$out/kq.o" "$o"
+}
+obj "$a" "$out/A.o" A_
+obj "$b" "$out/B.o" B_
+cp src/kernels/gemv_kquant_avx2.c "$out/kq_now.c"
+cc "${flags[@]}" -c "$out/kq_now.c" -o "$out/now.o" # the quantiser of the activation
+cc "${flags[@]}" bench/kquant_ab.c "$out/A.o" "$out/B.o" "$out/now.o" src/kernels/quant.c src/kernels/matmul_avx2.c \
+    src/util/error.c -o "$out/kquant_ab" -lm
+"$out/kquant_ab"
