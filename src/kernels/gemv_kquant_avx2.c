@@ -258,8 +258,8 @@ TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
 
 /* Decode prefetches the super-blocks KQ_AHEAD rows ahead (of both rows of a pair) into L2 while it computes: rows
  * are short (a 2048-column Q4_K row is 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the
- * Q8_0 kernels found (gemv_avx2.c). 8 rows: bench/compare-llamacpp --kquant on the quiet machine, Q4_K_M 24.4 / 26.7 / 25.0
- * tokens/s at 4 / 8 / 16 rows ahead (Q6_K 20.5 / 20.9 / 21.0; 3 repetitions each, the differences near the noise). */
+ * Q8_0 kernels found (gemv_avx2.c). 8 rows: bench/compare-llamacpp --kquant on the quiet machine gave Q4_K_M
+ * 24.4 / 26.7 / 25.0 tokens/s at 4 / 8 / 16 rows ahead (Q6_K 20.5 / 20.9 / 21.0; 3 repetitions each: near noise). */
 #define KQ_AHEAD 8
 
 TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {

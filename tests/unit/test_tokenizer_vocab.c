@@ -270,9 +270,9 @@ static bool under_valgrind(void) {
     return p && strstr(p, "vgpreload") != NULL;
 }
 
-/* 100 KB of mixed text encodes in well under a second (sanitizer builds included; a quadratic merge loop would take
- * minutes). */
-static void test_speed_100k(void **state) {
+/* 100 KB of mixed text encodes without blowing up: a quadratic merge loop would take minutes; the bound is loose
+ * enough (30 s; the sanitizer build takes ~0.2 s on an idle machine) that a loaded machine cannot fail it. */
+static void test_long_text_100k(void **state) {
     (void)state;
     static const char *const parts[] = {
         "The quick brown fox jumps over the lazy dog. ", "It is a truth universally acknowledged, ",
@@ -302,7 +302,8 @@ static void test_speed_100k(void **state) {
         const double dt = now_s() - t0;
         print_message("%s: 100 KB -> %zu tokens in %.3f s\n", files[f], n, dt);
         assert_true(n > 10000);
-        assert_true(dt < (under_valgrind() ? 30.0 : 1.0));
+        /* a guard against a quadratic encoder (minutes on 100 KB), not a speed test: speed is bench/'s */
+        assert_true(dt < (under_valgrind() ? 120.0 : 30.0));
         free(ids);
         tg_tokenizer_free(t);
         tg_gguf_close(g);
@@ -318,7 +319,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_gpt2_every_byte),
         cmocka_unit_test(test_invalid_utf8_real_vocabs),
-        cmocka_unit_test(test_speed_100k),
+        cmocka_unit_test(test_long_text_100k),
         cmocka_unit_test(test_extra_vocabs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
