@@ -149,35 +149,34 @@ TG_INLINE void store_quant_rows(const __m256 *acc, const int R, const int G, con
     }
 }
 
+/* One pass over the rows for G groups of eight tokens: RSTEP rows at a time, then the rows left one by one. */
+TG_INLINE void gemm_quant_pass(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *pg,
+                               int64_t nb, const int nt[2], float *yg, size_t ldy, const int RSTEP, const int G) {
+    __m256 acc[TG_QROWS];
+    int64_t r = 0;
+    for (; r + RSTEP <= nr; r += RSTEP) {
+        gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, RSTEP, G);
+        store_quant_rows(acc, RSTEP, G, nt, yg + r, ldy);
+    }
+    for (; r < nr; r++) {
+        gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, G);
+        store_quant_rows(acc, 1, G, nt, yg + r, ldy);
+    }
+}
+
 TG_INLINE void gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
                           int64_t nb, int64_t n, float *y, size_t ldy) {
-    __m256 acc[TG_QROWS];
     for (int64_t g = 0; g * 8 < n;) {
         const int nt[2] = {(int)(n - g * 8 < 8 ? n - g * 8 : 8), (int)(n - g * 8 - 8 < 8 ? n - g * 8 - 8 : 8)};
         const tg_q8x_pack8 *pg = xp + (size_t)g * (size_t)nb;
         float *yg = y + (size_t)g * 8 * ldy;
-        int64_t r = 0;
         if (nt[1] > 0) { /* two groups in each pass: every weight block unpacked once for sixteen tokens */
-            for (; r + TG_QROWS2 <= nr; r += TG_QROWS2) {
-                gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, TG_QROWS2, 2);
-                store_quant_rows(acc, TG_QROWS2, 2, nt, yg + r, ldy);
-            }
-            for (; r < nr; r++) {
-                gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, 2);
-                store_quant_rows(acc, 1, 2, nt, yg + r, ldy);
-            }
+            gemm_quant_pass(type, w, w_stride, nr, pg, nb, nt, yg, ldy, TG_QROWS2, 2);
             g += 2;
-            continue;
+        } else {
+            gemm_quant_pass(type, w, w_stride, nr, pg, nb, nt, yg, ldy, TG_QROWS, 1);
+            g += 1;
         }
-        for (; r + TG_QROWS <= nr; r += TG_QROWS) {
-            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, TG_QROWS, 1);
-            store_quant_rows(acc, TG_QROWS, 1, nt, yg + r, ldy);
-        }
-        for (; r < nr; r++) {
-            gemm_quant_rows(type, w + (size_t)r * w_stride, w_stride, pg, nb, acc, 1, 1);
-            store_quant_rows(acc, 1, 1, nt, yg + r, ldy);
-        }
-        g += 1;
     }
 }
 
