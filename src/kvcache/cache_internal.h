@@ -28,6 +28,7 @@ typedef struct {
     bool per_channel;           /* keys: scales per channel; values: per token */
     size_t elem_bytes;          /* plain: 4 or 2 */
     size_t row_bytes;           /* one kv-head row of head_dim elements in storage */
+    bool tiled;                 /* KIVI groups: each (group, kv-head) is a tile (kivi.h), when the shape allows */
     /* sizes in bytes of each buffer of one layer */
     size_t data_bytes;          /* rows / quantised units */
     size_t scale_bytes;         /* scale + zero arrays together (fp16 each) */
@@ -167,6 +168,8 @@ struct tg_kvcache {
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     float *group_f32;        /* residual not fp32: [group][n_kv_heads * head_dim] the group being flushed, widened */
+    uint8_t *tile_rows;      /* tiled KIVI stores: [group][head_dim] packed rows on their way into a tile */
+    bool int_vnni;           /* integer attention kernels: the VNNI instruction where built (tests: its emulation) */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers once every chunk is) */
     double mem_limit;        /* max_memory resolved: the most bytes bytes_store may reach (< 0: none) */

@@ -72,6 +72,15 @@ void tg_segment_widen(const tg_segment *g, int64_t i, int64_t D, float *out) {
     case TG_SEG_BF16: tg_plain_get(TG_KV_BF16, row, out, D); return;
     default: break;
     }
+    if (g->tiled) {
+        const bool keys = g->gscale != NULL;
+        for (int64_t k = 0; k < D; k++) {
+            const float u = (float)tg_kivi_tile_get(g->p, keys, g->bits, g->group, D, g->t0 + i, k);
+            out[k] = keys ? u * tg_f16_to_f32(g->gscale[k]) + tg_f16_to_f32(g->gzero[k])
+                          : u * tg_f16_to_f32(g->tscale[(size_t)i * g->tstride]) + tg_f16_to_f32(g->tzero[(size_t)i * g->tstride]);
+        }
+        return;
+    }
     if (g->gscale) { /* keys: the per-channel grid */
         for (int64_t k = 0; k < D; k++)
             out[k] = (float)tg_kivi_get(row, g->bits, k) * tg_f16_to_f32(g->gscale[k]) + tg_f16_to_f32(g->gzero[k]);
@@ -111,22 +120,35 @@ size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
     return r;
 }
 
+/* Unit u's chunk k and index i in it (no division in the usual cases: the unit in the first chunk, or the first
+ * lap of a bounded ring). */
+static void chunk_of(const tg_store_geom *sg, int64_t u, int64_t *k, int64_t *i) {
+    *k = u < sg->chunk_units ? 0 : u / sg->chunk_units;
+    *i = u - *k * sg->chunk_units;
+}
+
 void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i) {
-    const int64_t u = (n / c->g.group) % c->g.n_units;
-    *k = u / sg->chunk_units;
-    *i = u % sg->chunk_units;
+    const int64_t q = n / c->g.group;
+    chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, k, i);
 }
 
 tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
                                  int64_t end) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, t = n % G;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = n / G, t = n - q * G;
     int64_t k, i;
-    tg_kivi_unit_of(c, sg, n, &k, &i);
+    chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, &k, &i);
     const int64_t uh = i * H + h;
     tg_segment g = {0};
     g.count = end - n < G - t ? end - n : G - t;
-    g.p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
-    g.stride = sg->row_bytes;
+    if (sg->tiled) {
+        g.tiled = true;
+        g.p = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        g.t0 = t;
+        g.group = G;
+    } else {
+        g.p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
+        g.stride = sg->row_bytes;
+    }
     tg_segment_codes(&g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);
     return g;
 }
@@ -136,6 +158,7 @@ bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
     sg->range = tg_kivi_range_of(sg->precision);
     sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
+    sg->tiled = tg_kivi_tiles_fit((int64_t)D, (int64_t)G);
     sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
     sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
     sg->resid_bytes = 0;

@@ -29,6 +29,9 @@ typedef struct {
     const uint16_t *gscale, *gzero; /* TG_SEG_CODES keys: the per-channel fp16 grid [head_dim] */
     const uint16_t *tscale, *tzero; /* TG_SEG_CODES values: the first row's own fp16 scale and zero */
     size_t tstride;                 /* TG_SEG_CODES values: elements from one row's scale to the next */
+    bool tiled;                     /* TG_SEG_CODES in a tile (kivi.h): p is the tile of `group` rows, the segment
+                                     * its rows [t0, t0 + count) (stride unused) */
+    int64_t t0, group;
 } tg_segment;
 
 /* One way of storing a store's non-sink tokens. Every operation gets the cache (geometry, scratch) and the store's
