@@ -173,6 +173,15 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
 #if TG_HAVE_AVX2
         if (simd && !repo) { /* the integer domain (attend_int_avx2.c) */
             const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->count};
+            /* the next group unit's tile of this kv-head and its scales, most often the next segment: fetched now
+             * (a prefetch never faults, should there be no such unit) */
+            const size_t tile_bytes = (size_t)(g->group * D * g->bits / 8), H = (size_t)c->g.n_kv_heads;
+            const uint8_t *next = g->p + H * tile_bytes;
+            for (size_t off = 0; off < tile_bytes; off += 64) _mm_prefetch((const char *)next + off, _MM_HINT_T0);
+            _mm_prefetch((const char *)(keys ? g->gscale + H * (size_t)D : g->tscale - g->t0 + H * (size_t)g->group),
+                         _MM_HINT_T0);
+            _mm_prefetch((const char *)(keys ? g->gzero + H * (size_t)D : g->tzero - g->t0 + H * (size_t)g->group),
+                         _MM_HINT_T0);
             float *bias = qfold + (int64_t)vw->gq * D;
             int32_t *ilo = (int32_t *)(void *)(bias + vw->gq); /* the integer scratch */
             if (keys) {

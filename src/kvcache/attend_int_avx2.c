@@ -118,55 +118,79 @@ void tg_attn_int_prepare_queries(const float *qf, int gq, int64_t D, int bits, t
     }
 }
 
-/* Scores of tile rows [rb, rb + 8) for NQ heads, stored for the rows of [t0, t0 + count). */
-TG_INLINE void scores_block(const int vnni, const int bits, const tg_attn_tile *t, int64_t rb, const int32_t *q_lo,
-                            const int32_t *q_hi, const float *dq, const float *bias, int64_t D, float *sc, int64_t ld,
-                            const int NQ) {
+/* Scores of tile rows [rb, rb + 8 NB) for NQ heads, stored for the rows of [t0, t0 + count). NB blocks at once: NB *
+ * NQ independent accumulators keep the dot-product unit busy (one chain waits on each vpdpbusd's latency). */
+TG_INLINE void scores_blocks(const int vnni, const int bits, const tg_attn_tile *t, int64_t rb, const int32_t *q_lo,
+                             const int32_t *q_hi, const float *dq, const float *bias, int64_t D, float *sc, int64_t ld,
+                             const int NQ, const int NB) {
     const int cpb = 8 / bits;
     const int64_t nchunk = D / (4 * cpb), qw = D / 4; /* int32 words per query head */
-    __m256i acc[4], acch[4];
-    for (int j = 0; j < NQ; j++) acc[j] = acch[j] = _mm256_setzero_si256();
+    __m256i acc[4][4], acch[4][4];
+    for (int b = 0; b < NB; b++)
+        for (int j = 0; j < NQ; j++) acc[b][j] = acch[b][j] = _mm256_setzero_si256();
     for (int64_t c = 0; c < nchunk; c++) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (c * t->G + rb) * 4));
+        __m256i x[4];
+        for (int b = 0; b < NB; b++)
+            x[b] = _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (c * t->G + rb + 8 * b) * 4));
         for (int s = 0; s < cpb; s++) {
-            const __m256i xs = slot(bits, x, s);
+            __m256i xs[4];
+            for (int b = 0; b < NB; b++) xs[b] = slot(bits, x[b], s);
             const int64_t w = c * cpb + s;
             for (int j = 0; j < NQ; j++) {
-                acc[j] = dp(vnni, acc[j], xs, _mm256_set1_epi32(q_lo[j * qw + w]));
-                if (bits == 8) acch[j] = dp(vnni, acch[j], xs, _mm256_set1_epi32(q_hi[j * qw + w]));
+                const __m256i ql = _mm256_set1_epi32(q_lo[j * qw + w]);
+                for (int b = 0; b < NB; b++) acc[b][j] = dp(vnni, acc[b][j], xs[b], ql);
+                if (bits == 8) {
+                    const __m256i qh = _mm256_set1_epi32(q_hi[j * qw + w]);
+                    for (int b = 0; b < NB; b++) acch[b][j] = dp(vnni, acch[b][j], xs[b], qh);
+                }
             }
         }
     }
-    const int64_t a = t->t0 > rb ? t->t0 - rb : 0, e = t->t0 + t->count - rb < 8 ? t->t0 + t->count - rb : 8;
-    for (int j = 0; j < NQ; j++) {
-        const __m256i isum = bits == 8 ? _mm256_add_epi32(_mm256_slli_epi32(acch[j], 7), acc[j]) : acc[j];
-        const __m256 s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dq[j]), _mm256_set1_ps(bias[j]));
-        float *dst = sc + (int64_t)j * ld + (rb - t->t0);
-        if (a == 0 && e == 8) {
-            _mm256_storeu_ps(dst, s);
-        } else {
-            float out[8];
-            _mm256_storeu_ps(out, s);
-            for (int64_t r = a; r < e; r++) dst[r] = out[r];
+    for (int b = 0; b < NB; b++) {
+        const int64_t r0 = rb + 8 * b;
+        const int64_t a = t->t0 > r0 ? t->t0 - r0 : 0, e = t->t0 + t->count - r0 < 8 ? t->t0 + t->count - r0 : 8;
+        for (int j = 0; j < NQ; j++) {
+            const __m256i isum = bits == 8 ? _mm256_add_epi32(_mm256_slli_epi32(acch[b][j], 7), acc[b][j]) : acc[b][j];
+            const __m256 sv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dq[j]), _mm256_set1_ps(bias[j]));
+            float *dst = sc + (int64_t)j * ld + (r0 - t->t0);
+            if (a == 0 && e == 8) {
+                _mm256_storeu_ps(dst, sv);
+            } else {
+                float out[8];
+                _mm256_storeu_ps(out, sv);
+                for (int64_t r = a; r < e; r++) dst[r] = out[r];
+            }
         }
     }
 }
 
+/* NQ heads over every block of the segment: four blocks at a time while there are (two with many accumulators). */
+TG_INLINE void scores_heads(const int vnni, const int bits, const tg_attn_tile *t, const int32_t *lo, const int32_t *hi,
+                            const float *dq, const float *bias, int64_t D, float *sc, int64_t ld, const int NQ) {
+    const int64_t end = t->t0 + t->count;
+    int64_t rb = t->t0 / 8 * 8;
+    const int wide = (bits == 8 ? 2 * NQ : NQ) <= 4;
+    if (wide)
+        for (; rb + 32 <= end + 7 && rb + 32 <= t->G; rb += 32)
+            scores_blocks(vnni, bits, t, rb, lo, hi, dq, bias, D, sc, ld, NQ, 4);
+    for (; rb + 16 <= end + 7 && rb + 16 <= t->G; rb += 16)
+        scores_blocks(vnni, bits, t, rb, lo, hi, dq, bias, D, sc, ld, NQ, 2);
+    for (; rb < end; rb += 8) scores_blocks(vnni, bits, t, rb, lo, hi, dq, bias, D, sc, ld, NQ, 1);
+}
+
 TG_INLINE void scores_all(const int vnni, const int bits, const tg_attn_tile *t, const tg_attn_int_queries *q, int gq,
                           int64_t D, float *sc, int64_t ld) {
-    const int32_t *lo = q->lo, *hi = q->hi;
     const int64_t qw = D / 4;
-    for (int64_t rb = t->t0 / 8 * 8; rb < t->t0 + t->count; rb += 8) {
-        int j = 0;
-        for (; j + 4 <= gq; j += 4)
-            scores_block(vnni, bits, t, rb, lo + j * qw, hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, 4);
-        switch (gq - j) {
-        case 3: scores_block(vnni, bits, t, rb, lo + j * qw, hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, 3); break;
-        case 2: scores_block(vnni, bits, t, rb, lo + j * qw, hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, 2); break;
-        case 1: scores_block(vnni, bits, t, rb, lo + j * qw, hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, 1); break;
-        default: break;
-        }
+    int j = 0;
+#define HEADS(NQ) scores_heads(vnni, bits, t, q->lo + j * qw, q->hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, NQ)
+    for (; j + 4 <= gq; j += 4) HEADS(4);
+    switch (gq - j) {
+    case 3: HEADS(3); break;
+    case 2: HEADS(2); break;
+    case 1: HEADS(1); break;
+    default: break;
     }
+#undef HEADS
 }
 
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
@@ -240,62 +264,83 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
     }
 }
 
-/* o_j[channels of lane vector v] += the run's value sums for NQ heads. */
-TG_INLINE void values_vec(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, int64_t n4, int64_t v,
-                          const run_weights *rw, int j0, int64_t D, float *o, const int NQ) {
-    const int cpb = 8 / bits;
+/* o_j[channels of lane vectors v0 .. v0 + NV - 1] += the run's value sums for NQ heads (NV * NQ * slots independent
+ * accumulators). */
+TG_INLINE void values_vecs(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, int64_t n4, int64_t v0,
+                           const run_weights *rw, int j0, int64_t D, float *o, const int NQ, const int NV) {
+    const int cpb = 8 / bits, ns = bits == 8 ? 2 : cpb; /* accumulators per (vector, head): int8 hi and lo */
     const int64_t lanes = D / cpb;
-    __m256i acc[4][4], acch[4];
-    for (int j = 0; j < NQ; j++) {
-        acch[j] = _mm256_setzero_si256();
-        for (int s = 0; s < cpb; s++) acc[j][s] = _mm256_setzero_si256();
-    }
+    __m256i acc[4][4][4];
+    for (int v = 0; v < NV; v++)
+        for (int j = 0; j < NQ; j++)
+            for (int s = 0; s < ns; s++) acc[v][j][s] = _mm256_setzero_si256();
     for (int64_t i = 0; i < n4; i++) {
         const int64_t t4 = R / 4 + i;
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (t4 * lanes + 8 * v) * 4));
-        if (bits == 8) {
-            for (int j = 0; j < NQ; j++) {
-                acc[j][0] = dp(vnni, acc[j][0], x, _mm256_set1_epi32(rw->lo[8 * (j0 + j) + i]));
-                acch[j] = dp(vnni, acch[j], x, _mm256_set1_epi32(rw->hi[8 * (j0 + j) + i]));
-            }
-            continue;
+        __m256i wl[4], wh[4];
+        for (int j = 0; j < NQ; j++) {
+            wl[j] = _mm256_set1_epi32(rw->lo[8 * (j0 + j) + i]);
+            if (bits == 8) wh[j] = _mm256_set1_epi32(rw->hi[8 * (j0 + j) + i]);
         }
-        for (int s = 0; s < cpb; s++) {
-            const __m256i xs = slot(bits, x, s);
-            for (int j = 0; j < NQ; j++) acc[j][s] = dp(vnni, acc[j][s], _mm256_set1_epi32(rw->lo[8 * (j0 + j) + i]), xs);
+        for (int v = 0; v < NV; v++) {
+            const __m256i x =
+                _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (t4 * lanes + 8 * (v0 + v)) * 4));
+            if (bits == 8) {
+                for (int j = 0; j < NQ; j++) {
+                    acc[v][j][0] = dp(vnni, acc[v][j][0], x, wl[j]);
+                    acc[v][j][1] = dp(vnni, acc[v][j][1], x, wh[j]);
+                }
+                continue;
+            }
+            for (int s = 0; s < cpb; s++) {
+                const __m256i xs = slot(bits, x, s);
+                for (int j = 0; j < NQ; j++) acc[v][j][s] = dp(vnni, acc[v][j][s], wl[j], xs);
+            }
         }
     }
     for (int j = 0; j < NQ; j++) {
         const __m256 dw = _mm256_set1_ps(rw->dw[j0 + j]), zs = _mm256_set1_ps(rw->zs[j0 + j]);
         float *oj = o + (int64_t)(j0 + j) * D;
-        for (int s = 0; s < cpb; s++) {
-            const __m256i isum = bits == 8 ? _mm256_add_epi32(_mm256_slli_epi32(acch[j], 7), acc[j][0]) : acc[j][s];
-            float *dst = oj + 8 * v + s * lanes;
-            const __m256 add = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dw, zs);
-            _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), add));
-        }
+        for (int v = 0; v < NV; v++)
+            for (int s = 0; s < cpb; s++) {
+                const __m256i isum =
+                    bits == 8 ? _mm256_add_epi32(_mm256_slli_epi32(acc[v][j][1], 7), acc[v][j][0]) : acc[v][j][s];
+                float *dst = oj + 8 * (v0 + v) + s * lanes;
+                const __m256 add = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dw, zs);
+                _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), add));
+            }
     }
+}
+
+/* NQ heads over every lane vector: NV at a time, NV * NQ * slots at most 16 accumulators. */
+TG_INLINE void values_heads(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, int64_t n4,
+                            const run_weights *rw, int j0, int64_t D, float *o, const int NQ) {
+    const int ns = bits == 8 ? 2 : 8 / bits;
+    const int64_t nvec = D / (8 / bits) / 8;
+    int64_t v = 0;
+    if (4 * NQ * ns <= 16)
+        for (; v + 4 <= nvec; v += 4) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 4);
+    if (2 * NQ * ns <= 16)
+        for (; v + 2 <= nvec; v += 2) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 2);
+    for (; v < nvec; v++) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
 TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
                           int64_t D, const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
-    const int64_t lanes = D / (8 / bits), end = t->t0 + t->count;
+    const int64_t end = t->t0 + t->count;
     const run_weights rw = {scratch, scratch + 8 * gq, (float *)(void *)(scratch + 16 * gq),
-                      (float *)(void *)(scratch + 17 * gq)};
+                            (float *)(void *)(scratch + 17 * gq)};
     for (int64_t R = t->t0 / 8 * 8; R < end; R += RUN) {
         const int64_t last = R + RUN < end ? R + RUN : end; /* rows [R, last) */
         const int64_t n4 = (last - R + 3) / 4;
         if (R >= t->t0 && R + RUN <= end) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, &rw);
         else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, &rw);
-        for (int64_t v = 0; v < lanes / 8; v++) {
-            int j = 0;
-            for (; j + 4 <= gq; j += 4) values_vec(vnni, bits, t, R, n4, v, &rw, j, D, o, 4);
-            switch (gq - j) {
-            case 3: values_vec(vnni, bits, t, R, n4, v, &rw, j, D, o, 3); break;
-            case 2: values_vec(vnni, bits, t, R, n4, v, &rw, j, D, o, 2); break;
-            case 1: values_vec(vnni, bits, t, R, n4, v, &rw, j, D, o, 1); break;
-            default: break;
-            }
+        int j = 0;
+        for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 4);
+        switch (gq - j) {
+        case 3: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 3); break;
+        case 2: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 2); break;
+        case 1: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 1); break;
+        default: break;
         }
     }
 }
