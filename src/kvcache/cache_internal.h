@@ -194,6 +194,16 @@ void tg_kvcache_rotate_sink(const tg_kvcache *c, float *x, int64_t j, int64_t of
 /* Test hook: tg_kvcache_new, but a re-positioning cache runs the slot_rope reference scheme (the former default
  * implementation: pre-RoPE keys rotated at their slots when read). */
 tg_kvcache *tg_kvcache_new_slot_rope(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err);
+/* The softmax of a piece's scores: sc[i * ld + t] (query head i of the kv-head, t < nt) becomes exp(score - m_i)
+ * (zeros for a head whose scores are all -inf or NaN-free -inf), part[i] = m_i (the largest score, NaNs skipped),
+ * part[gq + i] = l_i (their sum; NaN when a score is). True when some head has a finite maximum (the value sweep
+ * must then run for every head). The one softmax of tg_kvcache_attend_piece and of the grouped prefill pieces. */
+bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part);
+/* What the query of the token at pos sees in `layer` (attend.c's view): sinks [0 or later, *s1], non-sink tokens
+ * [*lo, *hi]; returns how many. *plain: the layer has no sliding window and no sink is rotated when read (no
+ * re-positioned sinks, not the slot_rope reference), so the visible sinks start at 0 and every key is read as stored. */
+int64_t tg_kvcache_visible(const tg_kvcache *c, int layer, int64_t pos, int64_t *s1, int64_t *lo, int64_t *hi,
+                           bool *plain);
 /* Dequantised / widened key or value row of non-sink token n (or sink j when is_sink) of kv-head h into out
  * [head_dim], as stored (no rotation); read through the store's segments. */
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,
