@@ -24,7 +24,7 @@
 #define TG_GROUP_AVX512 0
 #endif
 
-#define GROUP_HEADS 8  /* query heads a group aims for (tokens per group: GROUP_HEADS / gq, at least 1) */
+#define GROUP_HEADS 16 /* query heads a group aims for (tokens per group: GROUP_HEADS / gq, at least 1) */
 #define MAX_TOKENS 8   /* most tokens per group */
 #define MAX_HEADS 64   /* most query heads per group */
 #define ROWS 32        /* rows widened per pass */

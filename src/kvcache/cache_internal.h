@@ -161,8 +161,12 @@ struct tg_kvcache {
     float *sink_sin;         /* [sink_rows][head_dim / 2] */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
     int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
-    float *rope_cos;         /* [head_dim / 2] */
+    float *rope_cos;         /* [head_dim / 2]: into rope_memo */
     float *rope_sin;         /* [head_dim / 2] */
+    float *rope_memo;        /* [TG_ROPE_MEMO][2][head_dim / 2 + 1] cos, sin of the recent positions (a chunk's
+                              * tokens: computed by the first layer, read by the others) */
+    int64_t *rope_memo_pos;  /* [TG_ROPE_MEMO] the position each slot holds (slot pos % TG_ROPE_MEMO; -1: none) */
+    double *rope_pow;        /* [head_dim / 2] theta^(-2i / head_dim), exactly tg_rope_angles' factor (unscaled) */
     double *rope_inv_freq;   /* [head_dim / 2] copy of shape->rope_inv_freq (NULL: unscaled) */
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
@@ -176,6 +180,8 @@ struct tg_kvcache {
     size_t n_owned, max_owned;
     int64_t n_allocs;        /* allocation calls made (all in tg_kvcache_new) */
 };
+
+#define TG_ROPE_MEMO 64 /* positions whose RoPE angles a cache keeps (a prefill chunk's) */
 
 /* Makes rope_cos / rope_sin the angles of position pos (computed once per position: a token's key and its query
  * share them). Not thread-safe: called from append and tg_kvcache_query only. */
