@@ -151,13 +151,50 @@ static void compare_last(const char *what, const dumped *ours, const dumped *the
     report(what, ours->v + (ours->n - n * cols), theirs->v, n * cols, ex ? ex + (ours->n - n * cols) : NULL);
 }
 
-static dumped check_product(const char *what, const tg_tensor *w, const dumped *in, const dumped *out) {
+/* How many activation codes (and block scales) differ between x and x2 [n, cols], both quantised for weights of
+ * `type` as the forward pass quantises them: where two inputs that differ by float rounding only are rounded to
+ * different 8-bit codes. Prints nothing for float-activation types. */
+static void count_codes(const tg_tensor *w, const float *x, const float *x2, long long n) {
+    const size_t sb = tg_act_scratch_bytes(n, w->cols);
+    void *s1 = malloc(sb + 64), *s2 = malloc(sb + 64);
+    tg_act a = tg_act_prepare(w->type, x, n, w->cols, s1), b = tg_act_prepare(w->type, x2, n, w->cols, s2);
+    long long codes = 0, scales = 0, nc = 0, nsc = 0;
+    if (a.xk && b.xk) {
+        const long long nb = n * (w->cols / TG_Q8K_ELEMS);
+        for (long long i = 0; i < nb; i++) {
+            scales += a.xk[i].d != b.xk[i].d;
+            for (int j = 0; j < TG_Q8K_ELEMS; j++) codes += a.xk[i].q[j] != b.xk[i].q[j];
+        }
+        nc = nb * TG_Q8K_ELEMS;
+        nsc = nb;
+    } else if (a.xq && b.xq) {
+        const long long nb = n * (w->cols / TG_QK);
+        for (long long i = 0; i < nb; i++) {
+            scales += a.xq[i].d != b.xq[i].d;
+            for (int j = 0; j < TG_QK; j++) codes += a.xq[i].q[j] != b.xq[i].q[j];
+        }
+        nc = nb * TG_QK;
+        nsc = nb;
+    }
+    if (nc) printf("%-22s   its input quantised: %lld of %lld codes and %lld of %lld scales differ\n", "", codes, nc,
+                   scales, nsc);
+    free(s1);
+    free(s2);
+}
+
+/* theirs_in: llama.cpp's own input to the product (NULL when `in` is it): the codes of both are compared. */
+static dumped check_product(const char *what, const tg_tensor *w, const dumped *in, const dumped *out,
+                            const dumped *theirs_in) {
     dumped y = ours_like(in, w->cols, w->rows);
     float *ex = malloc((size_t)y.n * sizeof(float));
     product(w, in->v, y.ne[1], y.v, ex);
     char label[64];
     snprintf(label, sizeof label, "%s [%s]", what, tg_dtype_name(w->type));
     compare_last(label, &y, out, w->rows, ex);
+    if (theirs_in && theirs_in != in) {
+        const long long n = (theirs_in->n < in->n ? theirs_in->n : in->n) / w->cols;
+        count_codes(w, in->v + (in->n - n * w->cols), theirs_in->v + (theirs_in->n - n * w->cols), n);
+    }
     free(ex);
     return y;
 }
@@ -235,9 +272,9 @@ int main(int argc, char **argv) {
         dumped k = load(dir, nm, 0), krope = load(dir, nm, 2);
         snprintf(nm, sizeof nm, "Vcur-%d", l);
         dumped v = load(dir, nm, 0);
-        dumped our_q = check_product("wq", &w->wq, PICK(our_an, an), &q);
-        dumped our_k = check_product("wk", &w->wk, PICK(our_an, an), &k);
-        dumped our_v = check_product("wv", &w->wv, PICK(our_an, an), &v);
+        dumped our_q = check_product("wq", &w->wq, PICK(our_an, an), &q, &an);
+        dumped our_k = check_product("wk", &w->wk, PICK(our_an, an), &k, &an);
+        dumped our_v = check_product("wv", &w->wv, PICK(our_an, an), &v, &an);
         const dumped *qi = PICK(our_q, q), *ki = PICK(our_k, k), *vi = PICK(our_v, v);
         /* RoPE alone: the unrotated rows through tinygpt's rotation */
         {
@@ -295,7 +332,7 @@ int main(int argc, char **argv) {
         }
         snprintf(nm, sizeof nm, "attn_out-%d", l);
         dumped ao = load(dir, nm, 0);
-        dumped our_ao = check_product("wo", &w->wo, PICK(our_ko, ko), &ao);
+        dumped our_ao = check_product("wo", &w->wo, PICK(our_ko, ko), &ao, &ko);
         snprintf(nm, sizeof nm, "ffn_inp-%d", l);
         dumped fi = load(dir, nm, 0);
         dumped our_fi = check_add("residual (ffn_inp)", PICK(our_ao, ao), &inp, &fi, d);
@@ -308,15 +345,15 @@ int main(int argc, char **argv) {
         dumped u = load(dir, nm, 0);
         snprintf(nm, sizeof nm, "ffn_swiglu-%d", l);
         dumped sw = load(dir, nm, 0);
-        dumped our_g = check_product("w_gate", &w->w_gate, PICK(our_fn, fn), &g);
-        dumped our_u = check_product("w_up", &w->w_up, PICK(our_fn, fn), &u);
+        dumped our_g = check_product("w_gate", &w->w_gate, PICK(our_fn, fn), &g, &fn);
+        dumped our_u = check_product("w_up", &w->w_up, PICK(our_fn, fn), &u, &fn);
         dumped our_sw = ours_like(PICK(our_g, g), hp->ffn_dim, hp->ffn_dim);
         memcpy(our_sw.v, PICK(our_g, g)->v, (size_t)our_sw.n * sizeof(float));
         tg_swiglu(our_sw.v, PICK(our_u, u)->v, our_sw.n);
         compare_last("swiglu", &our_sw, &sw, hp->ffn_dim, NULL);
         snprintf(nm, sizeof nm, "ffn_out-%d", l);
         dumped fo = load(dir, nm, 0);
-        dumped our_fo = check_product("w_down", &w->w_down, PICK(our_sw, sw), &fo);
+        dumped our_fo = check_product("w_down", &w->w_down, PICK(our_sw, sw), &fo, &sw);
         snprintf(nm, sizeof nm, "l_out-%d", l);
         dumped lo = load(dir, nm, 0);
         dumped our_lo = check_add("residual (l_out)", PICK(our_fo, fo), PICK(our_fi, fi), &lo, d);
@@ -325,7 +362,7 @@ int main(int argc, char **argv) {
     printf("-- output\n");
     dumped rn = load(dir, "result_norm", 0), ro = load(dir, "result_output", 0);
     dumped our_rn = check_norm("output_norm", m->out_norm, &inp, &rn, d, hp->norm_eps);
-    dumped our_ro = check_product("lm_head", &m->lm_head, PICK(our_rn, rn), &ro);
+    dumped our_ro = check_product("lm_head", &m->lm_head, PICK(our_rn, rn), &ro, &rn);
     if (chain) { /* our logits of the last token: equal to the engine's (greedy_logits --logits) if the trace is it */
         FILE *f = fopen(chain_logits, "wb");
         if (!f || fwrite(our_ro.v + our_ro.n - hp->vocab_size, sizeof(float), (size_t)hp->vocab_size, f) !=
