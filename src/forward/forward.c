@@ -344,8 +344,9 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
 
-/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised for the first
- * block type among types[] (if any; a weight of another quantised form then takes the exact reference path). */
+/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised in every form
+ * that the weights of types[] take (tg_act_prepare_types: each weight multiplies the input rounded for its own type,
+ * as llama.cpp rounds it). */
 typedef struct {
     const tg_forward *f;
     thread_buf *tb;
