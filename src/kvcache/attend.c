@@ -253,12 +253,39 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     const int64_t nt = sweep(&vw, h, true, s0, s1, a, b, qh, sc, ld, NULL, tile, grid, qfold);
     float *o = part + 2 * gq; /* part: m[gq], l[gq], o[gq][D] */
     memset(o, 0, (size_t)(gq * D) * sizeof(float));
+    if (tg_kvcache_piece_softmax(c, sc, ld, nt, part)) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
+}
+
+/* The largest of x[0 .. n), NaNs skipped (-inf when there is none). Which of two equal maxima (+0 / -0) is kept does
+ * not matter: m only enters as x - m, exp(m - M) and the -inf test. */
+static float max_skip_nan(const float *x, int64_t n) {
+    float m = -INFINITY;
+    int64_t t = 0;
+#if TG_HAVE_AVX2
+    if (n >= 16) {
+        /* max_ps(x, acc) returns acc when x is NaN: NaNs are skipped lane by lane, as the scalar test below does */
+        __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0;
+        for (; t + 16 <= n; t += 16) {
+            a0 = _mm256_max_ps(_mm256_loadu_ps(x + t), a0);
+            a1 = _mm256_max_ps(_mm256_loadu_ps(x + t + 8), a1);
+        }
+        float l[8];
+        _mm256_storeu_ps(l, _mm256_max_ps(a0, a1));
+        for (int i = 0; i < 8; i++)
+            if (l[i] > m) m = l[i];
+    }
+#endif
+    for (; t < n; t++)
+        if (x[t] > m) m = x[t]; /* NaN scores are skipped here and make the sum NaN later */
+    return m;
+}
+
+bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part) {
+    const int gq = c->g.n_heads / c->g.n_kv_heads;
     bool any = false;
     for (int i = 0; i < gq; i++) {
         float *si = sc + (int64_t)i * ld;
-        float m = -INFINITY;
-        for (int64_t t = 0; t < nt; t++)
-            if (si[t] > m) m = si[t]; /* NaN scores are skipped here and make the sum NaN below */
+        const float m = max_skip_nan(si, nt);
         part[i] = m;
         if (m == -INFINITY) {
             part[gq + i] = 0.0f;
@@ -274,7 +301,18 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
         }
         any = true;
     }
-    if (any) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
+    return any;
+}
+
+int64_t tg_kvcache_visible(const tg_kvcache *c, int layer, int64_t pos, int64_t *s1, int64_t *lo, int64_t *hi,
+                           bool *plain) {
+    view vw;
+    make_view(c, layer, pos, &vw);
+    *s1 = vw.s1;
+    *lo = vw.lo;
+    *hi = vw.hi;
+    *plain = c->layer_window[layer] == 0 && vw.sink_off < 0 && !c->g.slot_rope;
+    return span(vw.s0, vw.s1) + span(vw.lo, vw.hi);
 }
 
 void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out) {
