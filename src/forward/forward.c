@@ -40,6 +40,7 @@ typedef struct {
     void *xq;       /* tg_act_scratch_bytes(max_chunk, max_in): that input quantised for Q8_0 / Q4_0 / K-quant weights */
     float *tmp;     /* [max_chunk, d_model] a unit's output before it is added to x */
     float *work;    /* [tg_kvcache_work_floats] attention piece work space */
+    float *gwork;   /* [gwork_floats] a group of prefill pieces' work space (NULL: no grouped pieces) */
 } thread_buf;
 
 /* One step's counters: units handed out and units finished. */
@@ -64,6 +65,9 @@ struct tg_forward {
     float *parts;  /* [max_chunk, n_kv_heads, TG_ATTN_MAX_SPLITS, part_floats] attention pieces' partial results */
     int *splits;   /* [max_chunk] shares of each token's attention */
     size_t work_floats; /* tg_kvcache_work_floats of the cache the forward was sized for (the most a cache may need) */
+    int group_tokens;    /* tokens per grouped prefill piece (tg_kvcache_group_tokens; 0: none) */
+    size_t gwork_floats; /* tg_kvcache_group_work_floats of that cache for group_tokens */
+    int *round_group;    /* [max_chunk] per round: whether its pieces run grouped (set by attn_prepare) */
     /* one call's rows: each row's cache and position, the rows of each attention round, the rows whose logits go to
      * the head (a batch of segments) */
     tg_kvcache **row_cache; /* [max_chunk] */
@@ -131,6 +135,10 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->parts = alloc_rows(max_chunk, (int64_t)hp->n_kv_heads * TG_ATTN_MAX_SPLITS * (int64_t)f->part_floats);
     f->splits = calloc((size_t)max_chunk, sizeof *f->splits);
     f->work_floats = tg_kvcache_work_floats(cache);
+    f->group_tokens = max_chunk > 1 ? tg_kvcache_group_tokens(cache) : 0;
+    if (f->group_tokens > max_chunk) f->group_tokens = max_chunk;
+    f->gwork_floats = f->group_tokens > 0 ? tg_kvcache_group_work_floats(cache, f->group_tokens) : 0;
+    f->round_group = calloc((size_t)max_chunk, sizeof *f->round_group);
     f->row_cache = calloc((size_t)max_chunk, sizeof *f->row_cache);
     f->row_pos = calloc((size_t)max_chunk, sizeof *f->row_pos);
     f->round_rows = calloc((size_t)max_chunk, sizeof *f->round_rows);
@@ -141,7 +149,8 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->steps = calloc((size_t)f->max_steps, sizeof *f->steps);
     f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
     bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->steps && f->tb &&
-              f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out;
+              f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
+              f->round_group;
     for (int i = 0; ok && i < f->n_threads; i++) {
         thread_buf *b = &f->tb[i];
         const size_t xq_bytes = tg_act_scratch_bytes(max_chunk, f->max_in);
@@ -149,7 +158,8 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
         b->xq = xq_bytes ? malloc(xq_bytes) : NULL;
         b->tmp = alloc_rows(max_chunk, hp->d_model);
         b->work = calloc(f->work_floats, sizeof(float));
-        ok = b->xb && (b->xq || !xq_bytes) && b->tmp && b->work;
+        b->gwork = f->gwork_floats ? malloc(f->gwork_floats * sizeof(float)) : NULL;
+        ok = b->xb && (b->xq || !xq_bytes) && b->tmp && b->work && (b->gwork || !f->gwork_floats);
     }
     if (!ok) {
         tg_forward_free(f);
@@ -167,6 +177,7 @@ void tg_forward_free(tg_forward *f) {
             free(f->tb[i].xq);
             free(f->tb[i].tmp);
             free(f->tb[i].work);
+            free(f->tb[i].gwork);
         }
     free(f->tb);
     free(f->x);
@@ -181,6 +192,7 @@ void tg_forward_free(tg_forward *f) {
     free(f->row_pos);
     free(f->round_rows);
     free(f->round_start);
+    free(f->round_group);
     free(f->head_rows);
     free(f->head_out);
     free(f->steps);
@@ -344,8 +356,9 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
 
-/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised for the first
- * block type among types[] (if any; a weight of another quantised form then takes the exact reference path). */
+/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised in every form
+ * that the weights of types[] take (tg_act_prepare_types: each weight multiplies the input rounded for its own type,
+ * as llama.cpp rounds it). */
 typedef struct {
     const tg_forward *f;
     thread_buf *tb;
@@ -368,10 +381,8 @@ static void prep_norm(void *ctx, tg_act *a) {
     } else {
         for (int t = c->t0; t < c->n; t++) tg_rmsnorm(c->tb->xb + t * d, c->f->x + t * d, c->weight, d, hp->norm_eps);
     }
-    for (int i = 0; i < c->n_types; i++) {
-        *a = tg_act_prepare(c->types[i], in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
-        if (a->xq || a->xk) break;
-    }
+    /* every form the step's weights take: each weight multiplies the input quantised as for its own type */
+    *a = tg_act_prepare_types(c->types, c->n_types, in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
 }
 
 /* The attention output of every token: the pieces combined, then quantised for wo. */
@@ -411,6 +422,22 @@ static void prep_hidden(void *ctx, tg_act *a) {
 
 /* ---- attention steps ----------------------------------------------------------------------------------------------- */
 
+/* Whether round k's pieces (after its appends) can run grouped: its rows are consecutive tokens of one cache (a
+ * prefill chunk), the cache's grouped pieces take them and fit the work space, and the meter is off. */
+static bool round_grouped(const tg_forward *f, int l, int k) {
+    const int i0 = f->round_start[k], n = f->round_start[k + 1] - i0;
+    if (f->group_tokens < 1 || n < 2 || f->mass) return false;
+    const int t0 = f->round_rows[i0];
+    tg_kvcache *cache = f->row_cache[t0];
+    for (int i = 1; i < n; i++) {
+        const int t = f->round_rows[i0 + i];
+        if (t != t0 + i || f->row_cache[t] != cache || f->row_pos[t] != f->row_pos[t0] + i) return false;
+    }
+    return tg_kvcache_group_work_floats(cache, f->group_tokens) <= f->gwork_floats &&
+           tg_kvcache_group_tokens(cache) == f->group_tokens &&
+           tg_kvcache_attend_group_ok(cache, l, f->row_pos[t0], n);
+}
+
 /* Round k's rows, each through its own cache at its own position: appends their K/V (when the layer holds its own),
  * rotates their queries, records their shares: a step of one unit, the rows in order. */
 static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
@@ -424,6 +451,7 @@ static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
             tg_kvcache_query(cache, l, f->row_pos[t], f->q + t * qd, f->q + t * qd);
             f->splits[t] = tg_kvcache_attend_splits(cache, l, f->row_pos[t]);
         }
+        f->round_group[k] = round_grouped(f, l, k);
         finish(tm);
     }
     step_end(tm, 1);
@@ -499,12 +527,35 @@ bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out) {
     return true;
 }
 
+/* The pieces of a grouped round k: units (group of group_tokens rows, kv-head). */
+static void attn_groups(team *tm, tg_forward *f, int l, int k, float *gwork) {
+    const tg_hparams *hp = &f->m->hp;
+    const int H = hp->n_kv_heads, G = f->group_tokens;
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim;
+    const int i0 = f->round_start[k], n = f->round_start[k + 1] - i0;
+    const int64_t units = (int64_t)((n + G - 1) / G) * H;
+    const size_t row_parts = (size_t)H * TG_ATTN_MAX_SPLITS * f->part_floats;
+    for (int64_t u; (u = claim(tm, units)) >= 0;) {
+        const int g = (int)(u / H), h = (int)(u % H);
+        const int t = f->round_rows[i0 + g * G], nq = n - g * G < G ? n - g * G : G;
+        float *part = f->parts + (size_t)t * row_parts + (size_t)h * TG_ATTN_MAX_SPLITS * f->part_floats;
+        tg_kvcache_attend_group(f->row_cache[t], l, f->row_pos[t], nq, f->q + t * qd, (size_t)qd, h, part, row_parts,
+                                gwork);
+        finish(tm);
+    }
+    step_end(tm, units);
+}
+
 /* The pieces of round k's rows: units (row, kv-head, share). */
-static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work) {
+static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, float *gwork) {
     const tg_hparams *hp = &f->m->hp;
     const int H = hp->n_kv_heads;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim;
     const int i0 = f->round_start[k];
+    if (f->round_group[k]) {
+        attn_groups(tm, f, l, k, gwork);
+        return;
+    }
     const int64_t units = (int64_t)(f->round_start[k + 1] - i0) * H * TG_ATTN_MAX_SPLITS;
     for (int64_t u; (u = claim(tm, units)) >= 0;) {
         const int t = f->round_rows[i0 + (int)(u / (H * TG_ATTN_MAX_SPLITS))];
@@ -561,7 +612,7 @@ static void chunk_thread(void *arg, int thread) {
         /* 2-3. append, rotate, attention pieces: round by round */
         for (int k = 0; k < c->n_rounds; k++) {
             attn_prepare(&tm, f, l, own_kv, k);
-            attn_pieces(&tm, f, l, k, tb->work);
+            attn_pieces(&tm, f, l, k, tb->work, tb->gwork);
         }
 
         /* 4. combine (privately) -> wo, added to x */

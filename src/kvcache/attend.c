@@ -290,10 +290,15 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     const int64_t nt = sweep(&vw, h, true, s0, s1, a, b, qh, sc, ld, NULL, tile, grid, qfold);
     float *o = part + 2 * gq; /* part: m[gq], l[gq], o[gq][D] */
     memset(o, 0, (size_t)(gq * D) * sizeof(float));
+    if (tg_kvcache_piece_softmax(c, sc, ld, nt, part)) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
+}
+
+bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part) {
+    const int gq = c->g.n_heads / c->g.n_kv_heads;
     bool any = false;
     for (int i = 0; i < gq; i++) {
         float *si = sc + (int64_t)i * ld;
-        const float m = tg_max_skip_nan(si, nt); /* NaN scores are skipped here and make the sum NaN below */
+        const float m = tg_max_skip_nan(si, nt); /* NaN scores are skipped here and make the sum NaN later */
         part[i] = m;
         if (m == -INFINITY) {
             part[gq + i] = 0.0f;
@@ -309,7 +314,18 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
         }
         any = true;
     }
-    if (any) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
+    return any;
+}
+
+int64_t tg_kvcache_visible(const tg_kvcache *c, int layer, int64_t pos, int64_t *s1, int64_t *lo, int64_t *hi,
+                           bool *plain) {
+    view vw;
+    make_view(c, layer, pos, &vw);
+    *s1 = vw.s1;
+    *lo = vw.lo;
+    *hi = vw.hi;
+    *plain = c->layer_window[layer] == 0 && vw.sink_off < 0 && !c->g.slot_rope;
+    return span(vw.s0, vw.s1) + span(vw.lo, vw.hi);
 }
 
 void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out) {

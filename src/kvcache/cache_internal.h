@@ -162,8 +162,12 @@ struct tg_kvcache {
     float *sink_sin;         /* [sink_rows][head_dim / 2] */
     float *scratch_k;        /* [n_kv_heads * head_dim] append staging */
     int64_t rope_pos;        /* position whose RoPE angles rope_cos / rope_sin hold (-1: none yet) */
-    float *rope_cos;         /* [head_dim / 2] */
+    float *rope_cos;         /* [head_dim / 2]: into rope_memo */
     float *rope_sin;         /* [head_dim / 2] */
+    float *rope_memo;        /* [TG_ROPE_MEMO][2][head_dim / 2 + 1] cos, sin of the recent positions (a chunk's
+                              * tokens: computed by the first layer, read by the others) */
+    int64_t *rope_memo_pos;  /* [TG_ROPE_MEMO] the position each slot holds (slot pos % TG_ROPE_MEMO; -1: none) */
+    double *rope_pow;        /* [head_dim / 2] theta^(-2i / head_dim), exactly tg_rope_angles' factor (unscaled) */
     double *rope_inv_freq;   /* [head_dim / 2] copy of shape->rope_inv_freq (NULL: unscaled) */
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
@@ -179,6 +183,8 @@ struct tg_kvcache {
     size_t n_owned, max_owned;
     int64_t n_allocs;        /* allocation calls made (all in tg_kvcache_new) */
 };
+
+#define TG_ROPE_MEMO 64 /* positions whose RoPE angles a cache keeps (a prefill chunk's) */
 
 /* Makes rope_cos / rope_sin the angles of position pos (computed once per position: a token's key and its query
  * share them). Not thread-safe: called from append and tg_kvcache_query only. */
@@ -197,6 +203,16 @@ void tg_kvcache_rotate_sink(const tg_kvcache *c, float *x, int64_t j, int64_t of
 /* Test hook: tg_kvcache_new, but a re-positioning cache runs the slot_rope reference scheme (the former default
  * implementation: pre-RoPE keys rotated at their slots when read). */
 tg_kvcache *tg_kvcache_new_slot_rope(const tg_cache_shape *shape, const tg_cache_params *params, tg_error *err);
+/* The softmax of a piece's scores: sc[i * ld + t] (query head i of the kv-head, t < nt) becomes exp(score - m_i)
+ * (zeros for a head whose scores are all -inf or NaN-free -inf), part[i] = m_i (the largest score, NaNs skipped),
+ * part[gq + i] = l_i (their sum; NaN when a score is). True when some head has a finite maximum (the value sweep
+ * must then run for every head). The one softmax of tg_kvcache_attend_piece and of the grouped prefill pieces. */
+bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part);
+/* What the query of the token at pos sees in `layer` (attend.c's view): sinks [0 or later, *s1], non-sink tokens
+ * [*lo, *hi]; returns how many. *plain: the layer has no sliding window and no sink is rotated when read (no
+ * re-positioned sinks, not the slot_rope reference), so the visible sinks start at 0 and every key is read as stored. */
+int64_t tg_kvcache_visible(const tg_kvcache *c, int layer, int64_t pos, int64_t *s1, int64_t *lo, int64_t *hi,
+                           bool *plain);
 /* Dequantised / widened key or value row of non-sink token n (or sink j when is_sink) of kv-head h into out
  * [head_dim], as stored (no rotation); read through the store's segments. */
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,

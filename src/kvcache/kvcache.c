@@ -225,8 +225,19 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
     }
     if (ok) {
         c->scratch_k = cache_alloc(c, H * D * sizeof(float), false, &ok);
-        c->rope_cos = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
-        c->rope_sin = cache_alloc(c, (D / 2 + 1) * sizeof(float), false, &ok);
+        /* one block: the memo's positions, the factors, then the angles */
+        uint8_t *memo = cache_alloc(c, TG_ROPE_MEMO * sizeof(int64_t) + (D / 2 + 1) * sizeof(double) +
+                                           TG_ROPE_MEMO * 2 * (D / 2 + 1) * sizeof(float), false, &ok);
+        if (ok) {
+            c->rope_memo_pos = (int64_t *)(void *)memo;
+            c->rope_pow = (double *)(void *)(memo + TG_ROPE_MEMO * sizeof(int64_t));
+            c->rope_memo = (float *)(void *)(memo + TG_ROPE_MEMO * sizeof(int64_t) + (D / 2 + 1) * sizeof(double));
+            c->rope_cos = c->rope_memo;
+            c->rope_sin = c->rope_memo + D / 2 + 1;
+            for (int i = 0; i < TG_ROPE_MEMO; i++) c->rope_memo_pos[i] = -1;
+            for (size_t i = 0; i < D / 2; i++)
+                c->rope_pow[i] = pow((double)shape->rope_theta, -2.0 * (int)i / (int)D); /* tg_rope_angles' factor */
+        }
         c->rope_pos = -1;
         if (shape->rope_inv_freq) {
             c->rope_inv_freq = cache_alloc(c, D / 2 * sizeof(double), false, &ok);
@@ -342,14 +353,21 @@ void tg_kvcache_reset(tg_kvcache *c) {
     if (c->sink_codes) memset(c->sink_codes, 0, (size_t)g->sink * (size_t)g->head_dim);
     if (c->sink_grid) memset(c->sink_grid, 0, 2 * (size_t)g->head_dim * sizeof(uint16_t));
     c->rope_pos = -1;
+    for (int i = 0; i < TG_ROPE_MEMO; i++) c->rope_memo_pos[i] = -1;
 }
 
 /* ---- rows ----------------------------------------------------------------------------------------------------- */
 
 void tg_kvcache_rope_at(tg_kvcache *c, int64_t pos) {
     if (c->rope_pos == pos) return;
-    if (c->rope_inv_freq) tg_rope_angles_freqs(c->g.head_dim, pos, c->rope_inv_freq, c->rope_cos, c->rope_sin);
-    else tg_rope_angles(c->g.head_dim, pos, c->shape.rope_theta, c->rope_cos, c->rope_sin);
+    const int64_t half = c->g.head_dim / 2, slot = pos % TG_ROPE_MEMO;
+    c->rope_cos = c->rope_memo + slot * 2 * (half + 1);
+    c->rope_sin = c->rope_cos + half + 1;
+    if (c->rope_memo_pos[slot] != pos) { /* (double)pos * theta^(-2i/D): tg_rope_angles' angles, bit for bit */
+        tg_rope_angles_freqs(c->g.head_dim, pos, c->rope_inv_freq ? c->rope_inv_freq : c->rope_pow, c->rope_cos,
+                             c->rope_sin);
+        c->rope_memo_pos[slot] = pos;
+    }
     c->rope_pos = pos;
 }
 

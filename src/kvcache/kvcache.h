@@ -92,6 +92,21 @@ void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, flo
  * work [tg_kvcache_work_floats] is scratch. */
 void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const float *q_rot, int h, int split,
                              int n_split, float *part, float *work);
+/* Prefill: the pieces of kv-head h of nq tokens at consecutive positions pos0 .. pos0 + nq - 1 in one pass over the
+ * keys and values they share (each row widened once for all nq * gq query heads). Token j's query is at
+ * q_rot + j * q_stride (from tg_kvcache_query), its part at parts + j * part_stride; the results are those of
+ * tg_kvcache_attend_piece(c, layer, pos0 + j, ..., h, 0, 1, ...) bit for bit. Only where
+ * tg_kvcache_attend_group_ok says so; work [tg_kvcache_group_work_floats(c, nq)] is scratch. */
+void tg_kvcache_attend_group(const tg_kvcache *c, int layer, int64_t pos0, int nq, const float *q_rot, size_t q_stride,
+                             int h, float *parts, size_t part_stride, float *work);
+/* Whether tg_kvcache_attend_group can take tokens pos0 .. pos0 + nq - 1 of `layer` (after their appends): the AVX-512
+ * kernels are built in, the cache reads fp32 / fp16 / bf16 rows as stored (no KIVI codes, rotated sinks, sliding
+ * window) and each token's attention is one share. False: run tg_kvcache_attend_piece per token. */
+bool tg_kvcache_attend_group_ok(const tg_kvcache *c, int layer, int64_t pos0, int nq);
+/* Query tokens per group (tg_kvcache_attend_group's nq): enough query heads to share each widened row (8 / gq, at
+ * least 1), and the floats of work space a group of nq needs. */
+int tg_kvcache_group_tokens(const tg_kvcache *c);
+size_t tg_kvcache_group_work_floats(const tg_kvcache *c, int nq);
 /* out[gq * head_dim] (the query heads of one kv-head) = its n_split parts (consecutive, tg_kvcache_part_floats
  * apart) combined; zeros for a head that sees nothing. */
 void tg_kvcache_attend_combine(const tg_kvcache *c, const float *parts, int n_split, float *out);
