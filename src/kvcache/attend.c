@@ -165,13 +165,14 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
     const int64_t D = c->g.head_dim;
     bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
     const bool repo = keys && (c->g.slot_rope || (is_sink && vw->sink_off >= 0));
-    if (g->kind == TG_SEG_CODES && g->gscale) {
+    const bool int_path = g->tiled && simd && !repo && D <= TG_ATTN_INT_MAX_D;
+    if (g->kind == TG_SEG_CODES && g->gscale && !int_path) {
         tg_f16_to_f32_row(g->gscale, grid, D);
         tg_f16_to_f32_row(g->gzero, grid + D, D);
     }
     if (g->tiled) {
 #if TG_HAVE_AVX2
-        if (simd && !repo) { /* the integer domain (attend_int_avx2.c) */
+        if (int_path) { /* the integer domain (attend_int_avx2.c) */
             const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->count};
             /* the next group unit's tile of this kv-head and its scales, most often the next segment: fetched now
              * (a prefetch never faults, should there be no such unit) */
@@ -187,8 +188,7 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
             if (keys) {
                 int32_t *ihi = ilo + (int64_t)vw->gq * (D / 4);
                 tg_attn_int_queries q = {ilo, ihi, (float *)(void *)(ihi + (int64_t)vw->gq * (D / 4)), bias};
-                tg_attn_avx2_fold(qh, vw->gq, D, grid, qfold, bias);
-                tg_attn_int_prepare_queries(qfold, vw->gq, D, g->bits, &q);
+                tg_attn_int_prepare_keys(qh, vw->gq, D, g->gscale, g->gzero, g->bits, &q);
                 tg_attn_int_scores(&t, &q, vw->gq, D, sc, ld, c->int_vnni);
             } else {
                 tg_attn_int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, o, ilo, c->int_vnni);

@@ -92,21 +92,35 @@ TG_INLINE void pack_bytes(const __m256i *v, const int sgn, int32_t *dst) {
 
 /* ---- keys ------------------------------------------------------------------------------------------------------ */
 
-void tg_attn_int_prepare_queries(const float *qf, int gq, int64_t D, int bits, tg_attn_int_queries *q) {
+/* The folded queries of a key segment, quantised (tg_attn_int_prepare_keys) with head dim DD (a constant: the
+ * folded query stays in registers), or 0: D. */
+TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                            const int bits, tg_attn_int_queries *q, const int DD) {
+    const int64_t n = DD ? DD : D;
     const float levels = bits == 8 ? (float)KEY_Q8 : (float)KEY_Q;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int j = 0; j < gq; j++) {
-        const float *x = qf + (int64_t)j * D;
-        __m256 m = _mm256_setzero_ps();
-        for (int64_t k = 0; k < D; k += 8) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
+        const float *x = qh + (int64_t)j * n;
+        __m256 qf[TG_ATTN_INT_MAX_D / 8], m = _mm256_setzero_ps(), z = _mm256_setzero_ps();
+        for (int64_t k = 0; k < n; k += 8) {
+            /* the fold: qf = q * scale, bias = q . zero (the grid widened from fp16 in registers) */
+            const __m256 qv = _mm256_loadu_ps(x + k);
+            const __m256 sv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gscale + k)));
+            const __m256 zv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gzero + k)));
+            qf[k / 8] = _mm256_mul_ps(qv, sv);
+            z = _mm256_fmadd_ps(qv, zv, z);
+            m = _mm256_max_ps(m, _mm256_and_ps(qf[k / 8], abs_mask));
+        }
+        q->bias[j] = hsum8(z);
         const float amax = hmax8(m);
         const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
         q->dq[j] = amax / levels;
-        int32_t *lo = q->lo + (int64_t)j * (D / 4), *hi = q->hi + (int64_t)j * (D / 4);
-        for (int64_t k = 0; k < D; k += 32) {
+        int32_t *lo = q->lo + (int64_t)j * (n / 4), *hi = q->hi + (int64_t)j * (n / 4);
+        for (int64_t k = 0; k < n; k += 32) {
             __m256i v[4], h[4];
             for (int i = 0; i < 4; i++) {
-                v[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * i), inv));
+                v[i] = _mm256_cvtps_epi32(_mm256_mul_ps(qf[k / 8 + i], inv));
+                h[i] = _mm256_setzero_si256();
                 if (bits == 8) { /* q = 128 hi + lo, lo in [0, 127], hi in [-64, 63] */
                     h[i] = _mm256_srai_epi32(v[i], 7);
                     v[i] = _mm256_and_si256(v[i], _mm256_set1_epi32(127));
@@ -116,6 +130,21 @@ void tg_attn_int_prepare_queries(const float *qf, int gq, int64_t D, int bits, t
             if (bits == 8) pack_bytes(h, 1, hi + k / 4);
         }
     }
+}
+
+void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                              int bits, tg_attn_int_queries *q) {
+#define PREP(B)                                                                                                       \
+    do {                                                                                                              \
+        if (D == 32) prepare_keys(qh, gq, D, gscale, gzero, B, q, 32);                                                \
+        else if (D == 64) prepare_keys(qh, gq, D, gscale, gzero, B, q, 64);                                           \
+        else if (D == 128) prepare_keys(qh, gq, D, gscale, gzero, B, q, 128);                                         \
+        else prepare_keys(qh, gq, D, gscale, gzero, B, q, 0);                                                         \
+    } while (0)
+    if (bits == 8) PREP(8);
+    else if (bits == 4) PREP(4);
+    else PREP(2);
+#undef PREP
 }
 
 /* Scores of tile rows [rb, rb + 8 NB) for NQ heads, stored for the rows of [t0, t0 + count). NB blocks at once: NB *

@@ -46,6 +46,8 @@ typedef struct {
     float *dq, *bias;
 } tg_attn_int_queries;
 
+#define TG_ATTN_INT_MAX_D 256 /* the largest head dim the integer kernels take (larger: the float path) */
+
 /* int32 words of scratch the integer kernels need for gq heads of head_dim D: a key segment's tg_attn_int_queries
  * (lo, hi, dq; bias is the caller's), or a value segment's weights (18 per head). */
 #define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) / 2 + 1 > 18 ? (size_t)(D) / 2 + 1 : 18))
@@ -53,8 +55,11 @@ typedef struct {
 #if TG_HAVE_AVX2
 /* Whether this build has a VNNI instruction for the integer kernels (else they emulate it exactly). */
 bool tg_attn_int_has_vnni(void);
-/* Quantises gq folded queries qf[gq][D] (tg_attn_avx2_fold) for codes of `bits` bits into q (lo, hi, dq). */
-void tg_attn_int_prepare_queries(const float *qf, int gq, int64_t D, int bits, tg_attn_int_queries *q);
+/* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
+ * for codes of `bits` bits into q: bias_j = q_j . zero (an fp32 fma chain over 8 lanes, then summed), q_j * scale
+ * quantised (lo, hi, dq). D % 32 == 0, D <= TG_ATTN_INT_MAX_D. */
+void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                              int bits, tg_attn_int_queries *q);
 /* sc[j * ld + i] = score of segment row i for head j: dq_j * (q8_j . u_i) + bias_j. vnni: use the instruction when
  * the build has it (the same bits either way). D % 32 == 0. */
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,

@@ -48,6 +48,7 @@ typedef struct {
     int64_t n_units;            /* units of the whole capacity */
     size_t unit_data_bytes, unit_scale_bytes; /* bytes of one unit's data, scales + zeros */
     int64_t chunk_units;        /* units per chunk (>= 1) */
+    int chunk_units_log2;       /* its log2 when a power of two, else -1 (or 0 when not chunked: unused) */
     int64_t n_chunks;           /* chunks of the whole capacity */
 } tg_store_geom;
 
@@ -69,6 +70,7 @@ typedef struct {
                            * stored pre-RoPE and rotated to its cache slot when read, the query to its own slot */
     bool grouped;         /* a KIVI store with group size > 0 exists */
     int group;            /* G (grouped only) */
+    int group_log2;       /* log2 G when G is a power of two, else -1 */
     int64_t block;        /* eviction unit: G when grouped, else 1 */
     int64_t residual_asked; /* R asked for (TG_KV_RESIDUAL_AUTO resolved) */
     int64_t residual;     /* effective residual R (grouped only) */

@@ -123,18 +123,21 @@ size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
 /* Unit u's chunk k and index i in it (no division in the usual cases: the unit in the first chunk, or the first
  * lap of a bounded ring). */
 static void chunk_of(const tg_store_geom *sg, int64_t u, int64_t *k, int64_t *i) {
-    *k = u < sg->chunk_units ? 0 : u / sg->chunk_units;
+    *k = u < sg->chunk_units ? 0 : sg->chunk_units_log2 >= 0 ? u >> sg->chunk_units_log2 : u / sg->chunk_units;
     *i = u - *k * sg->chunk_units;
 }
 
+/* n / G, as a shift when G is a power of two. */
+static int64_t group_index(const tg_cache_geom *g, int64_t n) { return g->group_log2 >= 0 ? n >> g->group_log2 : n / g->group; }
+
 void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i) {
-    const int64_t q = n / c->g.group;
+    const int64_t q = group_index(&c->g, n);
     chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, k, i);
 }
 
 tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
                                  int64_t end) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = n / G, t = n - q * G;
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = group_index(&c->g, n), t = n - q * G;
     int64_t k, i;
     chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, &k, &i);
     const int64_t uh = i * H + h;

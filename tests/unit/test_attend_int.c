@@ -56,7 +56,7 @@ static void test_tile_layout(void **state) {
     const int bitss[] = {8, 4, 2};
     for (int bi = 0; bi < 3; bi++)
         for (int keys = 0; keys < 2; keys++)
-            for (int64_t D = 32; D <= MAXD; D *= 2)
+            for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
                 for (int64_t G = 8; G <= MAXG; G *= 2) {
                     const int bits = bitss[bi];
                     random_tile(&seed, keys, bits, G, D, tile, u);
@@ -76,29 +76,31 @@ static void test_scores_bound(void **state) {
     uint64_t seed = 11;
     static uint8_t tile[MAXG * MAXD];
     static int u[MAXG * MAXD];
-    static float qh[MAXQ * MAXD], qf[MAXQ * MAXD], grid[2 * MAXD], bias[MAXQ], dq[MAXQ];
+    static float qh[MAXQ * MAXD], grid[2 * MAXD], bias[MAXQ], dq[MAXQ];
+    static uint16_t g16[2 * MAXD];
     static int32_t lo[MAXQ * MAXD / 4], hi[MAXQ * MAXD / 4];
     static float sc[MAXQ * MAXG], sc2[MAXQ * MAXG];
     const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 4, 5, 8};
     int checked = 0;
     double worst_ratio = 0.0;
     for (int bi = 0; bi < 3; bi++)
-        for (int64_t D = 32; D <= MAXD; D *= 2)
+        for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
             for (int64_t G = 8; G <= MAXG; G *= 2)
                 for (int gi = 0; gi < 6; gi++) {
                     const int bits = bitss[bi], gq = gqs[gi];
                     random_tile(&seed, true, bits, G, D, tile, u);
-                    for (int64_t k = 0; k < D; k++) { /* a grid as fp16 would hold it */
-                        grid[k] = tg_f16_to_f32(tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed))));
-                        grid[D + k] = tg_f16_to_f32(tg_f32_to_f16((float)(urand(&seed) - 0.5)));
+                    for (int64_t k = 0; k < D; k++) { /* an fp16 grid, and its values */
+                        g16[k] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
+                        g16[D + k] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
+                        grid[k] = tg_f16_to_f32(g16[k]);
+                        grid[D + k] = tg_f16_to_f32(g16[D + k]);
                     }
                     for (int64_t i = 0; i < gq * D; i++) qh[i] = (float)(4.0 * urand(&seed) - 2.0);
                     const int64_t t0 = (int64_t)(urand(&seed) * (double)G);
                     const int64_t count = 1 + (int64_t)(urand(&seed) * (double)(G - t0));
                     const tg_attn_tile t = {tile, bits, G, t0, count};
                     tg_attn_int_queries q = {lo, hi, dq, bias};
-                    tg_attn_avx2_fold(qh, gq, D, grid, qf, bias);
-                    tg_attn_int_prepare_queries(qf, gq, D, bits, &q);
+                    tg_attn_int_prepare_keys(qh, gq, D, g16, g16 + D, bits, &q);
                     const int64_t ld = MAXG;
                     for (size_t i = 0; i < MAXQ * MAXG; i++) sc[i] = sc2[i] = -12345.0f;
                     tg_attn_int_scores(&t, &q, gq, D, sc, ld, true);
@@ -143,7 +145,7 @@ static void test_values_bound(void **state) {
     int checked = 0;
     double worst_ratio = 0.0;
     for (int bi = 0; bi < 3; bi++)
-        for (int64_t D = 32; D <= MAXD; D *= 2)
+        for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
             for (int64_t G = 8; G <= MAXG; G *= 2)
                 for (int gi = 0; gi < 6; gi++) {
                     const int bits = bitss[bi], gq = gqs[gi];
