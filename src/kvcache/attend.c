@@ -254,12 +254,14 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
                      float *sc, int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     int64_t t = 0;
     if (s1 >= s0) {
-        const tg_segment g = tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1);
+        tg_segment g;
+        tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1, &g);
         run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
     for (int64_t n = a; n <= b;) {
-        const tg_segment g = tg_store_segment(vw->c, vw->L, keys, h, n, b);
+        tg_segment g;
+        tg_store_segment(vw->c, vw->L, keys, h, n, b, &g);
         run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
         n += g.count;

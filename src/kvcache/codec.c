@@ -32,22 +32,21 @@ const tg_store_codec *tg_store_codec_named(const char *name) {
 
 /* ---- segments --------------------------------------------------------------------------------------------------- */
 
-tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last) {
+void tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last,
+                      tg_segment *g) {
     const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
-    tg_segment g = sg->codec->segment_at(c, sg, keys ? &L->k : &L->v, L, h, n);
-    if (last - n + 1 < g.count) g.count = last - n + 1;
-    g.slot0 = L->n_sink + (n - L->first);
-    return g;
+    sg->codec->segment_at(c, sg, keys ? &L->k : &L->v, L, h, n, g);
+    if (last - n + 1 < g->count) g->count = last - n + 1;
+    g->slot0 = L->n_sink + (n - L->first);
 }
 
-tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
-                                 int64_t s1) {
+void tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0, int64_t s1,
+                           tg_segment *g) {
     const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
     const size_t H = (size_t)c->g.n_kv_heads, row = (size_t)c->g.head_dim * tg_plain_elem_bytes(sg->sink_precision);
-    tg_segment g = {.kind = tg_plain_seg_kind(sg->sink_precision), .count = s1 - s0 + 1, .slot0 = s0};
-    g.p = (keys ? L->k.sink : L->v.sink) + ((size_t)s0 * H + (size_t)h) * row;
-    g.stride = H * row;
-    return g;
+    *g = (tg_segment){.kind = tg_plain_seg_kind(sg->sink_precision), .count = s1 - s0 + 1, .slot0 = s0};
+    g->p = (keys ? L->k.sink : L->v.sink) + ((size_t)s0 * H + (size_t)h) * row;
+    g->stride = H * row;
 }
 
 void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *scale, const uint16_t *zero, size_t grid,
@@ -135,25 +134,24 @@ void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, in
     chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, k, i);
 }
 
-tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
-                                 int64_t end) {
+void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
+                           int64_t end, tg_segment *g) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = group_index(&c->g, n), t = n - q * G;
     int64_t k, i;
     chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, &k, &i);
     const int64_t uh = i * H + h;
-    tg_segment g = {0};
-    g.count = end - n < G - t ? end - n : G - t;
+    *g = (tg_segment){0};
+    g->count = end - n < G - t ? end - n : G - t;
     if (sg->tiled) {
-        g.tiled = true;
-        g.p = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
-        g.t0 = t;
-        g.group = G;
+        g->tiled = true;
+        g->p = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        g->t0 = t;
+        g->group = G;
     } else {
-        g.p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
-        g.stride = sg->row_bytes;
+        g->p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
+        g->stride = sg->row_bytes;
     }
-    tg_segment_codes(&g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);
-    return g;
+    tg_segment_codes(g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);
 }
 
 bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg) {

@@ -59,19 +59,19 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
     }
 }
 
-static tg_segment grouped_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                     const tg_layer_cache *L, int h, int64_t n) {
+static void grouped_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                               const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
-    tg_segment g = {0};
+    *g = (tg_segment){0};
     if (n >= L->qend) { /* the residual ring, up to its wrap */
         const int64_t row = n % c->g.res_cap;
-        g.kind = tg_plain_seg_kind(c->g.resid_precision);
-        g.count = c->g.res_cap - row;
-        g.p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
-        g.stride = (size_t)(H * D) * c->g.resid_elem;
-        return g;
+        g->kind = tg_plain_seg_kind(c->g.resid_precision);
+        g->count = c->g.res_cap - row;
+        g->p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
+        g->stride = (size_t)(H * D) * c->g.resid_elem;
+        return;
     }
-    return tg_kivi_group_segment(c, sg, s, h, n, L->qend); /* the rest of n's quantised group */
+    tg_kivi_group_segment(c, sg, s, h, n, L->qend, g); /* the rest of n's quantised group */
 }
 
 const tg_store_codec tg_codec_kivi_grouped = {

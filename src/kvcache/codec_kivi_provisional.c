@@ -99,9 +99,9 @@ static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_
     }
 }
 
-static tg_segment provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                         const tg_layer_cache *L, int h, int64_t n) {
-    return tg_kivi_group_segment(c, sg, s, h, n, L->n_appended);
+static void provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                                   const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
+    tg_kivi_group_segment(c, sg, s, h, n, L->n_appended, g);
 }
 
 const tg_store_codec tg_codec_kivi_provisional = {

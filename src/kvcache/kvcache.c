@@ -411,7 +411,9 @@ void tg_kvcache_rotate_sink(const tg_kvcache *c, float *x, int64_t j, int64_t of
 
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,
                          float *out) {
-    const tg_segment g = is_sink ? tg_store_sink_segment(c, L, keys, h, n, n) : tg_store_segment(c, L, keys, h, n, n);
+    tg_segment g;
+    if (is_sink) tg_store_sink_segment(c, L, keys, h, n, n, &g);
+    else tg_store_segment(c, L, keys, h, n, n, &g);
     tg_segment_widen(&g, 0, c->g.head_dim, out);
 }
 
