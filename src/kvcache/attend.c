@@ -174,11 +174,9 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
 #if TG_HAVE_AVX2
         if (int_path) { /* the integer domain (attend_int_avx2.c) */
             const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->count};
-            /* the next group unit's tile of this kv-head and its scales, most often the next segment: fetched now
-             * (a prefetch never faults, should there be no such unit) */
-            const size_t tile_bytes = (size_t)(g->group * D * g->bits / 8), H = (size_t)c->g.n_kv_heads;
-            const uint8_t *next = g->p + H * tile_bytes;
-            for (size_t off = 0; off < tile_bytes; off += 64) _mm_prefetch((const char *)next + off, _MM_HINT_T0);
+            /* the next group unit's scales of this kv-head, most often the next segment's (its tile follows this one:
+             * the hardware prefetcher streams those); a prefetch never faults, should there be no such unit */
+            const size_t H = (size_t)c->g.n_kv_heads;
             _mm_prefetch((const char *)(keys ? g->gscale + H * (size_t)D : g->tscale - g->t0 + H * (size_t)g->group),
                          _MM_HINT_T0);
             _mm_prefetch((const char *)(keys ? g->gzero + H * (size_t)D : g->tzero - g->t0 + H * (size_t)g->group),

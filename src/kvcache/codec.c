@@ -134,6 +134,12 @@ void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, in
     chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, k, i);
 }
 
+uint8_t *tg_kivi_group_rows(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int64_t k, int64_t i,
+                            int64_t h) {
+    const int64_t units = tg_store_chunk_units(sg, k);
+    return s->data[k] + (size_t)((h * units + i) * c->g.group) * sg->row_bytes;
+}
+
 void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
                            int64_t end, tg_segment *g) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = group_index(&c->g, n), t = n - q * G;
@@ -142,13 +148,14 @@ void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const t
     const int64_t uh = i * H + h;
     *g = (tg_segment){0};
     g->count = end - n < G - t ? end - n : G - t;
+    uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, i, h);
     if (sg->tiled) {
         g->tiled = true;
-        g->p = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        g->p = rows;
         g->t0 = t;
         g->group = G;
     } else {
-        g->p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
+        g->p = rows + (size_t)t * sg->row_bytes;
         g->stride = sg->row_bytes;
     }
     tg_segment_codes(g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);

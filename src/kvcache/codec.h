@@ -81,6 +81,11 @@ void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *sc
 bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg);
 /* Where a grouped store keeps the group unit of non-sink token n: its chunk k and its index i in the chunk. */
 void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i);
+/* The codes of group unit i of chunk k, kv-head h: G rows (or a tile). A chunk holds them head-major
+ * ([n_kv_heads][units][G][row_bytes]), so that one kv-head's groups follow one another (its attention reads them in
+ * order: the hardware prefetcher streams them). Scales stay unit-major ([units][n_kv_heads][...]). */
+uint8_t *tg_kivi_group_rows(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int64_t k, int64_t i,
+                            int64_t h);
 /* *g = the codes of kv-head h from token n to the end of n's quantised group, or to `end` (exclusive) when that comes
  * first: the grouped KIVI layout shared by the KIVI codecs (G tokens of a unit contiguous per kv-head, as a tile
  * where kivi.h's tiles fit). */

@@ -42,7 +42,7 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
     }
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
-        uint8_t *rows = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         uint16_t *scale = s->scale[k], *zero = s->zero[k];
         const float *x = group + h * D;
         uint8_t *dst = sg->tiled ? c->tile_rows : rows; /* a tile: packed rows first, then laid out */

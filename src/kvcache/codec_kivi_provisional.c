@@ -82,7 +82,7 @@ static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_
     uint16_t *scale = s->scale[k], *zero = s->zero[k];
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
-        uint8_t *rows = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         const float *xh = x + h * D;
         if (sg->per_channel && t > 0) {
             const group_codes gc = {rows, sg->row_bytes, sg->tiled, sg->range->bits, G, D};
