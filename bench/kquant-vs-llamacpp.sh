@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kquant-vs-llamacpp.sh — tinygpt against llama.cpp on the bundled model quantised by llama.cpp's own llama-quantize
-# (issue 13): for F32, F16, Q8_0 and the presets Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K, Q4_1, Q5_0, Q5_1 (CHUNKS=N, PRESETS="..."
+# (issue 13): for F32, F16, Q8_0 and the presets Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K, Q4_1, Q5_0, Q5_1, IQ4_NL (CHUNKS=N, PRESETS="..."
 # in the environment change them), the
 # table of tools/llamacpp_kquant_table.py — gguf-py's check of every block, greedy ids of four prompts x 64 tokens
 # (f32 KV cache, no flash attention, temperature 0) against llama-completion's, perplexity against
@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.." || exit 2
 model=${1:-models/tinygpt-flagship.gguf}
 out=${2:-build/kquant-bundled}
 export TG_LLAMACPP_DIR=${TG_LLAMACPP_DIR:-bench/.peer/llama.cpp}
-read -r -a presets <<<"${PRESETS:-F32 F16 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K Q4_1 Q5_0 Q5_1}"
+read -r -a presets <<<"${PRESETS:-F32 F16 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K Q4_1 Q5_0 Q5_1 IQ4_NL}"
 chunks=${CHUNKS:-4}
 mkdir -p "$out"
 head -n 4 tools/results_prompts.txt >"$out/prompts.txt"

@@ -3,7 +3,7 @@
  * through text. Not part of the library: a tool built by `make tools` (and under the sanitizers by `make unit-tests`).
  * Uses only the public API (include/tinygpt.h), with an fp32 KV cache.
  *
- *   greedy_logits [--ban-eos] MODEL IDS_FILE N_PROMPT [THREADS]
+ *   greedy_logits [--ban-eos] [--logits FILE] MODEL IDS_FILE N_PROMPT [THREADS]
  *
  * IDS_FILE: whitespace-separated token ids, the first N_PROMPT of them the prompt (its BOS included, if any), the
  * rest the reference continuation. The prompt is evaluated, then each reference token in turn (teacher forcing);
@@ -13,6 +13,8 @@
  * to that point; at the first K where they differ, LOGIT_ARGMAX - LOGIT_REF is the logit gap of that choice.
  * --ban-eos: the model's end-of-sequence ids never win the argmax, as under llama.cpp's --ignore-eos (which sets
  * their logits to -inf); without it they compete like any id (tinygpt's own --ignore-eos only keeps generating).
+ * --logits FILE: every position's whole logit vector (vocab floats, K = 0, 1, ...) written to FILE as raw float32,
+ * to compare with tools/llamacpp_dump.cpp's logits.f32 (tools/gap_trace.py).
  * Exit 1 with one line on stderr for a bad file or model. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -71,8 +73,14 @@ int main(int argc, char **argv) {
     int ban_eos = argc > 1 && strcmp(argv[1], "--ban-eos") == 0;
     argc -= ban_eos;
     argv += ban_eos;
+    const char *logits_path = NULL;
+    if (argc > 2 && strcmp(argv[1], "--logits") == 0) {
+        logits_path = argv[2];
+        argc -= 2;
+        argv += 2;
+    }
     if (argc != 4 && argc != 5) {
-        fputs("usage: greedy_logits [--ban-eos] MODEL IDS_FILE N_PROMPT [THREADS]\n", stderr);
+        fputs("usage: greedy_logits [--ban-eos] [--logits FILE] MODEL IDS_FILE N_PROMPT [THREADS]\n", stderr);
         return 2;
     }
     char *end;
@@ -92,9 +100,14 @@ int main(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n = 0;
     tg_session *s = NULL;
+    FILE *lf = NULL;
     const int32_t vocab = tg_vocab_size(m);
     float *logits = malloc((size_t)vocab * sizeof *logits);
     if (!logits || !read_ids(argv[2], vocab, &ids, &n)) goto done;
+    if (logits_path && !(lf = fopen(logits_path, "wb"))) {
+        fprintf(stderr, "greedy_logits: %s: cannot write: %s\n", logits_path, strerror(errno));
+        goto done;
+    }
     if ((size_t)n_prompt > n) {
         fprintf(stderr, "greedy_logits: %s holds %zu ids, fewer than the prompt's %ld\n", argv[2], n, n_prompt);
         goto done;
@@ -114,6 +127,10 @@ int main(int argc, char **argv) {
         }
         printf("%zu %" PRId32 " %.9g %" PRId32 " %.9g\n", k - (size_t)n_prompt, best, logits[best], ids[k],
                logits[ids[k]]);
+        if (lf && fwrite(logits, sizeof *logits, (size_t)vocab, lf) != (size_t)vocab) {
+            fprintf(stderr, "greedy_logits: %s: write failed\n", logits_path);
+            goto done;
+        }
         if (k + 1 < n && !tg_session_eval(s, &ids[k], 1, NULL, logits, &err)) {
             fprintf(stderr, "greedy_logits: %s\n", err.msg);
             goto done;
@@ -121,6 +138,10 @@ int main(int argc, char **argv) {
     }
     rc = 0;
 done:
+    if (lf && fclose(lf) != 0 && rc == 0) {
+        fprintf(stderr, "greedy_logits: %s: write failed\n", logits_path);
+        rc = 1;
+    }
     tg_session_free(s);
     free(ids);
     free(logits);

@@ -344,8 +344,9 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
 
-/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised for the first
- * block type among types[] (if any; a weight of another quantised form then takes the exact reference path). */
+/* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised in every form
+ * that the weights of types[] take (tg_act_prepare_types: each weight multiplies the input rounded for its own type,
+ * as llama.cpp rounds it). */
 typedef struct {
     const tg_forward *f;
     thread_buf *tb;
@@ -368,10 +369,8 @@ static void prep_norm(void *ctx, tg_act *a) {
     } else {
         for (int t = c->t0; t < c->n; t++) tg_rmsnorm(c->tb->xb + t * d, c->f->x + t * d, c->weight, d, hp->norm_eps);
     }
-    for (int i = 0; i < c->n_types; i++) {
-        *a = tg_act_prepare(c->types[i], in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
-        if (a->xq || a->xk) break;
-    }
+    /* every form the step's weights take: each weight multiplies the input quantised as for its own type */
+    *a = tg_act_prepare_types(c->types, c->n_types, in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
 }
 
 /* The attention output of every token: the pieces combined, then quantised for wo. */

@@ -87,37 +87,59 @@ static tg_act_form fast_form(tg_dtype t) {
     return wt && wt->gemv ? wt->act : TG_ACT_F32;
 }
 
-size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
-    if (!TG_HAVE_AVX2 || n <= 0 || cols < TG_QK) return 0;
+/* Bytes of the Q8_0-form blocks of n rows (with the packed copy when n > 1). */
+static size_t q8x_bytes(int64_t n, int64_t cols) {
     const size_t nb = (size_t)(cols / TG_QK), groups = (size_t)(n + 7) / 8;
-    const size_t q8x = (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
-    const size_t q8k = (size_t)n * (size_t)(cols / TG_Q8K_ELEMS) * sizeof(tg_q8k_block);
-    return q8x > q8k ? q8x : q8k; /* one form at a time */
+    return (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
 }
 
-tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch) {
+size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
+    if (!TG_HAVE_AVX2 || n <= 0 || cols < TG_QK) return 0;
+    const size_t q8k = (size_t)n * (size_t)(cols / TG_Q8K_ELEMS) * sizeof(tg_q8k_block);
+    return q8x_bytes(n, cols) + q8k; /* both forms at once (tg_act_prepare_types) */
+}
+
+tg_act tg_act_prepare_types(const tg_dtype *types, int n_types, const float *x, int64_t n, int64_t cols,
+                            void *scratch) {
     tg_act a = {.x = x, .xq = NULL, .xp = NULL, .xk = NULL, .n = n, .cols = cols};
-    const tg_act_form form = fast_form(type);
-    if (TG_HAVE_AVX2 && form == TG_ACT_Q8K && scratch) {
-        const int64_t nsup = cols / TG_Q8K_ELEMS;
-        tg_q8k_block *xk = scratch;
-        for (int64_t t = 0; t < n; t++)
-            tg_quantize_q8k(x + (size_t)t * (size_t)cols, xk + (size_t)t * (size_t)nsup, nsup * TG_Q8K_ELEMS);
-        a.xk = xk;
-    } else if (TG_HAVE_AVX2 && form == TG_ACT_Q8X && scratch) {
+    bool want_q8x = false, want_q8k = false, want_pack = false;
+    for (int i = 0; i < n_types; i++) {
+        const tg_act_form form = fast_form(types[i]);
+        want_q8k |= form == TG_ACT_Q8K;
+        if (form == TG_ACT_Q8X) {
+            want_q8x = true;
+            want_pack |= n > 1 && !tg_weight_type_of(types[i])->gemm_q8x_rows; /* the others take the rows as they are */
+        }
+    }
+    if (!TG_HAVE_AVX2 || !scratch) return a;
+    /* the Q8_0 form first (where tg_act_prepare of one such type puts it), the K-quant form after it */
+    uint8_t *at = scratch;
+    if (want_q8x) {
         const int64_t nb = cols / TG_QK;
-        tg_q8x_block *xq = scratch;
+        tg_q8x_block *xq = (tg_q8x_block *)(void *)at;
         for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
         a.xq = xq;
-        if (n > 1 && !tg_weight_type_of(type)->gemm_q8x_rows) { /* its prefill kernel takes the rows as they are */
+        if (want_pack) {
             tg_q8x_pack8 *xp = (tg_q8x_pack8 *)(void *)(xq + (size_t)n * (size_t)nb);
             for (int64_t g = 0; g * 8 < n; g++)
                 tg_pack8_q8x(xq + (size_t)g * 8 * (size_t)nb, nb, (int)(n - g * 8 < 8 ? n - g * 8 : 8), nb,
                              xp + (size_t)g * (size_t)nb);
             a.xp = xp;
         }
+        at += q8x_bytes(n, cols);
+    }
+    if (want_q8k) {
+        const int64_t nsup = cols / TG_Q8K_ELEMS;
+        tg_q8k_block *xk = (tg_q8k_block *)(void *)at;
+        for (int64_t t = 0; t < n; t++)
+            tg_quantize_q8k(x + (size_t)t * (size_t)cols, xk + (size_t)t * (size_t)nsup, nsup * TG_Q8K_ELEMS);
+        a.xk = xk;
     }
     return a;
+}
+
+tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch) {
+    return tg_act_prepare_types(&type, 1, x, n, cols, scratch);
 }
 
 void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1, float *y, size_t ldy) {

@@ -38,12 +38,20 @@ typedef struct {
     int64_t n, cols;
 } tg_act;
 
-/* Bytes of scratch tg_act_prepare may need for n rows of cols columns (0 when no kernel needs any). */
+/* Bytes of scratch tg_act_prepare / tg_act_prepare_types may need for n rows of cols columns: room for the Q8_0
+ * form and the K-quant form at once (0 when no kernel needs any). */
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols);
-/* Prepares x [n, cols] for weights of `type`: for Q8_0 / Q4_0 quantises every row into scratch as xq (and xp), for
- * the K-quants as xk (tg_act_scratch_bytes(n, cols) bytes, 4-byte aligned; NULL scratch leaves xq and xk NULL and
- * those types then take the exact reference path, as does a weight whose form the activation was not prepared in). Never allocates. The result points into x and scratch. */
+/* Prepares x [n, cols] for weights of `type`: for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL quantises every row into
+ * scratch as xq (and xp), for the K-quants as xk (tg_act_scratch_bytes(n, cols) bytes, 4-byte aligned; NULL scratch
+ * leaves xq and xk NULL and those types then take the exact reference path, as does a weight whose form the
+ * activation was not prepared in). Never allocates. The result points into x and scratch. */
 tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, void *scratch);
+/* The same for one input that weights of n_types types multiply (the queries, keys and values of a layer; gate and
+ * up): every form those types' kernels take, each once (a file whose attn_v is Q5_K and attn_q IQ4_NL gets both the
+ * Q8_0 and the K-quant form, as llama.cpp quantises the input for each weight's own type). tg_act_prepare(t, ...) is
+ * tg_act_prepare_types(&t, 1, ...): the same blocks at the same place. */
+tg_act tg_act_prepare_types(const tg_dtype *types, int n_types, const float *x, int64_t n, int64_t cols,
+                            void *scratch);
 /* Y[t * ldy + (r - r0)] = row r of W . activation t for r in [r0, r1), t < a->n, on the calling thread; a was
  * prepared for w->type and w->cols. One activation (n == 1) takes the decode kernels, more take the prefill tiles;
  * all follow one arithmetic order per (row, activation), so a result depends neither on how the rows are split nor

@@ -578,9 +578,8 @@ static void test_matmul_rows_splits(void **state) {
     }
 }
 
-/* An activation prepared for another quantised form (the forward pass prepares a step's input once, for its first
- * quantised weight): a K-quant weight against the Q8_0 form, and a Q8_0 weight against the K-quant form, take the
- * exact reference path. */
+/* An activation prepared for another quantised form (tg_act_prepare for one type): a K-quant weight against the Q8_0
+ * form, and a Q8_0 weight against the K-quant form, take the exact reference path. */
 static void test_matmul_rows_other_form(void **state) {
     (void)state;
     rng_t r = {10};
@@ -601,6 +600,42 @@ static void test_matmul_rows_other_form(void **state) {
         free(x);
         free(base);
     }
+}
+
+/* One input prepared for the weights of several types (tg_act_prepare_types: a layer's Q / K / V or gate / up whose
+ * types take different activation forms, as llama-quantize's IQ4_NL preset writes attn_v in Q5_K): each weight gets
+ * the bits it gets from an input prepared for its own type alone (tg_matmul), for one token and for a chunk — none
+ * falls back to the exact float path (which is not what llama.cpp computes). */
+static void test_matmul_rows_mixed_forms(void **state) {
+    (void)state;
+    rng_t r = {11};
+    const int64_t rows = 13, cols = 512, ns[] = {1, 9};
+    const tg_dtype sets[][3] = {{TG_DT_IQ4_NL, TG_DT_IQ4_NL, TG_DT_Q5_K},
+                                {TG_DT_Q6_K, TG_DT_Q4_1, TG_DT_F16},
+                                {TG_DT_Q8_0, TG_DT_Q4_K, TG_DT_Q5_0}};
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
+        for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++) {
+            const int64_t n = ns[in];
+            float *x = make_vec(&r, n * cols);
+            const size_t sb = tg_act_scratch_bytes(n, cols);
+            uint8_t *scratch = malloc(sb + 1);
+            assert_true(x && scratch);
+            tg_act a = tg_act_prepare_types(sets[k], 3, x, n, cols, sb ? scratch : NULL);
+            for (int i = 0; i < 3; i++) {
+                void *base;
+                tg_tensor w = {sets[k][i], rows, cols, make_matrix(&r, sets[k][i], rows, cols, 0, &base)};
+                float want[9 * 13], got[9 * 13];
+                tg_matmul(&w, x, n, want, NULL);
+                tg_matmul_rows(&w, &a, 0, rows, got, (size_t)rows);
+                if (memcmp(want, got, (size_t)(n * rows) * sizeof(float)) != 0)
+                    fail_msg("%s among %s/%s/%s, n=%lld: not the bits of its own preparation",
+                             tg_dtype_name(sets[k][i]), tg_dtype_name(sets[k][0]), tg_dtype_name(sets[k][1]),
+                             tg_dtype_name(sets[k][2]), (long long)n);
+                free(base);
+            }
+            free(scratch);
+            free(x);
+        }
 }
 
 static void test_matmul_empty(void **state) {
@@ -629,6 +664,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_equals_matvecs),
         cmocka_unit_test(test_matmul_rows_splits),
         cmocka_unit_test(test_matmul_rows_other_form),
+        cmocka_unit_test(test_matmul_rows_mixed_forms),
         cmocka_unit_test(test_matmul_empty),
     };
     return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);
