@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# kquant-ab.sh REV_A [REV_B] [CFLAGS...] — the K-quant decode kernels of two git revisions (REV_B default: the working
-# tree) against each other in one process (bench/kquant_ab.c): ns per super-block for Q4_K, Q5_K and Q6_K, in cache,
-# the speed ratio B/A, and whether both give the same bits. Extra arguments are compiler flags for both builds (say
-# -march=x86-64-v3 for the AVX2-only path). Builds in build/kquant-ab.
+# kquant-ab.sh [--dram] REV_A [REV_B] [CFLAGS...] — the K-quant decode kernels of two git revisions (REV_B default: the
+# working tree) against each other in one process, and whether both give the same bits. Extra arguments are compiler
+# flags for both builds (say -march=x86-64-v3 for the AVX2-only path). Builds in build/kquant-ab.
+#   default: bench/kquant_ab.c, ns per super-block for Q4_K, Q5_K and Q6_K, in cache, the speed ratio B/A;
+#   --dram:  bench/kquant_dram_ab.c, W streamed from DRAM on KQ_THREADS threads (default 2) against a plain
+#            streaming read, KQ_ROUNDS interleaved rounds (default 21): each build's fraction of the read bandwidth.
 set -eu
 cd "$(dirname "$0")/.."
+dram=false
+if [ "${1:-}" = --dram ]; then dram=true; shift; fi
 a=$1; b=${2:-}; shift $(($# < 2 ? $# : 2))
 flags=(-std=c11 -O3 -march=native -Iinclude -Isrc "$@")
 out=build/kquant-ab
@@ -19,6 +23,12 @@ obj "$a" "$out/A.o" A_
 obj "$b" "$out/B.o" B_
 cp src/kernels/gemv_kquant_avx2.c "$out/kq_now.c"
 cc "${flags[@]}" -c "$out/kq_now.c" -o "$out/now.o" # the quantiser of the activation
-cc "${flags[@]}" bench/kquant_ab.c "$out/A.o" "$out/B.o" "$out/now.o" src/kernels/quant.c src/kernels/matmul_avx2.c \
-    src/util/error.c -o "$out/kquant_ab" -lm
-"$out/kquant_ab"
+if $dram; then
+    cc "${flags[@]}" -pthread bench/kquant_dram_ab.c "$out/A.o" "$out/B.o" "$out/now.o" src/kernels/quant.c \
+        src/kernels/matmul_avx2.c src/util/error.c -o "$out/kquant_dram_ab" -lm
+    "$out/kquant_dram_ab" "${KQ_THREADS:-2}" "${KQ_ROUNDS:-21}" "${KQ_UNIT_ROWS:-256}"
+else
+    cc "${flags[@]}" bench/kquant_ab.c "$out/A.o" "$out/B.o" "$out/now.o" src/kernels/quant.c src/kernels/matmul_avx2.c \
+        src/util/error.c -o "$out/kquant_ab" -lm
+    "$out/kquant_ab"
+fi

@@ -36,6 +36,55 @@ static inline uint32_t u32_at(const uint8_t *p) {
 TG_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 TG_INLINE __m256i bytes(int v) { return _mm256_set1_epi8((char)v); }
 
+/* Where the CPU has them, GFNI's byte-wise bit permutation (gf2p8affineqb: bits moved within each byte, one
+ * instruction for a shift and its mask) and AVX-512VL's three-input logic (vpternlogd: an AND and an OR in one)
+ * unpack the codes in fewer instructions. The codes are the same bytes on every path, so the sums and the results
+ * are the same bits. */
+#if defined(__GFNI__)
+#define KQ_GFNI 1
+#else
+#define KQ_GFNI 0
+#endif
+#if defined(__AVX512VL__)
+#define KQ_TERNLOG 1
+#else
+#define KQ_TERNLOG 0
+#endif
+
+#if KQ_GFNI
+/* gf2p8affineqb matrices: result bit i of a byte is the parity of (byte & row 7 - i) */
+#define KQ_GF_HI4 0x1020408000000000LL /* bits 4..7 -> 0..3 (byte >> 4) */
+#define KQ_GF_B01_45 0x0000000001020000LL /* bits 0, 1 -> 4, 5; others 0 */
+#define KQ_GF_B23_45 0x0000000004080000LL /* bits 2, 3 -> 4, 5 */
+#define KQ_GF_B67_45 0x0000000040800000LL /* bits 6, 7 -> 4, 5 */
+TG_INLINE __m256i gf_bits(__m256i v, long long m) { return _mm256_gf2p8affine_epi64_epi8(v, _mm256_set1_epi64x(m), 0); }
+#endif
+
+/* The high nibble of each byte, as a byte. */
+TG_INLINE __m256i hi_nibbles(__m256i q) {
+#if KQ_GFNI
+    return gf_bits(q, KQ_GF_HI4);
+#else
+    return _mm256_and_si256(_mm256_srli_epi16(q, 4), bytes(0x0F));
+#endif
+}
+
+/* (a & m) | b, and a | (b & m). */
+TG_INLINE __m256i and_or(__m256i a, __m256i m, __m256i b) {
+#if KQ_TERNLOG
+    return _mm256_ternarylogic_epi32(a, b, m, 0xEC);
+#else
+    return _mm256_or_si256(_mm256_and_si256(a, m), b);
+#endif
+}
+TG_INLINE __m256i or_and(__m256i a, __m256i b, __m256i m) {
+#if KQ_TERNLOG
+    return _mm256_ternarylogic_epi32(a, b, m, 0xF8);
+#else
+    return _mm256_or_si256(a, _mm256_and_si256(b, m));
+#endif
+}
+
 /* isum += madd(maddubs(w, x), sc): the 32 products of unsigned weight codes w and signed activation codes x,
  * pairs summed (int16, no saturation for codes below 64) and multiplied by the int16 scales sc, summed to int32. */
 TG_INLINE __m256i dot_scaled(__m256i isum, __m256i w, const int8_t *x, __m256i sc) {
@@ -100,20 +149,30 @@ TG_INLINE void dot_128(__m256i *isum, const __m256i codes[4], const scales16 *sc
 
 /* Q6_K: ql[128] (p), qh[64] (p + 128), scales[16] int8 (p + 192), d (p + 208); code = low nibble | 2 high bits << 4,
  * value d * sc * (code - 32). */
+
+/* The unsigned 6-bit codes of elements 128h + 32s + 0..31 (s < 4) of a Q6_K super-block at p. */
+TG_INLINE void q6_codes(const uint8_t *p, int h, __m256i codes[4]) {
+    const __m256i ql0 = ld256(p + 64 * h), ql1 = ld256(p + 64 * h + 32), qh = ld256(p + 128 + 32 * h);
+    const __m256i lo4 = bytes(0x0F), hi2 = bytes(0x30);
+#if KQ_GFNI
+    codes[0] = and_or(ql0, lo4, gf_bits(qh, KQ_GF_B01_45));
+    codes[1] = and_or(ql1, lo4, gf_bits(qh, KQ_GF_B23_45));
+    codes[2] = or_and(hi_nibbles(ql0), qh, hi2);
+    codes[3] = _mm256_or_si256(hi_nibbles(ql1), gf_bits(qh, KQ_GF_B67_45));
+#else
+    codes[0] = and_or(ql0, lo4, _mm256_and_si256(_mm256_slli_epi16(qh, 4), hi2));
+    codes[1] = and_or(ql1, lo4, _mm256_and_si256(_mm256_slli_epi16(qh, 2), hi2));
+    codes[2] = or_and(hi_nibbles(ql0), qh, hi2);
+    codes[3] = _mm256_or_si256(hi_nibbles(ql1), _mm256_and_si256(_mm256_srli_epi16(qh, 2), hi2));
+#endif
+}
 TG_INLINE void sup_q6_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *acc, const int T) {
     const scales16 sc = split16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p + 192))));
     __m256i isum[KQ_MAX_TOKENS];
     for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
-        const __m256i ql0 = ld256(p + 64 * h), ql1 = ld256(p + 64 * h + 32), qh = ld256(p + 128 + 32 * h);
-        const __m256i lo4 = bytes(0x0F), hi2 = bytes(0x30);
-        const __m256i codes[4] = {
-            _mm256_or_si256(_mm256_and_si256(ql0, lo4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), hi2)),
-            _mm256_or_si256(_mm256_and_si256(ql1, lo4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), hi2)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), lo4), _mm256_and_si256(qh, hi2)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), lo4),
-                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), hi2)),
-        };
+        __m256i codes[4];
+        q6_codes(p, h, codes);
         dot_128(isum, codes, &sc, h, x, T);
     }
     for (int t = 0; t < T; t++) /* minus 32 * sum_g sc_g * bsum_g */
@@ -235,7 +294,7 @@ TG_INLINE void sup_q45_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 
     for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
     for (int c = 0; c < 4; c++) {
         const __m256i q = ld256(qs + 32 * c);
-        __m256i lo = _mm256_and_si256(q, bytes(0x0F)), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), bytes(0x0F));
+        __m256i lo = _mm256_and_si256(q, bytes(0x0F)), hi = hi_nibbles(q);
         if (five) {
             lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(qh, 4), bytes(0x10)));
             hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), bytes(0x10)));
@@ -255,6 +314,81 @@ TG_INLINE void sup_q4_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
 TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *acc, const int T) {
     sup_q45_k(p, x, acc, T, true);
 }
+
+/* Decode's two rows at once (super-blocks p[0] and p[1], one token x): sup_q45_k of each row, with the work that
+ * does not depend on the codes done once for both: the two rows' scales and mins decoded in one 256-bit pass (row r
+ * in lane r), and the activation's 16-code sums added in pairs once (madd with ones: bsp_j = bsums_2j + bsums_2j+1,
+ * exact), so that each row's mins term is one madd of bsp against its mins zero-extended to dwords:
+ * m_j * bsp_j, the same int32 as sup_q45_k's m_j * bsums_2j + m_j * bsums_2j+1. Same bits as sup_q45_k per row. */
+TG_INLINE void sup2_q45_k(const uint8_t *const p[2], const tg_q8k_block *x, __m256 acc[2], const bool five) {
+    const __m256i v = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p[0] + 4))),
+        _mm_loadu_si128((const __m128i *)(const void *)(p[1] + 4)), 1);
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(v, 0x98), _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
+                                        _mm256_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F,
+                                                          0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(_mm256_shuffle_epi32(v, 0x40), 2),
+                                        _mm256_setr_epi32(0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030));
+    /* per lane r: bytes 0..7 row r's scales, 8..15 its mins (k4_scales) */
+    union {
+        int32_t s2[16]; /* (sc, sc) int16 pairs: [0..3] row 0 k 0..3, [4..7] row 1 k 0..3, [8..15] the same for k 4..7 */
+        uint8_t b[64];
+    } t;
+    const __m256i sm = _mm256_or_si256(lo, hi);
+    _mm256_storeu_si256((__m256i *)(void *)t.s2,
+                        _mm256_shuffle_epi8(sm, _mm256_setr_epi32((int)0x80008000, (int)0x80018001, (int)0x80028002,
+                                                                  (int)0x80038003, (int)0x80008000, (int)0x80018001,
+                                                                  (int)0x80028002, (int)0x80038003)));
+    _mm256_storeu_si256((__m256i *)(void *)(t.s2 + 8),
+                        _mm256_shuffle_epi8(sm, _mm256_setr_epi32((int)0x80048004, (int)0x80058005, (int)0x80068006,
+                                                                  (int)0x80078007, (int)0x80048004, (int)0x80058005,
+                                                                  (int)0x80068006, (int)0x80078007)));
+    kq_in_memory(t.s2, sizeof t.s2);
+    /* mins zero-extended to dwords: lane 0 of sm's bytes 8..15 (row 0), lane 1's (row 1) */
+    const __m256i m32[2] = {_mm256_cvtepu8_epi32(_mm_srli_si128(_mm256_castsi256_si128(sm), 8)),
+                            _mm256_cvtepu8_epi32(_mm_srli_si128(_mm256_extracti128_si256(sm, 1), 8))};
+    const __m256i bsp = _mm256_madd_epi16(ld256(x->bsums), _mm256_set1_epi16(1));
+    float dd[2][2];
+    const tg_q8k_block *const xb[1] = {x};
+    for (int r = 0; r < 2; r++) d_dmin(p[r], xb, dd[r], 1);
+    __m256i qh[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, isum[2];
+    for (int r = 0; r < 2; r++) {
+        if (five) qh[r] = ld256(p[r] + 16);
+        isum[r] = _mm256_setzero_si256();
+    }
+    for (int c = 0; c < 4; c++)
+        for (int r = 0; r < 2; r++) {
+            const __m256i q = ld256(p[r] + (five ? 48 : 16) + 32 * c);
+            __m256i l4 = _mm256_and_si256(q, bytes(0x0F)), h4 = hi_nibbles(q);
+            if (five) {
+                l4 = _mm256_or_si256(l4, _mm256_and_si256(_mm256_slli_epi16(qh[r], 4), bytes(0x10)));
+                h4 = _mm256_or_si256(h4, _mm256_and_si256(_mm256_slli_epi16(qh[r], 3), bytes(0x10)));
+                qh[r] = _mm256_srli_epi16(qh[r], 2);
+            }
+            const int k = 2 * c; /* sub-blocks k (low nibbles) and k + 1 (high) */
+            isum[r] = dot_scaled1(isum[r], l4, x->q + 64 * c, t.s2 + (k >> 2) * 8 + r * 4 + (k & 3));
+            isum[r] = dot_scaled1(isum[r], h4, x->q + 64 * c + 32, t.s2 + ((k + 1) >> 2) * 8 + r * 4 + ((k + 1) & 3));
+        }
+    for (int r = 0; r < 2; r++) {
+        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[r][0]), _mm256_cvtepi32_ps(isum[r]), acc[r]);
+        const __m256i ms = _mm256_madd_epi16(bsp, m32[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_broadcast_ss(&dd[r][1]), _mm256_cvtepi32_ps(ms), acc[r]);
+    }
+}
+TG_INLINE void sup2_q4_k(const uint8_t *const p[2], const tg_q8k_block *x, __m256 acc[2]) { sup2_q45_k(p, x, acc, false); }
+TG_INLINE void sup2_q5_k(const uint8_t *const p[2], const tg_q8k_block *x, __m256 acc[2]) { sup2_q45_k(p, x, acc, true); }
+
+/* Decode's two rows of the other types: each row on its own. */
+#define KQ_SUP2_EACH(NAME)                                                                                            \
+    TG_INLINE void sup2_##NAME(const uint8_t *const p[2], const tg_q8k_block *x, __m256 acc[2]) {                    \
+        const tg_q8k_block *const xb[1] = {x};                                                                        \
+        sup_##NAME(p[0], xb, &acc[0], 1);                                                                             \
+        sup_##NAME(p[1], xb, &acc[1], 1);                                                                             \
+    }
+KQ_SUP2_EACH(q2_k)
+KQ_SUP2_EACH(q3_k)
+KQ_SUP2_EACH(q6_k)
+#undef KQ_SUP2_EACH
 
 /* Decode prefetches the super-blocks KQ_AHEAD rows ahead (of both rows of a pair) into L2 while it computes: rows
  * are short (a 2048-column Q4_K row is 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the
@@ -289,15 +423,14 @@ TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
         int64_t r = 0;                                                                                                \
         for (; r + 2 <= nr; r += 2) { /* two rows at a time: independent work side by side, one load of x */        \
             const uint8_t *r0 = w + (size_t)r * ws, *r1 = r0 + ws;                                                    \
-            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                                                \
+            __m256 a[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                                                 \
             for (int64_t b = 0; b < nsup; b++) {                                                                      \
-                const tg_q8k_block *xb[1] = {xk + b};                                                                 \
                 if (r + KQ_AHEAD + 2 <= nr) prefetch_sup(r0 + (size_t)b * (BYTES) + KQ_AHEAD * ws, ws, BYTES);       \
-                sup_##NAME(r0 + (size_t)b * (BYTES), xb, &a0, 1);                                                     \
-                sup_##NAME(r1 + (size_t)b * (BYTES), xb, &a1, 1);                                                     \
+                const uint8_t *const p2[2] = {r0 + (size_t)b * (BYTES), r1 + (size_t)b * (BYTES)};                    \
+                sup2_##NAME(p2, xk + b, a);                                                                           \
             }                                                                                                         \
-            y[r] = tg_reduce1_ps(a0);                                                                                 \
-            y[r + 1] = tg_reduce1_ps(a1);                                                                             \
+            y[r] = tg_reduce1_ps(a[0]);                                                                               \
+            y[r + 1] = tg_reduce1_ps(a[1]);                                                                           \
         }                                                                                                             \
         for (; r < nr; r++) row_##NAME(w + (size_t)r * ws, nsup, xk, 0, y + r, 0, 1);                                 \
     }                                                                                                                 \
