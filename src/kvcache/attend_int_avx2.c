@@ -97,24 +97,26 @@ TG_INLINE void pack_bytes(const __m256i *v, const int sgn, int32_t *dst) {
 TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                             const int bits, tg_attn_int_queries *q, const int DD) {
     const int64_t n = DD ? DD : D;
-    const float levels = bits == 8 ? (float)KEY_Q8 : (float)KEY_Q;
+    const float levels = bits == 8 ? (float)KEY_Q8 : (float)KEY_Q, step = 1.0f / levels;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 sv[TG_ATTN_INT_MAX_D / 8], zv[TG_ATTN_INT_MAX_D / 8]; /* the grid, widened from fp16 once */
+    for (int64_t k = 0; k < n; k += 8) {
+        sv[k / 8] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gscale + k)));
+        zv[k / 8] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gzero + k)));
+    }
     for (int j = 0; j < gq; j++) {
         const float *x = qh + (int64_t)j * n;
         __m256 qf[TG_ATTN_INT_MAX_D / 8], m = _mm256_setzero_ps(), z = _mm256_setzero_ps();
-        for (int64_t k = 0; k < n; k += 8) {
-            /* the fold: qf = q * scale, bias = q . zero (the grid widened from fp16 in registers) */
+        for (int64_t k = 0; k < n; k += 8) { /* the fold: qf = q * scale, bias = q . zero */
             const __m256 qv = _mm256_loadu_ps(x + k);
-            const __m256 sv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gscale + k)));
-            const __m256 zv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gzero + k)));
-            qf[k / 8] = _mm256_mul_ps(qv, sv);
-            z = _mm256_fmadd_ps(qv, zv, z);
+            qf[k / 8] = _mm256_mul_ps(qv, sv[k / 8]);
+            z = _mm256_fmadd_ps(qv, zv[k / 8], z);
             m = _mm256_max_ps(m, _mm256_and_ps(qf[k / 8], abs_mask));
         }
         q->bias[j] = hsum8(z);
         const float amax = hmax8(m);
         const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
-        q->dq[j] = amax / levels;
+        q->dq[j] = amax * step;
         int32_t *lo = q->lo + (int64_t)j * (n / 4), *hi = q->hi + (int64_t)j * (n / 4);
         for (int64_t k = 0; k < n; k += 32) {
             __m256i v[4], h[4];
@@ -247,12 +249,12 @@ typedef struct {
 } run_weights;
 _Static_assert(RUN / 4 == 8, "a run's weights are one 32-byte store per head");
 
-/* FULL: the run's 32 rows all lie in the segment (no masks). */
+/* FULL: every row of the run's 8-row vectors lies in the segment (no masks). */
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4,
                            const float *p, int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero,
                            const run_weights *rw) {
-    const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W;
-    const int64_t nv = FULL ? RUN / 8 : (n4 + 1) / 2; /* 8-row vectors of the run */
+    const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
+    const int64_t nv = (n4 + 1) / 2; /* 8-row vectors of the run */
     __m256 sv[RUN / 8], zv[RUN / 8];
     __m256i mk[RUN / 8];
     bool full[RUN / 8];
@@ -277,7 +279,7 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
         }
         const float amax = hmax8(m);
         const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
-        rw->dw[j] = amax / levels;
+        rw->dw[j] = amax * step;
         rw->zs[j] = hsum8(zacc);
         __m256i w8[RUN / 8], wh[RUN / 8];
         for (int64_t v = 0; v < RUN / 8; v++) {
@@ -361,7 +363,7 @@ TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t,
     for (int64_t R = t->t0 / 8 * 8; R < end; R += RUN) {
         const int64_t last = R + RUN < end ? R + RUN : end; /* rows [R, last) */
         const int64_t n4 = (last - R + 3) / 4;
-        if (R >= t->t0 && R + RUN <= end) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, &rw);
+        if (R >= t->t0 && (last - R) % 8 == 0) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, &rw);
         else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, &rw);
         int j = 0;
         for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 4);
