@@ -84,6 +84,8 @@ void tg_avx2_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n);
 int64_t tg_avx2_bf16_to_f32_row(const uint16_t *src, float *dst, int64_t n);
 /* vec.h's tg_exp_shift_sum and ops.h's tg_swiglu, eight lanes at a time (same contracts and edge cases). */
 float tg_avx2_exp_shift_sum(float *x, int64_t n, float m);
+/* vec.h's tg_max_skip_nan over the first n - n % 8 elements into *m (-inf when none); returns how many it read. */
+int64_t tg_avx2_max_skip_nan(const float *x, int64_t n, float *m);
 void tg_avx2_swiglu(float *gate, const float *up, int64_t n);
 
 #endif

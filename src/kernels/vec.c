@@ -50,6 +50,17 @@ void tg_f32_to_bf16_row(const float *src, uint16_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = tg_f32_to_bf16(src[i]);
 }
 
+float tg_max_skip_nan(const float *x, int64_t n) {
+    int64_t i = 0;
+    float m = -INFINITY;
+#if TG_HAVE_AVX2
+    i = tg_avx2_max_skip_nan(x, n, &m);
+#endif
+    for (; i < n; i++)
+        if (x[i] > m) m = x[i];
+    return m;
+}
+
 float tg_exp_shift_sum(float *x, int64_t n, float m) {
 #if TG_HAVE_AVX2
     return tg_avx2_exp_shift_sum(x, n, m);

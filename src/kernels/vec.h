@@ -25,4 +25,7 @@ void tg_f32_to_bf16_row(const float *src, uint16_t *dst, int64_t n);
  * including -inf) are 0; NaN stays NaN. The softmax building block: m is the maximum, so every x - m <= 0. */
 float tg_exp_shift_sum(float *x, int64_t n, float m);
 
+/* The largest of x[0..n) skipping NaN; -inf when n == 0 or every element is NaN (exact: any order gives it). */
+float tg_max_skip_nan(const float *x, int64_t n);
+
 #endif

@@ -80,6 +80,22 @@ __m256 tg_avx2_exp_ps(__m256 x) {
     return _mm256_andnot_ps(under, y);
 }
 
+int64_t tg_avx2_max_skip_nan(const float *x, int64_t n, float *m) {
+    __m256 a = _mm256_set1_ps(-INFINITY), b = a;
+    int64_t i = 0;
+    /* max_ps(x, m) is m when x is NaN: NaN never enters */
+    for (; i + 16 <= n; i += 16) {
+        a = _mm256_max_ps(_mm256_loadu_ps(x + i), a);
+        b = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), b);
+    }
+    for (; i + 8 <= n; i += 8) a = _mm256_max_ps(_mm256_loadu_ps(x + i), a);
+    a = _mm256_max_ps(a, b);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    *m = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+    return i;
+}
+
 float tg_avx2_exp_shift_sum(float *x, int64_t n, float m) {
     const __m256 mv = _mm256_set1_ps(m);
     double sum = 0.0;

@@ -69,7 +69,7 @@ int tg_kvcache_attend_splits(const tg_kvcache *c, int layer, int64_t pos) {
 
 size_t tg_kvcache_work_floats(const tg_kvcache *c) {
     const size_t D = (size_t)c->g.head_dim, gq = (size_t)(c->g.n_heads / c->g.n_kv_heads);
-    return BLK * D + 2 * D + gq * (D + 1) + gq * (size_t)c->g.max_stored;
+    return BLK * D + 2 * D + gq * (D + 1) + TG_ATTN_INT_SCRATCH_WORDS(gq, D) + gq * (size_t)c->g.max_stored;
 }
 
 size_t tg_kvcache_part_floats(const tg_kvcache *c) {
@@ -102,10 +102,13 @@ static void make_block(const tg_segment *g, int64_t i0, int nr, const float *gri
     b->bits = g->bits;
     b->nr = nr;
     b->grid = g->kind == TG_SEG_CODES && g->gscale ? grid : NULL;
+    b->tile = g->tiled ? g->p : NULL;
+    b->tile_row0 = g->t0 + i0;
+    b->tile_group = g->group;
     for (int r = 0; r < BLK; r++) b->rows[r] = g->p + (size_t)(i0 + (r < nr ? r : 0)) * g->stride;
     if (g->kind != TG_SEG_CODES || g->gscale) return;
 #if TG_HAVE_AVX2
-    if (g->tstride == 1 && nr == BLK) { /* a grouped store's scales are contiguous: eight at once */
+    if (g->tstride == 1 && nr == BLK && !g->tiled) { /* a grouped store's scales are contiguous: eight at once */
         _mm256_storeu_ps(b->tscale, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tscale + i0))));
         _mm256_storeu_ps(b->tzero, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tzero + i0))));
         return;
@@ -130,7 +133,9 @@ static float elem(const tg_attn_block *b, int r, int64_t k, int64_t D) {
     case TG_SEG_F16: memcpy(&h, row + 2 * k, 2); return tg_f16_to_f32(h);
     case TG_SEG_BF16: memcpy(&h, row + 2 * k, 2); return tg_bf16_to_f32(h);
     default: {
-        const float u = (float)tg_kivi_get(row, b->bits, k);
+        const float u = b->tile ? (float)tg_kivi_tile_get(b->tile, b->grid != NULL, b->bits, b->tile_group, D,
+                                                          b->tile_row0 + r, k)
+                                : (float)tg_kivi_get(row, b->bits, k);
         return b->grid ? u * b->grid[k] + b->grid[D + k] : u * b->tscale[r] + b->tzero[r];
     }
     }
@@ -158,11 +163,38 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
                         int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
-    const bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
+    bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
     const bool repo = keys && (c->g.slot_rope || (is_sink && vw->sink_off >= 0));
-    if (g->kind == TG_SEG_CODES && g->gscale) {
+    const bool int_path = g->tiled && simd && !repo && D <= TG_ATTN_INT_MAX_D;
+    if (g->kind == TG_SEG_CODES && g->gscale && !int_path) {
         tg_f16_to_f32_row(g->gscale, grid, D);
         tg_f16_to_f32_row(g->gzero, grid + D, D);
+    }
+    if (g->tiled) {
+#if TG_HAVE_AVX2
+        if (int_path) { /* the integer domain (attend_int_avx2.c) */
+            const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->count};
+            /* the next group unit's scales of this kv-head, most often the next segment's (its tile follows this one:
+             * the hardware prefetcher streams those); a prefetch never faults, should there be no such unit */
+            const size_t H = (size_t)c->g.n_kv_heads;
+            _mm_prefetch((const char *)(keys ? g->gscale + H * (size_t)D : g->tscale - g->t0 + H * (size_t)g->group),
+                         _MM_HINT_T0);
+            _mm_prefetch((const char *)(keys ? g->gzero + H * (size_t)D : g->tzero - g->t0 + H * (size_t)g->group),
+                         _MM_HINT_T0);
+            float *bias = qfold + (int64_t)vw->gq * D;
+            int32_t *ilo = (int32_t *)(void *)(bias + vw->gq); /* the integer scratch */
+            if (keys) {
+                int32_t *ihi = ilo + (int64_t)vw->gq * (D / 4);
+                tg_attn_int_queries q = {ilo, ihi, (float *)(void *)(ihi + (int64_t)vw->gq * (D / 4)), bias};
+                tg_attn_int_prepare_keys(qh, vw->gq, D, g->gscale, g->gzero, g->bits, &q);
+                tg_attn_int_scores(&t, &q, vw->gq, D, sc, ld, c->int_vnni);
+            } else {
+                tg_attn_int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, o, ilo, c->int_vnni);
+            }
+            return;
+        }
+#endif
+        simd = false; /* the float reference reads tiles element by element */
     }
     const size_t row_bytes = g->kind == TG_SEG_F32 ? (size_t)D * 4
                              : g->kind == TG_SEG_CODES ? (size_t)(D * g->bits + 7) / 8 : (size_t)D * 2;
@@ -220,12 +252,14 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
                      float *sc, int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     int64_t t = 0;
     if (s1 >= s0) {
-        const tg_segment g = tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1);
+        tg_segment g;
+        tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1, &g);
         run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
     for (int64_t n = a; n <= b;) {
-        const tg_segment g = tg_store_segment(vw->c, vw->L, keys, h, n, b);
+        tg_segment g;
+        tg_store_segment(vw->c, vw->L, keys, h, n, b, &g);
         run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
         n += g.count;
@@ -233,9 +267,11 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
     return t;
 }
 
-/* Where a piece's scores start in its work space: after the tile [BLK][D], the grid [2D], the folded queries [gq][D]
- * and their biases [gq]. */
-static int64_t scores_offset(int64_t D, int gq) { return BLK * D + 2 * D + (int64_t)gq * (D + 1); }
+/* Where a piece's scores start in its work space: after the tile [BLK][D], the grid [2D], the folded queries [gq][D],
+ * their biases [gq] and the integer kernels' quantised queries (TG_ATTN_INT_SCRATCH_WORDS). */
+static int64_t scores_offset(int64_t D, int gq) {
+    return BLK * D + 2 * D + (int64_t)gq * (D + 1) + (int64_t)TG_ATTN_INT_SCRATCH_WORDS(gq, D);
+}
 
 void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const float *q_rot, int h, int split,
                              int n_split, float *part, float *work) {
@@ -247,7 +283,8 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     const int64_t a = vw.lo + len * split / n_split, b = vw.lo + len * (split + 1) / n_split - 1;
     const int64_t s0 = split == 0 ? vw.s0 : 0, s1 = split == 0 ? vw.s1 : -1;
     const float *qh = q_rot + (int64_t)h * gq * D;
-    /* work: tile [BLK][D], grid [2D], folded queries [gq][D] + biases [gq], scores [gq][max_stored] */
+    /* work: tile [BLK][D], grid [2D], folded queries [gq][D] + biases [gq], quantised queries, scores
+     * [gq][max_stored] */
     float *tile = work, *grid = tile + BLK * D, *qfold = grid + 2 * D, *sc = work + scores_offset(D, gq);
 
     const int64_t nt = sweep(&vw, h, true, s0, s1, a, b, qh, sc, ld, NULL, tile, grid, qfold);
@@ -256,36 +293,12 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     if (tg_kvcache_piece_softmax(c, sc, ld, nt, part)) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
 }
 
-/* The largest of x[0 .. n), NaNs skipped (-inf when there is none). Which of two equal maxima (+0 / -0) is kept does
- * not matter: m only enters as x - m, exp(m - M) and the -inf test. */
-static float max_skip_nan(const float *x, int64_t n) {
-    float m = -INFINITY;
-    int64_t t = 0;
-#if TG_HAVE_AVX2
-    if (n >= 16) {
-        /* max_ps(x, acc) returns acc when x is NaN: NaNs are skipped lane by lane, as the scalar test below does */
-        __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0;
-        for (; t + 16 <= n; t += 16) {
-            a0 = _mm256_max_ps(_mm256_loadu_ps(x + t), a0);
-            a1 = _mm256_max_ps(_mm256_loadu_ps(x + t + 8), a1);
-        }
-        float l[8];
-        _mm256_storeu_ps(l, _mm256_max_ps(a0, a1));
-        for (int i = 0; i < 8; i++)
-            if (l[i] > m) m = l[i];
-    }
-#endif
-    for (; t < n; t++)
-        if (x[t] > m) m = x[t]; /* NaN scores are skipped here and make the sum NaN later */
-    return m;
-}
-
 bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part) {
     const int gq = c->g.n_heads / c->g.n_kv_heads;
     bool any = false;
     for (int i = 0; i < gq; i++) {
         float *si = sc + (int64_t)i * ld;
-        const float m = max_skip_nan(si, nt);
+        const float m = tg_max_skip_nan(si, nt); /* NaN scores are skipped here and make the sum NaN later */
         part[i] = m;
         if (m == -INFINITY) {
             part[gq + i] = 0.0f;

@@ -45,9 +45,13 @@ size_t tg_kvcache_group_work_floats(const tg_kvcache *c, int nq) {
 /* Whether every segment of kv-head h's keys and values that the token at pos sees is fp32 / fp16 / bf16. */
 static bool float_segments(const tg_kvcache *c, const tg_layer_cache *L, int h, int64_t s1, int64_t lo, int64_t hi) {
     for (int keys = 0; keys < 2; keys++) {
-        if (s1 >= 0 && tg_store_sink_segment(c, L, keys, h, 0, s1).kind == TG_SEG_CODES) return false;
+        tg_segment g;
+        if (s1 >= 0) {
+            tg_store_sink_segment(c, L, keys, h, 0, s1, &g);
+            if (g.kind == TG_SEG_CODES) return false;
+        }
         for (int64_t n = lo; n <= hi;) {
-            const tg_segment g = tg_store_segment(c, L, keys, h, n, hi);
+            tg_store_segment(c, L, keys, h, n, hi, &g);
             if (g.kind == TG_SEG_CODES || g.count < 1) return false;
             n += g.count;
         }
@@ -213,10 +217,10 @@ typedef struct {
 
 static int64_t segment_at(const group_view *gv, bool keys, int64_t t, int64_t n_sinks, tg_segment *g) {
     if (t < n_sinks) {
-        *g = tg_store_sink_segment(gv->c, gv->L, keys, gv->h, 0, gv->s1);
+        tg_store_sink_segment(gv->c, gv->L, keys, gv->h, 0, gv->s1, g);
         return 0;
     }
-    *g = tg_store_segment(gv->c, gv->L, keys, gv->h, gv->lo + (t - n_sinks), gv->hi);
+    tg_store_segment(gv->c, gv->L, keys, gv->h, gv->lo + (t - n_sinks), gv->hi, g);
     return t;
 }
 

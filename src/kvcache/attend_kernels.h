@@ -3,6 +3,7 @@
 #ifndef TG_KVCACHE_ATTEND_KERNELS_H
 #define TG_KVCACHE_ATTEND_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,9 +26,50 @@ typedef struct {
                                      * scores (the queries passed in are then q_i * scale) */
     float tscale[TG_ATTN_BLK];      /* values: each row's scale and zero */
     float tzero[TG_ATTN_BLK];
+    const uint8_t *tile;            /* codes in a tile (kivi.h; the scalar reference only): rows tile_row0 .. of a tile
+                                     * of tile_group rows; rows[] unused */
+    int64_t tile_row0, tile_group;
 } tg_attn_block;
 
+/* The integer kernels (attend_int_avx2.c) over one segment of a KIVI tile (kivi.h's layout): rows [t0, t0 + count)
+ * of a tile of G rows of head_dim codes of `bits` bits. */
+typedef struct {
+    const uint8_t *tile;
+    int bits;
+    int64_t G, t0, count;
+} tg_attn_tile;
+
+/* Quantised queries of a key segment: per head j, its codes as byte operands, four channels an int32
+ * (lo / hi at j * head_dim / 4; hi only for int8 codes), its step dq[j] and the folded grid's bias[j]. */
+typedef struct {
+    int32_t *lo, *hi;
+    float *dq, *bias;
+} tg_attn_int_queries;
+
+#define TG_ATTN_INT_MAX_D 256 /* the largest head dim the integer kernels take (larger: the float path) */
+
+/* int32 words of scratch the integer kernels need for gq heads of head_dim D: a key segment's tg_attn_int_queries
+ * (lo, hi, dq; bias is the caller's), or a value segment's weights (18 per head). */
+#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) / 2 + 1 > 18 ? (size_t)(D) / 2 + 1 : 18))
+
 #if TG_HAVE_AVX2
+/* Whether this build has a VNNI instruction for the integer kernels (else they emulate it exactly). */
+bool tg_attn_int_has_vnni(void);
+/* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
+ * for codes of `bits` bits into q: bias_j = q_j . zero (an fp32 fma chain over 8 lanes, then summed), q_j * scale
+ * quantised (lo, hi, dq). D % 32 == 0, D <= TG_ATTN_INT_MAX_D. */
+void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                              int bits, tg_attn_int_queries *q);
+/* sc[j * ld + i] = score of segment row i for head j: dq_j * (q8_j . u_i) + bias_j. vnni: use the instruction when
+ * the build has it (the same bits either way). D % 32 == 0. */
+void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
+                        bool vnni);
+/* o_j += sum_i p[j * ld + i] (u_i * scale_i + zero_i) over the segment's rows, in the integer domain (runs of 32
+ * rows, the weights quantised per run); tscale / tzero: the fp16 scale and zero of segment row 0 (rows contiguous);
+ * scratch: TG_ATTN_INT_SCRATCH_WORDS(gq, D). D % 32 == 0. */
+void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
+                        const uint16_t *tzero, float *o, int32_t *scratch, bool vnni);
+
 /* Folds a codes segment's per-channel grid into the queries: qf[i * D + c] = qh[i * D + c] * scale[c] and
  * bias[i] = qh_i . zero, so that q_i . (u * scale + zero) = qf_i . u + bias_i. */
 void tg_attn_avx2_fold(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias);

@@ -28,6 +28,7 @@ typedef struct {
     bool per_channel;           /* keys: scales per channel; values: per token */
     size_t elem_bytes;          /* plain: 4 or 2 */
     size_t row_bytes;           /* one kv-head row of head_dim elements in storage */
+    bool tiled;                 /* KIVI groups: each (group, kv-head) is a tile (kivi.h), when the shape allows */
     /* sizes in bytes of each buffer of one layer */
     size_t data_bytes;          /* rows / quantised units */
     size_t scale_bytes;         /* scale + zero arrays together (fp16 each) */
@@ -47,6 +48,7 @@ typedef struct {
     int64_t n_units;            /* units of the whole capacity */
     size_t unit_data_bytes, unit_scale_bytes; /* bytes of one unit's data, scales + zeros */
     int64_t chunk_units;        /* units per chunk (>= 1) */
+    int chunk_units_log2;       /* its log2 when a power of two, else -1 (or 0 when not chunked: unused) */
     int64_t n_chunks;           /* chunks of the whole capacity */
 } tg_store_geom;
 
@@ -68,6 +70,7 @@ typedef struct {
                            * stored pre-RoPE and rotated to its cache slot when read, the query to its own slot */
     bool grouped;         /* a KIVI store with group size > 0 exists */
     int group;            /* G (grouped only) */
+    int group_log2;       /* log2 G when G is a power of two, else -1 */
     int64_t block;        /* eviction unit: G when grouped, else 1 */
     int64_t residual_asked; /* R asked for (TG_KV_RESIDUAL_AUTO resolved) */
     int64_t residual;     /* effective residual R (grouped only) */
@@ -171,6 +174,8 @@ struct tg_kvcache {
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     float *group_f32;        /* residual not fp32: [group][n_kv_heads * head_dim] the group being flushed, widened */
+    uint8_t *tile_rows;      /* tiled KIVI stores: [group][head_dim] packed rows on their way into a tile */
+    bool int_vnni;           /* integer attention kernels: the VNNI instruction where built (tests: its emulation) */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
     size_t bytes_store;      /* allocated for K/V storage (== g.bytes_layer * n_kv_layers once every chunk is) */
     double mem_limit;        /* max_memory resolved: the most bytes bytes_store may reach (< 0: none) */

@@ -32,22 +32,21 @@ const tg_store_codec *tg_store_codec_named(const char *name) {
 
 /* ---- segments --------------------------------------------------------------------------------------------------- */
 
-tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last) {
+void tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last,
+                      tg_segment *g) {
     const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
-    tg_segment g = sg->codec->segment_at(c, sg, keys ? &L->k : &L->v, L, h, n);
-    if (last - n + 1 < g.count) g.count = last - n + 1;
-    g.slot0 = L->n_sink + (n - L->first);
-    return g;
+    sg->codec->segment_at(c, sg, keys ? &L->k : &L->v, L, h, n, g);
+    if (last - n + 1 < g->count) g->count = last - n + 1;
+    g->slot0 = L->n_sink + (n - L->first);
 }
 
-tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
-                                 int64_t s1) {
+void tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0, int64_t s1,
+                           tg_segment *g) {
     const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
     const size_t H = (size_t)c->g.n_kv_heads, row = (size_t)c->g.head_dim * tg_plain_elem_bytes(sg->sink_precision);
-    tg_segment g = {.kind = tg_plain_seg_kind(sg->sink_precision), .count = s1 - s0 + 1, .slot0 = s0};
-    g.p = (keys ? L->k.sink : L->v.sink) + ((size_t)s0 * H + (size_t)h) * row;
-    g.stride = H * row;
-    return g;
+    *g = (tg_segment){.kind = tg_plain_seg_kind(sg->sink_precision), .count = s1 - s0 + 1, .slot0 = s0};
+    g->p = (keys ? L->k.sink : L->v.sink) + ((size_t)s0 * H + (size_t)h) * row;
+    g->stride = H * row;
 }
 
 void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *scale, const uint16_t *zero, size_t grid,
@@ -71,6 +70,15 @@ void tg_segment_widen(const tg_segment *g, int64_t i, int64_t D, float *out) {
     case TG_SEG_F16: tg_plain_get(TG_KV_FP16, row, out, D); return;
     case TG_SEG_BF16: tg_plain_get(TG_KV_BF16, row, out, D); return;
     default: break;
+    }
+    if (g->tiled) {
+        const bool keys = g->gscale != NULL;
+        for (int64_t k = 0; k < D; k++) {
+            const float u = (float)tg_kivi_tile_get(g->p, keys, g->bits, g->group, D, g->t0 + i, k);
+            out[k] = keys ? u * tg_f16_to_f32(g->gscale[k]) + tg_f16_to_f32(g->gzero[k])
+                          : u * tg_f16_to_f32(g->tscale[(size_t)i * g->tstride]) + tg_f16_to_f32(g->tzero[(size_t)i * g->tstride]);
+        }
+        return;
     }
     if (g->gscale) { /* keys: the per-channel grid */
         for (int64_t k = 0; k < D; k++)
@@ -111,24 +119,46 @@ size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {
     return r;
 }
 
-void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i) {
-    const int64_t u = (n / c->g.group) % c->g.n_units;
-    *k = u / sg->chunk_units;
-    *i = u % sg->chunk_units;
+/* Unit u's chunk k and index i in it (no division in the usual cases: the unit in the first chunk, or the first
+ * lap of a bounded ring). */
+static void chunk_of(const tg_store_geom *sg, int64_t u, int64_t *k, int64_t *i) {
+    *k = u < sg->chunk_units ? 0 : sg->chunk_units_log2 >= 0 ? u >> sg->chunk_units_log2 : u / sg->chunk_units;
+    *i = u - *k * sg->chunk_units;
 }
 
-tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
-                                 int64_t end) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, t = n % G;
+/* n / G, as a shift when G is a power of two. */
+static int64_t group_index(const tg_cache_geom *g, int64_t n) { return g->group_log2 >= 0 ? n >> g->group_log2 : n / g->group; }
+
+void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i) {
+    const int64_t q = group_index(&c->g, n);
+    chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, k, i);
+}
+
+uint8_t *tg_kivi_group_rows(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int64_t k, int64_t i,
+                            int64_t h) {
+    const int64_t units = tg_store_chunk_units(sg, k);
+    return s->data[k] + (size_t)((h * units + i) * c->g.group) * sg->row_bytes;
+}
+
+void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
+                           int64_t end, tg_segment *g) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = group_index(&c->g, n), t = n - q * G;
     int64_t k, i;
-    tg_kivi_unit_of(c, sg, n, &k, &i);
+    chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, &k, &i);
     const int64_t uh = i * H + h;
-    tg_segment g = {0};
-    g.count = end - n < G - t ? end - n : G - t;
-    g.p = s->data[k] + (size_t)(uh * G + t) * sg->row_bytes;
-    g.stride = sg->row_bytes;
-    tg_segment_codes(&g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);
-    return g;
+    *g = (tg_segment){0};
+    g->count = end - n < G - t ? end - n : G - t;
+    uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, i, h);
+    if (sg->tiled) {
+        g->tiled = true;
+        g->p = rows;
+        g->t0 = t;
+        g->group = G;
+    } else {
+        g->p = rows + (size_t)t * sg->row_bytes;
+        g->stride = sg->row_bytes;
+    }
+    tg_segment_codes(g, sg, s->scale[k], s->zero[k], (size_t)(uh * D), (size_t)(uh * G + t), 1);
 }
 
 bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
@@ -136,6 +166,7 @@ bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, G = (size_t)g->group, U = (size_t)g->n_units;
     sg->range = tg_kivi_range_of(sg->precision);
     sg->row_bytes = tg_kivi_row_bytes(sg->range, (int64_t)D);
+    sg->tiled = tg_kivi_tiles_fit((int64_t)D, (int64_t)G);
     sg->data_bytes = tg_mul4(&ok, U, H, G, sg->row_bytes);
     sg->scale_bytes = tg_mul4(&ok, U, H, sg->per_channel ? D : G, 2 * sizeof(uint16_t));
     sg->resid_bytes = 0;

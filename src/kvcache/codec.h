@@ -29,6 +29,9 @@ typedef struct {
     const uint16_t *gscale, *gzero; /* TG_SEG_CODES keys: the per-channel fp16 grid [head_dim] */
     const uint16_t *tscale, *tzero; /* TG_SEG_CODES values: the first row's own fp16 scale and zero */
     size_t tstride;                 /* TG_SEG_CODES values: elements from one row's scale to the next */
+    bool tiled;                     /* TG_SEG_CODES in a tile (kivi.h): p is the tile of `group` rows, the segment
+                                     * its rows [t0, t0 + count) (stride unused) */
+    int64_t t0, group;
 } tg_segment;
 
 /* One way of storing a store's non-sink tokens. Every operation gets the cache (geometry, scratch) and the store's
@@ -47,10 +50,11 @@ struct tg_store_codec {
                    const float *x);
     /* Quantises residual tokens [qend, qend + group) into their group (NULL: a codec without groups). */
     void (*flush)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend);
-    /* The segment of kv-head h's rows that starts at held non-sink token n: count = every row from n stored alike
-     * (the caller cuts it and sets slot0). */
-    tg_segment (*segment_at)(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, const tg_layer_cache *L,
-                             int h, int64_t n);
+    /* *g = the segment of kv-head h's rows that starts at held non-sink token n: count = every row from n stored
+     * alike (the caller cuts it and sets slot0). Out-parameters, not returned structs: a segment is looked up per
+     * KIVI group, and returned copies cost a stalled store-to-load forward each. */
+    void (*segment_at)(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, const tg_layer_cache *L,
+                       int h, int64_t n, tg_segment *g);
 };
 
 extern const tg_store_codec tg_codec_plain, tg_codec_kivi_grouped, tg_codec_kivi_provisional, tg_codec_kivi_whole;
@@ -61,11 +65,13 @@ const tg_store_codec *tg_store_codec_for(const tg_cache_geom *g, tg_kv_precision
 /* The codec of that name in the table (tests force codecs by name); NULL when there is none. */
 const tg_store_codec *tg_store_codec_named(const char *name);
 
-/* The longest run of kv-head h's held non-sink tokens that starts at n, ends at most at last and is stored alike. */
-tg_segment tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last);
-/* Kv-head h's sinks [s0, s1] (s0 <= s1). */
-tg_segment tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0,
-                                 int64_t s1);
+/* *g = the longest run of kv-head h's held non-sink tokens that starts at n, ends at most at last and is stored
+ * alike. */
+void tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last,
+                      tg_segment *g);
+/* *g = kv-head h's sinks [s0, s1] (s0 <= s1). */
+void tg_store_sink_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t s0, int64_t s1,
+                           tg_segment *g);
 /* Makes g a segment of sg's codes: keys with the per-channel grid at element `grid` of the scales and zeros
  * (one chunk's), values with their own scales from element `token` on, tstride apart. */
 void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *scale, const uint16_t *zero, size_t grid,
@@ -73,12 +79,18 @@ void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *sc
 /* The grouped KIVI layout's byte counts into sg (codes, scales + zeros per group, sinks; no residual; a unit is
  * one group of every kv-head): false when they overflow. */
 bool tg_kivi_group_geometry(const tg_cache_geom *g, tg_store_geom *sg);
-/* The codes of kv-head h from token n to the end of n's quantised group, or to `end` (exclusive) when that comes
- * first: the grouped KIVI layout shared by the KIVI codecs (G tokens of a unit contiguous per kv-head). */
 /* Where a grouped store keeps the group unit of non-sink token n: its chunk k and its index i in the chunk. */
 void tg_kivi_unit_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n, int64_t *k, int64_t *i);
-tg_segment tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
-                                 int64_t end);
+/* The codes of group unit i of chunk k, kv-head h: G rows (or a tile). A chunk holds them head-major
+ * ([n_kv_heads][units][G][row_bytes]), so that one kv-head's groups follow one another (its attention reads them in
+ * order: the hardware prefetcher streams them). Scales stay unit-major ([units][n_kv_heads][...]). */
+uint8_t *tg_kivi_group_rows(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int64_t k, int64_t i,
+                            int64_t h);
+/* *g = the codes of kv-head h from token n to the end of n's quantised group, or to `end` (exclusive) when that comes
+ * first: the grouped KIVI layout shared by the KIVI codecs (G tokens of a unit contiguous per kv-head, as a tile
+ * where kivi.h's tiles fit). */
+void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
+                           int64_t end, tg_segment *g);
 /* Row i of a segment as fp32 into out[head_dim] (the scalar reference of the kernels' widening). */
 void tg_segment_widen(const tg_segment *g, int64_t i, int64_t head_dim, float *out);
 

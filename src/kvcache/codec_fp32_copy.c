@@ -27,14 +27,13 @@ static void copy_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *
     memcpy(s->data[k] + (size_t)r * H * sg->row_bytes, x, H * sg->row_bytes);
 }
 
-static tg_segment copy_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                  const tg_layer_cache *L, int h, int64_t n) {
+static void copy_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                            const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
     (void)L;
     const int64_t H = c->g.n_kv_heads, row = n % c->g.row_cap, k = row / sg->chunk_units, r = row % sg->chunk_units;
-    tg_segment g = {.kind = TG_SEG_F32, .count = tg_store_chunk_units(sg, k) - r};
-    g.p = s->data[k] + (size_t)(r * H + h) * sg->row_bytes;
-    g.stride = (size_t)H * sg->row_bytes;
-    return g;
+    *g = (tg_segment){.kind = TG_SEG_F32, .count = tg_store_chunk_units(sg, k) - r};
+    g->p = s->data[k] + (size_t)(r * H + h) * sg->row_bytes;
+    g->stride = (size_t)H * sg->row_bytes;
 }
 
 const tg_store_codec tg_codec_fp32_copy = {

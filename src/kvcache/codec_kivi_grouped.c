@@ -1,5 +1,6 @@
 /* codec_kivi_grouped.c — KIVI with groups of G tokens: tokens [first, qend) quantised, token n in group unit
- * (n / G) mod n_units ([n_units][n_kv_heads][G][row_bytes] codes; keys with one fp16 (scale, zero) per channel of a
+ * (n / G) mod n_units ([n_units][n_kv_heads][G][row_bytes] codes, as one tile per (unit, kv-head) where kivi.h's
+ * tiles fit the shape; keys with one fp16 (scale, zero) per channel of a
  * group, values per token), tokens [qend, n_appended) in the full-precision residual ring (fp32, fp16 or bf16, row
  * n mod res_cap), quantised G at a time when the ring is full; sinks at the residual precision (fp32 when they
  * get quantised). */
@@ -41,32 +42,36 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
     }
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
-        uint8_t *rows = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         uint16_t *scale = s->scale[k], *zero = s->zero[k];
         const float *x = group + h * D;
+        uint8_t *dst = sg->tiled ? c->tile_rows : rows; /* a tile: packed rows first, then laid out */
         if (sg->per_channel) {
-            tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, rows, scale + uh * D, zero + uh * D);
+            tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, dst, scale + uh * D, zero + uh * D);
         } else {
             for (int64_t t = 0; t < G; t++)
-                tg_kivi_quantize_row(sg->range, x + t * H * D, D, rows + (size_t)t * sg->row_bytes,
+                tg_kivi_quantize_row(sg->range, x + t * H * D, D, dst + (size_t)t * sg->row_bytes,
                                      &scale[uh * G + t], &zero[uh * G + t]);
         }
+        if (sg->tiled)
+            for (int64_t t = 0; t < G; t++)
+                tg_kivi_tile_put_row(rows, sg->per_channel, sg->range->bits, G, D, t, dst + (size_t)t * sg->row_bytes);
     }
 }
 
-static tg_segment grouped_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                     const tg_layer_cache *L, int h, int64_t n) {
+static void grouped_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                               const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
-    tg_segment g = {0};
+    *g = (tg_segment){0};
     if (n >= L->qend) { /* the residual ring, up to its wrap */
         const int64_t row = n % c->g.res_cap;
-        g.kind = tg_plain_seg_kind(c->g.resid_precision);
-        g.count = c->g.res_cap - row;
-        g.p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
-        g.stride = (size_t)(H * D) * c->g.resid_elem;
-        return g;
+        g->kind = tg_plain_seg_kind(c->g.resid_precision);
+        g->count = c->g.res_cap - row;
+        g->p = s->resid + (size_t)((row * H + h) * D) * c->g.resid_elem;
+        g->stride = (size_t)(H * D) * c->g.resid_elem;
+        return;
     }
-    return tg_kivi_group_segment(c, sg, s, h, n, L->qend); /* the rest of n's quantised group */
+    tg_kivi_group_segment(c, sg, s, h, n, L->qend, g); /* the rest of n's quantised group */
 }
 
 const tg_store_codec tg_codec_kivi_grouped = {

@@ -1,6 +1,6 @@
 /* codec_kivi_provisional.c — KIVI groups of G tokens without a full-precision residual: every non-sink token is
  * quantised as it arrives, into group unit (n / G) mod n_units ([n_units][n_kv_heads][G][row_bytes] codes, the
- * layout of codec_kivi_grouped.c). Values: one fp16 (scale, zero) per token, exactly what a flushed group holds.
+ * layout of codec_kivi_grouped.c, tiles included). Values: one fp16 (scale, zero) per token, exactly what a flushed group holds.
  * Keys: one fp16 (scale, zero) per channel of a group, provisional while the group fills: the first token fits the
  * grid to itself; a later token whose channel value falls outside the grid's span widens that channel's grid to
  * cover it (tg_kivi_fit over [grid bottom, grid top] and the value) and re-codes the channel's earlier rows of the
@@ -23,38 +23,54 @@ static bool provisional_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     return ok;
 }
 
-/* Key channel k of the t rows before row t of a group (rows[t'] at rows + t' * rb) re-coded from grid (s0, z0) to
- * the grid (scale, zero). */
-static void recode_channel(const tg_kivi_range *r, uint8_t *rows, size_t rb, int64_t t, int64_t k, float s0, float z0,
+/* A group's codes: G packed rows (rows + t * rb), or one tile (kivi.h). */
+typedef struct {
+    uint8_t *rows;
+    size_t rb;
+    bool tiled;
+    int bits;
+    int64_t G, D;
+} group_codes;
+
+static int code_get(const group_codes *gc, int64_t t, int64_t k) {
+    return gc->tiled ? tg_kivi_tile_get(gc->rows, true, gc->bits, gc->G, gc->D, t, k)
+                     : tg_kivi_get(gc->rows + (size_t)t * gc->rb, gc->bits, k);
+}
+
+static void code_put(const group_codes *gc, int64_t t, int64_t k, int u) {
+    if (gc->tiled) tg_kivi_tile_put(gc->rows, true, gc->bits, gc->G, gc->D, t, k, u);
+    else tg_kivi_put(gc->rows + (size_t)t * gc->rb, gc->bits, k, u);
+}
+
+/* Key channel k of the t rows before row t of a group re-coded from grid (s0, z0) to the grid (scale, zero). */
+static void recode_channel(const tg_kivi_range *r, const group_codes *gc, int64_t t, int64_t k, float s0, float z0,
                            float s1, float z1) {
     const int levels = r->qmax - r->qmin;
     for (int64_t i = 0; i < t; i++) {
-        uint8_t *row = rows + (size_t)i * rb;
-        const float x = (float)tg_kivi_get(row, r->bits, k) * s0 + z0;
-        tg_kivi_put(row, r->bits, k, tg_kivi_code(x, s1, z1, levels));
+        const float x = (float)code_get(gc, i, k) * s0 + z0;
+        code_put(gc, i, k, tg_kivi_code(x, s1, z1, levels));
     }
 }
 
 /* Token t of a key group (t > 0): widens the grid of every channel the token falls outside of, then codes it. */
-static void insert_key(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *rows, size_t rb, int64_t t,
-                       uint16_t *scale, uint16_t *zero) {
+static void insert_key(const tg_kivi_range *r, const float *x, const group_codes *gc, int64_t t, uint16_t *scale,
+                       uint16_t *zero) {
     const int levels = r->qmax - r->qmin;
-    uint8_t *row = rows + (size_t)t * rb;
-    memset(row, 0, rb);
-    for (int64_t k = 0; k < D; k++) {
+    if (!gc->tiled) memset(gc->rows + (size_t)t * gc->rb, 0, gc->rb);
+    for (int64_t k = 0; k < gc->D; k++) {
         float s = tg_f16_to_f32(scale[k]), z = tg_f16_to_f32(zero[k]);
         const float top = z + (float)levels * s;
         if (x[k] < z || x[k] > top) { /* outside the span (NaN never is: it codes to 0) */
             uint16_t ns, nz;
             tg_kivi_fit(r, x[k] < z ? x[k] : z, x[k] > top ? x[k] : top, &ns, &nz);
             const float s1 = tg_f16_to_f32(ns), z1 = tg_f16_to_f32(nz);
-            recode_channel(r, rows, rb, t, k, s, z, s1, z1);
+            recode_channel(r, gc, t, k, s, z, s1, z1);
             scale[k] = ns;
             zero[k] = nz;
             s = s1;
             z = z1;
         }
-        tg_kivi_put(row, r->bits, k, tg_kivi_code(x[k], s, z, levels));
+        code_put(gc, t, k, tg_kivi_code(x[k], s, z, levels));
     }
 }
 
@@ -66,21 +82,26 @@ static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_
     uint16_t *scale = s->scale[k], *zero = s->zero[k];
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
-        uint8_t *rows = s->data[k] + (size_t)(uh * G) * sg->row_bytes;
+        uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         const float *xh = x + h * D;
+        if (sg->per_channel && t > 0) {
+            const group_codes gc = {rows, sg->row_bytes, sg->tiled, sg->range->bits, G, D};
+            insert_key(sg->range, xh, &gc, t, scale + uh * D, zero + uh * D);
+            continue;
+        }
+        /* a row of its own: straight into the group's rows, or packed first and then into the tile */
+        uint8_t *row = sg->tiled ? c->tile_rows : rows + (size_t)t * sg->row_bytes;
         if (!sg->per_channel)
-            tg_kivi_quantize_row(sg->range, xh, D, rows + (size_t)t * sg->row_bytes, &scale[uh * G + t],
-                                 &zero[uh * G + t]);
-        else if (t == 0)
-            tg_kivi_quantize_channels(sg->range, xh, (size_t)D, 1, D, rows, scale + uh * D, zero + uh * D);
-        else
-            insert_key(sg->range, xh, D, rows, sg->row_bytes, t, scale + uh * D, zero + uh * D);
+            tg_kivi_quantize_row(sg->range, xh, D, row, &scale[uh * G + t], &zero[uh * G + t]);
+        else /* t == 0: the group's first key fits the grid to itself */
+            tg_kivi_quantize_channels(sg->range, xh, (size_t)D, 1, D, row, scale + uh * D, zero + uh * D);
+        if (sg->tiled) tg_kivi_tile_put_row(rows, sg->per_channel, sg->range->bits, G, D, t, row);
     }
 }
 
-static tg_segment provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                         const tg_layer_cache *L, int h, int64_t n) {
-    return tg_kivi_group_segment(c, sg, s, h, n, L->n_appended);
+static void provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                                   const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
+    tg_kivi_group_segment(c, sg, s, h, n, L->n_appended, g);
 }
 
 const tg_store_codec tg_codec_kivi_provisional = {

@@ -89,15 +89,14 @@ static void whole_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
                              &s->scale[0][row * H + h], &s->zero[0][row * H + h]);
 }
 
-static tg_segment whole_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                   const tg_layer_cache *L, int h, int64_t n) {
+static void whole_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                             const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
     (void)L;
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, row = n % c->g.row_cap;
-    tg_segment g = {.count = c->g.row_cap - row};
-    g.p = s->data[0] + (size_t)(row * H + h) * sg->row_bytes;
-    g.stride = (size_t)H * sg->row_bytes;
-    tg_segment_codes(&g, sg, s->scale[0], s->zero[0], (size_t)(h * D), (size_t)(row * H + h), (size_t)H);
-    return g;
+    *g = (tg_segment){.count = c->g.row_cap - row};
+    g->p = s->data[0] + (size_t)(row * H + h) * sg->row_bytes;
+    g->stride = (size_t)H * sg->row_bytes;
+    tg_segment_codes(g, sg, s->scale[0], s->zero[0], (size_t)(h * D), (size_t)(row * H + h), (size_t)H);
 }
 
 const tg_store_codec tg_codec_kivi_whole = {

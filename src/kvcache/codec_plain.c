@@ -41,15 +41,14 @@ static void plain_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
         tg_plain_put(sg->precision, x + h * D, s->data[k] + (size_t)(h * rows + r) * sg->row_bytes, D);
 }
 
-static tg_segment plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
-                                   const tg_layer_cache *L, int h, int64_t n) {
+static void plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
+                             const tg_layer_cache *L, int h, int64_t n, tg_segment *g) {
     (void)L;
     int64_t k, r, rows;
     plain_row_of(c, sg, n, &k, &r, &rows);
-    tg_segment g = {.kind = tg_plain_seg_kind(sg->precision), .count = rows - r};
-    g.p = s->data[k] + (size_t)(h * rows + r) * sg->row_bytes;
-    g.stride = sg->row_bytes;
-    return g;
+    *g = (tg_segment){.kind = tg_plain_seg_kind(sg->precision), .count = rows - r};
+    g->p = s->data[k] + (size_t)(h * rows + r) * sg->row_bytes;
+    g->stride = sg->row_bytes;
 }
 
 const tg_store_codec tg_codec_plain = {

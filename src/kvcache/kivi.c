@@ -123,3 +123,7 @@ void tg_kivi_dequantize_row_channels(const tg_kivi_range *r, const uint8_t *row,
     for (int64_t i = 0; i < n; i++)
         out[i] = (float)tg_kivi_get(row, r->bits, i) * tg_f16_to_f32(scale[i]) + tg_f16_to_f32(zero[i]);
 }
+
+void tg_kivi_tile_put_row(uint8_t *tile, bool keys, int bits, int64_t G, int64_t n, int64_t r, const uint8_t *row) {
+    for (int64_t k = 0; k < n; k++) tg_kivi_tile_put(tile, keys, bits, G, n, r, k, tg_kivi_get(row, bits, k));
+}

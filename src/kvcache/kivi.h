@@ -85,6 +85,45 @@ static inline void tg_kivi_put(uint8_t *row, int bits, int64_t i, int u) {
     }
 }
 
+/* Tiles: the codes of one KIVI group (G rows = tokens, n codes = channels each, one kv-head) laid out so that integer
+ * dot products need no horizontal sums (attend_int*.c): four adjacent bytes of the tile are one 32-bit lane of
+ * vpdpbusd. cpb = 8 / bits codes per byte.
+ *  keys (per channel: a lane is a row, its four bytes four channels):
+ *    code (r, k) at byte ((k / (4 cpb)) * G + r) * 4 + k % 4, bits ((k % (4 cpb)) / 4) * bits — chunk k / (4 cpb)
+ *    holds G rows of 4 cpb channels; byte j's slot s holds channel 4 (cpb chunk + s) + j;
+ *  values (per token: a lane is a channel, its four bytes four rows):
+ *    code (r, k) at byte ((r / 4) * (n / cpb) + k % (n / cpb)) * 4 + r % 4, bits (k / (n / cpb)) * bits — lane l's
+ *    slot s holds channel l + s * (n / cpb).
+ * Defined when n % 32 == 0 and G % 8 == 0 (tg_kivi_tiles_fit); a tile has exactly G * row_bytes bytes. */
+static inline bool tg_kivi_tiles_fit(int64_t n, int64_t G) { return n > 0 && n % 32 == 0 && G > 0 && G % 8 == 0; }
+
+/* Byte offset and bit shift of code (r, k) of a tile. */
+static inline size_t tg_kivi_tile_at(bool keys, int bits, int64_t G, int64_t n, int64_t r, int64_t k, int *shift) {
+    const int64_t cpb = 8 / bits;
+    if (keys) {
+        *shift = (int)((k % (4 * cpb)) / 4) * bits;
+        return (size_t)(((k / (4 * cpb)) * G + r) * 4 + k % 4);
+    }
+    const int64_t lanes = n / cpb;
+    *shift = (int)(k / lanes) * bits;
+    return (size_t)(((r / 4) * lanes + k % lanes) * 4 + r % 4);
+}
+static inline int tg_kivi_tile_get(const uint8_t *tile, bool keys, int bits, int64_t G, int64_t n, int64_t r,
+                                   int64_t k) {
+    int sh;
+    const size_t i = tg_kivi_tile_at(keys, bits, G, n, r, k, &sh);
+    return (tile[i] >> sh) & ((1 << bits) - 1);
+}
+static inline void tg_kivi_tile_put(uint8_t *tile, bool keys, int bits, int64_t G, int64_t n, int64_t r, int64_t k,
+                                    int u) {
+    int sh;
+    const size_t i = tg_kivi_tile_at(keys, bits, G, n, r, k, &sh);
+    const int mask = ((1 << bits) - 1) << sh;
+    tile[i] = (uint8_t)((tile[i] & ~mask) | ((u << sh) & mask));
+}
+/* Row r of a tile from a packed row (the layout above). */
+void tg_kivi_tile_put_row(uint8_t *tile, bool keys, int bits, int64_t G, int64_t n, int64_t r, const uint8_t *row);
+
 /* Per-token quantisation: one (scale, zero) over the n elements of x, codes into row[tg_kivi_row_bytes(n)]. */
 void tg_kivi_quantize_row(const tg_kivi_range *r, const float *x, int64_t n, uint8_t *row, uint16_t *scale,
                           uint16_t *zero);

@@ -193,6 +193,7 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
     c->plan = tg_cache_geom_plan(&g);
     tg_cache_geom_policy(&g, params, c->policy, sizeof c->policy);
     c->simd = true;
+    c->int_vnni = true;
     c->mem_limit = limit;
     c->owned = calloc(MAX_OWNED(g.n_layers), sizeof *c->owned);
     c->max_owned = c->owned ? MAX_OWNED(g.n_layers) : 0;
@@ -258,6 +259,8 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
     c->sink_off = -1;
     if (ok && g.grouped && g.res_cap > 0 && g.resid_precision != TG_KV_FP32)
         c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
+    if (ok && g.grouped && (g.k.tiled || g.v.tiled))
+        c->tile_rows = cache_alloc(c, (size_t)g.group * D, false, &ok);
     if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
         c->sink_codes = cache_alloc(c, (size_t)g.sink * D, false, &ok);
         c->sink_grid = cache_alloc(c, 2 * D * sizeof(uint16_t), false, &ok);
@@ -408,7 +411,9 @@ void tg_kvcache_rotate_sink(const tg_kvcache *c, float *x, int64_t j, int64_t of
 
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,
                          float *out) {
-    const tg_segment g = is_sink ? tg_store_sink_segment(c, L, keys, h, n, n) : tg_store_segment(c, L, keys, h, n, n);
+    tg_segment g;
+    if (is_sink) tg_store_sink_segment(c, L, keys, h, n, n, &g);
+    else tg_store_segment(c, L, keys, h, n, n, &g);
     tg_segment_widen(&g, 0, c->g.head_dim, out);
 }
 
@@ -620,4 +625,8 @@ void tg_kvcache_alloc_stats(const tg_kvcache *c, size_t *bytes_store, size_t *by
 
 void tg_kvcache_set_simd(tg_kvcache *c, bool on) {
     if (c) c->simd = on;
+}
+
+void tg_kvcache_set_int_vnni(tg_kvcache *c, bool on) {
+    if (c) c->int_vnni = on;
 }

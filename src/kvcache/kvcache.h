@@ -169,5 +169,8 @@ void tg_kvcache_alloc_stats(const tg_kvcache *c, size_t *bytes_store, size_t *by
 
 /* Test hook: false switches attention to the scalar reference kernels (default true: AVX2 where built). */
 void tg_kvcache_set_simd(tg_kvcache *c, bool on);
+/* Test hook: the integer attention kernels use the VNNI instruction where the build has it (default) or its exact
+ * AVX2 emulation (the same bits either way: the tests check it). */
+void tg_kvcache_set_int_vnni(tg_kvcache *c, bool on);
 
 #endif

@@ -92,6 +92,13 @@ static int64_t chunk_tokens(int64_t context) {
     return c;
 }
 
+/* log2 of v when v is a power of two, else -1 (divisions by it become shifts). */
+static int log2_exact(int64_t v) {
+    int l = 0;
+    while (v > 1 && v % 2 == 0) v /= 2, l++;
+    return v == 1 ? l : -1;
+}
+
 /* The chunk layout of a store (tg_store_geom's units): chunks of g->chunk tokens when the cache is lazy, else one
  * chunk of everything. */
 static void store_chunks(const tg_cache_geom *g, tg_store_geom *s) {
@@ -108,6 +115,7 @@ static void store_chunks(const tg_cache_geom *g, tg_store_geom *s) {
     }
     const int64_t per = g->lazy ? (g->chunk + s->unit_tokens - 1) / s->unit_tokens : s->n_units;
     s->chunk_units = per > 0 ? per : 1;
+    s->chunk_units_log2 = log2_exact(s->chunk_units);
     s->n_chunks = (s->n_units + s->chunk_units - 1) / s->chunk_units;
 }
 
@@ -188,6 +196,7 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
                                    : auto_group(p, int2, window > 0 ? window : g->context);
     /* TG_KV_RESIDUAL_AUTO: none for int8 / int4 (their targets hold without one), one group for int2 */
     g->residual_asked = p->residual != TG_KV_RESIDUAL_AUTO ? p->residual : int2 ? g->group : 0;
+    g->group_log2 = g->grouped ? log2_exact(g->group) : -1;
     g->block = g->grouped ? g->group : 1;
     g->residual = g->res_cap = g->n_units = 0;
     g->resid_precision = p->residual_precision;

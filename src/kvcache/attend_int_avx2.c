@@ -1,0 +1,396 @@
+/* attend_int_avx2.c — attention over tiled KIVI codes in the integer domain (issue #16): the scores and value sums of
+ * one segment of a tile (kivi.h: four adjacent bytes of a tile are one 32-bit lane, so that vpdpbusd's sums of four
+ * byte products land where they are needed and no horizontal sum is ever taken).
+ *
+ * Keys, once per segment: the key grid is folded into the queries (qf = q * scale, bias = q . zero) and each folded
+ * query head is quantised, q8 = round(qf / dq) with dq = max|qf| / Q (Q = 127 for int4 / int2 codes; Q = 8191 for
+ * int8 codes, whose near-lossless grid deserves more than 8 bits: q8 = 128 qh + ql is taken as two byte operands),
+ * so that q . (u * scale + zero) ~= dq * (q8 . u) + bias, off by at most dq / 2 * sum_k u_k. A lane is a row: eight
+ * rows' scores per instruction and head.
+ * Values, per run of up to 32 rows of a segment: each query head's weights w_r = p_r * scale_r are quantised,
+ * w8 = round(w / dw) with dw = max w / W (W = 255 for int4 / int2 codes, unsigned byte operands against the codes;
+ * W = 16383 for int8 codes, as 128 wh + wl against the codes as unsigned bytes), so that
+ * o += dw * (sum_r w8_r u_r) + sum_r p_r zero_r. A lane is a channel.
+ *
+ * The integer sums are exact, so the VNNI instruction (AVX-512 VNNI / AVX-VNNI) and its AVX2 emulation give the same
+ * bits; everything in floating point is one code path for both. attend.c keeps the float reference (simd off). */
+#include "kvcache/attend_kernels.h"
+
+#if TG_HAVE_AVX2
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "util/half.h"
+
+#define TG_INLINE static inline __attribute__((always_inline))
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define HAVE_VNNI 1
+#define DP_VNNI(acc, u, s) _mm256_dpbusd_epi32(acc, u, s)
+#elif defined(__AVXVNNI__)
+#define HAVE_VNNI 1
+#define DP_VNNI(acc, u, s) _mm256_dpbusd_avx_epi32(acc, u, s)
+#else
+#define HAVE_VNNI 0
+#define DP_VNNI(acc, u, s) dp_emul(acc, u, s)
+#endif
+
+#define KEY_Q8 8191  /* int8 keys' query levels: D * 255 * 8192 fits int32 for head dims up to 1024 */
+#define KEY_Q 127    /* int4 / int2 keys' query levels */
+#define VAL_W8 16383 /* int8 values' weight levels (a run's sums: 32 * 255 * 16383 fits int32) */
+#define VAL_W 255    /* int4 / int2 values' weight levels */
+#define RUN 32       /* rows per value run */
+
+bool tg_attn_int_has_vnni(void) { return HAVE_VNNI; }
+
+/* acc + the sums of four adjacent unsigned x signed byte products, exactly (vpdpbusd without VNNI). */
+TG_INLINE __m256i dp_emul(__m256i acc, __m256i u, __m256i s) {
+    const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00ff)), uo = _mm256_srli_epi16(u, 8);
+    const __m256i se = _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8), so = _mm256_srai_epi16(s, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, se), _mm256_madd_epi16(uo, so)));
+}
+
+TG_INLINE __m256i dp(const int vnni, __m256i acc, __m256i u, __m256i s) {
+    return vnni ? DP_VNNI(acc, u, s) : dp_emul(acc, u, s);
+}
+
+/* Slot s of every byte of x (codes of `bits` bits) as bytes. */
+TG_INLINE __m256i slot(const int bits, __m256i x, const int s) {
+    if (bits == 8) return x;
+    __m256i y = x;
+    switch (s * bits) {
+    case 2: y = _mm256_srli_epi16(x, 2); break;
+    case 4: y = _mm256_srli_epi16(x, 4); break;
+    case 6: y = _mm256_srli_epi16(x, 6); break;
+    default: break;
+    }
+    return _mm256_and_si256(y, _mm256_set1_epi8(bits == 4 ? 0x0f : 0x03));
+}
+
+static float hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+static float hsum8(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* v[0..3] (eight int32 each, all within a byte's range: unsigned, or signed when sgn) as 32 bytes in order: dst[0..8)
+ * are the int32 words of bytes v[0][0..3], v[0][4..7], v[1][0..3], ... */
+TG_INLINE void pack_bytes(const __m256i *v, const int sgn, int32_t *dst) {
+    const __m256i a = sgn ? _mm256_packs_epi32(v[0], v[1]) : _mm256_packus_epi32(v[0], v[1]);
+    const __m256i b = sgn ? _mm256_packs_epi32(v[2], v[3]) : _mm256_packus_epi32(v[2], v[3]);
+    const __m256i c = sgn ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
+    _mm256_storeu_si256((__m256i *)(void *)dst, _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+/* ---- keys ------------------------------------------------------------------------------------------------------ */
+
+/* The folded queries of a key segment, quantised (tg_attn_int_prepare_keys) with head dim DD (a constant: the
+ * folded query stays in registers), or 0: D. */
+TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                            const int bits, tg_attn_int_queries *q, const int DD) {
+    const int64_t n = DD ? DD : D;
+    const float levels = bits == 8 ? (float)KEY_Q8 : (float)KEY_Q, step = 1.0f / levels;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 sv[TG_ATTN_INT_MAX_D / 8], zv[TG_ATTN_INT_MAX_D / 8]; /* the grid, widened from fp16 once */
+    for (int64_t k = 0; k < n; k += 8) {
+        sv[k / 8] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gscale + k)));
+        zv[k / 8] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gzero + k)));
+    }
+    for (int j = 0; j < gq; j++) {
+        const float *x = qh + (int64_t)j * n;
+        __m256 qf[TG_ATTN_INT_MAX_D / 8], m = _mm256_setzero_ps(), z = _mm256_setzero_ps();
+        for (int64_t k = 0; k < n; k += 8) { /* the fold: qf = q * scale, bias = q . zero */
+            const __m256 qv = _mm256_loadu_ps(x + k);
+            qf[k / 8] = _mm256_mul_ps(qv, sv[k / 8]);
+            z = _mm256_fmadd_ps(qv, zv[k / 8], z);
+            m = _mm256_max_ps(m, _mm256_and_ps(qf[k / 8], abs_mask));
+        }
+        q->bias[j] = hsum8(z);
+        const float amax = hmax8(m);
+        const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
+        q->dq[j] = amax * step;
+        int32_t *lo = q->lo + (int64_t)j * (n / 4), *hi = q->hi + (int64_t)j * (n / 4);
+        for (int64_t k = 0; k < n; k += 32) {
+            __m256i v[4], h[4];
+            for (int i = 0; i < 4; i++) {
+                v[i] = _mm256_cvtps_epi32(_mm256_mul_ps(qf[k / 8 + i], inv));
+                h[i] = _mm256_setzero_si256();
+                if (bits == 8) { /* q = 128 hi + lo, lo in [0, 127], hi in [-64, 63] */
+                    h[i] = _mm256_srai_epi32(v[i], 7);
+                    v[i] = _mm256_and_si256(v[i], _mm256_set1_epi32(127));
+                }
+            }
+            pack_bytes(v, 1, lo + k / 4);
+            if (bits == 8) pack_bytes(h, 1, hi + k / 4);
+        }
+    }
+}
+
+void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                              int bits, tg_attn_int_queries *q) {
+#define PREP(B)                                                                                                       \
+    do {                                                                                                              \
+        if (D == 32) prepare_keys(qh, gq, D, gscale, gzero, B, q, 32);                                                \
+        else if (D == 64) prepare_keys(qh, gq, D, gscale, gzero, B, q, 64);                                           \
+        else if (D == 128) prepare_keys(qh, gq, D, gscale, gzero, B, q, 128);                                         \
+        else prepare_keys(qh, gq, D, gscale, gzero, B, q, 0);                                                         \
+    } while (0)
+    if (bits == 8) PREP(8);
+    else if (bits == 4) PREP(4);
+    else PREP(2);
+#undef PREP
+}
+
+/* Scores of tile rows [rb, rb + 8 NB) for NQ heads, stored for the rows of [t0, t0 + count). NB blocks at once: NB *
+ * NQ independent accumulators keep the dot-product unit busy (one chain waits on each vpdpbusd's latency). */
+TG_INLINE void scores_blocks(const int vnni, const int bits, const tg_attn_tile *t, int64_t rb, const int32_t *q_lo,
+                             const int32_t *q_hi, const float *dq, const float *bias, int64_t D, float *sc, int64_t ld,
+                             const int NQ, const int NB) {
+    const int cpb = 8 / bits;
+    const int64_t nchunk = D / (4 * cpb), qw = D / 4; /* int32 words per query head */
+    __m256i acc[4][4], acch[4][4];
+    for (int b = 0; b < NB; b++)
+        for (int j = 0; j < NQ; j++) acc[b][j] = acch[b][j] = _mm256_setzero_si256();
+    for (int64_t c = 0; c < nchunk; c++) {
+        __m256i x[4];
+        for (int b = 0; b < NB; b++)
+            x[b] = _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (c * t->G + rb + 8 * b) * 4));
+        for (int s = 0; s < cpb; s++) {
+            __m256i xs[4];
+            for (int b = 0; b < NB; b++) xs[b] = slot(bits, x[b], s);
+            const int64_t w = c * cpb + s;
+            for (int j = 0; j < NQ; j++) {
+                const __m256i ql = _mm256_set1_epi32(q_lo[j * qw + w]);
+                for (int b = 0; b < NB; b++) acc[b][j] = dp(vnni, acc[b][j], xs[b], ql);
+                if (bits == 8) {
+                    const __m256i qh = _mm256_set1_epi32(q_hi[j * qw + w]);
+                    for (int b = 0; b < NB; b++) acch[b][j] = dp(vnni, acch[b][j], xs[b], qh);
+                }
+            }
+        }
+    }
+    for (int b = 0; b < NB; b++) {
+        const int64_t r0 = rb + 8 * b;
+        const int64_t a = t->t0 > r0 ? t->t0 - r0 : 0, e = t->t0 + t->count - r0 < 8 ? t->t0 + t->count - r0 : 8;
+        for (int j = 0; j < NQ; j++) {
+            const __m256i isum = bits == 8 ? _mm256_add_epi32(_mm256_slli_epi32(acch[b][j], 7), acc[b][j]) : acc[b][j];
+            const __m256 sv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(dq[j]), _mm256_set1_ps(bias[j]));
+            float *dst = sc + (int64_t)j * ld + (r0 - t->t0);
+            if (a == 0 && e == 8) {
+                _mm256_storeu_ps(dst, sv);
+            } else {
+                float out[8];
+                _mm256_storeu_ps(out, sv);
+                for (int64_t r = a; r < e; r++) dst[r] = out[r];
+            }
+        }
+    }
+}
+
+/* NQ heads over every block of the segment: four blocks at a time while there are (two with many accumulators). */
+TG_INLINE void scores_heads(const int vnni, const int bits, const tg_attn_tile *t, const int32_t *lo, const int32_t *hi,
+                            const float *dq, const float *bias, int64_t D, float *sc, int64_t ld, const int NQ) {
+    const int64_t end = t->t0 + t->count;
+    int64_t rb = t->t0 / 8 * 8;
+    const int wide = (bits == 8 ? 2 * NQ : NQ) <= 4;
+    if (wide)
+        for (; rb + 32 <= end + 7 && rb + 32 <= t->G; rb += 32)
+            scores_blocks(vnni, bits, t, rb, lo, hi, dq, bias, D, sc, ld, NQ, 4);
+    for (; rb + 16 <= end + 7 && rb + 16 <= t->G; rb += 16)
+        scores_blocks(vnni, bits, t, rb, lo, hi, dq, bias, D, sc, ld, NQ, 2);
+    for (; rb < end; rb += 8) scores_blocks(vnni, bits, t, rb, lo, hi, dq, bias, D, sc, ld, NQ, 1);
+}
+
+TG_INLINE void scores_all(const int vnni, const int bits, const tg_attn_tile *t, const tg_attn_int_queries *q, int gq,
+                          int64_t D, float *sc, int64_t ld) {
+    const int64_t qw = D / 4;
+    int j = 0;
+#define HEADS(NQ) scores_heads(vnni, bits, t, q->lo + j * qw, q->hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, NQ)
+    for (; j + 4 <= gq; j += 4) HEADS(4);
+    switch (gq - j) {
+    case 3: HEADS(3); break;
+    case 2: HEADS(2); break;
+    case 1: HEADS(1); break;
+    default: break;
+    }
+#undef HEADS
+}
+
+void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
+                        bool vnni) {
+#define SCORES(V, B) scores_all(V, B, t, q, gq, D, sc, ld)
+    if (vnni && HAVE_VNNI) {
+        if (t->bits == 8) SCORES(1, 8);
+        else if (t->bits == 4) SCORES(1, 4);
+        else SCORES(1, 2);
+    } else {
+        if (t->bits == 8) SCORES(0, 8);
+        else if (t->bits == 4) SCORES(0, 4);
+        else SCORES(0, 2);
+    }
+#undef SCORES
+}
+
+/* ---- values ---------------------------------------------------------------------------------------------------- */
+
+/* One run's weights (in the caller's scratch): rows [R, R + 32) of the tile, those outside [t0, t0 + count) weighing
+ * nothing. lo / hi [gq][8]: the byte operands of each 4-row group (head j's at j * 8); dw, zs [gq]. */
+typedef struct {
+    int32_t *lo, *hi;
+    float *dw, *zs;
+} run_weights;
+_Static_assert(RUN / 4 == 8, "a run's weights are one 32-byte store per head");
+
+/* FULL: every row of the run's 8-row vectors lies in the segment (no masks). */
+TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4,
+                           const float *p, int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero,
+                           const run_weights *rw) {
+    const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
+    const int64_t nv = (n4 + 1) / 2; /* 8-row vectors of the run */
+    __m256 sv[RUN / 8], zv[RUN / 8];
+    __m256i mk[RUN / 8];
+    bool full[RUN / 8];
+    for (int64_t v = 0; v < nv; v++) {
+        /* rows R + 8 v + l: valid when inside the segment; their scales (the tile's own rows: in bounds) */
+        const int64_t r0 = R + 8 * v - t->t0;
+        full[v] = FULL || (r0 >= 0 && r0 + 8 <= t->count);
+        const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)r0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        mk[v] = _mm256_and_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)),
+                                 _mm256_cmpgt_epi32(_mm256_set1_epi32((int)t->count), idx));
+        sv[v] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tscale + r0)));
+        zv[v] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tzero + r0)));
+    }
+    for (int j = 0; j < gq; j++) {
+        __m256 w[RUN / 8], m = _mm256_setzero_ps(), zacc = _mm256_setzero_ps();
+        for (int64_t v = 0; v < nv; v++) {
+            const float *pj = p + (int64_t)j * ld + (R + 8 * v - t->t0);
+            const __m256 pv = full[v] ? _mm256_loadu_ps(pj) : _mm256_maskload_ps(pj, mk[v]);
+            w[v] = _mm256_mul_ps(pv, sv[v]);
+            zacc = _mm256_fmadd_ps(pv, zv[v], zacc);
+            m = _mm256_max_ps(m, w[v]);
+        }
+        const float amax = hmax8(m);
+        const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
+        rw->dw[j] = amax * step;
+        rw->zs[j] = hsum8(zacc);
+        __m256i w8[RUN / 8], wh[RUN / 8];
+        for (int64_t v = 0; v < RUN / 8; v++) {
+            w8[v] = v < nv ? _mm256_cvtps_epi32(_mm256_mul_ps(w[v], inv)) : _mm256_setzero_si256();
+            wh[v] = _mm256_setzero_si256();
+            if (bits == 8) { /* w8 = 128 hi + lo, both in [0, 127] */
+                wh[v] = _mm256_srli_epi32(w8[v], 7);
+                w8[v] = _mm256_and_si256(w8[v], _mm256_set1_epi32(127));
+            }
+        }
+        pack_bytes(w8, 0, rw->lo + 8 * j);
+        if (bits == 8) pack_bytes(wh, 0, rw->hi + 8 * j);
+    }
+}
+
+/* o_j[channels of lane vectors v0 .. v0 + NV - 1] += the run's value sums for NQ heads (NV * NQ * slots independent
+ * accumulators). */
+TG_INLINE void values_vecs(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, int64_t n4, int64_t v0,
+                           const run_weights *rw, int j0, int64_t D, float *o, const int NQ, const int NV) {
+    const int cpb = 8 / bits, ns = bits == 8 ? 2 : cpb; /* accumulators per (vector, head): int8 hi and lo */
+    const int64_t lanes = D / cpb;
+    __m256i acc[4][4][4];
+    for (int v = 0; v < NV; v++)
+        for (int j = 0; j < NQ; j++)
+            for (int s = 0; s < ns; s++) acc[v][j][s] = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n4; i++) {
+        const int64_t t4 = R / 4 + i;
+        __m256i wl[4], wh[4];
+        for (int j = 0; j < NQ; j++) {
+            wl[j] = _mm256_set1_epi32(rw->lo[8 * (j0 + j) + i]);
+            if (bits == 8) wh[j] = _mm256_set1_epi32(rw->hi[8 * (j0 + j) + i]);
+        }
+        for (int v = 0; v < NV; v++) {
+            const __m256i x =
+                _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (t4 * lanes + 8 * (v0 + v)) * 4));
+            if (bits == 8) {
+                for (int j = 0; j < NQ; j++) {
+                    acc[v][j][0] = dp(vnni, acc[v][j][0], x, wl[j]);
+                    acc[v][j][1] = dp(vnni, acc[v][j][1], x, wh[j]);
+                }
+                continue;
+            }
+            for (int s = 0; s < cpb; s++) {
+                const __m256i xs = slot(bits, x, s);
+                for (int j = 0; j < NQ; j++) acc[v][j][s] = dp(vnni, acc[v][j][s], wl[j], xs);
+            }
+        }
+    }
+    for (int j = 0; j < NQ; j++) {
+        const __m256 dw = _mm256_set1_ps(rw->dw[j0 + j]), zs = _mm256_set1_ps(rw->zs[j0 + j]);
+        float *oj = o + (int64_t)(j0 + j) * D;
+        for (int v = 0; v < NV; v++)
+            for (int s = 0; s < cpb; s++) {
+                const __m256i isum =
+                    bits == 8 ? _mm256_add_epi32(_mm256_slli_epi32(acc[v][j][1], 7), acc[v][j][0]) : acc[v][j][s];
+                float *dst = oj + 8 * (v0 + v) + s * lanes;
+                const __m256 add = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dw, zs);
+                _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), add));
+            }
+    }
+}
+
+/* NQ heads over every lane vector: NV at a time, NV * NQ * slots at most 16 accumulators. */
+TG_INLINE void values_heads(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, int64_t n4,
+                            const run_weights *rw, int j0, int64_t D, float *o, const int NQ) {
+    const int ns = bits == 8 ? 2 : 8 / bits;
+    const int64_t nvec = D / (8 / bits) / 8;
+    int64_t v = 0;
+    if (4 * NQ * ns <= 16)
+        for (; v + 4 <= nvec; v += 4) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 4);
+    if (2 * NQ * ns <= 16)
+        for (; v + 2 <= nvec; v += 2) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 2);
+    for (; v < nvec; v++) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
+}
+
+TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
+                          int64_t D, const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
+    const int64_t end = t->t0 + t->count;
+    const run_weights rw = {scratch, scratch + 8 * gq, (float *)(void *)(scratch + 16 * gq),
+                            (float *)(void *)(scratch + 17 * gq)};
+    for (int64_t R = t->t0 / 8 * 8; R < end; R += RUN) {
+        const int64_t last = R + RUN < end ? R + RUN : end; /* rows [R, last) */
+        const int64_t n4 = (last - R + 3) / 4;
+        if (R >= t->t0 && (last - R) % 8 == 0) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, &rw);
+        else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, &rw);
+        int j = 0;
+        for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 4);
+        switch (gq - j) {
+        case 3: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 3); break;
+        case 2: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 2); break;
+        case 1: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 1); break;
+        default: break;
+        }
+    }
+}
+
+void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
+                        const uint16_t *tzero, float *o, int32_t *scratch, bool vnni) {
+#define VALUES(V, B) values_all(V, B, t, p, ld, gq, D, tscale, tzero, o, scratch)
+    if (vnni && HAVE_VNNI) {
+        if (t->bits == 8) VALUES(1, 8);
+        else if (t->bits == 4) VALUES(1, 4);
+        else VALUES(1, 2);
+    } else {
+        if (t->bits == 8) VALUES(0, 8);
+        else if (t->bits == 4) VALUES(0, 4);
+        else VALUES(0, 2);
+    }
+#undef VALUES
+}
+
+#else
+typedef int tg_attend_int_avx2_unused; /* ISO C forbids an empty translation unit */
+#endif

@@ -1,0 +1,284 @@
+/* test_attend_int.c — the integer-domain attention kernels over tiled KIVI codes (attend_int_avx2.c, issue #16)
+ * against exact sums in double, with bounds derived from their two roundings; the VNNI instruction against its AVX2
+ * emulation bit for bit; and attention through the cache (tiled groups) against the scalar float reference.
+ *
+ * Keys: the folded query qf = q * scale is quantised to q8 = round(qf / dq), dq = max|qf| / Q (Q = 127 for int4 /
+ * int2 codes, 8191 for int8 codes), so |qf_k - dq q8_k| <= dq / 2 and the score dq (q8 . u) + q . zero differs from
+ * q . (u * scale + zero) by at most dq / 2 * sum_k u_k (plus float rounding: 1e-5 of the terms' magnitudes).
+ * Values: each weight w_r = p_r * scale_r is quantised to w8 = round(w / dw), dw = max_r w_r / W (W = 255 for int4
+ * / int2 codes, 16383 for int8 codes), so |w_r - dw w8_r| <= dw / 2 and output channel c differs from
+ * sum_r p_r (u_rc scale_r + zero_r) by at most dw / 2 * sum_r u_rc (plus float rounding). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kvcache/attend_kernels.h"
+#include "kvcache/cache_internal.h"
+#include "kvcache/kivi.h"
+#include "kvcache/kvcache.h"
+#include "attend_team.h"
+#include "util/half.h"
+
+static double urand(uint64_t *s) { /* uniform in [0, 1) */
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+#if TG_HAVE_AVX2
+
+enum { MAXD = 128, MAXQ = 8, MAXG = 64 };
+
+/* A random tile of G rows x D codes and the codes themselves (u[r * D + k]). */
+static void random_tile(uint64_t *seed, bool keys, int bits, int64_t G, int64_t D, uint8_t *tile, int *u) {
+    memset(tile, 0, (size_t)(G * D * bits / 8));
+    for (int64_t r = 0; r < G; r++)
+        for (int64_t k = 0; k < D; k++) {
+            u[r * D + k] = (int)(urand(seed) * (1 << bits));
+            tg_kivi_tile_put(tile, keys, bits, G, D, r, k, u[r * D + k]);
+        }
+}
+
+/* The layout: every code reads back where it was put, and a tile is exactly G * row_bytes bytes (each byte used). */
+static void test_tile_layout(void **state) {
+    (void)state;
+    uint64_t seed = 7;
+    static uint8_t tile[MAXG * MAXD];
+    static int u[MAXG * MAXD];
+    const int bitss[] = {8, 4, 2};
+    for (int bi = 0; bi < 3; bi++)
+        for (int keys = 0; keys < 2; keys++)
+            for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
+                for (int64_t G = 8; G <= MAXG; G *= 2) {
+                    const int bits = bitss[bi];
+                    random_tile(&seed, keys, bits, G, D, tile, u);
+                    for (int64_t r = 0; r < G; r++)
+                        for (int64_t k = 0; k < D; k++) {
+                            int sh;
+                            const size_t at = tg_kivi_tile_at(keys, bits, G, D, r, k, &sh);
+                            assert_true(at < (size_t)(G * D * bits / 8));
+                            assert_int_equal(tg_kivi_tile_get(tile, keys, bits, G, D, r, k), u[r * D + k]);
+                        }
+                }
+}
+
+/* Scores of random segments against the exact sums, within dq / 2 * sum u (+ float rounding); VNNI == emulation. */
+static void test_scores_bound(void **state) {
+    (void)state;
+    uint64_t seed = 11;
+    static uint8_t tile[MAXG * MAXD];
+    static int u[MAXG * MAXD];
+    static float qh[MAXQ * MAXD], grid[2 * MAXD], bias[MAXQ], dq[MAXQ];
+    static uint16_t g16[2 * MAXD];
+    static int32_t lo[MAXQ * MAXD / 4], hi[MAXQ * MAXD / 4];
+    static float sc[MAXQ * MAXG], sc2[MAXQ * MAXG];
+    const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 4, 5, 8};
+    int checked = 0;
+    double worst_ratio = 0.0;
+    for (int bi = 0; bi < 3; bi++)
+        for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
+            for (int64_t G = 8; G <= MAXG; G *= 2)
+                for (int gi = 0; gi < 6; gi++) {
+                    const int bits = bitss[bi], gq = gqs[gi];
+                    random_tile(&seed, true, bits, G, D, tile, u);
+                    for (int64_t k = 0; k < D; k++) { /* an fp16 grid, and its values */
+                        g16[k] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
+                        g16[D + k] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
+                        grid[k] = tg_f16_to_f32(g16[k]);
+                        grid[D + k] = tg_f16_to_f32(g16[D + k]);
+                    }
+                    for (int64_t i = 0; i < gq * D; i++) qh[i] = (float)(4.0 * urand(&seed) - 2.0);
+                    const int64_t t0 = (int64_t)(urand(&seed) * (double)G);
+                    const int64_t count = 1 + (int64_t)(urand(&seed) * (double)(G - t0));
+                    const tg_attn_tile t = {tile, bits, G, t0, count};
+                    tg_attn_int_queries q = {lo, hi, dq, bias};
+                    tg_attn_int_prepare_keys(qh, gq, D, g16, g16 + D, bits, &q);
+                    const int64_t ld = MAXG;
+                    for (size_t i = 0; i < MAXQ * MAXG; i++) sc[i] = sc2[i] = -12345.0f;
+                    tg_attn_int_scores(&t, &q, gq, D, sc, ld, true);
+                    tg_attn_int_scores(&t, &q, gq, D, sc2, ld, false);
+                    assert_memory_equal(sc, sc2, sizeof sc); /* the same bits, and nothing outside the segment */
+                    for (int j = 0; j < gq; j++) {
+                        for (int64_t i = count; i < ld; i++) assert_true(sc[j * ld + i] == -12345.0f);
+                        for (int64_t i = 0; i < count; i++) {
+                            double exact = 0.0, mag = 0.0, usum = 0.0;
+                            for (int64_t k = 0; k < D; k++) {
+                                const double uk = u[(t0 + i) * D + k];
+                                const double term = (double)qh[j * D + k] * (uk * grid[k] + grid[D + k]);
+                                exact += term;
+                                mag += fabs(term) + fabs((double)qh[j * D + k] * uk * grid[k]);
+                                usum += uk;
+                            }
+                            const double bound = dq[j] / 2.0 * usum + 1e-5 * mag + 1e-6;
+                            const double err = fabs((double)sc[j * ld + i] - exact);
+                            if (!(err <= bound))
+                                fail_msg("scores bits %d D %lld G %lld gq %d row %lld head %d: |error| %g > bound %g",
+                                         bits, (long long)D, (long long)G, gq, (long long)i, j, err, bound);
+                            if (err / bound > worst_ratio) worst_ratio = err / bound;
+                            checked++;
+                        }
+                    }
+                }
+    assert_true(checked > 1000);
+    assert_true(worst_ratio > 0.05); /* the bound is near what the rounding does, not vacuous */
+}
+
+/* Value sums of random segments against the exact sums, within dw / 2 * sum u (+ float rounding); VNNI ==
+ * emulation. */
+static void test_values_bound(void **state) {
+    (void)state;
+    uint64_t seed = 13;
+    static uint8_t tile[MAXG * MAXD];
+    static int u[MAXG * MAXD];
+    static uint16_t ts[MAXG], tz[MAXG];
+    static float p[MAXQ * MAXG], o[MAXQ * MAXD], o2[MAXQ * MAXD], o0[MAXQ * MAXD];
+    static int32_t scratch[MAXQ * (MAXD / 2 + 1) + MAXQ * 18];
+    const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 4, 5, 8};
+    int checked = 0;
+    double worst_ratio = 0.0;
+    for (int bi = 0; bi < 3; bi++)
+        for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
+            for (int64_t G = 8; G <= MAXG; G *= 2)
+                for (int gi = 0; gi < 6; gi++) {
+                    const int bits = bitss[bi], gq = gqs[gi];
+                    random_tile(&seed, false, bits, G, D, tile, u);
+                    for (int64_t r = 0; r < G; r++) {
+                        ts[r] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
+                        tz[r] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
+                    }
+                    const int64_t t0 = (int64_t)(urand(&seed) * (double)G);
+                    const int64_t count = 1 + (int64_t)(urand(&seed) * (double)(G - t0));
+                    const int64_t ld = MAXG;
+                    for (int j = 0; j < gq; j++)
+                        for (int64_t i = 0; i < ld; i++) p[j * ld + i] = i < count ? (float)urand(&seed) : 1e30f;
+                    for (int64_t i = 0; i < gq * D; i++) o[i] = o2[i] = o0[i] = (float)(urand(&seed) - 0.5);
+                    const tg_attn_tile t = {tile, bits, G, t0, count};
+                    tg_attn_int_values(&t, p, ld, gq, D, ts + t0, tz + t0, o, scratch, true);
+                    tg_attn_int_values(&t, p, ld, gq, D, ts + t0, tz + t0, o2, scratch, false);
+                    assert_memory_equal(o, o2, sizeof o);
+                    const double W = bits == 8 ? 16383.0 : 255.0;
+                    for (int j = 0; j < gq; j++) {
+                        for (int64_t c = 0; c < D; c++) {
+                            double exact = o0[j * D + c], mag = fabs(exact), usum = 0.0, bound = 0.0;
+                            /* runs of 32 rows from the 8-aligned row below t0: each its own step dw */
+                            for (int64_t R = t0 / 8 * 8; R < t0 + count; R += 32) {
+                                double wmax = 0.0, us = 0.0;
+                                for (int64_t r = R > t0 ? R : t0; r < R + 32 && r < t0 + count; r++) {
+                                    const double w = (double)p[j * ld + (r - t0)] * tg_f16_to_f32(ts[r]);
+                                    wmax = w > wmax ? w : wmax;
+                                    const double term = (double)p[j * ld + (r - t0)] *
+                                                        (u[r * D + c] * (double)tg_f16_to_f32(ts[r]) + tg_f16_to_f32(tz[r]));
+                                    exact += term;
+                                    mag += fabs(term) + fabs(w * u[r * D + c]);
+                                    us += u[r * D + c];
+                                }
+                                bound += wmax / W / 2.0 * us;
+                                usum += us;
+                            }
+                            bound += 1e-5 * mag + 1e-6;
+                            const double err = fabs((double)o[j * D + c] - exact);
+                            if (!(err <= bound))
+                                fail_msg("values bits %d D %lld G %lld gq %d t0 %lld count %lld head %d channel %lld: "
+                                         "|error| %g > bound %g", bits, (long long)D, (long long)G, gq, (long long)t0,
+                                         (long long)count, j, (long long)c, err, bound);
+                            if (err / bound > worst_ratio) worst_ratio = err / bound;
+                            checked++;
+                        }
+                    }
+                }
+    assert_true(checked > 1000);
+    assert_true(worst_ratio > 0.05);
+}
+
+/* Attention through caches whose KIVI groups are tiles (head dim 32 and 64, groups of 8 / 16 / 32, with and without a
+ * residual, a StreamingLLM window, several shares): the integer kernels equal their emulation bit for bit and the
+ * scalar float reference within the precision's tolerance. */
+static void test_cache_attention(void **state) {
+    (void)state;
+    const int dims[] = {32, 64};
+    const int groups[] = {8, 16, 32};
+    const int residuals[] = {0, -1}; /* -1: one group */
+    const tg_kv_precision precs[] = {TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
+    const float tols[] = {1e-4f, 5e-3f, 6e-3f}; /* |integer - float reference| on outputs of unit-range values (the
+                                                  * weights' 8-bit rounding dominates for int4 / int2) */
+    for (size_t di = 0; di < 2; di++)
+        for (size_t gi = 0; gi < 3; gi++)
+            for (size_t ri = 0; ri < 2; ri++)
+                for (size_t pi = 0; pi < 3; pi++) {
+                    const int D = dims[di], NH = 6, H = 2, HD = H * D, T = 1000;
+                    tg_cache_shape shape = {.n_layers = 1, .n_heads = NH, .n_kv_heads = H, .head_dim = D,
+                                            .rope_theta = 10000.0f, .rope_style = TG_ROPE_HALF,
+                                            .context_length = T + 8};
+                    tg_cache_params p = tg_cache_default_params();
+                    p.key_precision = p.value_precision = precs[pi];
+                    p.group_size = groups[gi];
+                    p.residual = residuals[ri] < 0 ? groups[gi] : 0;
+                    if (ri == 1) { /* and bounded: sinks + a window */
+                        p.sink = 4;
+                        p.window = 500;
+                    }
+                    tg_error err = {0};
+                    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+                    if (!c) fail_msg("tg_kvcache_new: %s", err.msg);
+                    assert_true(c->g.k.tiled && c->g.v.tiled);
+                    uint64_t seed = 5 + di + 10 * gi + 100 * ri + 1000 * pi;
+                    float *k = malloc((size_t)HD * sizeof(float)), *v = malloc((size_t)HD * sizeof(float));
+                    float *q = malloc((size_t)NH * D * sizeof(float)), *a = malloc((size_t)NH * D * sizeof(float));
+                    float *b = malloc((size_t)NH * D * sizeof(float)), *ref = malloc((size_t)NH * D * sizeof(float));
+                    assert_true(k && v && q && a && b && ref);
+                    float worst = 0.0f;
+                    for (int t = 0; t < T; t++) {
+                        for (int i = 0; i < HD; i++) {
+                            k[i] = (float)(2.0 * urand(&seed) - 1.0);
+                            v[i] = (float)(2.0 * urand(&seed) - 1.0);
+                        }
+                        tg_kvcache_append(c, 0, t, k, v);
+                        if (t % 97 != 96 && t != T - 1) continue;
+                        for (int i = 0; i < NH * D; i++) q[i] = (float)(4.0 * urand(&seed) - 2.0);
+                        test_attend(c, 0, t, q, a, 2);
+                        tg_kvcache_set_int_vnni(c, false);
+                        test_attend(c, 0, t, q, b, 1);
+                        tg_kvcache_set_int_vnni(c, true);
+                        assert_memory_equal(a, b, (size_t)NH * D * sizeof(float));
+                        tg_kvcache_set_simd(c, false);
+                        test_attend(c, 0, t, q, ref, 1);
+                        tg_kvcache_set_simd(c, true);
+                        for (int i = 0; i < NH * D; i++) {
+                            assert_true(isfinite(a[i]));
+                            const float d = fabsf(a[i] - ref[i]);
+                            worst = d > worst ? d : worst;
+                        }
+                    }
+                    if (!(worst <= tols[pi]))
+                        fail_msg("%s D %d G %d residual %d: |integer - float reference| %g > %g",
+                                 tg_kv_precision_name(precs[pi]), D, groups[gi], p.residual, (double)worst,
+                                 (double)tols[pi]);
+                    free(k), free(v), free(q), free(a), free(b), free(ref);
+                    tg_kvcache_free(c);
+                }
+}
+
+#else
+static void test_tile_layout(void **state) { (void)state; skip(); }
+static void test_scores_bound(void **state) { (void)state; skip(); }
+static void test_values_bound(void **state) { (void)state; skip(); }
+static void test_cache_attention(void **state) { (void)state; skip(); }
+#endif
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tile_layout),
+        cmocka_unit_test(test_scores_bound),
+        cmocka_unit_test(test_values_bound),
+        cmocka_unit_test(test_cache_attention),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
