@@ -43,8 +43,6 @@
 #define VAL_W 255    /* int4 / int2 values' weight levels */
 #define RUN 32       /* rows per value run */
 
-bool tg_attn_int_has_vnni(void) { return HAVE_VNNI; }
-
 /* acc + the sums of four adjacent unsigned x signed byte products, exactly (vpdpbusd without VNNI). */
 TG_INLINE __m256i dp_emul(__m256i acc, __m256i u, __m256i s) {
     const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00ff)), uo = _mm256_srli_epi16(u, 8);

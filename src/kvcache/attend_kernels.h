@@ -53,8 +53,6 @@ typedef struct {
 #define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) / 2 + 1 > 18 ? (size_t)(D) / 2 + 1 : 18))
 
 #if TG_HAVE_AVX2
-/* Whether this build has a VNNI instruction for the integer kernels (else they emulate it exactly). */
-bool tg_attn_int_has_vnni(void);
 /* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
  * for codes of `bits` bits into q: bias_j = q_j . zero (an fp32 fma chain over 8 lanes, then summed), q_j * scale
  * quantised (lo, hi, dq). D % 32 == 0, D <= TG_ATTN_INT_MAX_D. */
