@@ -175,12 +175,9 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
 #if TG_HAVE_AVX2
         if (int_path) { /* the integer domain (attend_int_avx2.c), this tile and those that follow */
             const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->run, g->tile_next};
-            float *bias = qfold + (int64_t)vw->gq * D;
-            int32_t *ilo = (int32_t *)(void *)(bias + vw->gq); /* the integer scratch */
+            int32_t *ilo = (int32_t *)(void *)(qfold + (int64_t)vw->gq * (D + 1)); /* the integer scratch */
             if (keys) {
-                int32_t *ihi = ilo + (int64_t)vw->gq * (D / 4);
-                tg_attn_int_queries q = {ilo, ihi, (float *)(void *)(ihi + (int64_t)vw->gq * (D / 4)), bias};
-                tg_attn_int_keys(&t, qh, vw->gq, D, g->gscale, g->gzero, g->scale_next, &q, sc, ld, c->int_vnni);
+                tg_attn_int_keys(&t, qh, vw->gq, D, g->gscale, g->gzero, g->scale_next, ilo, sc, ld, c->int_vnni);
             } else {
                 tg_attn_int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, g->scale_next, o, ilo, c->int_vnni);
             }

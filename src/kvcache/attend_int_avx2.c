@@ -233,35 +233,55 @@ TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before
 /* Tiles a segment spans. */
 TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
 
+/* Tiles' queries at j: two sets in scratch (tile j's in set j % 2), so that tile j + 1's are prepared while tile j is
+ * scored (two independent chains in flight). */
+TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, int64_t j) {
+    int32_t *base = scratch + (j & 1) * (int64_t)gq * (D / 2 + 2);
+    float *dq = (float *)(void *)(base + (int64_t)gq * (D / 2));
+    return (tg_attn_int_queries){base, base + (int64_t)gq * (D / 4), dq, dq + gq};
+}
+
 TG_INLINE void keys_all(const int vnni, const int bits, const tg_attn_tile *t, const float *qh, int gq, int64_t D,
-                        const uint16_t *gscale, const uint16_t *gzero, size_t gstride, tg_attn_int_queries *q,
-                        float *sc, int64_t ld) {
+                        const uint16_t *gscale, const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc,
+                        int64_t ld, const int DD) {
     const int64_t n = tiles_of(t);
+    tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
+    prepare_keys(qh, gq, D, gscale, gzero, bits, &q0, DD);
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
-        const uint16_t *gs = gscale + (size_t)j * gstride, *gz = gzero + (size_t)j * gstride;
-        /* the next tile's grid, most often the next call's when this is the last (a prefetch never faults) */
-        _mm_prefetch((const char *)(gs + gstride), _MM_HINT_T0);
-        _mm_prefetch((const char *)(gz + gstride), _MM_HINT_T0);
-        tg_attn_int_prepare_keys(qh, gq, D, gs, gz, bits, q);
-        scores_all(vnni, bits, &tj, q, gq, D, sc + before, ld);
+        const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
+        if (j + 1 < n) {
+            tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
+            prepare_keys(qh, gq, D, gs, gz, bits, &qn, DD);
+        } else { /* the next segment's grid, most often (a prefetch never faults) */
+            _mm_prefetch((const char *)gs, _MM_HINT_T0);
+            _mm_prefetch((const char *)gz, _MM_HINT_T0);
+        }
+        const tg_attn_int_queries q = queries_at(scratch, gq, D, j);
+        scores_all(vnni, bits, &tj, &q, gq, D, sc + before, ld);
     }
 }
 
 void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
-                      const uint16_t *gzero, size_t gstride, tg_attn_int_queries *q, float *sc, int64_t ld, bool vnni) {
-#define KEYS(V, B) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, q, sc, ld)
+                      const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
+#define KEYS_D(V, B)                                                                                                  \
+    do {                                                                                                              \
+        if (D == 32) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 32);                       \
+        else if (D == 64) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 64);                  \
+        else if (D == 128) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 128);                \
+        else keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 0);                                \
+    } while (0)
     if (vnni && HAVE_VNNI) {
-        if (t->bits == 8) KEYS(1, 8);
-        else if (t->bits == 4) KEYS(1, 4);
-        else KEYS(1, 2);
+        if (t->bits == 8) KEYS_D(1, 8);
+        else if (t->bits == 4) KEYS_D(1, 4);
+        else KEYS_D(1, 2);
     } else {
-        if (t->bits == 8) KEYS(0, 8);
-        else if (t->bits == 4) KEYS(0, 4);
-        else KEYS(0, 2);
+        if (t->bits == 8) KEYS_D(0, 8);
+        else if (t->bits == 4) KEYS_D(0, 4);
+        else KEYS_D(0, 2);
     }
-#undef KEYS
+#undef KEYS_D
 }
 
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,

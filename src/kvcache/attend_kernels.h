@@ -51,9 +51,9 @@ typedef struct {
 
 #define TG_ATTN_INT_MAX_D 256 /* the largest head dim the integer kernels take (larger: the float path) */
 
-/* int32 words of scratch the integer kernels need for gq heads of head_dim D: a key segment's tg_attn_int_queries
- * (lo, hi, dq; bias is the caller's), or a value segment's weights (18 per head). */
-#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) / 2 + 1 > 18 ? (size_t)(D) / 2 + 1 : 18))
+/* int32 words of scratch the integer kernels need for gq heads of head_dim D: two tiles' tg_attn_int_queries (lo, hi,
+ * dq, bias: D / 2 + 2 per head each), or a value segment's weights (18 per head). */
+#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) + 4 > 18 ? (size_t)(D) + 4 : 18))
 
 #if TG_HAVE_AVX2
 /* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
@@ -67,9 +67,10 @@ void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int
                         bool vnni);
 /* The scores of every row of a segment of one or more tiles: per tile j, tg_attn_int_prepare_keys with the grid at
  * gscale / gzero + j * gstride (fp16 elements), then tg_attn_int_scores of its rows into sc (row i of the segment at
- * sc[head * ld + i]) — the bits of those calls tile by tile. q: the queries' scratch, overwritten per tile. */
+ * sc[head * ld + i]) — the bits of those calls tile by tile (the next tile's queries are prepared before this one's
+ * scores, into the other half of scratch: TG_ATTN_INT_SCRATCH_WORDS(gq, D)). D % 32 == 0. */
 void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
-                      const uint16_t *gzero, size_t gstride, tg_attn_int_queries *q, float *sc, int64_t ld, bool vnni);
+                      const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni);
 /* o_j += sum_i p[j * ld + i] (u_i * scale_i + zero_i) over the segment's rows, in the integer domain (runs of 32
  * rows of a tile, the weights quantised per run; tile after tile); tscale / tzero: the fp16 scale and zero of segment
  * row 0 (rows of a tile contiguous; tile j's tstride elements after tile j - 1's); scratch:

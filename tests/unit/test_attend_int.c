@@ -209,7 +209,7 @@ static void test_tile_runs(void **state) {
     static int u[MAXG * MAXD];
     static uint16_t grid[NT][2 * MAXD], ts[NT][2 * MAXG]; /* per tile: scales then zeros */
     static float qh[MAXQ * MAXD], bias[MAXQ], dq[MAXQ], p[MAXQ * NT * MAXG];
-    static int32_t lo[MAXQ * MAXD / 4], hi[MAXQ * MAXD / 4], scratch[MAXQ * (MAXD / 2 + 1) + MAXQ * 18];
+    static int32_t lo[MAXQ * MAXD / 4], hi[MAXQ * MAXD / 4], scratch[MAXQ * (MAXD + 4) + MAXQ * 18];
     static float sc[MAXQ * NT * MAXG], sc2[MAXQ * NT * MAXG], o[MAXQ * MAXD], o2[MAXQ * MAXD];
     const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5};
     int runs = 0;
@@ -242,7 +242,7 @@ static void test_tile_runs(void **state) {
                         /* the run */
                         const tg_attn_tile t = {tiles, bits, G, t0, count, tb};
                         tg_attn_int_queries q = {lo, hi, dq, bias};
-                        tg_attn_int_keys(&t, qh, gq, D, grid[0], grid[0] + D, stride, &q, sc, ld, vnni);
+                        tg_attn_int_keys(&t, qh, gq, D, grid[0], grid[0] + D, stride, scratch, sc, ld, vnni);
                         tg_attn_int_values(&t, p, ld, gq, D, ts[0] + t0, ts[0] + MAXG + t0, vstride, o, scratch, vnni);
                         /* tile by tile */
                         int64_t done = 0, j = 0;
