@@ -292,12 +292,17 @@ static void matrix_step_end(team *tm, int64_t total) {
 
 /* ---- matrix steps --------------------------------------------------------------------------------------------------- */
 
-/* Rows per unit for a weight of `rows` rows: decoding wants a few units per thread (balance without much hand-out
+/* Units per thread of a decode step: a thread's share is taken in order (the prefetch running on from one unit into
+ * the next); fewer, larger units mean fewer claims, more mean finer balance when one thread runs slower (16, and 8
+ * with the balanced q/k/v units below, were not told apart from 4 at load average 7-9, so the former 4 is kept). */
+#define DECODE_UNITS_PER_THREAD 4
+
+/* Rows per unit for a weight of `rows` rows: decoding wants several units per thread (balance without much hand-out
  * traffic); a chunk wants blocks whose weights stay in L2 while every token of the chunk passes over them. */
 static int64_t unit_rows(const tg_tensor *w, int n, int threads) {
     int64_t r;
     if (n == 1) {
-        r = (w->rows + 4 * threads - 1) / (4 * threads);
+        r = (w->rows + DECODE_UNITS_PER_THREAD * threads - 1) / (DECODE_UNITS_PER_THREAD * threads);
     } else {
         const size_t rb = tg_row_bytes(w->type, w->cols);
         r = rb ? (int64_t)((size_t)96 * 1024 / rb) : 16;
@@ -332,6 +337,26 @@ static void job_unit(const mat_job *jobs, int n_jobs, int64_t u, int *ji, int64_
     *ji = j;
     *r0 = u * jobs[j].ur;
     *r1 = *r0 + jobs[j].ur < jobs[j].w->rows ? *r0 + jobs[j].ur : jobs[j].w->rows;
+}
+
+/* Decoding a step of several matrices (q | k | v): units of about the same bytes in every matrix, so that the
+ * threads' shares (ranges of units, claim_share) are about the same bytes too. Each matrix gets
+ * round(its bytes / (the step's bytes / (DECODE_UNITS_PER_THREAD * threads))) units, at least one; rows stay
+ * multiples of 8. */
+static void balance_decode_units(mat_job *jobs, int n_jobs, int threads) {
+    double step_bytes = 0;
+    for (int j = 0; j < n_jobs; j++)
+        step_bytes += (double)jobs[j].w->rows * (double)tg_row_bytes(jobs[j].w->type, jobs[j].w->cols);
+    const double unit_bytes = step_bytes / (double)(DECODE_UNITS_PER_THREAD * threads);
+    for (int j = 0; j < n_jobs; j++) {
+        mat_job *jb = &jobs[j];
+        const double bytes = (double)jb->w->rows * (double)tg_row_bytes(jb->w->type, jb->w->cols);
+        int64_t units = unit_bytes > 0 ? (int64_t)(bytes / unit_bytes + 0.5) : 1;
+        if (units < 1) units = 1;
+        const int64_t ur = ((jb->w->rows + units - 1) / units + 7) / 8 * 8;
+        jb->ur = ur < 8 ? 8 : ur;
+        jb->units = (jb->w->rows + jb->ur - 1) / jb->ur;
+    }
 }
 
 static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
@@ -651,6 +676,7 @@ static void chunk_thread(void *arg, int thread) {
         job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
         job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
         job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
+        if (n == 1 && own_kv) balance_decode_units(qkv, 3, threads);
         norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1, NULL};
         run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
 
