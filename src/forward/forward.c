@@ -57,7 +57,7 @@ typedef struct {
  * front, the others (once their own shares are done) from the back: taken = front << 32 | back. One cache line each,
  * so that the owners' claims do not contend. */
 typedef struct {
-    _Alignas(64) atomic_ullong taken;
+    _Alignas(64) _Atomic uint64_t taken;
 } share_ctr;
 
 struct tg_forward {
