@@ -4,7 +4,8 @@
 # flags for both builds (say -march=x86-64-v3 for the AVX2-only path). Builds in build/kquant-ab.
 #   default: bench/kquant_ab.c, ns per super-block for Q4_K, Q5_K and Q6_K, in cache, the speed ratio B/A;
 #   --dram:  bench/kquant_dram_ab.c, W streamed from DRAM on KQ_THREADS threads (default 2) against a plain
-#            streaming read, KQ_ROUNDS interleaved rounds (default 21): each build's fraction of the read bandwidth.
+#            streaming read, KQ_ROUNDS interleaved rounds (default 21): each build's fraction of the read bandwidth;
+#            KQ_PAGES=huge puts W in 2 MiB pages, KQ_PAGES=both runs every variant on both page sizes in each round.
 set -eu
 cd "$(dirname "$0")/.."
 dram=false

@@ -10,9 +10,15 @@
  * second; variants a few tens of milliseconds apart see nearly the same machine, so the per-round ratios (A / XOR,
  * B / XOR, B / A), medians over the rounds, are the figures to read. Also checks that A and B give the same bits.
  *
+ * KQ_PAGES=huge in the environment puts W (of the read and of both kernels) in 2 MiB pages (MADV_HUGEPAGE on
+ * 2 MiB-aligned memory; the count of AnonHugePages it got is printed); KQ_PAGES=both keeps a copy of W in each kind
+ * of page and runs all three variants on each in every round (six variants), so that the two page sizes are
+ * compared on the same machine state: the 2 MiB rows' "of XOR" figures are fractions of the 2 MiB read.
+ *
  * kquant_dram_ab [threads [rounds [unit_rows]]] */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,12 +52,12 @@ static double now(void) {
 
 typedef struct {
     pthread_barrier_t *start, *end;
-    const uint8_t *w; /* this thread's share */
+    const uint8_t *wp[2]; /* this thread's share: in malloc's pages, and (or only, wp[0] == wp[1]) in 2 MiB pages */
     size_t bytes, rb;
     const tg_q8k_block *x;
     float *y;
     gemv_fn fn[2];
-    int variant; /* set by the main thread between barriers: 0 XOR, 1 A, 2 B, -1 quit */
+    int variant; /* set by the main thread between barriers: 0 XOR, 1 A, 2 B (+ 3: on wp[1]), -1 quit */
     uint64_t sink;
 } worker;
 
@@ -60,19 +66,41 @@ static void *work(void *p) {
     for (;;) {
         pthread_barrier_wait(k->start);
         if (k->variant < 0) return NULL;
-        if (k->variant == 0) {
+        const uint8_t *w = k->wp[k->variant / 3];
+        if (k->variant % 3 == 0) {
             uint64_t a = 0;
-            const uint64_t *q = (const void *)k->w;
+            const uint64_t *q = (const void *)w;
             for (size_t i = 0; i < k->bytes / 8; i++) a ^= q[i];
             k->sink ^= a;
         } else {
             const int64_t rows = (int64_t)(k->bytes / k->rb);
             for (int64_t r = 0; r < rows; r += UNIT_ROWS)
-                k->fn[k->variant - 1](k->w + (size_t)r * k->rb, k->rb, rows - r < UNIT_ROWS ? rows - r : UNIT_ROWS,
+                k->fn[k->variant % 3 - 1](w + (size_t)r * k->rb, k->rb, rows - r < UNIT_ROWS ? rows - r : UNIT_ROWS,
                                       k->x, COLS, k->y);
         }
         pthread_barrier_wait(k->end);
     }
+}
+
+/* W of `bytes`: malloc's, or 2 MiB-aligned memory advised to be backed by 2 MiB pages. */
+static uint8_t *alloc_w(size_t bytes, bool huge) {
+    if (!huge) return malloc(bytes);
+    const size_t hp = (size_t)2 << 20, n = (bytes + hp - 1) / hp * hp;
+    uint8_t *w = aligned_alloc(hp, n);
+    if (w && madvise(w, n, MADV_HUGEPAGE) != 0) perror("madvise");
+    return w;
+}
+
+/* AnonHugePages of this process in kB (smaps_rollup), -1 if unreadable. */
+static long anon_huge_kb(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) break;
+    fclose(f);
+    return kb;
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -110,8 +138,11 @@ int main(int argc, char **argv) {
         xf[i] = (float)((int)(s >> 40) % 1000) / 1000.f;
     }
     tg_quantize_q8k(xf, xk, COLS);
-    printf("W rows of %d columns, %d MiB per thread, %d threads, units of %lld rows, %d rounds\n", COLS, 256, T,
-           (long long)UNIT_ROWS, rounds);
+    const char *pages = getenv("KQ_PAGES") ? getenv("KQ_PAGES") : "small";
+    const bool huge = strcmp(pages, "huge") == 0, both = strcmp(pages, "both") == 0;
+    const int NV = both ? 6 : 3;
+    printf("W rows of %d columns, %d MiB per thread, %d threads, units of %lld rows, %d rounds, pages: %s\n", COLS,
+           256, T, (long long)UNIT_ROWS, rounds, both ? "malloc's and 2 MiB" : huge ? "2 MiB" : "malloc's");
     for (unsigned k = 0; k < sizeof ty / sizeof ty[0]; k++) {
         const size_t rb = ty[k].bb * COLS / 256, per = ((size_t)256 << 20) / rb * rb;
         pthread_barrier_t start, end;
@@ -120,7 +151,7 @@ int main(int argc, char **argv) {
         worker wk[MAX_THREADS];
         pthread_t th[MAX_THREADS];
         for (int t = 0; t < T; t++) {
-            uint8_t *w = malloc(per);
+            uint8_t *w = alloc_w(per, huge);
             float *y = malloc((size_t)UNIT_ROWS * sizeof *y);
             if (!w || !y) return 1;
             for (size_t i = 0; i < per; i++) {
@@ -132,17 +163,23 @@ int main(int argc, char **argv) {
                 memcpy(w + b * ty[k].bb + ty[k].sc0, &h, 2);
                 if (ty[k].sc1 >= 0) memcpy(w + b * ty[k].bb + ty[k].sc1, &h, 2);
             }
-            wk[t] = (worker){&start, &end, w, per, rb, xk, y, {ty[k].fn[0], ty[k].fn[1]}, 0, 0};
+            uint8_t *w2 = w;
+            if (both) {
+                if (!(w2 = alloc_w(per, true))) return 1;
+                memcpy(w2, w, per);
+            }
+            wk[t] = (worker){&start, &end, {w, w2}, per, rb, xk, y, {ty[k].fn[0], ty[k].fn[1]}, 0, 0};
             pthread_create(&th[t], NULL, work, &wk[t]);
         }
         /* the same bits: the first 256 rows of thread 0's share */
-        for (int v = 0; v < 2; v++) ty[k].fn[v](wk[0].w, rb, 256, xk, COLS, yv[v]);
+        for (int v = 0; v < 2; v++) ty[k].fn[v](wk[0].wp[0], rb, 256, xk, COLS, yv[v]);
+        if (huge || both) printf("AnonHugePages: %ld MiB\n", anon_huge_kb() / 1024);
         const bool same = memcmp(yv[0], yv[1], 256 * sizeof(float)) == 0;
-        double gbs[3][MAX_ROUNDS], ra[MAX_ROUNDS], rbx[MAX_ROUNDS], rba[MAX_ROUNDS];
+        double gbs[6][MAX_ROUNDS], ra[2][MAX_ROUNDS], rbx[2][MAX_ROUNDS], rba[2][MAX_ROUNDS], rh[3][MAX_ROUNDS];
         for (int r = -1; r < rounds; r++) { /* round -1 warms up */
-            double t[3];
-            for (int i = 0; i < 3; i++) {
-                const int v = (i + (r < 0 ? 0 : r)) % 3;
+            double t[6];
+            for (int i = 0; i < NV; i++) {
+                const int v = (i + (r < 0 ? 0 : r)) % NV;
                 for (int j = 0; j < T; j++) wk[j].variant = v;
                 pthread_barrier_wait(&start);
                 const double t0 = now();
@@ -150,24 +187,35 @@ int main(int argc, char **argv) {
                 t[v] = now() - t0;
             }
             if (r < 0) continue;
-            for (int v = 0; v < 3; v++) gbs[v][r] = (double)per * T / t[v] / 1e9;
-            ra[r] = t[0] / t[1];
-            rbx[r] = t[0] / t[2];
-            rba[r] = t[1] / t[2];
+            for (int v = 0; v < NV; v++) gbs[v][r] = (double)per * T / t[v] / 1e9;
+            for (int p = 0; p < NV / 3; p++) {
+                ra[p][r] = t[3 * p] / t[3 * p + 1];
+                rbx[p][r] = t[3 * p] / t[3 * p + 2];
+                rba[p][r] = t[3 * p + 1] / t[3 * p + 2];
+            }
+            if (both)
+                for (int v = 0; v < 3; v++) rh[v][r] = t[v] / t[v + 3];
         }
         for (int j = 0; j < T; j++) wk[j].variant = -1;
         pthread_barrier_wait(&start);
         for (int j = 0; j < T; j++) {
             pthread_join(th[j], NULL);
-            free((void *)wk[j].w);
+            if (wk[j].wp[1] != wk[j].wp[0]) free((void *)wk[j].wp[1]);
+            free((void *)wk[j].wp[0]);
             free(wk[j].y);
         }
         pthread_barrier_destroy(&start);
         pthread_barrier_destroy(&end);
-        const double mx = median(gbs[0], rounds), m_a = median(gbs[1], rounds), m_b = median(gbs[2], rounds);
-        printf("%s  GB/s (medians): XOR %.2f  A %.2f  B %.2f   of XOR: A %.3f  B %.3f   B/A %.3fx  %s\n", ty[k].name,
-               mx, m_a, m_b, median(ra, rounds), median(rbx, rounds), median(rba, rounds),
-               same ? "same bits" : "DIFFERENT BITS");
+        for (int p = 0; p < NV / 3; p++) {
+            const double mx = median(gbs[3 * p], rounds), m_a = median(gbs[3 * p + 1], rounds),
+                         m_b = median(gbs[3 * p + 2], rounds);
+            printf("%s%s  GB/s (medians): XOR %.2f  A %.2f  B %.2f   of XOR: A %.3f  B %.3f   B/A %.3fx  %s\n",
+                   ty[k].name, both ? (p ? " 2M" : " 4K") : "", mx, m_a, m_b, median(ra[p], rounds),
+                   median(rbx[p], rounds), median(rba[p], rounds), same ? "same bits" : "DIFFERENT BITS");
+        }
+        if (both)
+            printf("%s  2 MiB pages / malloc's (speed, medians of per-round ratios): XOR %.3fx  A %.3fx  B %.3fx\n",
+                   ty[k].name, median(rh[0], rounds), median(rh[1], rounds), median(rh[2], rounds));
     }
     free(xf);
     free(xk);

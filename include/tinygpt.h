@@ -175,7 +175,8 @@ typedef struct {
     int64_t window;       /* StreamingLLM: last tokens kept beyond the sinks; 0 = unbounded (up to the context) */
     int group_size;       /* KIVI key group along time; TG_KV_GROUP_AUTO (default) = from the cache's length L (its
                            * window, or its context when unbounded): the largest of 32 / 16 / 8 that is at most L / 8,
-                           * halved (at least 8) for int2's automatic residual; 32 with an explicit residual;
+                           * halved (at least 8) for int2's automatic residual while 16 G > L (int2: G 32 from
+                           * L = 512 on); 32 with an explicit residual;
                            * 0 = whole-history per-channel scales */
     int residual;         /* KIVI full-precision residual tokens, a multiple of the group size (of 32 with
                            * TG_KV_GROUP_AUTO); TG_KV_RESIDUAL_AUTO (default) = none for int8 / int4 (every token

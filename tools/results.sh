@@ -130,7 +130,7 @@ rows=(
     "bf16|bf16|--kv-quantize bf16"
     "int8|int8 (defaults: G 32, no residual)|--kv-quantize int8"
     "int4|int4 (defaults: G 32, no residual)|--kv-quantize int4"
-    "int2|int2 (defaults: G 16, R 16 at fp16)|--kv-quantize int2"
+    "int2|int2 (defaults: G 32, R 32 at fp16)|--kv-quantize int2"
     "int8-kivi|int8, KIVI's setting (G 32, R 128, fp32 residual)|--kv-quantize int8 --kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32"
     "int4-kivi|int4, KIVI's setting (G 32, R 128, fp32 residual)|--kv-quantize int4 --kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32"
     "int2-kivi|int2, KIVI's setting (G 32, R 128, fp32 residual)|--kv-quantize int2 --kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32"
@@ -142,6 +142,7 @@ rows=(
     "int2-r32|int2, G 32, R 32 at fp16|--kv-quantize int2 --kv-residual 32"
     "int2-r0|int2, G 32, no residual|--kv-quantize int2 --kv-residual 0"
     "int2-g16r0|int2, G 16, no residual|--kv-quantize int2 --kv-group-size 16 --kv-residual 0"
+    "int2-g16r16|int2, G 16, R 16 at fp16 (the default before issue 16)|--kv-quantize int2 --kv-group-size 16 --kv-residual 16"
     "int2-g8r8|int2, G 8, R 8 at fp16|--kv-quantize int2 --kv-group-size 8 --kv-residual 8"
     "int4-g16r0|int4, G 16, no residual|--kv-quantize int4 --kv-group-size 16 --kv-residual 0"
     "int4-g16|int4, G 16, R 32 at fp16|--kv-quantize int4 --kv-group-size 16 --kv-residual 32"
@@ -505,7 +506,7 @@ that script runs, and rerunning it regenerates this file and \`docs/results/*.sv
 
 ## Targets
 
-| target (issues #5, #14) | defaults (int8 / int4: G 32, no residual; int2: G 16, R 16; residual and sinks fp16) | | KIVI's setting (G 32, R 128, fp32 residual; \`--kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32\`) | |
+| target (issues #5, #14) | defaults (int8 / int4: G 32, no residual; int2: G 32, R 32, under 512 tokens G 16, R 16; residual and sinks fp16) | | KIVI's setting (G 32, R 128, fp32 residual; \`--kv-group-size 32 --kv-residual 128 --kv-residual-precision fp32\`) | |
 |---|---:|---|---:|---|
 | int8 perplexity increase ≤ 0.1 % (within context, vs fp32 unbounded) | ${int8_inc:-–} % | $(verdict "$(echo "$int8_inc" | tr -d '+')" 0.1) | ${int8_inc32:-–} % | $(verdict "$(echo "$int8_inc32" | tr -d '+')" 0.1) |
 | int4 perplexity increase ≤ 1 % | ${int4_inc:-–} % | $(verdict "$(echo "$int4_inc" | tr -d '+')" 1) | ${int4_inc32:-–} % | $(verdict "$(echo "$int4_inc32" | tr -d '+')" 1) |
@@ -548,16 +549,17 @@ $("$bin" info "$yoco_model" --cache-table | sed -n '/^KV cache bytes/,$p')
 $valid_tokens tokens of \`$valid\` in 512-token windows; KIVI keys per channel in groups of G tokens, values per token,
 the newest R tokens in full precision. The defaults (issue 14) keep no residual for int8 / int4 (every token is
 quantised as it arrives; the keys of the group being filled sit on provisional per-channel scales, widened and
-re-coded as the group fills) and one group of 16 at fp16 for int2, with the sinks at fp16: a cache smaller than bf16
+re-coded as the group fills) and one group at fp16 for int2 (G 32, R 32 here; G 16, R 16 for a cache of 256..511
+tokens), with the sinks at fp16: a cache smaller than bf16
 at every size. KIVI's published setting (G 32, R 128, fp32 residual) keeps a quarter of a 512-token window in fp32:
 its fp32 residual is most of its bytes (int4: $(mib "$int4_resid") of $(mib "$(get ctx-int4-kivi cache_bytes)"), the
 difference between the int4 rows with an fp32 and an fp16 residual of 128, doubled). "KV bytes" is the cache allocated
 for the whole 512-token context.
 
 Alternatives measured for the defaults (issue 14): no residual at all for int2 (\`int2, G 32, no residual\`, and G 16)
-misses its 5 % target, so int2 keeps one group; a residual of one group of 16 (the default) against one of 8 or of 32
-(\`R 32\`: better, $(get ctx-int2-r32 ppl_increase) % against the default's $(get ctx-int2 ppl_increase) %, but 0.33× of bf16 at window 256, over
-the 0.32× target); int4 with G 16 and no
+misses its 5 % target, so int2 keeps one group; its default of one group of 32 (issue 16: $(get ctx-int2 ppl_increase) %, fewer bytes
+and half the groups to attend) against the former default of one group of 16 (\`G 16, R 16\`: $(get ctx-int2-g16r16 ppl_increase) %) and one of 8;
+a cache under 512 tokens keeps G 16, R 16 (at window 256 one group of 32 would be 0.33× of bf16, over the 0.32× target); int4 with G 16 and no
 residual against G 32 (more scale bytes for little gain).
 
 $(ctx_table)

@@ -5,7 +5,10 @@
  * independent units (blocks of weight rows; attention pieces of (token, kv-head, share)) that threads claim from an
  * atomic counter; a step ends when all its units are done, not when all threads have arrived, so a thread that the
  * OS has descheduled (a busy machine) never holds the others up unless it is in the middle of a unit: the others do
- * its share and it catches up through the finished steps when it runs again. What each thread needs as input (the
+ * its share and it catches up through the finished steps when it runs again. In the matrix steps each thread owns a
+ * contiguous range of the units and takes them in order (it streams one stretch of the weights, and the decode
+ * kernels' prefetch runs on from one unit into its next); a thread whose range is done takes the last units left in
+ * another's range, so the counter's balance on a busy machine holds. What each thread needs as input (the
  * normalised, quantised activation; the combined attention output) it prepares privately from shared, finished
  * data, and only when the step still has units to hand out.
  * Per layer:
@@ -49,6 +52,14 @@ typedef struct {
     atomic_llong done;
 } step_ctr;
 
+/* One thread's share of a matrix step: a contiguous range of its units, so that each thread streams its own stretch
+ * of the weights and the kernels' prefetch runs on from one unit into the next. The owner takes units from the
+ * front, the others (once their own shares are done) from the back: taken = front << 32 | back. One cache line each,
+ * so that the owners' claims do not contend. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t taken;
+} share_ctr;
+
 struct tg_forward {
     const struct tg_model *m;
     int max_chunk;
@@ -78,6 +89,8 @@ struct tg_forward {
     float *head_out;        /* [max_chunk, vocab] their logits (a batch; a chunk writes to the caller's buffer) */
     step_ctr *steps; /* [max_steps] the steps of one call, in the order every thread runs them */
     int64_t max_steps;
+    share_ctr *shares; /* [n_matrix_steps, n_threads] the threads' shares of each matrix step of one call */
+    int64_t n_matrix_steps;
     thread_buf *tb; /* [n_threads] */
     tg_pool *pool;  /* the team of n_threads that runs every call */
     /* the attention-sink meter; mass == NULL: off */
@@ -147,8 +160,12 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->head_out = alloc_rows(max_chunk, hp->vocab_size);
     f->max_steps = (int64_t)hp->n_layers * (2 * (int64_t)max_chunk + 4) + 2;
     f->steps = calloc((size_t)f->max_steps, sizeof *f->steps);
+    f->n_matrix_steps = 4 * (int64_t)hp->n_layers + 1; /* q/k/v, wo, gate/up, down per layer; the head */
+    f->shares = aligned_alloc(_Alignof(share_ctr),
+                              (size_t)f->n_matrix_steps * (size_t)f->n_threads * sizeof *f->shares);
     f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
     bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->steps && f->tb &&
+              f->shares &&
               f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
               f->round_group;
     for (int i = 0; ok && i < f->n_threads; i++) {
@@ -196,6 +213,7 @@ void tg_forward_free(tg_forward *f) {
     free(f->head_rows);
     free(f->head_out);
     free(f->steps);
+    free(f->shares);
     free(f->mass);
     free(f->mass_vis);
     free(f->mass_splits);
@@ -213,6 +231,9 @@ void tg_forward_free(tg_forward *f) {
 typedef struct {
     step_ctr *steps;
     int64_t s; /* the current step */
+    share_ctr *shares;
+    int64_t ms; /* the current matrix step (its shares: shares[ms * threads ...]) */
+    int thread, threads;
 } team;
 
 /* Whether the current step (of `total` units) still has units to hand out. */
@@ -230,6 +251,24 @@ static int64_t claim(team *tm, int64_t total) {
 /* Marks a claimed unit finished (its results visible to whoever sees the step complete). */
 static void finish(team *tm) { atomic_fetch_add_explicit(&tm->steps[tm->s].done, 1, memory_order_release); }
 
+/* Claims a unit of the current matrix step (of `total` units): the next of this thread's own share, else the last
+ * one left in another thread's share; -1 when all are taken. */
+static int64_t claim_share(team *tm, int64_t total) {
+    share_ctr *sh = tm->shares + tm->ms * tm->threads;
+    for (int k = 0; k < tm->threads; k++) {
+        const int v = (tm->thread + k) % tm->threads;
+        const int64_t lo = total * v / tm->threads, size = total * (v + 1) / tm->threads - lo;
+        uint64_t w = atomic_load_explicit(&sh[v].taken, memory_order_relaxed);
+        while ((int64_t)((w >> 32) + (w & 0xffffffffu)) < size) {
+            const uint64_t nw = k == 0 ? w + ((uint64_t)1 << 32) : w + 1;
+            if (atomic_compare_exchange_weak_explicit(&sh[v].taken, &w, nw, memory_order_relaxed,
+                                                      memory_order_relaxed))
+                return k == 0 ? lo + (int64_t)(w >> 32) : lo + size - 1 - (int64_t)(w & 0xffffffffu);
+        }
+    }
+    return -1;
+}
+
 /* Waits until every unit of the current step is finished, then moves to the next step. Spins briefly, then yields
  * the CPU (the unit being waited for may belong to a thread that needs this core). */
 static void step_end(team *tm, int64_t total) {
@@ -245,14 +284,25 @@ static void step_end(team *tm, int64_t total) {
     tm->s++;
 }
 
+/* step_end for a matrix step: also moves to the next matrix step's shares. */
+static void matrix_step_end(team *tm, int64_t total) {
+    step_end(tm, total);
+    tm->ms++;
+}
+
 /* ---- matrix steps --------------------------------------------------------------------------------------------------- */
 
-/* Rows per unit for a weight of `rows` rows: decoding wants a few units per thread (balance without much hand-out
+/* Units per thread of a decode step: a thread's share is taken in order (the prefetch running on from one unit into
+ * the next); fewer, larger units mean fewer claims, more mean finer balance when one thread runs slower (16, and 8
+ * with the balanced q/k/v units below, were not told apart from 4 at load average 7-9, so the former 4 is kept). */
+#define DECODE_UNITS_PER_THREAD 4
+
+/* Rows per unit for a weight of `rows` rows: decoding wants several units per thread (balance without much hand-out
  * traffic); a chunk wants blocks whose weights stay in L2 while every token of the chunk passes over them. */
 static int64_t unit_rows(const tg_tensor *w, int n, int threads) {
     int64_t r;
     if (n == 1) {
-        r = (w->rows + 4 * threads - 1) / (4 * threads);
+        r = (w->rows + DECODE_UNITS_PER_THREAD * threads - 1) / (DECODE_UNITS_PER_THREAD * threads);
     } else {
         const size_t rb = tg_row_bytes(w->type, w->cols);
         r = rb ? (int64_t)((size_t)96 * 1024 / rb) : 16;
@@ -289,6 +339,26 @@ static void job_unit(const mat_job *jobs, int n_jobs, int64_t u, int *ji, int64_
     *r1 = *r0 + jobs[j].ur < jobs[j].w->rows ? *r0 + jobs[j].ur : jobs[j].w->rows;
 }
 
+/* Decoding a step of several matrices (q | k | v): units of about the same bytes in every matrix, so that the
+ * threads' shares (ranges of units, claim_share) are about the same bytes too. Each matrix gets
+ * round(its bytes / (the step's bytes / (DECODE_UNITS_PER_THREAD * threads))) units, at least one; rows stay
+ * multiples of 8. */
+static void balance_decode_units(mat_job *jobs, int n_jobs, int threads) {
+    double step_bytes = 0;
+    for (int j = 0; j < n_jobs; j++)
+        step_bytes += (double)jobs[j].w->rows * (double)tg_row_bytes(jobs[j].w->type, jobs[j].w->cols);
+    const double unit_bytes = step_bytes / (double)(DECODE_UNITS_PER_THREAD * threads);
+    for (int j = 0; j < n_jobs; j++) {
+        mat_job *jb = &jobs[j];
+        const double bytes = (double)jb->w->rows * (double)tg_row_bytes(jb->w->type, jb->w->cols);
+        int64_t units = unit_bytes > 0 ? (int64_t)(bytes / unit_bytes + 0.5) : 1;
+        if (units < 1) units = 1;
+        const int64_t ur = ((jb->w->rows + units - 1) / units + 7) / 8 * 8;
+        jb->ur = ur < 8 ? 8 : ur;
+        jb->units = (jb->w->rows + jb->ur - 1) / jb->ur;
+    }
+}
+
 static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
     int64_t total = 0;
     for (int j = 0; j < n_jobs; j++) total += jobs[j].units;
@@ -309,7 +379,7 @@ static void run_jobs(team *tm, const mat_job *jobs, int n_jobs, prep_fn prep, bo
     const int64_t total = jobs_total(jobs, n_jobs);
     tg_act a = {0};
     bool ready = false;
-    for (int64_t u; (u = claim(tm, total)) >= 0;) {
+    for (int64_t u; (u = claim_share(tm, total)) >= 0;) {
         if (!ready) {
             prep.fn(prep.ctx, &a);
             ready = true;
@@ -331,7 +401,7 @@ static void run_jobs(team *tm, const mat_job *jobs, int n_jobs, prep_fn prep, bo
         }
         finish(tm);
     }
-    step_end(tm, total);
+    matrix_step_end(tm, total);
 }
 
 /* Gate and up rows of the same units, then swiglu on those rows (the step's outputs are disjoint per unit). */
@@ -340,7 +410,7 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
     const int64_t units = (ff + ur - 1) / ur;
     tg_act a = {0};
     bool ready = false;
-    for (int64_t u; (u = claim(tm, units)) >= 0;) {
+    for (int64_t u; (u = claim_share(tm, units)) >= 0;) {
         if (!ready) {
             prep.fn(prep.ctx, &a);
             ready = true;
@@ -351,7 +421,7 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
         for (int t = 0; t < n; t++) tg_swiglu(hg + (size_t)t * (size_t)ff + r0, hu + (size_t)t * (size_t)ff + r0, r1 - r0);
         finish(tm);
     }
-    step_end(tm, units);
+    matrix_step_end(tm, units);
 }
 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
@@ -596,7 +666,7 @@ static void chunk_thread(void *arg, int thread) {
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
     const int threads = f->n_threads;
     thread_buf *tb = &f->tb[thread];
-    team tm = {.steps = f->steps, .s = 0};
+    team tm = {.steps = f->steps, .s = 0, .shares = f->shares, .ms = 0, .thread = thread, .threads = threads};
     for (int l = 0; l < hp->n_layers; l++) {
         const tg_layer_weights *w = &m->layers[l];
         const bool own_kv = hp->kv_source[l] == l;
@@ -606,6 +676,7 @@ static void chunk_thread(void *arg, int thread) {
         job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
         job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
         job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
+        if (n == 1 && own_kv) balance_decode_units(qkv, 3, threads);
         norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1, NULL};
         run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
 
@@ -686,6 +757,8 @@ static void reset_steps(tg_forward *f, int n_rounds) {
         atomic_store_explicit(&f->steps[i].next, 0, memory_order_relaxed);
         atomic_store_explicit(&f->steps[i].done, 0, memory_order_relaxed);
     }
+    for (int64_t i = 0; i < f->n_matrix_steps * f->n_threads; i++)
+        atomic_store_explicit(&f->shares[i].taken, 0, memory_order_relaxed);
 }
 
 void tg_forward_chunk(tg_forward *f, tg_kvcache *cache, const int32_t *ids, int n, int64_t pos, float *logits_all,

@@ -395,6 +395,9 @@ KQ_SUP2_EACH(q6_k)
  * Q8_0 kernels found (gemv_avx2.c). 8 rows: bench/compare-llamacpp --kquant on the quiet machine gave Q4_K_M
  * 24.4 / 26.7 / 25.0 tokens/s at 4 / 8 / 16 rows ahead (Q6_K 20.5 / 20.9 / 21.0; 3 repetitions each: near noise). */
 #define KQ_AHEAD 8
+/* The prefetch runs on past the call's last row, as the Q8_0 kernels' does (a prefetch never faults): the forward
+ * gives each thread a contiguous share of a matrix's rows in several calls (forward.c), so the rows after one call
+ * are that thread's next call, which then starts with its first rows in L2 instead of missing on them. */
 
 TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) {
@@ -425,7 +428,7 @@ TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
             const uint8_t *r0 = w + (size_t)r * ws, *r1 = r0 + ws;                                                    \
             __m256 a[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                                                 \
             for (int64_t b = 0; b < nsup; b++) {                                                                      \
-                if (r + KQ_AHEAD + 2 <= nr) prefetch_sup(r0 + (size_t)b * (BYTES) + KQ_AHEAD * ws, ws, BYTES);       \
+                prefetch_sup(r0 + (size_t)b * (BYTES) + KQ_AHEAD * ws, ws, BYTES);                                   \
                 const uint8_t *const p2[2] = {r0 + (size_t)b * (BYTES), r1 + (size_t)b * (BYTES)};                    \
                 sup2_##NAME(p2, xk + b, a);                                                                           \
             }                                                                                                         \

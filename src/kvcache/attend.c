@@ -158,8 +158,9 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
  * sc[j * ld + i]). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
- * widened into tile and rotated first. */
-static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
+ * widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
+ * tiles that follow in the same pass. */
+static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
                         int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
@@ -172,26 +173,15 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
     }
     if (g->tiled) {
 #if TG_HAVE_AVX2
-        if (int_path) { /* the integer domain (attend_int_avx2.c) */
-            const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->count};
-            /* the next group unit's scales of this kv-head, most often the next segment's (its tile follows this one:
-             * the hardware prefetcher streams those); a prefetch never faults, should there be no such unit */
-            const size_t H = (size_t)c->g.n_kv_heads;
-            _mm_prefetch((const char *)(keys ? g->gscale + H * (size_t)D : g->tscale - g->t0 + H * (size_t)g->group),
-                         _MM_HINT_T0);
-            _mm_prefetch((const char *)(keys ? g->gzero + H * (size_t)D : g->tzero - g->t0 + H * (size_t)g->group),
-                         _MM_HINT_T0);
-            float *bias = qfold + (int64_t)vw->gq * D;
-            int32_t *ilo = (int32_t *)(void *)(bias + vw->gq); /* the integer scratch */
+        if (int_path) { /* the integer domain (attend_int_avx2.c), this tile and those that follow */
+            const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->run, g->tile_next};
+            int32_t *ilo = (int32_t *)(void *)(qfold + (int64_t)vw->gq * (D + 1)); /* the integer scratch */
             if (keys) {
-                int32_t *ihi = ilo + (int64_t)vw->gq * (D / 4);
-                tg_attn_int_queries q = {ilo, ihi, (float *)(void *)(ihi + (int64_t)vw->gq * (D / 4)), bias};
-                tg_attn_int_prepare_keys(qh, vw->gq, D, g->gscale, g->gzero, g->bits, &q);
-                tg_attn_int_scores(&t, &q, vw->gq, D, sc, ld, c->int_vnni);
+                tg_attn_int_keys(&t, qh, vw->gq, D, g->gscale, g->gzero, g->scale_next, ilo, sc, ld, c->int_vnni);
             } else {
-                tg_attn_int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, o, ilo, c->int_vnni);
+                tg_attn_int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, g->scale_next, o, ilo, c->int_vnni);
             }
-            return;
+            return g->run;
         }
 #endif
         simd = false; /* the float reference reads tiles element by element */
@@ -244,6 +234,7 @@ static void run_segment(const view *vw, bool keys, bool is_sink, const tg_segmen
         if (keys) scores_ref(&b, qh, vw->gq, D, sc + i0, ld);
         else values_ref(&b, sc + i0, ld, vw->gq, D, o);
     }
+    return g->count;
 }
 
 /* The piece's tokens in order (visible sinks [s0, s1], then non-sink tokens [a, b]), segment by segment; returns how
@@ -260,9 +251,9 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
     for (int64_t n = a; n <= b;) {
         tg_segment g;
         tg_store_segment(vw->c, vw->L, keys, h, n, b, &g);
-        run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
-        t += g.count;
-        n += g.count;
+        const int64_t done = run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        t += done;
+        n += done;
     }
     return t;
 }

@@ -222,6 +222,68 @@ TG_INLINE void scores_all(const int vnni, const int bits, const tg_attn_tile *t,
 #undef HEADS
 }
 
+/* Tile j of a segment (rows of tile j's own, from its first in the segment) and the segment rows before it. */
+TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before) {
+    const int64_t first = t->G - t->t0; /* the first tile's rows */
+    *before = j == 0 ? 0 : first + (j - 1) * t->G;
+    const int64_t t0 = j == 0 ? t->t0 : 0, left = t->count - *before, room = t->G - t0;
+    return (tg_attn_tile){t->tile + (size_t)j * t->next, t->bits, t->G, t0, left < room ? left : room, 0};
+}
+
+/* Tiles a segment spans. */
+TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
+
+/* Tiles' queries at j: two sets in scratch (tile j's in set j % 2), so that tile j + 1's are prepared while tile j is
+ * scored (two independent chains in flight). */
+TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, int64_t j) {
+    int32_t *base = scratch + (j & 1) * (int64_t)gq * (D / 2 + 2);
+    float *dq = (float *)(void *)(base + (int64_t)gq * (D / 2));
+    return (tg_attn_int_queries){base, base + (int64_t)gq * (D / 4), dq, dq + gq};
+}
+
+TG_INLINE void keys_all(const int vnni, const int bits, const tg_attn_tile *t, const float *qh, int gq, int64_t D,
+                        const uint16_t *gscale, const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc,
+                        int64_t ld, const int DD) {
+    const int64_t n = tiles_of(t);
+    tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
+    prepare_keys(qh, gq, D, gscale, gzero, bits, &q0, DD);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t before;
+        const tg_attn_tile tj = tile_of(t, j, &before);
+        const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
+        if (j + 1 < n) {
+            tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
+            prepare_keys(qh, gq, D, gs, gz, bits, &qn, DD);
+        } else { /* the next segment's grid, most often (a prefetch never faults) */
+            _mm_prefetch((const char *)gs, _MM_HINT_T0);
+            _mm_prefetch((const char *)gz, _MM_HINT_T0);
+        }
+        const tg_attn_int_queries q = queries_at(scratch, gq, D, j);
+        scores_all(vnni, bits, &tj, &q, gq, D, sc + before, ld);
+    }
+}
+
+void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
+                      const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
+#define KEYS_D(V, B)                                                                                                  \
+    do {                                                                                                              \
+        if (D == 32) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 32);                       \
+        else if (D == 64) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 64);                  \
+        else if (D == 128) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 128);                \
+        else keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 0);                                \
+    } while (0)
+    if (vnni && HAVE_VNNI) {
+        if (t->bits == 8) KEYS_D(1, 8);
+        else if (t->bits == 4) KEYS_D(1, 4);
+        else KEYS_D(1, 2);
+    } else {
+        if (t->bits == 8) KEYS_D(0, 8);
+        else if (t->bits == 4) KEYS_D(0, 4);
+        else KEYS_D(0, 2);
+    }
+#undef KEYS_D
+}
+
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni) {
 #define SCORES(V, B) scores_all(V, B, t, q, gq, D, sc, ld)
@@ -353,8 +415,8 @@ TG_INLINE void values_heads(const int vnni, const int bits, const tg_attn_tile *
     for (; v < nvec; v++) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
-                          int64_t D, const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
+TG_INLINE void values_tile(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
+                           int64_t D, const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
     const int64_t end = t->t0 + t->count;
     const run_weights rw = {scratch, scratch + 8 * gq, (float *)(void *)(scratch + 16 * gq),
                             (float *)(void *)(scratch + 17 * gq)};
@@ -374,9 +436,24 @@ TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t,
     }
 }
 
+TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
+                          int64_t D, const uint16_t *tscale, const uint16_t *tzero, size_t tstride, float *o,
+                          int32_t *scratch) {
+    const int64_t n = tiles_of(t);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t before;
+        const tg_attn_tile tj = tile_of(t, j, &before);
+        /* segment row 0 of tile j: its row tj.t0 */
+        const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0;
+        _mm_prefetch((const char *)(tscale + at + tstride), _MM_HINT_T0);
+        _mm_prefetch((const char *)(tzero + at + tstride), _MM_HINT_T0);
+        values_tile(vnni, bits, &tj, p + before, ld, gq, D, tscale + at, tzero + at, o, scratch);
+    }
+}
+
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
-                        const uint16_t *tzero, float *o, int32_t *scratch, bool vnni) {
-#define VALUES(V, B) values_all(V, B, t, p, ld, gq, D, tscale, tzero, o, scratch)
+                        const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni) {
+#define VALUES(V, B) values_all(V, B, t, p, ld, gq, D, tscale, tzero, tstride, o, scratch)
     if (vnni && HAVE_VNNI) {
         if (t->bits == 8) VALUES(1, 8);
         else if (t->bits == 4) VALUES(1, 4);

@@ -31,12 +31,15 @@ typedef struct {
     int64_t tile_row0, tile_group;
 } tg_attn_block;
 
-/* The integer kernels (attend_int_avx2.c) over one segment of a KIVI tile (kivi.h's layout): rows [t0, t0 + count)
- * of a tile of G rows of head_dim codes of `bits` bits. */
+/* The integer kernels (attend_int_avx2.c) over one segment of KIVI tiles (kivi.h's layout): rows [t0, t0 + count)
+ * of a tile of G rows of head_dim codes of `bits` bits and, where count > G - t0, of the tiles that follow it `next`
+ * bytes apart (the consecutive groups of one kv-head: tile j at tile + j * next, its rows t0 + count - j * G past
+ * its start). next = 0: one tile, count <= G - t0. */
 typedef struct {
     const uint8_t *tile;
     int bits;
     int64_t G, t0, count;
+    size_t next;
 } tg_attn_tile;
 
 /* Quantised queries of a key segment: per head j, its codes as byte operands, four channels an int32
@@ -48,9 +51,9 @@ typedef struct {
 
 #define TG_ATTN_INT_MAX_D 256 /* the largest head dim the integer kernels take (larger: the float path) */
 
-/* int32 words of scratch the integer kernels need for gq heads of head_dim D: a key segment's tg_attn_int_queries
- * (lo, hi, dq; bias is the caller's), or a value segment's weights (18 per head). */
-#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) / 2 + 1 > 18 ? (size_t)(D) / 2 + 1 : 18))
+/* int32 words of scratch the integer kernels need for gq heads of head_dim D: two tiles' tg_attn_int_queries (lo, hi,
+ * dq, bias: D / 2 + 2 per head each), or a value segment's weights (18 per head). */
+#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) + 4 > 18 ? (size_t)(D) + 4 : 18))
 
 #if TG_HAVE_AVX2
 /* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
@@ -62,11 +65,18 @@ void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t
  * the build has it (the same bits either way). D % 32 == 0. */
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni);
+/* The scores of every row of a segment of one or more tiles: per tile j, tg_attn_int_prepare_keys with the grid at
+ * gscale / gzero + j * gstride (fp16 elements), then tg_attn_int_scores of its rows into sc (row i of the segment at
+ * sc[head * ld + i]) — the bits of those calls tile by tile (the next tile's queries are prepared before this one's
+ * scores, into the other half of scratch: TG_ATTN_INT_SCRATCH_WORDS(gq, D)). D % 32 == 0. */
+void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
+                      const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni);
 /* o_j += sum_i p[j * ld + i] (u_i * scale_i + zero_i) over the segment's rows, in the integer domain (runs of 32
- * rows, the weights quantised per run); tscale / tzero: the fp16 scale and zero of segment row 0 (rows contiguous);
- * scratch: TG_ATTN_INT_SCRATCH_WORDS(gq, D). D % 32 == 0. */
+ * rows of a tile, the weights quantised per run; tile after tile); tscale / tzero: the fp16 scale and zero of segment
+ * row 0 (rows of a tile contiguous; tile j's tstride elements after tile j - 1's); scratch:
+ * TG_ATTN_INT_SCRATCH_WORDS(gq, D). D % 32 == 0. */
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
-                        const uint16_t *tzero, float *o, int32_t *scratch, bool vnni);
+                        const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni);
 
 /* Folds a codes segment's per-channel grid into the queries: qf[i * D + c] = qh[i * D + c] * scale[c] and
  * bias[i] = qh_i . zero, so that q_i . (u * scale + zero) = qf_i . u + bias_i. */

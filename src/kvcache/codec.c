@@ -37,6 +37,8 @@ void tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, i
     const tg_store_geom *sg = keys ? &c->g.k : &c->g.v;
     sg->codec->segment_at(c, sg, keys ? &L->k : &L->v, L, h, n, g);
     if (last - n + 1 < g->count) g->count = last - n + 1;
+    if (g->run < g->count) g->run = g->count; /* also a codec that sets no run */
+    if (last - n + 1 < g->run) g->run = last - n + 1;
     g->slot0 = L->n_sink + (n - L->first);
 }
 
@@ -143,8 +145,9 @@ uint8_t *tg_kivi_group_rows(const tg_kvcache *c, const tg_store_geom *sg, const 
 void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s, int h, int64_t n,
                            int64_t end, tg_segment *g) {
     const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, q = group_index(&c->g, n), t = n - q * G;
+    const int64_t u = q < c->g.n_units ? q : q % c->g.n_units;
     int64_t k, i;
-    chunk_of(sg, q < c->g.n_units ? q : q % c->g.n_units, &k, &i);
+    chunk_of(sg, u, &k, &i);
     const int64_t uh = i * H + h;
     *g = (tg_segment){0};
     g->count = end - n < G - t ? end - n : G - t;
@@ -154,6 +157,12 @@ void tg_kivi_group_segment(const tg_kvcache *c, const tg_store_geom *sg, const t
         g->p = rows;
         g->t0 = t;
         g->group = G;
+        /* the units after u in chunk k are the next groups (up to the ring's wrap) */
+        const int64_t units = tg_store_chunk_units(sg, k) - i < c->g.n_units - u ? tg_store_chunk_units(sg, k) - i
+                                                                                 : c->g.n_units - u;
+        g->run = end - n < units * G - t ? end - n : units * G - t;
+        g->tile_next = (size_t)G * sg->row_bytes;
+        g->scale_next = (size_t)H * (size_t)(sg->per_channel ? D : G);
     } else {
         g->p = rows + (size_t)t * sg->row_bytes;
         g->stride = sg->row_bytes;

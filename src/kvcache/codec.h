@@ -32,6 +32,11 @@ typedef struct {
     bool tiled;                     /* TG_SEG_CODES in a tile (kivi.h): p is the tile of `group` rows, the segment
                                      * its rows [t0, t0 + count) (stride unused) */
     int64_t t0, group;
+    /* tiled: the rows from the first on (>= count) that the tiles following this one in memory hold alike (the next
+     * groups of the kv-head in one chunk), tile_next bytes apart, their scales (keys' grids, values' own) scale_next
+     * elements apart; the integer attention reads them in one pass. count elsewhere. */
+    int64_t run;
+    size_t tile_next, scale_next;
 } tg_segment;
 
 /* One way of storing a store's non-sink tokens. Every operation gets the cache (geometry, scratch) and the store's
@@ -66,7 +71,7 @@ const tg_store_codec *tg_store_codec_for(const tg_cache_geom *g, tg_kv_precision
 const tg_store_codec *tg_store_codec_named(const char *name);
 
 /* *g = the longest run of kv-head h's held non-sink tokens that starts at n, ends at most at last and is stored
- * alike. */
+ * alike (g->run: the tiles that follow, also cut at last). */
 void tg_store_segment(const tg_kvcache *c, const tg_layer_cache *L, bool keys, int h, int64_t n, int64_t last,
                       tg_segment *g);
 /* *g = kv-head h's sinks [s0, s1] (s0 <= s1). */

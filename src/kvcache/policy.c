@@ -74,13 +74,15 @@ static size_t store_total(const tg_store_geom *s, bool *ok) {
 /* The group size of TG_KV_GROUP_AUTO for a cache that holds up to `length` tokens (its window, or its context when
  * unbounded): KIVI's 32 with an explicit residual (which must be a multiple of it); otherwise the largest of 32, 16,
  * 8 that is at most length / 8, so that the partly filled group and the block slack of eviction stay a small part of
- * a short cache (the per-channel key scales cost 4 * head_dim / G bytes a token), halved (at least 8) when int2 gets
- * its automatic residual of one group. */
+ * a short cache (the per-channel key scales cost 4 * head_dim / G bytes a token). int2 gets an automatic residual of
+ * one group: G is halved (at least 8) while that fp16 group would be more than 1/16 of the cache (G * 16 > length),
+ * so a cache of 512 tokens or more keeps G 32 with R 32 (better quality than G 16 with R 16, fewer bytes, half the
+ * groups to attend: docs/kvcache.md), a shorter one G 16 with R 16 or less. */
 static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
     if (p->residual > 0) return TG_KV_AUTO_GROUP_MAX;
     int G = TG_KV_AUTO_GROUP_MAX;
     while (G > 8 && (int64_t)G * 8 > length) G /= 2;
-    if (int2 && p->residual == TG_KV_RESIDUAL_AUTO && G > 8) G /= 2;
+    if (int2 && p->residual == TG_KV_RESIDUAL_AUTO && G > 8 && (int64_t)G * 16 > length) G /= 2;
     return G;
 }
 
