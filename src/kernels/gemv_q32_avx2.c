@@ -1,8 +1,8 @@
 /* gemv_q32_avx2.c — decode (GEMV) and prefill (GEMM) kernels for the 32-element GGUF block types Q4_1, Q5_0, Q5_1
- * and IQ4_NL (ggml_blocks.h) against the tg_q8x_block form of the activations (quant.h: int8 codes, an fp32 scale and
- * the codes' sum per 32 elements), as Q8_0 / Q4_0 are (gemv_avx2.c). Unlike Q8_0 / Q4_0 these take the activation's
- * scale as llama.cpp's Q8_0 / Q8_1 blocks store it, dx = fp16(d), and Q4_1 / Q5_1 the sum term s = fp16(d * sum_x):
- * the same integers and scale products as llama.cpp's dot products (only the order of the float sums differs).
+ * and IQ4_NL (ggml_blocks.h) against the tg_q8x_block form of the activations (quant.h: int8 codes, the fp16 scale
+ * dx, the codes' sum and the fp16 sum term s per 32 elements, as llama.cpp's block_q8_0 / block_q8_1), as Q8_0 / Q4_0
+ * are (gemv_avx2.c): the same integers and scale products as llama.cpp's dot products (only the order of the float
+ * sums differs).
  *
  * Per block: the 32 weight codes are unpacked from the block as stored into bytes (Q4_1: nibbles; Q5_0 / Q5_1:
  * nibble | fifth bit << 4; IQ4_NL: the fixed table's signed value of each nibble) and their exact int32 dot product
@@ -68,16 +68,6 @@ TG_INLINE __m256i q32_dot(const q32_layout *L, __m256i w, const int8_t *xq) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), ones);
 }
 
-/* v rounded to fp16 (round to nearest even, as F16C and ggml's FP32_TO_FP16 round) and back */
-TG_INLINE float f16_round(float v) {
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-}
-
-/* The activation block's scale and code-sum term as llama.cpp's Q8_0 / Q8_1 blocks hold them: d in fp16, and (Q8_1)
- * s = fp16(d * sum) with the fp32 d; so the integer sums and the scale products are llama.cpp's. */
-TG_INLINE float act_d(const tg_q8x_block *x) { return f16_round(x->d); }
-TG_INLINE float act_s(const tg_q8x_block *x) { return f16_round(x->d * (float)x->sum); }
-
 /* fp16 at p as fp32 through F16C (the values of util/half.h's portable conversion) */
 TG_INLINE float f16_at(const uint8_t *p) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(tg_ld16(p)))); }
 
@@ -105,9 +95,9 @@ TG_INLINE void q32_block8(const q32_layout *L, const uint8_t *const p[8], const 
         for (int r = 0; r < 8; r++) dots[r] = q32_dot(L, w[r], x[t]->q);
         __m256i s = tg_reduce8_epi32(dots);
         if (L->bias) s = _mm256_sub_epi32(s, _mm256_set1_epi32(L->bias * x[t]->sum));
-        const __m256 dx = _mm256_set1_ps(act_d(x[t]));
+        const __m256 dx = _mm256_set1_ps(x[t]->d);
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, dx), acc[t]);
-        if (L->m_at >= 0) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(act_s(x[t])), acc[t]);
+        if (L->m_at >= 0) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(x[t]->s), acc[t]);
     }
 }
 
@@ -120,8 +110,8 @@ TG_INLINE float q32_row1(const q32_layout *L, const uint8_t *p, const tg_q8x_blo
         h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
         h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
         const int32_t isum = _mm_cvtsi128_si32(h) - L->bias * x[b].sum;
-        acc = fmaf((float)isum, f16_at(p) * act_d(&x[b]), acc);
-        if (L->m_at >= 0) acc = fmaf(f16_at(p + L->m_at), act_s(&x[b]), acc);
+        acc = fmaf((float)isum, f16_at(p) * x[b].d, acc);
+        if (L->m_at >= 0) acc = fmaf(f16_at(p + L->m_at), x[b].s, acc);
     }
     return acc;
 }

@@ -2,9 +2,10 @@
  * driver that hands tiles to the AVX2 micro-kernels (or to scalar code when the target has no AVX2).
  *
  * Precision: F32/F16/BF16 fast paths accumulate in fp32 over 8 lanes (error ~ cols/8 * 2^-24 * sum|w*x| at worst).
- * Q8_0/Q4_0 fast paths quantise the activations to 8 bits per 32-element block first (tg_q8x_block): each x[j]
- * moves by at most d/2 = max|x_block| / 254, so the result differs from the exact product by at most
- * sum_j |w_j| * d_block(j) / 2, plus fp32 rounding; so do Q4_1/Q5_0/Q5_1/IQ4_NL. The K-quants (Q2_K..Q6_K) take
+ * Q8_0/Q4_0 fast paths quantise the activations to 8 bits per 32-element block first (tg_q8x_block, llama.cpp's
+ * Q8_0 blocks with their fp16 scale): each x[j] moves by at most d/2 + 127 |fp16(d) - d| <= 0.56 d with
+ * d = max|x_block| / 127, so the result differs from the exact product by at most sum_j |w_j| * 0.56 d_block(j),
+ * plus fp32 rounding; so do Q4_1/Q5_0/Q5_1/IQ4_NL. The K-quants (Q2_K..Q6_K) take
  * 256-element blocks (tg_q8k_block), the same bound with d per 256 elements. The scalar reference dequantises W
  * exactly and accumulates in double.
  *

@@ -13,8 +13,8 @@
  *
  * Precision of the fast paths against the exact product (tg_matvec_ref is exact up to one final rounding):
  *   F32 / F16 / BF16: fp32 accumulation, error below about 2^-24 * cols/8 * sum_j |w_j x_j|.
- *   Q8_0 / Q4_0: x is first quantised to 8 bits per 32-element block (integer dot products, as llama.cpp), which
- *   adds at most sum_j |w_j| * max|x_block(j)| / 254 on top of the fp32 rounding.
+ *   Q8_0 / Q4_0: x is first quantised to 8 bits per 32-element block with an fp16 scale (integer dot products, as
+ *   llama.cpp), which adds at most sum_j |w_j| * max|x_block(j)| * 0.56 / 127 on top of the fp32 rounding.
  *   Q2_K..Q6_K: the same with 256-element activation blocks (tg_q8k_block): at most sum_j |w_j| * max|x_sup(j)| / 254.
  * Threads: the members of `pool` (the production team, util/thread_pool.h; NULL = the calling thread alone)
  * split the rows; products smaller than about 128K multiply-adds run on the calling thread. Results do not depend

@@ -313,7 +313,7 @@ void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
         m = _mm_max_ps(m, _mm_movehl_ps(m, m));
         m = _mm_max_ss(m, _mm_movehdup_ps(m));
         float am = _mm_cvtss_f32(m);
-        dst[b].d = am / 127.0f;
+        const float d = am / 127.0f;
         const __m256 id = _mm256_set1_ps(am != 0.0f ? 127.0f / am : 0.0f);
         __m256i qi[4];
         for (int i = 0; i < 4; i++) {
@@ -332,6 +332,13 @@ void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         dst[b].sum = _mm_cvtsi128_si32(s4);
+        /* the scale and the offset term in fp16, as llama.cpp's blocks hold them (fp32 where fp16 overflows) */
+        const __m128 ds = _mm_setr_ps(d, d * (float)dst[b].sum, 0.0f, 0.0f);
+        const __m128 h = _mm_cvtph_ps(_mm_cvtps_ph(ds, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m128 inf = _mm_set1_ps(INFINITY);
+        const __m128 r = _mm_blendv_ps(h, ds, _mm_cmpeq_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), h), inf));
+        dst[b].d = _mm_cvtss_f32(r);
+        dst[b].s = _mm_cvtss_f32(_mm_movehdup_ps(r));
     }
 }
 

@@ -12,14 +12,16 @@
 
 void tg_rmsnorm(float *out, const float *x, const float *weight, int64_t n, float eps) {
     if (n <= 0) return;
-    double s[4] = {0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++) s[k] += (double)x[i + k] * (double)x[i + k];
-    for (; i < n; i++) s[0] += (double)x[i] * (double)x[i];
-    const double mean = (s[0] + s[1] + s[2] + s[3]) / (double)n;
-    const float scale = (float)(1.0 / sqrt(mean + (double)eps));
-    for (i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
+    /* llama.cpp's ggml_compute_forward_rms_norm_f32, operation for operation: each square rounded to fp32, summed
+     * in double in element order, the mean rounded to fp32, the scale in fp32 (transformers' LlamaRMSNorm computes
+     * mean and rsqrt in fp32 as well). The result differs from the correctly rounded scale by at most an ulp, but it
+     * is the function the reference engines compute, and where 8-bit activation codes sit on a rounding boundary
+     * that last ulp decides the code. */
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
 }
 
 /* Rotates pairs [i0, i1) of every head by (c[i - i0], s[i - i0]). The single place the rotation is written, shared

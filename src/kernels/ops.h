@@ -8,7 +8,9 @@
 
 #include "tinygpt.h"
 
-/* out[n] = x / sqrt(mean(x^2) + eps) * weight; out may alias x. The mean of squares is accumulated in double. */
+/* out[n] = x * scale * weight with scale = 1 / sqrt(mean(x^2) + eps), rounded as llama.cpp and transformers round
+ * it: the squares in fp32 summed in double, the mean and the scale in fp32 (within an ulp of the exact scale).
+ * out may alias x. */
 void tg_rmsnorm(float *out, const float *x, const float *weight, int64_t n, float eps);
 
 typedef enum {

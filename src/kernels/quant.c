@@ -48,18 +48,25 @@ void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* v rounded to fp16 and widened back, or v itself where fp16 overflows (see tg_q8x_block). */
+static inline float f16_or_f32(float v) {
+    const float h = tg_f16_to_f32(tg_f32_to_f16(v));
+    return isinf(h) ? v : h;
+}
+
 void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n) {
     for (int64_t b = 0; b < n / TG_QK; b++, x += TG_QK) {
         float amax = 0.0f;
         for (int j = 0; j < TG_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
-        float d = amax / 127.0f;
-        float id = d != 0.0f ? 127.0f / amax : 0.0f;
-        dst[b].d = d;
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         int32_t sum = 0;
         for (int j = 0; j < TG_QK; j++) {
             dst[b].q[j] = (int8_t)round_clamp(x[j] * id, -127, 127);
             sum += dst[b].q[j];
         }
+        dst[b].d = f16_or_f32(d);
+        dst[b].s = f16_or_f32(d * (float)sum);
         dst[b].sum = sum;
     }
 }

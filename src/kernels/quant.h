@@ -23,14 +23,20 @@ typedef struct {
     uint8_t q[TG_QK / 2];  /* byte j: low nibble = element j, high nibble = element j + 16; x = d * (nibble - 8) */
 } tg_block_q4_0;           /* 18 bytes */
 
-/* One block of an activation vector quantised for the integer dot-product path. Unlike tg_block_q8_0 the scale is
- * kept in fp32 (no fp16 rounding of d), so the only error is the rounding of x / d to an integer:
- * |x[j] - d * q[j]| <= d / 2 with d = max|x| / 127 over the block. */
+/* One block of an activation vector quantised for the integer dot-product path, as llama.cpp's AVX2
+ * quantize_row_q8_0 / quantize_row_q8_1 make their blocks: with d32 = max|x| / 127 and id = 127 / max|x| in fp32,
+ * q = round-half-even(x * id), the scale d = fp16(d32) (block_q8_0.d, block_q8_1.d) and the offset term
+ * s = fp16(d32 * sum) (block_q8_1.s, which Q4_1 / Q5_1 weights' m multiplies), both kept here widened to fp32. So the
+ * integer sums and the scale products of every dot product are llama.cpp's. Where fp16 would overflow (d32 > 65504,
+ * i.e. max|x| above 8.3e6, or |d32 * sum| above 65504), where llama.cpp's result is Inf or NaN, the fp32 value is
+ * kept instead. Error per element: |x[j] - d * q[j]| <= d32 / 2 + 127 |d - d32|, with |d - d32| <= 2^-11 d32 (or
+ * 2^-25 where d is an fp16 subnormal). */
 typedef struct {
-    float d;
+    float d;         /* fp16(max|x| / 127), widened */
+    float s;         /* fp16((max|x| / 127) * sum), widened */
     int32_t sum;     /* sum of q[j]: lets Q4_0 kernels use the unsigned nibbles and subtract 8 * sum exactly */
     int8_t q[TG_QK];
-} tg_q8x_block; /* 40 bytes */
+} tg_q8x_block; /* 44 bytes */
 
 /* Eight activation rows' blocks b side by side for the prefill kernels: the same codes as tg_q8x_block, interleaved
  * four bytes at a time (q[c][t][i] = element 4c + i of token t), so that one 32-byte load holds four consecutive

@@ -132,6 +132,9 @@ static int64_t cols_for(tg_dtype t, int64_t blocked, int64_t scalar) {
 
 /* ---- hand-made blocks ------------------------------------------------------------------------------------------ */
 
+/* v rounded to fp16 and back */
+static float f16r(float v) { return tg_f16_to_f32(tg_f32_to_f16(v)); }
+
 static void test_q8_0_dequant_exact(void **state) {
     (void)state;
     /* two blocks: d = 0.5 (fp16 0x3800) with q = -128..-97 then d = -0.25 (0xb400) with q = 0, 1, -1, 2, -2, ... */
@@ -156,8 +159,9 @@ static void test_q8_0_dequant_exact(void **state) {
         e[j] = 1.0f;
         tg_matvec_ref(&t, e, &y);
         assert_true(y == out[j]);
-        tg_matvec(&t, e, &y, NULL); /* the integer path scales by d_w * (1/127) * 127: two fp32 roundings */
-        assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
+        /* the integer path scales by d_w * fp16(1/127) * 127 (the activation's scale in fp16, as llama.cpp's) */
+        tg_matvec(&t, e, &y, NULL);
+        assert_true(fabsf(y - out[j] * 127.0f * f16r(1.0f / 127.0f)) <= 1e-6f * fabsf(out[j]));
         e[j] = 0.0f;
     }
 }
@@ -188,8 +192,8 @@ static void test_q4_0_dequant_exact(void **state) {
         e[j] = 1.0f;
         tg_matvec_ref(&t, e, &y);
         assert_true(y == out[j]);
-        tg_matvec(&t, e, &y, teams[2]);
-        assert_true(fabsf(y - out[j]) <= 1e-6f * fabsf(out[j]));
+        tg_matvec(&t, e, &y, teams[2]); /* d_w * fp16(1/127) * 127, as for Q8_0 */
+        assert_true(fabsf(y - out[j] * 127.0f * f16r(1.0f / 127.0f)) <= 1e-6f * fabsf(out[j]));
         e[j] = 0.0f;
     }
 }
@@ -250,30 +254,77 @@ static void test_quantize_rows_roundtrip(void **state) {
     for (int j = 96; j < 128; j++) assert_true(fabsf(y[j] - 0.3f) < 1e-3f); /* m = 0.3 maps to -8 * d exactly */
 }
 
+/* max|x| / 127 over the 32 elements at xb: the fp32 scale the Q8_0 activation form rounds to fp16. */
+static float q8x_d32(const float *xb) {
+    float amax = 0.0f;
+    for (int j = 0; j < TG_QK; j++) amax = fmaxf(amax, fabsf(xb[j]));
+    return amax / 127.0f;
+}
+
 static void test_quantize_q8x_simd_matches_ref(void **state) {
     (void)state;
     rng_t r = {2};
-    enum { N = 32 * 33 };
+    enum { N = 32 * 34 };
     float *x = make_vec(&r, N);
     for (int i = 0; i < 32; i++) x[i] = 0.0f;
     for (int i = 32; i < 64; i++) x[i] = (i % 2 ? 1.0f : -1.0f) * 1e-30f;
-    x[70] = -1e30f;
+    x[70] = -1e30f;                                                  /* fp16 overflows: the fp32 d is kept */
+    for (int i = 96; i < 128; i++) x[i] = (float)(i - 100) * 1.3e-5f; /* d an fp16 subnormal */
     tg_q8x_block a[N / 32], b[N / 32];
     tg_quantize_q8x_ref(x, a, N);
     tg_quantize_q8x(x, b, N);
     for (int i = 0; i < N / 32; i++) {
         assert_true(a[i].d == b[i].d);
+        assert_true(a[i].s == b[i].s);
         assert_memory_equal(a[i].q, b[i].q, 32);
         int32_t sum = 0;
         for (int j = 0; j < 32; j++) sum += a[i].q[j];
         assert_int_equal(a[i].sum, sum);
         assert_int_equal(b[i].sum, sum);
+        const float d32 = q8x_d32(x + 32 * i);
         for (int j = 0; j < 32; j++) {
             float xe = x[32 * i + j], xq = a[i].d * (float)a[i].q[j];
-            assert_true(fabsf(xe - xq) <= 0.5f * a[i].d * 1.0001f);
+            assert_true(fabsf(xe - xq) <= (0.5f * d32 + 127.0f * fabsf(a[i].d - d32)) * 1.0001f);
         }
     }
     assert_true(a[0].d == 0.0f);
+    assert_true(a[1].d == 0.0f && a[1].q[0] != 0); /* 1e-30 / 127 rounds to fp16 zero, as in llama.cpp */
+    assert_true(a[2].d == q8x_d32(x + 64));          /* Inf in fp16: fp32 kept */
+    assert_true(a[3].d > 0.0f && a[3].d < 0x1p-14f && a[3].d != q8x_d32(x + 96));
+    free(x);
+}
+
+/* llama.cpp's quantize_row_q8_1 (the AVX2 path, which its Q8_0 quantiser shares but for s), restated: the largest
+ * magnitude m, d = m / 127, id = 127 / m, q = round-half-even(x * id), the block's d = fp16(d) and s = fp16(d * sum q).
+ * tinygpt's blocks must hold exactly those codes and values, so that the Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL
+ * dot products' integer sums and scale products are llama.cpp's. */
+static void test_quantize_q8x_is_llamacpps(void **state) {
+    (void)state;
+    rng_t r = {12};
+    enum { N = 32 * 64 };
+    float *x = make_vec(&r, N);
+    for (int i = 0; i < N; i++) x[i] *= (float)(1 + i / 32) * 0.21f + (i / 32 == 5 ? -0.2f : 0.0f);
+    tg_q8x_block *a = malloc(N / 32 * sizeof *a);
+    assert_non_null(a);
+    tg_quantize_q8x(x, a, N);
+    int d_rounded = 0;
+    for (int b = 0; b < N / 32; b++) {
+        const float *xb = x + 32 * b;
+        float m = 0.0f;
+        for (int j = 0; j < 32; j++) m = fmaxf(m, fabsf(xb[j]));
+        const float d = m / 127.0f, id = m != 0.0f ? 127.0f / m : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            const int q = (int)nearbyintf(xb[j] * id);
+            assert_int_equal(a[b].q[j], q);
+            sum += q;
+        }
+        assert_true(a[b].d == f16r(d));
+        assert_true(a[b].s == f16r(d * (float)sum));
+        d_rounded += a[b].d != d;
+    }
+    assert_true(d_rounded > 0); /* the former fp32 d would fail above: the test sees the difference */
+    free(a);
     free(x);
 }
 
@@ -351,12 +402,7 @@ static void test_quantize_q8k_is_llamacpps(void **state) {
 
 /* ---- matvec / matmul ------------------------------------------------------------------------------------------ */
 
-/* The 32-element GGUF types whose kernels take the activation's scale as llama.cpp's Q8_0 / Q8_1 blocks store it
- * (gemv_q32_avx2.c): dx = fp16(d) and, for the types with an offset m, the sum term s = fp16(d * sum). */
-static bool llama_q8(tg_dtype t) { return t == TG_DT_Q4_1 || t == TG_DT_Q5_0 || t == TG_DT_Q5_1 || t == TG_DT_IQ4_NL; }
 static int q32_m_at(tg_dtype t) { return t == TG_DT_Q4_1 || t == TG_DT_Q5_1 ? 2 : -1; }
-static float f16r(float v) { return tg_f16_to_f32(tg_f32_to_f16(v)); }
-
 /* x as the integer path of w's type sees it: each element's dequantised activation code and its error bound (the
  * reference quantisers of the activation form: tg_q8x_block or, for the K-quants, tg_q8k_block): |x - xd| <= err. */
 static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *err) {
@@ -379,9 +425,9 @@ static void quantised_x(const tg_tensor *w, const float *x, double *xd, double *
     tg_quantize_q8x_ref(x, xq, w->cols);
     for (int64_t j = 0; j < w->cols; j++) {
         const tg_q8x_block *b = &xq[j / TG_QK];
-        const double d = llama_q8(w->type) ? f16r(b->d) : b->d;
-        err[j] = 0.5 * b->d + 127.0 * fabs(d - b->d);
-        xd[j] = d * b->q[j % TG_QK];
+        const double d32 = q8x_d32(x + j / TG_QK * TG_QK);
+        err[j] = 0.5 * d32 + 127.0 * fabs((double)b->d - d32);
+        xd[j] = (double)b->d * b->q[j % TG_QK];
     }
     free(xq);
 }
@@ -408,10 +454,10 @@ static double dot_with_qx(const tg_tensor *w, int64_t r, const float *x, float *
         for (int64_t b = 0; b < w->cols / TG_QK; b++) {
             uint16_t mh;
             memcpy(&mh, row + (size_t)b * wt->block_bytes + (size_t)q32_m_at(w->type), 2);
-            const double m = tg_f16_to_f32(mh), ds = (double)f16r(xq[b].d * (float)xq[b].sum);
-            const double corr = m * (ds - (double)f16r(xq[b].d) * xq[b].sum);
+            const double m = tg_f16_to_f32(mh), ds = xq[b].s, d32 = q8x_d32(x + b * TG_QK);
+            const double corr = m * (ds - (double)xq[b].d * xq[b].sum);
             s += corr;
-            bnd += fabs(corr) + fabs(m) * fabs(ds - (double)xq[b].d * xq[b].sum);
+            bnd += fabs(corr) + fabs(m) * fabs(ds - d32 * xq[b].sum);
         }
         free(xq);
     }
@@ -655,6 +701,7 @@ int main(void) {
         cmocka_unit_test(test_float_types_get_row),
         cmocka_unit_test(test_quantize_rows_roundtrip),
         cmocka_unit_test(test_quantize_q8x_simd_matches_ref),
+        cmocka_unit_test(test_quantize_q8x_is_llamacpps),
         cmocka_unit_test(test_quantize_q8k_simd_matches_ref),
         cmocka_unit_test(test_quantize_q8k_is_llamacpps),
         cmocka_unit_test(test_matvec_float_types),

@@ -64,6 +64,36 @@ static void test_rmsnorm(void **state) {
     for (int i = 0; i < 4; i++) assert_true(o4[i] == 0.0f);
 }
 
+/* llama.cpp's ggml_compute_forward_rms_norm_f32, restated: squares rounded to fp32, summed in double in order, the
+ * mean and 1 / sqrt in fp32. tg_rmsnorm must give exactly its bits; over many rows the scale differs from the
+ * correctly rounded double one somewhere, so the test sees a change back to double. */
+static void test_rmsnorm_is_llamacpps(void **state) {
+    (void)state;
+    rng_t r = {13};
+    enum { N = 96, ROWS = 200 };
+    float x[N], w[N], out[N];
+    for (int i = 0; i < N; i++) w[i] = 1.0f + rng_unit(&r) * 0.5f;
+    const float eps = 1e-5f;
+    int differs_from_double = 0;
+    for (int row = 0; row < ROWS; row++) {
+        for (int i = 0; i < N; i++) x[i] = rng_unit(&r) * (float)(1 + row % 7);
+        tg_rmsnorm(out, x, w, N, eps);
+        double sum = 0.0, exact = 0.0;
+        for (int i = 0; i < N; i++) {
+            sum += (double)(x[i] * x[i]);
+            exact += (double)x[i] * (double)x[i];
+        }
+        const float mean = (float)(sum / N);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        differs_from_double += scale != (float)(1.0 / sqrt(exact / N + (double)eps));
+        for (int i = 0; i < N; i++) {
+            const float e = x[i] * scale * w[i];
+            assert_memory_equal(&out[i], &e, sizeof e);
+        }
+    }
+    assert_true(differs_from_double > 0);
+}
+
 /* ---- rope ---------------------------------------------------------------------------------------------------- */
 
 /* The rotation written from the definition, in long double. */
@@ -324,6 +354,7 @@ static void test_half_rows_exact(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_rmsnorm_is_llamacpps),
         cmocka_unit_test(test_rope_against_formula),
         cmocka_unit_test(test_rope_composes),
         cmocka_unit_test(test_rope_half_equals_interleaved_on_permuted),
