@@ -132,19 +132,37 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
     }
 }
 
+/* prepare_keys, instantiated once per (bits, head dim 32 / 64 / 128 / other): out of line, so that the kernels that
+ * call it are not instantiated per head dim (they were: a two-minute compile of this file). */
+typedef void prepare_keys_fn(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
+                             tg_attn_int_queries *q);
+#define PREPARE_KEYS(B, DD)                                                                                           \
+    static __attribute__((noinline)) void prepare_keys_b##B##_d##DD(const float *qh, int gq, int64_t D,               \
+                                                                     const uint16_t *gscale, const uint16_t *gzero,   \
+                                                                     tg_attn_int_queries *q) {                        \
+        prepare_keys(qh, gq, D, gscale, gzero, B, q, DD);                                                             \
+    }
+#define PREPARE_KEYS_D(B) PREPARE_KEYS(B, 32) PREPARE_KEYS(B, 64) PREPARE_KEYS(B, 128) PREPARE_KEYS(B, 0)
+PREPARE_KEYS_D(8)
+PREPARE_KEYS_D(4)
+PREPARE_KEYS_D(2)
+#undef PREPARE_KEYS_D
+#undef PREPARE_KEYS
+
+/* The instance for codes of `bits` bits and head dim D. */
+static prepare_keys_fn *prepare_keys_for(int bits, int64_t D) {
+    static prepare_keys_fn *const table[3][4] = {
+        {prepare_keys_b8_d32, prepare_keys_b8_d64, prepare_keys_b8_d128, prepare_keys_b8_d0},
+        {prepare_keys_b4_d32, prepare_keys_b4_d64, prepare_keys_b4_d128, prepare_keys_b4_d0},
+        {prepare_keys_b2_d32, prepare_keys_b2_d64, prepare_keys_b2_d128, prepare_keys_b2_d0},
+    };
+    const int b = bits == 8 ? 0 : bits == 4 ? 1 : 2, d = D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3;
+    return table[b][d];
+}
+
 void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                               int bits, tg_attn_int_queries *q) {
-#define PREP(B)                                                                                                       \
-    do {                                                                                                              \
-        if (D == 32) prepare_keys(qh, gq, D, gscale, gzero, B, q, 32);                                                \
-        else if (D == 64) prepare_keys(qh, gq, D, gscale, gzero, B, q, 64);                                           \
-        else if (D == 128) prepare_keys(qh, gq, D, gscale, gzero, B, q, 128);                                         \
-        else prepare_keys(qh, gq, D, gscale, gzero, B, q, 0);                                                         \
-    } while (0)
-    if (bits == 8) PREP(8);
-    else if (bits == 4) PREP(4);
-    else PREP(2);
-#undef PREP
+    prepare_keys_for(bits, D)(qh, gq, D, gscale, gzero, q);
 }
 
 /* Scores of tile rows [rb, rb + 8 NB) for NQ heads, stored for the rows of [t0, t0 + count). NB blocks at once: NB *
@@ -241,62 +259,61 @@ TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, in
     return (tg_attn_int_queries){base, base + (int64_t)gq * (D / 4), dq, dq + gq};
 }
 
-TG_INLINE void keys_all(const int vnni, const int bits, const tg_attn_tile *t, const float *qh, int gq, int64_t D,
-                        const uint16_t *gscale, const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc,
-                        int64_t ld, const int DD) {
+/* Instances, one per (dot-product form, code bits): out of line, each instantiated once (the per-call overhead is
+ * paid once per tile, against a tile's rows * heads * head dim of work). */
+typedef void scores_fn(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld);
+#define SCORES_INSTANCE(V, B)                                                                                         \
+    static __attribute__((noinline)) void scores_v##V##_b##B(const tg_attn_tile *t, const tg_attn_int_queries *q,     \
+                                                             int gq, int64_t D, float *sc, int64_t ld) {              \
+        scores_all(V, B, t, q, gq, D, sc, ld);                                                                        \
+    }
+SCORES_INSTANCE(0, 8)
+SCORES_INSTANCE(0, 4)
+SCORES_INSTANCE(0, 2)
+#if HAVE_VNNI
+SCORES_INSTANCE(1, 8)
+SCORES_INSTANCE(1, 4)
+SCORES_INSTANCE(1, 2)
+#else /* the "instruction" is the emulation: one instance serves both */
+#define scores_v1_b8 scores_v0_b8
+#define scores_v1_b4 scores_v0_b4
+#define scores_v1_b2 scores_v0_b2
+#endif
+#undef SCORES_INSTANCE
+
+/* The scores instance for codes of `bits` bits, with the VNNI instruction or its emulation. */
+static scores_fn *scores_for(bool vnni, int bits) {
+    static scores_fn *const table[2][3] = {{scores_v0_b8, scores_v0_b4, scores_v0_b2},
+                                           {scores_v1_b8, scores_v1_b4, scores_v1_b2}};
+    return table[vnni && HAVE_VNNI][bits == 8 ? 0 : bits == 4 ? 1 : 2];
+}
+
+void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
+                      const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
+    prepare_keys_fn *const prepare = prepare_keys_for(t->bits, D);
+    scores_fn *const scores = scores_for(vnni, t->bits);
     const int64_t n = tiles_of(t);
     tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
-    prepare_keys(qh, gq, D, gscale, gzero, bits, &q0, DD);
+    prepare(qh, gq, D, gscale, gzero, &q0);
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
         const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
         if (j + 1 < n) {
             tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
-            prepare_keys(qh, gq, D, gs, gz, bits, &qn, DD);
+            prepare(qh, gq, D, gs, gz, &qn);
         } else { /* the next segment's grid, most often (a prefetch never faults) */
             _mm_prefetch((const char *)gs, _MM_HINT_T0);
             _mm_prefetch((const char *)gz, _MM_HINT_T0);
         }
         const tg_attn_int_queries q = queries_at(scratch, gq, D, j);
-        scores_all(vnni, bits, &tj, &q, gq, D, sc + before, ld);
+        scores(&tj, &q, gq, D, sc + before, ld);
     }
-}
-
-void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
-                      const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
-#define KEYS_D(V, B)                                                                                                  \
-    do {                                                                                                              \
-        if (D == 32) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 32);                       \
-        else if (D == 64) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 64);                  \
-        else if (D == 128) keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 128);                \
-        else keys_all(V, B, t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, 0);                                \
-    } while (0)
-    if (vnni && HAVE_VNNI) {
-        if (t->bits == 8) KEYS_D(1, 8);
-        else if (t->bits == 4) KEYS_D(1, 4);
-        else KEYS_D(1, 2);
-    } else {
-        if (t->bits == 8) KEYS_D(0, 8);
-        else if (t->bits == 4) KEYS_D(0, 4);
-        else KEYS_D(0, 2);
-    }
-#undef KEYS_D
 }
 
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni) {
-#define SCORES(V, B) scores_all(V, B, t, q, gq, D, sc, ld)
-    if (vnni && HAVE_VNNI) {
-        if (t->bits == 8) SCORES(1, 8);
-        else if (t->bits == 4) SCORES(1, 4);
-        else SCORES(1, 2);
-    } else {
-        if (t->bits == 8) SCORES(0, 8);
-        else if (t->bits == 4) SCORES(0, 4);
-        else SCORES(0, 2);
-    }
-#undef SCORES
+    scores_for(vnni, t->bits)(t, q, gq, D, sc, ld);
 }
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
@@ -436,9 +453,33 @@ TG_INLINE void values_tile(const int vnni, const int bits, const tg_attn_tile *t
     }
 }
 
-TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
-                          int64_t D, const uint16_t *tscale, const uint16_t *tzero, size_t tstride, float *o,
-                          int32_t *scratch) {
+typedef void values_fn(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
+                       const uint16_t *tzero, float *o, int32_t *scratch);
+#define VALUES_INSTANCE(V, B)                                                                                         \
+    static __attribute__((noinline)) void values_v##V##_b##B(const tg_attn_tile *t, const float *p, int64_t ld,       \
+                                                             int gq, int64_t D, const uint16_t *tscale,               \
+                                                             const uint16_t *tzero, float *o, int32_t *scratch) {     \
+        values_tile(V, B, t, p, ld, gq, D, tscale, tzero, o, scratch);                                                \
+    }
+VALUES_INSTANCE(0, 8)
+VALUES_INSTANCE(0, 4)
+VALUES_INSTANCE(0, 2)
+#if HAVE_VNNI
+VALUES_INSTANCE(1, 8)
+VALUES_INSTANCE(1, 4)
+VALUES_INSTANCE(1, 2)
+#else
+#define values_v1_b8 values_v0_b8
+#define values_v1_b4 values_v0_b4
+#define values_v1_b2 values_v0_b2
+#endif
+#undef VALUES_INSTANCE
+
+void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
+                        const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni) {
+    static values_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
+                                           {values_v1_b8, values_v1_b4, values_v1_b2}};
+    values_fn *const values = table[vnni && HAVE_VNNI][t->bits == 8 ? 0 : t->bits == 4 ? 1 : 2];
     const int64_t n = tiles_of(t);
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
@@ -447,23 +488,8 @@ TG_INLINE void values_all(const int vnni, const int bits, const tg_attn_tile *t,
         const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0;
         _mm_prefetch((const char *)(tscale + at + tstride), _MM_HINT_T0);
         _mm_prefetch((const char *)(tzero + at + tstride), _MM_HINT_T0);
-        values_tile(vnni, bits, &tj, p + before, ld, gq, D, tscale + at, tzero + at, o, scratch);
+        values(&tj, p + before, ld, gq, D, tscale + at, tzero + at, o, scratch);
     }
-}
-
-void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
-                        const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni) {
-#define VALUES(V, B) values_all(V, B, t, p, ld, gq, D, tscale, tzero, tstride, o, scratch)
-    if (vnni && HAVE_VNNI) {
-        if (t->bits == 8) VALUES(1, 8);
-        else if (t->bits == 4) VALUES(1, 4);
-        else VALUES(1, 2);
-    } else {
-        if (t->bits == 8) VALUES(0, 8);
-        else if (t->bits == 4) VALUES(0, 4);
-        else VALUES(0, 2);
-    }
-#undef VALUES
 }
 
 #else
