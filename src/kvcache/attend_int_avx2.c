@@ -251,6 +251,16 @@ TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before
 /* Tiles a segment spans. */
 TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
 
+/* Fetch tile j + 1 of a segment (G rows of D codes: G * D * bits / 8 bytes) into the cache while tile j is worked
+ * on: a tile is one to a few kilobytes, too short a stream for the hardware prefetcher to run ahead of the
+ * kernels, which otherwise wait on its first lines (a third of the value kernel's time at depth 4096). */
+TG_INLINE void prefetch_next_tile(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n) {
+    if (j + 1 >= n) return;
+    const char *next = (const char *)(t->tile + (size_t)(j + 1) * t->next);
+    const size_t bytes = (size_t)t->G * (size_t)D * (size_t)t->bits / 8;
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+}
+
 /* Tiles' queries at j: two sets in scratch (tile j's in set j % 2), so that tile j + 1's are prepared while tile j is
  * scored (two independent chains in flight). */
 TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, int64_t j) {
@@ -298,6 +308,7 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
+        prefetch_next_tile(t, D, j, n);
         const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
         if (j + 1 < n) {
             tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
@@ -484,6 +495,7 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
+        prefetch_next_tile(t, D, j, n);
         /* segment row 0 of tile j: its row tj.t0 */
         const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0;
         _mm_prefetch((const char *)(tscale + at + tstride), _MM_HINT_T0);
