@@ -160,13 +160,34 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
  * sc[j * ld + i]). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
  * widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
  * tiles that follow in the same pass. */
+/* Whether the integer kernels take a tiled segment (with the tiles that follow it: g->run rows), and whether keys are
+ * re-positioned (widened and rotated first). */
+static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segment *g, bool *repo) {
+    const tg_kvcache *c = vw->c;
+    const int64_t D = c->g.head_dim;
+    const bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
+    *repo = keys && (c->g.slot_rope || (is_sink && vw->sink_off >= 0));
+    return g->tiled && simd && !*repo && D <= TG_ATTN_INT_MAX_D;
+}
+
+/* Fetches the first tile of a segment the integer kernels will take next (they prefetch a run's later tiles
+ * themselves), so that a run's first tile does not wait on memory either. */
+static void prefetch_int_segment(const tg_segment *g, int64_t D) {
+#if TG_HAVE_AVX2
+    const size_t bytes = (size_t)g->group * (size_t)D * (size_t)g->bits / 8;
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)g->p + off, _MM_HINT_T0);
+#else
+    (void)g, (void)D;
+#endif
+}
+
 static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
                         int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
     bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
-    const bool repo = keys && (c->g.slot_rope || (is_sink && vw->sink_off >= 0));
-    const bool int_path = g->tiled && simd && !repo && D <= TG_ATTN_INT_MAX_D;
+    bool repo;
+    const bool int_path = int_path_of(vw, keys, is_sink, g, &repo);
     if (g->kind == TG_SEG_CODES && g->gscale && !int_path) {
         tg_f16_to_f32_row(g->gscale, grid, D);
         tg_f16_to_f32_row(g->gzero, grid + D, D);
@@ -248,12 +269,22 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
         run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
+    tg_segment g, next;
+    if (a <= b) tg_store_segment(vw->c, vw->L, keys, h, a, b, &g);
     for (int64_t n = a; n <= b;) {
-        tg_segment g;
-        tg_store_segment(vw->c, vw->L, keys, h, n, b, &g);
+        /* the next segment looked up first: where the integer kernels take it, its first tile is fetched while this
+         * one runs */
+        bool repo;
+        const int64_t rows = int_path_of(vw, keys, false, &g, &repo) ? g.run : g.count;
+        const bool more = n + rows <= b;
+        if (more) {
+            tg_store_segment(vw->c, vw->L, keys, h, n + rows, b, &next);
+            if (int_path_of(vw, keys, false, &next, &repo)) prefetch_int_segment(&next, vw->c->g.head_dim);
+        }
         const int64_t done = run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += done;
         n += done;
+        if (more) g = next;
     }
     return t;
 }
