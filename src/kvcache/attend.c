@@ -156,10 +156,6 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
             for (int64_t k = 0; k < D; k++) o[(int64_t)i * D + k] += p[(int64_t)i * ld + r] * elem(b, r, k, D);
 }
 
-/* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
- * sc[j * ld + i]). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
- * widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
- * tiles that follow in the same pass. */
 /* Whether the integer kernels take a tiled segment (with the tiles that follow it: g->run rows), and whether keys are
  * re-positioned (widened and rotated first). */
 static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segment *g, bool *repo) {
@@ -181,6 +177,10 @@ static void prefetch_int_segment(const tg_segment *g, int64_t D) {
 #endif
 }
 
+/* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
+ * sc[j * ld + i]). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
+ * widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
+ * tiles that follow in the same pass. */
 static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
                         int64_t ld, float *o, float *tile, float *grid, float *qfold) {
     const tg_kvcache *c = vw->c;
