@@ -294,9 +294,10 @@ static void matrix_step_end(team *tm, int64_t total) {
 
 /* Units per thread of a decode step: a thread's share is taken in order (the prefetch running on from one unit into
  * the next); fewer, larger units mean fewer claims, more mean finer balance when one thread runs slower. On a quiet
- * machine (2026-12-02, depth 0, 2 threads, two interleaved rounds) 8 was at or above 4 on every file (SmolLM2-135M
- * Q8_0 +0.5..3 %, TinyLlama-1.1B Q4_0 +3..8 %, Q8_0 +2 %, Q4_K_M -1..+4 %, bundled +3.5 %); 16 was faster still on the
- * 32-block types but 4..9 % slower on Q4_K_M. (At load average 7-9, 4 / 8 / 16 were not told apart.) */
+ * machine (2026-12-02, depth 0, 2 threads, two interleaved rounds) 8 was above 4 on every file but one round of
+ * Q4_K_M (SmolLM2-135M Q8_0 +0.5..3 %, TinyLlama-1.1B Q4_0 +3..8 %, Q8_0 +2 %, Q4_K_M -1..+4 %, bundled +3.5 %); 16
+ * was faster still on the 32-block types but 4..9 % slower on Q4_K_M. (At load average 7-9, 4 / 8 / 16 were not told
+ * apart.) */
 #define DECODE_UNITS_PER_THREAD 8
 
 /* Rows per unit for a weight of `rows` rows: decoding wants several units per thread (balance without much hand-out

@@ -156,25 +156,17 @@ static void values_ref(const tg_attn_block *b, const float *p, int64_t ld, int g
             for (int64_t k = 0; k < D; k++) o[(int64_t)i * D + k] += p[(int64_t)i * ld + r] * elem(b, r, k, D);
 }
 
-/* Whether the integer kernels take a tiled segment (with the tiles that follow it: g->run rows), and whether keys are
- * re-positioned (widened and rotated first). */
-static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segment *g, bool *repo) {
-    const tg_kvcache *c = vw->c;
-    const int64_t D = c->g.head_dim;
-    const bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
-    *repo = keys && (c->g.slot_rope || (is_sink && vw->sink_off >= 0));
-    return g->tiled && simd && !*repo && D <= TG_ATTN_INT_MAX_D;
+/* Whether keys of this segment are re-positioned (widened and rotated first: re-positioned sinks, every key of the
+ * slot_rope reference). */
+static bool repositioned(const view *vw, bool keys, bool is_sink) {
+    return keys && (vw->c->g.slot_rope || (is_sink && vw->sink_off >= 0));
 }
 
-/* Fetches the first tile of a segment the integer kernels will take next (they prefetch a run's later tiles
- * themselves), so that a run's first tile does not wait on memory either. */
-static void prefetch_int_segment(const tg_segment *g, int64_t D) {
-#if TG_HAVE_AVX2
-    const size_t bytes = (size_t)g->group * (size_t)D * (size_t)g->bits / 8;
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)g->p + off, _MM_HINT_T0);
-#else
-    (void)g, (void)D;
-#endif
+/* Whether the integer kernels take a segment (with the tiles that follow it: g->run rows). */
+static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segment *g) {
+    const int64_t D = vw->c->g.head_dim;
+    return g->tiled && TG_HAVE_AVX2 && vw->c->simd && D % 8 == 0 && !repositioned(vw, keys, is_sink) &&
+           D <= TG_ATTN_INT_MAX_D;
 }
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
@@ -186,8 +178,8 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
     bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
-    bool repo;
-    const bool int_path = int_path_of(vw, keys, is_sink, g, &repo);
+    const bool repo = repositioned(vw, keys, is_sink);
+    const bool int_path = int_path_of(vw, keys, is_sink, g);
     if (g->kind == TG_SEG_CODES && g->gscale && !int_path) {
         tg_f16_to_f32_row(g->gscale, grid, D);
         tg_f16_to_f32_row(g->gzero, grid + D, D);
@@ -269,22 +261,32 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
         run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
+    /* each segment looked up before the one ahead of it runs: where the integer kernels take it, its first tile is
+     * fetched meanwhile */
     tg_segment g, next;
-    if (a <= b) tg_store_segment(vw->c, vw->L, keys, h, a, b, &g);
+    bool g_int = false;
+    if (a <= b) {
+        tg_store_segment(vw->c, vw->L, keys, h, a, b, &g);
+        g_int = int_path_of(vw, keys, false, &g);
+    }
     for (int64_t n = a; n <= b;) {
-        /* the next segment looked up first: where the integer kernels take it, its first tile is fetched while this
-         * one runs */
-        bool repo;
-        const int64_t rows = int_path_of(vw, keys, false, &g, &repo) ? g.run : g.count;
+        const int64_t rows = g_int ? g.run : g.count; /* what run_segment does of it */
         const bool more = n + rows <= b;
+        bool next_int = false;
         if (more) {
             tg_store_segment(vw->c, vw->L, keys, h, n + rows, b, &next);
-            if (int_path_of(vw, keys, false, &next, &repo)) prefetch_int_segment(&next, vw->c->g.head_dim);
+            next_int = int_path_of(vw, keys, false, &next);
+#if TG_HAVE_AVX2
+            if (next_int) tg_attn_int_prefetch_tile(next.p, next.bits, next.group, vw->c->g.head_dim);
+#endif
         }
         const int64_t done = run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += done;
         n += done;
-        if (more) g = next;
+        if (more) {
+            g = next;
+            g_int = next_int;
+        }
     }
     return t;
 }

@@ -251,14 +251,15 @@ TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before
 /* Tiles a segment spans. */
 TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
 
-/* Fetch tile j + 1 of a segment (G rows of D codes: G * D * bits / 8 bytes) into the cache while tile j is worked
- * on: a tile is one to a few kilobytes, too short a stream for the hardware prefetcher to run ahead of the
- * kernels, which otherwise wait on its first lines (a third of the value kernel's time at depth 4096). */
+void tg_attn_int_prefetch_tile(const uint8_t *tile, int bits, int64_t G, int64_t D) {
+    const size_t bytes = (size_t)G * (size_t)D * (size_t)bits / 8;
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)tile + off, _MM_HINT_T0);
+}
+
+/* Tile j + 1 of a segment fetched while tile j is worked on (a third of the value kernel's time at depth 4096 waited
+ * on a tile's first lines without it). */
 TG_INLINE void prefetch_next_tile(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n) {
-    if (j + 1 >= n) return;
-    const char *next = (const char *)(t->tile + (size_t)(j + 1) * t->next);
-    const size_t bytes = (size_t)t->G * (size_t)D * (size_t)t->bits / 8;
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+    if (j + 1 < n) tg_attn_int_prefetch_tile(t->tile + (size_t)(j + 1) * t->next, t->bits, t->G, D);
 }
 
 /* Tiles' queries at j: two sets in scratch (tile j's in set j % 2), so that tile j + 1's are prepared while tile j is

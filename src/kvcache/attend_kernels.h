@@ -78,6 +78,12 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
                         const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni);
 
+/* Fetches a tile of G rows of D codes of `bits` bits (G * D * bits / 8 bytes from tile) into the cache: a tile is
+ * 0.5-2 KB, too short a stream for the hardware prefetcher to run ahead of the kernels, so the kernels fetch the
+ * next tile of a run while working on one, and the attention sweep a run's first tile while the segment before it
+ * runs. */
+void tg_attn_int_prefetch_tile(const uint8_t *tile, int bits, int64_t G, int64_t D);
+
 /* Folds a codes segment's per-channel grid into the queries: qf[i * D + c] = qh[i * D + c] * scale[c] and
  * bias[i] = qh_i . zero, so that q_i . (u * scale + zero) = qf_i . u + bias_i. */
 void tg_attn_avx2_fold(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias);
