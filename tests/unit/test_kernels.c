@@ -577,7 +577,9 @@ static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, in
 static void test_matmul_equals_matvecs(void **state) {
     (void)state;
     rng_t r = {6};
-    const int64_t ns[] = {1, 2, 3, 4, 5, 9};
+    /* up to 9: one packed group of eight and a ragged one; 17, 33, 40: the AVX-512 kernels' registers of sixteen
+     * tokens, two per pass, a last register with only its lower group */
+    const int64_t ns[] = {1, 2, 3, 4, 5, 9, 17, 33, 40};
     for (int t = 0; t < TG_DT_COUNT; t++) {
         int64_t cols = cols_for((tg_dtype)t, 96, 45);
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
