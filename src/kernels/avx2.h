@@ -69,6 +69,22 @@ TG_AVX2_DECLARE_KQUANT(q5_k)
 TG_AVX2_DECLARE_KQUANT(q6_k)
 #undef TG_AVX2_DECLARE_KQUANT
 
+/* The same contracts for Q4_K, Q5_K and Q6_K with two rows per 512-bit register (gemv_kquant_avx512.c), where the
+ * target has AVX-512 BW and VNNI; the same bits as the 256-bit kernels. */
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define TG_HAVE_KQ512 1
+#define TG_AVX512_DECLARE_KQUANT(t)                                                                                \
+    void tg_avx512_gemv_##t(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y); \
+    void tg_avx512_gemm_q8k_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk,             \
+                                int64_t nsup, int64_t n, float *y, size_t ldy);
+TG_AVX512_DECLARE_KQUANT(q4_k)
+TG_AVX512_DECLARE_KQUANT(q5_k)
+TG_AVX512_DECLARE_KQUANT(q6_k)
+#undef TG_AVX512_DECLARE_KQUANT
+#else
+#define TG_HAVE_KQ512 0
+#endif
+
 /* Bit-for-bit tg_quantize_q8x_ref (quant.h), eight lanes at a time. */
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
 /* Bit-for-bit tg_quantize_q8k_ref (quant.h). */

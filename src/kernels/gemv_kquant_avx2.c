@@ -21,42 +21,13 @@
 
 #include "kernels/avx2_inline.h"
 #include "kernels/ggml_blocks.h"
+#include "kernels/kquant_inline.h"
 
 #define KQ_MAX_TOKENS 4 /* tokens per pass of the prefill kernel */
 
-/* fp16 at p as fp32 through F16C (util/half.h's portable conversion branches; the values are the same) */
-TG_INLINE float f16_at(const uint8_t *p) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(tg_ld16(p)))); }
-
-static inline uint32_t u32_at(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-TG_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 TG_INLINE __m256i bytes(int v) { return _mm256_set1_epi8((char)v); }
 
-/* Where the CPU has them, GFNI's byte-wise bit permutation (gf2p8affineqb: bits moved within each byte, one
- * instruction for a shift and its mask) and AVX-512VL's three-input logic (vpternlogd: an AND and an OR in one)
- * unpack the codes in fewer instructions. The codes are the same bytes on every path, so the sums and the results
- * are the same bits. */
-#if defined(__GFNI__)
-#define KQ_GFNI 1
-#else
-#define KQ_GFNI 0
-#endif
-#if defined(__AVX512VL__)
-#define KQ_TERNLOG 1
-#else
-#define KQ_TERNLOG 0
-#endif
-
 #if KQ_GFNI
-/* gf2p8affineqb matrices: result bit i of a byte is the parity of (byte & row 7 - i) */
-#define KQ_GF_HI4 0x1020408000000000LL /* bits 4..7 -> 0..3 (byte >> 4) */
-#define KQ_GF_B01_45 0x0000000001020000LL /* bits 0, 1 -> 4, 5; others 0 */
-#define KQ_GF_B23_45 0x0000000004080000LL /* bits 2, 3 -> 4, 5 */
-#define KQ_GF_B67_45 0x0000000040800000LL /* bits 6, 7 -> 4, 5 */
 TG_INLINE __m256i gf_bits(__m256i v, long long m) { return _mm256_gf2p8affine_epi64_epi8(v, _mm256_set1_epi64x(m), 0); }
 #endif
 
@@ -321,20 +292,11 @@ TG_INLINE void sup_q5_k(const uint8_t *p, const tg_q8k_block *const *x, __m256 *
  * exact), so that each row's mins term is one madd of bsp against its mins zero-extended to dwords:
  * m_j * bsp_j, the same int32 as sup_q45_k's m_j * bsums_2j + m_j * bsums_2j+1. Same bits as sup_q45_k per row. */
 TG_INLINE void sup2_q45_k(const uint8_t *const p[2], const tg_q8k_block *x, __m256 acc[2], const bool five) {
-    const __m256i v = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(p[0] + 4))),
-        _mm_loadu_si128((const __m128i *)(const void *)(p[1] + 4)), 1);
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(v, 0x98), _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
-                                        _mm256_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F,
-                                                          0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(_mm256_shuffle_epi32(v, 0x40), 2),
-                                        _mm256_setr_epi32(0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030));
-    /* per lane r: bytes 0..7 row r's scales, 8..15 its mins (k4_scales) */
     union {
         int32_t s2[16]; /* (sc, sc) int16 pairs: [0..3] row 0 k 0..3, [4..7] row 1 k 0..3, [8..15] the same for k 4..7 */
         uint8_t b[64];
     } t;
-    const __m256i sm = _mm256_or_si256(lo, hi);
+    const __m256i sm = tg_k4_scales2(p[0], p[1]); /* per lane r: bytes 0..7 row r's scales, 8..15 its mins */
     _mm256_storeu_si256((__m256i *)(void *)t.s2,
                         _mm256_shuffle_epi8(sm, _mm256_setr_epi32((int)0x80008000, (int)0x80018001, (int)0x80028002,
                                                                   (int)0x80038003, (int)0x80008000, (int)0x80018001,

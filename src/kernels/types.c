@@ -103,7 +103,13 @@ static void encode_q4_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_r
 #define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL
 #define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL
 #define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t
+#if TG_HAVE_KQ512
+#define FAST_K512(t) tg_avx512_gemv_##t, NULL, NULL, NULL, tg_avx512_gemm_q8k_##t
 #else
+#define FAST_K512(t) FAST_K(t)
+#endif
+#else
+#define FAST_K512(t) NULL, NULL, NULL, NULL, NULL
 #define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL
 #define FAST_X(t) NULL, NULL, NULL, NULL, NULL
 #define FAST_K(t) NULL, NULL, NULL, NULL, NULL
@@ -139,15 +145,16 @@ static const tg_weight_type table[TG_DT_COUNT] = {
     GGML_ROW(TG_DT_Q3_K, "Q3_K", 11, TG_QK_K, TG_Q3_K_BYTES, tg_decode_q3_k, tg_non_finite_q3_k, TG_ACT_Q8K,
              FAST_K(q3_k)),
     GGML_ROW(TG_DT_Q4_K, "Q4_K", 12, TG_QK_K, TG_Q4_K_BYTES, tg_decode_q4_k, tg_non_finite_q4_k, TG_ACT_Q8K,
-             FAST_K(q4_k)),
+             FAST_K512(q4_k)),
     GGML_ROW(TG_DT_Q5_K, "Q5_K", 13, TG_QK_K, TG_Q5_K_BYTES, tg_decode_q5_k, tg_non_finite_q5_k, TG_ACT_Q8K,
-             FAST_K(q5_k)),
+             FAST_K512(q5_k)),
     GGML_ROW(TG_DT_Q6_K, "Q6_K", 14, TG_QK_K, TG_Q6_K_BYTES, tg_decode_q6_k, tg_non_finite_q6_k, TG_ACT_Q8K,
-             FAST_K(q6_k)),
+             FAST_K512(q6_k)),
     GGML_ROW(TG_DT_IQ4_NL, "IQ4_NL", 20, 32, TG_IQ4_NL_BYTES, tg_decode_iq4_nl, tg_non_finite_iq4_nl, TG_ACT_Q8X,
              FAST_X(iq4_nl)),
 #undef GGML_ROW
 };
+#undef FAST_K512
 #undef FAST_K
 #undef FAST_X
 #undef FAST

@@ -686,6 +686,53 @@ static void test_matmul_rows_mixed_forms(void **state) {
         }
 }
 
+/* The 512-bit K-quant kernels (two rows per register) give the 256-bit kernels' bits, decode and prefill, for every
+ * row parity and token count (gemv_kquant_avx512.c's claim; the other tests see only the kernel the table picks). */
+static void test_kquant_512_equals_256(void **state) {
+    (void)state;
+#if TG_HAVE_KQ512
+    typedef void (*gemv_fn)(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
+    typedef void (*gemm_fn)(const uint8_t *, size_t, int64_t, const tg_q8k_block *, int64_t, int64_t, float *, size_t);
+    const struct {
+        tg_dtype type;
+        gemv_fn gemv[2];
+        gemm_fn gemm[2];
+    } kinds[] = {
+        {TG_DT_Q4_K, {tg_avx2_gemv_q4_k, tg_avx512_gemv_q4_k}, {tg_avx2_gemm_q8k_q4_k, tg_avx512_gemm_q8k_q4_k}},
+        {TG_DT_Q5_K, {tg_avx2_gemv_q5_k, tg_avx512_gemv_q5_k}, {tg_avx2_gemm_q8k_q5_k, tg_avx512_gemm_q8k_q5_k}},
+        {TG_DT_Q6_K, {tg_avx2_gemv_q6_k, tg_avx512_gemv_q6_k}, {tg_avx2_gemm_q8k_q6_k, tg_avx512_gemm_q8k_q6_k}},
+    };
+    rng_t r = {11};
+    const int64_t rows = 13, cols = 3 * TG_QK_K, nmax = 9;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        void *base;
+        const uint8_t *w = make_matrix(&r, kinds[k].type, rows, cols, 1, &base);
+        const size_t ws = tg_row_bytes(kinds[k].type, cols);
+        float *x = make_vec(&r, nmax * cols);
+        tg_q8k_block *xk = malloc(tg_act_scratch_bytes(nmax, cols));
+        float y[2][9 * 13];
+        assert_non_null(xk);
+        tg_act a = tg_act_prepare(kinds[k].type, x, nmax, cols, xk);
+        for (int64_t nr = 1; nr <= rows; nr += 3) {
+            for (int v = 0; v < 2; v++) kinds[k].gemv[v](w, ws, nr, a.xk, cols, y[v]);
+            if (memcmp(y[0], y[1], (size_t)nr * sizeof(float)) != 0)
+                fail_msg("%s gemv rows=%lld: 512-bit != 256-bit", tg_dtype_name(kinds[k].type), (long long)nr);
+            for (int64_t n = 1; n <= nmax; n++) {
+                for (int v = 0; v < 2; v++) kinds[k].gemm[v](w, ws, nr, a.xk, cols / TG_QK_K, n, y[v], (size_t)nr);
+                if (memcmp(y[0], y[1], (size_t)(n * nr) * sizeof(float)) != 0)
+                    fail_msg("%s gemm rows=%lld n=%lld: 512-bit != 256-bit", tg_dtype_name(kinds[k].type),
+                             (long long)nr, (long long)n);
+            }
+        }
+        free(base);
+        free(x);
+        free(xk);
+    }
+#else
+    skip();
+#endif
+}
+
 static void test_matmul_empty(void **state) {
     (void)state;
     float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
@@ -715,6 +762,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_rows_other_form),
         cmocka_unit_test(test_matmul_rows_mixed_forms),
         cmocka_unit_test(test_matmul_empty),
+        cmocka_unit_test(test_kquant_512_equals_256),
     };
     return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);
 }

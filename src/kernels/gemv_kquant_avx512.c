@@ -1,0 +1,213 @@
+/* gemv_kquant_avx512.c — decode (GEMV) and prefill (GEMM) kernels for Q4_K, Q5_K and Q6_K with two weight rows
+ * per 512-bit register (AVX-512 BW + VNNI), against the tg_q8k_block form of the activations.
+ *
+ * gemv_kquant_avx2.c computes one row's super-block in 256-bit registers: the codes unpacked into 32 bytes, maddubs
+ * into the activation's codes, madd / dpwssd by the sub-block scales into eight int32 lanes, then eight float lanes
+ * acc = fma(d * dx, (float)isum, acc) (and the mins' fnmadd). Here the lower half of every register does exactly
+ * that for row a and the upper half for row b: the two rows' codes are loaded side by side, the activation's 32
+ * bytes are broadcast to both halves, and the scales, mins and d * dx of each row sit in its own half. Every lane
+ * sees the same integer sums and the same float operations in the same order as there, and each half is reduced by
+ * tg_reduce1_ps, so a (row, token) result has the same bits as the 256-bit kernels give (and as the scalar
+ * reference's tolerance allows, gemv_kquant_avx2.c's comment); the unpacking and the dot products take half the
+ * instructions. */
+#include "kernels/avx2.h"
+
+#if TG_HAVE_KQ512
+
+#include "kernels/avx2_inline.h"
+#include "kernels/ggml_blocks.h"
+#include "kernels/kquant_inline.h"
+
+#define KQ5_TOKENS 4 /* tokens per pass of the prefill kernel */
+
+/* 32 bytes at a in the lower half, 32 at b in the upper. */
+TG_INLINE __m512i pair512(const uint8_t *a, const uint8_t *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a)), ld256(b), 1);
+}
+/* 32 bytes at p in both halves (a broadcast load). */
+TG_INLINE __m512i both512(const void *p) { return _mm512_broadcast_i64x4(ld256(p)); }
+TG_INLINE __m512i bytes512(int v) { return _mm512_set1_epi8((char)v); }
+/* Eight floats a in the lower half, b in the upper. */
+TG_INLINE __m512 halves_ps(float a, float b) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
+}
+
+#if KQ_GFNI
+TG_INLINE __m512i gf_bits512(__m512i v, long long m) { return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(m), 0); }
+#endif
+
+TG_INLINE __m512i hi_nibbles512(__m512i q) {
+#if KQ_GFNI
+    return gf_bits512(q, KQ_GF_HI4);
+#else
+    return _mm512_and_si512(_mm512_srli_epi16(q, 4), bytes512(0x0F));
+#endif
+}
+
+/* isum += madd(maddubs(w, x), sc) with the activation's 32 codes x in both halves: gemv_kquant_avx2.c's dot_scaled
+ * for both rows. */
+TG_INLINE __m512i dot512(__m512i isum, __m512i w, const int8_t *x, __m512i sc) {
+    return _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w, both512(x)), sc);
+}
+
+/* The two rows' sums of each token into its accumulator: acc[t] lower half row a, upper half row b. */
+typedef struct {
+    const tg_q8k_block *x[KQ5_TOKENS];
+} kq5_tokens;
+
+/* ---- Q4_K / Q5_K: two rows' super-blocks pa, pb (layout: gemv_kquant_avx2.c's sup_q45_k) against T tokens ---- */
+TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens *tk, __m512 *acc, const int T,
+                          const bool five) {
+    const __m256i sm = tg_k4_scales2(pa, pb); /* lane 0: row a's scales (bytes 0..7) and mins (8..15); lane 1: b's */
+    const __m512i sm4 = _mm512_shuffle_i64x2(_mm512_castsi256_si512(sm), _mm512_castsi256_si512(sm), 0x50); /* a a b b */
+    /* the mins zero-extended to dwords (half r: row r's m_0..m_7) */
+    const __m512i m32 = _mm512_shuffle_epi8(
+        sm4, _mm512_setr_epi32((int)0x80808008, (int)0x80808009, (int)0x8080800A, (int)0x8080800B, (int)0x8080800C,
+                               (int)0x8080800D, (int)0x8080800E, (int)0x8080800F, (int)0x80808008, (int)0x80808009,
+                               (int)0x8080800A, (int)0x8080800B, (int)0x8080800C, (int)0x8080800D, (int)0x8080800E,
+                               (int)0x8080800F));
+    /* d, dmin of both rows: (d_a, dmin_a, d_b, dmin_b) */
+    const __m128 h = _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128((int)u32_at(pa)), _mm_cvtsi32_si128((int)u32_at(pb))));
+    const uint8_t *qa = pa + (five ? 48 : 16), *qb = pb + (five ? 48 : 16);
+    __m512i qh = five ? pair512(pa + 16, pb + 16) : _mm512_setzero_si512();
+    __m512i isum[KQ5_TOKENS];
+    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; c++) {
+        const __m512i q = pair512(qa + 32 * c, qb + 32 * c);
+        __m512i lo = _mm512_and_si512(q, bytes512(0x0F)), hi = hi_nibbles512(q);
+        if (five) {
+            lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(qh, 4), bytes512(0x10)));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(qh, 3), bytes512(0x10)));
+            qh = _mm512_srli_epi16(qh, 2);
+        }
+        /* int16 pairs (sc_k, sc_k) of sub-blocks k = 2c (low nibbles) and 2c + 1, each half its row's */
+        const __m512i s_lo = _mm512_shuffle_epi8(sm4, _mm512_set1_epi32((int)(0x80008000u | (uint32_t)(2 * c) * 0x10001u)));
+        const __m512i s_hi =
+            _mm512_shuffle_epi8(sm4, _mm512_set1_epi32((int)(0x80008000u | (uint32_t)(2 * c + 1) * 0x10001u)));
+        for (int t = 0; t < T; t++) {
+            isum[t] = dot512(isum[t], lo, tk->x[t]->q + 64 * c, s_lo);
+            isum[t] = dot512(isum[t], hi, tk->x[t]->q + 64 * c + 32, s_hi);
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        const __m128 dd = _mm_mul_ps(h, _mm_set1_ps(tk->x[t]->d)); /* d_a dx, dmin_a dx, d_b dx, dmin_b dx */
+        const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                                               _mm512_castps128_ps512(dd));
+        const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3),
+                                                  _mm512_castps128_ps512(dd));
+        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        /* the mins against the pairwise sums of the 16-code sums (exact, as in sup2_q45_k) */
+        const __m512i bsp = _mm512_madd_epi16(both512(tk->x[t]->bsums), _mm512_set1_epi16(1));
+        acc[t] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(_mm512_madd_epi16(bsp, m32)), acc[t]);
+    }
+}
+
+/* ---- Q6_K (layout: gemv_kquant_avx2.c's sup_q6_k) ---- */
+
+/* The unsigned 6-bit codes of elements 128h + 32s + 0..31 (s < 4) of both rows (q6_codes, twice as wide). */
+TG_INLINE void q6_codes512(const uint8_t *pa, const uint8_t *pb, int h, __m512i codes[4]) {
+    const __m512i ql0 = pair512(pa + 64 * h, pb + 64 * h), ql1 = pair512(pa + 64 * h + 32, pb + 64 * h + 32);
+    const __m512i qh = pair512(pa + 128 + 32 * h, pb + 128 + 32 * h);
+    const __m512i lo4 = bytes512(0x0F), hi2 = bytes512(0x30);
+#if KQ_GFNI
+    codes[0] = _mm512_ternarylogic_epi32(ql0, gf_bits512(qh, KQ_GF_B01_45), lo4, 0xEC);
+    codes[1] = _mm512_ternarylogic_epi32(ql1, gf_bits512(qh, KQ_GF_B23_45), lo4, 0xEC);
+    codes[2] = _mm512_ternarylogic_epi32(hi_nibbles512(ql0), qh, hi2, 0xF8);
+    codes[3] = _mm512_or_si512(hi_nibbles512(ql1), gf_bits512(qh, KQ_GF_B67_45));
+#else
+    codes[0] = _mm512_ternarylogic_epi32(ql0, _mm512_and_si512(_mm512_slli_epi16(qh, 4), hi2), lo4, 0xEC);
+    codes[1] = _mm512_ternarylogic_epi32(ql1, _mm512_and_si512(_mm512_slli_epi16(qh, 2), hi2), lo4, 0xEC);
+    codes[2] = _mm512_ternarylogic_epi32(hi_nibbles512(ql0), qh, hi2, 0xF8);
+    codes[3] = _mm512_or_si512(hi_nibbles512(ql1), _mm512_and_si512(_mm512_srli_epi16(qh, 2), hi2));
+#endif
+}
+
+TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens *tk, __m512 *acc, const int T) {
+    /* sixteen int16 scales of row a, then of row b; per 128-bit lane: a 0..7, a 8..15, b 0..7, b 8..15 */
+    const __m512i all16 =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(pa + 192)))),
+                           _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(pb + 192))), 1);
+    const __m512i sc[2] = {_mm512_shuffle_i64x2(all16, all16, 0xA0), _mm512_shuffle_i64x2(all16, all16, 0xF5)};
+    __m512i isum[KQ5_TOKENS];
+    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        __m512i codes[4];
+        q6_codes512(pa, pb, h, codes);
+        for (int s = 0; s < 4; s++) {
+            /* pick16's pattern in each half: int16 scale 2s for elements 0..15, 2s + 1 for 16..31 */
+            const int lo = (int)(4u * (unsigned)s * 0x01010101u + 0x01000100u), hi = lo + 0x02020202;
+            const __m512i m = _mm512_broadcast_i64x4(_mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi));
+            const __m512i scv = _mm512_shuffle_epi8(sc[h], m);
+            for (int t = 0; t < T; t++) isum[t] = dot512(isum[t], codes[s], tk->x[t]->q + 128 * h + 32 * s, scv);
+        }
+    }
+    const float da = f16_at(pa + 208), db = f16_at(pb + 208);
+    for (int t = 0; t < T; t++) { /* minus 32 * sum_g sc_g * bsum_g, then acc = fma(d * dx, isum, acc) */
+        const __m512i bias = _mm512_slli_epi32(_mm512_madd_epi16(both512(tk->x[t]->bsums), all16), 5);
+        const float dx = tk->x[t]->d;
+        acc[t] = _mm512_fmadd_ps(halves_ps(da * dx, db * dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], bias)),
+                                 acc[t]);
+    }
+}
+
+/* Decode prefetches KQ5_AHEAD rows ahead into L2, as gemv_kquant_avx2.c does (its KQ_AHEAD, measured there). */
+#define KQ5_AHEAD 8
+
+TG_INLINE void prefetch_rows(const uint8_t *p, size_t ws, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) {
+        _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+        _mm_prefetch((const char *)p + ws + o, _MM_HINT_T1);
+    }
+}
+
+/* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
+ * token t's super-blocks at xk + t * xs. */
+#define KQ5_PAIR(NAME, BYTES, CALL)                                                                                   \
+    TG_INLINE void rows2_##NAME(const uint8_t *ra, const uint8_t *rb, int64_t nsup, const tg_q8k_block *xk,          \
+                                size_t xs, float *y, size_t ldy, const int T, const bool both, const bool ahead,      \
+                                size_t ws) {                                                                          \
+        __m512 acc[KQ5_TOKENS];                                                                                       \
+        for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                                     \
+        for (int64_t b = 0; b < nsup; b++) {                                                                          \
+            if (ahead) prefetch_rows(ra + (size_t)b * (BYTES) + KQ5_AHEAD * ws, ws, BYTES);                          \
+            kq5_tokens tk;                                                                                            \
+            for (int t = 0; t < T; t++) tk.x[t] = xk + (size_t)t * xs + (size_t)b;                                    \
+            CALL;                                                                                                     \
+        }                                                                                                             \
+        for (int t = 0; t < T; t++) {                                                                                 \
+            y[(size_t)t * ldy] = tg_reduce1_ps(_mm512_castps512_ps256(acc[t]));                                       \
+            if (both) y[(size_t)t * ldy + 1] = tg_reduce1_ps(_mm512_extractf32x8_ps(acc[t], 1));                     \
+        }                                                                                                             \
+    }                                                                                                                 \
+    void tg_avx512_gemv_##NAME(const uint8_t *w, size_t ws, int64_t nr, const void *x, int64_t cols, float *y) {     \
+        const int64_t nsup = cols / TG_QK_K;                                                                          \
+        int64_t r = 0;                                                                                                \
+        for (; r + 2 <= nr; r += 2)                                                                                   \
+            rows2_##NAME(w + (size_t)r * ws, w + (size_t)(r + 1) * ws, nsup, x, 0, y + r, 0, 1, true, true, ws);    \
+        if (r < nr) rows2_##NAME(w + (size_t)r * ws, w + (size_t)r * ws, nsup, x, 0, y + r, 0, 1, false, false, ws); \
+    }                                                                                                                 \
+    void tg_avx512_gemm_q8k_##NAME(const uint8_t *w, size_t ws, int64_t nr, const tg_q8k_block *xk, int64_t nsup,    \
+                                   int64_t n, float *y, size_t ldy) {                                                 \
+        for (int64_t t0 = 0; t0 < n; t0 += KQ5_TOKENS) { /* a group of tokens passes over the rows (from cache) */    \
+            const tg_q8k_block *xg = xk + (size_t)t0 * (size_t)nsup;                                                 \
+            float *yg = y + (size_t)t0 * ldy;                                                                         \
+            const int64_t nt = n - t0 < KQ5_TOKENS ? n - t0 : KQ5_TOKENS;                                             \
+            for (int64_t r = 0; r < nr; r += 2) {                                                                     \
+                const uint8_t *ra = w + (size_t)r * ws, *rb = r + 1 < nr ? ra + ws : ra;                              \
+                const bool both = r + 1 < nr;                                                                         \
+                if (nt == 4) rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 4, both, false, ws);           \
+                else if (nt == 3) rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 3, both, false, ws);      \
+                else if (nt == 2) rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 2, both, false, ws);      \
+                else rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 1, both, false, ws);                   \
+            }                                                                                                         \
+        }                                                                                                             \
+    }
+
+KQ5_PAIR(q4_k, TG_Q4_K_BYTES, pair_q45_k(ra + (size_t)b * TG_Q4_K_BYTES, rb + (size_t)b * TG_Q4_K_BYTES, &tk, acc, T, false))
+KQ5_PAIR(q5_k, TG_Q5_K_BYTES, pair_q45_k(ra + (size_t)b * TG_Q5_K_BYTES, rb + (size_t)b * TG_Q5_K_BYTES, &tk, acc, T, true))
+KQ5_PAIR(q6_k, TG_Q6_K_BYTES, pair_q6_k(ra + (size_t)b * TG_Q6_K_BYTES, rb + (size_t)b * TG_Q6_K_BYTES, &tk, acc, T))
+#undef KQ5_PAIR
+
+#else
+typedef int tg_gemv_kquant_avx512_unused; /* ISO C forbids an empty translation unit */
+#endif
