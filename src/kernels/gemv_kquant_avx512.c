@@ -18,7 +18,7 @@
 #include "kernels/ggml_blocks.h"
 #include "kernels/kquant_inline.h"
 
-#define KQ5_TOKENS 4 /* tokens per pass of the prefill kernel */
+#define KQ5_TOKENS 4 /* tokens per pass of the prefill kernel (8 measured no faster) */
 
 /* 32 bytes at a in the lower half, 32 at b in the upper. */
 TG_INLINE __m512i pair512(const uint8_t *a, const uint8_t *b) {
@@ -60,14 +60,17 @@ TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens
                           const bool five) {
     const __m256i sm = tg_k4_scales2(pa, pb); /* lane 0: row a's scales (bytes 0..7) and mins (8..15); lane 1: b's */
     const __m512i sm4 = _mm512_shuffle_i64x2(_mm512_castsi256_si512(sm), _mm512_castsi256_si512(sm), 0x50); /* a a b b */
-    /* the mins zero-extended to dwords (half r: row r's m_0..m_7) */
-    const __m512i m32 = _mm512_shuffle_epi8(
-        sm4, _mm512_setr_epi32((int)0x80808008, (int)0x80808009, (int)0x8080800A, (int)0x8080800B, (int)0x8080800C,
-                               (int)0x8080800D, (int)0x8080800E, (int)0x8080800F, (int)0x80808008, (int)0x80808009,
-                               (int)0x8080800A, (int)0x8080800B, (int)0x8080800C, (int)0x8080800D, (int)0x8080800E,
-                               (int)0x8080800F));
+    /* int16 pairs (m_j, m_j) of the mins, dword j of half r for row r (j < 8), as scale_mins takes them */
+    const __m512i m16 = _mm512_shuffle_epi8(
+        sm4, _mm512_setr_epi32((int)0x80088008, (int)0x80098009, (int)0x800A800A, (int)0x800B800B, (int)0x800C800C,
+                               (int)0x800D800D, (int)0x800E800E, (int)0x800F800F, (int)0x80088008, (int)0x80098009,
+                               (int)0x800A800A, (int)0x800B800B, (int)0x800C800C, (int)0x800D800D, (int)0x800E800E,
+                               (int)0x800F800F));
     /* d, dmin of both rows: (d_a, dmin_a, d_b, dmin_b) */
-    const __m128 h = _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128((int)u32_at(pa)), _mm_cvtsi32_si128((int)u32_at(pb))));
+    const __m512 h = _mm512_castps128_ps512(
+        _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128((int)u32_at(pa)), _mm_cvtsi32_si128((int)u32_at(pb)))));
+    const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), h);
+    const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), h);
     const uint8_t *qa = pa + (five ? 48 : 16), *qb = pb + (five ? 48 : 16);
     __m512i qh = five ? pair512(pa + 16, pb + 16) : _mm512_setzero_si512();
     __m512i isum[KQ5_TOKENS];
@@ -90,15 +93,10 @@ TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens
         }
     }
     for (int t = 0; t < T; t++) {
-        const __m128 dd = _mm_mul_ps(h, _mm_set1_ps(tk->x[t]->d)); /* d_a dx, dmin_a dx, d_b dx, dmin_b dx */
-        const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
-                                               _mm512_castps128_ps512(dd));
-        const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3),
-                                                  _mm512_castps128_ps512(dd));
-        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum[t]), acc[t]);
-        /* the mins against the pairwise sums of the 16-code sums (exact, as in sup2_q45_k) */
-        const __m512i bsp = _mm512_madd_epi16(both512(tk->x[t]->bsums), _mm512_set1_epi16(1));
-        acc[t] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(_mm512_madd_epi16(bsp, m32)), acc[t]);
+        const __m512 dx = _mm512_set1_ps(tk->x[t]->d); /* d * dx and dmin * dx: the products d_dmin makes */
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        const __m512i ms = _mm512_madd_epi16(both512(tk->x[t]->bsums), m16);
+        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(ms), acc[t]);
     }
 }
 
@@ -141,12 +139,11 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
             for (int t = 0; t < T; t++) isum[t] = dot512(isum[t], codes[s], tk->x[t]->q + 128 * h + 32 * s, scv);
         }
     }
-    const float da = f16_at(pa + 208), db = f16_at(pb + 208);
+    const __m512 d = halves_ps(f16_at(pa + 208), f16_at(pb + 208));
     for (int t = 0; t < T; t++) { /* minus 32 * sum_g sc_g * bsum_g, then acc = fma(d * dx, isum, acc) */
         const __m512i bias = _mm512_slli_epi32(_mm512_madd_epi16(both512(tk->x[t]->bsums), all16), 5);
-        const float dx = tk->x[t]->d;
-        acc[t] = _mm512_fmadd_ps(halves_ps(da * dx, db * dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], bias)),
-                                 acc[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(tk->x[t]->d)),
+                                 _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], bias)), acc[t]);
     }
 }
 
@@ -195,10 +192,12 @@ TG_INLINE void prefetch_rows(const uint8_t *p, size_t ws, size_t bytes) {
             for (int64_t r = 0; r < nr; r += 2) {                                                                     \
                 const uint8_t *ra = w + (size_t)r * ws, *rb = r + 1 < nr ? ra + ws : ra;                              \
                 const bool both = r + 1 < nr;                                                                         \
-                if (nt == 4) rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 4, both, false, ws);           \
-                else if (nt == 3) rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 3, both, false, ws);      \
-                else if (nt == 2) rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 2, both, false, ws);      \
-                else rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 1, both, false, ws);                   \
+                switch (nt) { /* constant token counts, so that the sums stay in registers */                    \
+                case 4: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 4, both, false, ws); break;         \
+                case 3: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 3, both, false, ws); break;         \
+                case 2: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 2, both, false, ws); break;         \
+                default: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 1, both, false, ws); break;        \
+                }                                                                                                     \
             }                                                                                                         \
         }                                                                                                             \
     }
