@@ -44,6 +44,8 @@ typedef struct {
     float *tmp;     /* [max_chunk, d_model] a unit's output before it is added to x */
     float *work;    /* [tg_kvcache_work_floats] attention piece work space */
     float *gwork;   /* [gwork_floats] a group of prefill pieces' work space (NULL: no grouped pieces) */
+    float *wide;    /* [wide_bytes] a unit's float weight rows widened once for a chunk (tg_act.wide; NULL: none) */
+    size_t wide_bytes;
 } thread_buf;
 
 /* One step's counters: units handed out and units finished. */
@@ -108,6 +110,32 @@ static float *alloc_rows(int rows, int64_t cols) { return calloc((size_t)rows * 
 
 static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
+static int64_t unit_rows(const tg_tensor *w, int n, int threads);
+
+/* One thread's room for widened float rows (tg_act.wide): the largest unit, in a chunk, of any float-type matrix
+ * (tg_wide_bytes; 0 when the kernels have no widened tiles, a chunk is one token, or no matrix is a float type). */
+static size_t wide_scratch_bytes(const tg_model *m, int max_chunk, int threads) {
+    if (max_chunk < 2) return 0;
+    size_t most = 0;
+    for (int l = 0; l <= m->hp.n_layers; l++) {
+        const tg_layer_weights *lw = l < m->hp.n_layers ? &m->layers[l] : NULL;
+        const tg_tensor *ws[7] = {&m->lm_head};
+        int n = 1;
+        if (lw) {
+            const tg_tensor *each[7] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w_gate, &lw->w_up, &lw->w_down};
+            memcpy(ws, each, sizeof each);
+            n = 7;
+        }
+        for (int i = 0; i < n; i++) {
+            const tg_weight_type *wt = tg_weight_type_of(ws[i]->type);
+            if (ws[i]->rows <= 0 || !wt || wt->act != TG_ACT_F32) continue;
+            const size_t b = tg_wide_bytes(unit_rows(ws[i], max_chunk, threads), ws[i]->cols);
+            if (b > most) most = b;
+        }
+    }
+    return (most + 63) / 64 * 64; /* aligned_alloc wants a multiple of the alignment */
+}
+
 tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
                            tg_error *err) {
     if (!m || !m->has_weights) {
@@ -168,6 +196,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
               f->shares &&
               f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
               f->round_group;
+    const size_t wide_bytes = ok ? wide_scratch_bytes(m, max_chunk, f->n_threads) : 0;
     for (int i = 0; ok && i < f->n_threads; i++) {
         thread_buf *b = &f->tb[i];
         const size_t xq_bytes = tg_act_scratch_bytes(max_chunk, f->max_in);
@@ -176,7 +205,10 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
         b->tmp = alloc_rows(max_chunk, hp->d_model);
         b->work = calloc(f->work_floats, sizeof(float));
         b->gwork = f->gwork_floats ? malloc(f->gwork_floats * sizeof(float)) : NULL;
-        ok = b->xb && (b->xq || !xq_bytes) && b->tmp && b->work && (b->gwork || !f->gwork_floats);
+        b->wide_bytes = wide_bytes;
+        b->wide = wide_bytes ? aligned_alloc(64, wide_bytes) : NULL;
+        ok = b->xb && (b->xq || !xq_bytes) && b->tmp && b->work && (b->gwork || !f->gwork_floats) &&
+             (b->wide || !wide_bytes);
     }
     if (!ok) {
         tg_forward_free(f);
@@ -195,6 +227,7 @@ void tg_forward_free(tg_forward *f) {
             free(f->tb[i].tmp);
             free(f->tb[i].work);
             free(f->tb[i].gwork);
+            free(f->tb[i].wide);
         }
     free(f->tb);
     free(f->x);
@@ -429,6 +462,12 @@ static void run_ffn_up(team *tm, const tg_layer_weights *w, prep_fn prep, float 
 
 /* ---- the steps' inputs -------------------------------------------------------------------------------------------- */
 
+/* The thread's room for widened float rows, for the step's matrices (tg_act.wide). */
+static void with_wide(tg_act *a, const thread_buf *tb) {
+    a->wide = tb->wide;
+    a->wide_bytes = tb->wide_bytes;
+}
+
 /* rmsnorm(x) rows [t0, n) with `weight` (or, with `rows`, the rows rows[0 .. n), packed), quantised in every form
  * that the weights of types[] take (tg_act_prepare_types: each weight multiplies the input rounded for its own type,
  * as llama.cpp rounds it). */
@@ -456,6 +495,7 @@ static void prep_norm(void *ctx, tg_act *a) {
     }
     /* every form the step's weights take: each weight multiplies the input quantised as for its own type */
     *a = tg_act_prepare_types(c->types, c->n_types, in, c->rows ? c->n : c->n - c->t0, d, c->tb->xq);
+    with_wide(a, c->tb);
 }
 
 /* The attention output of every token: the pieces combined, then quantised for wo. */
@@ -478,6 +518,7 @@ static void prep_combine(void *ctx, tg_act *a) {
                 c->f->parts + ((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS * c->f->part_floats,
                 c->f->splits[t], c->tb->xb + t * qd + (int64_t)h * gq * D);
     *a = tg_act_prepare(c->type, c->tb->xb, c->n, qd, c->tb->xq);
+    with_wide(a, c->tb);
 }
 
 /* swiglu(gate, up) quantised for w_down. */
@@ -491,6 +532,7 @@ typedef struct {
 static void prep_hidden(void *ctx, tg_act *a) {
     const hidden_ctx *c = ctx;
     *a = tg_act_prepare(c->type, c->f->hg, c->n, c->f->m->hp.ffn_dim, c->tb->xq);
+    with_wide(a, c->tb);
 }
 
 /* ---- attention steps ----------------------------------------------------------------------------------------------- */

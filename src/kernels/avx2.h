@@ -14,15 +14,31 @@
 
 #if TG_HAVE_AVX2
 
-/* The largest tile tg_avx2_tile accepts: nr <= 4 rows of W times nt <= TG_TILE_MAX_VECS activation vectors (8 where
- * AVX-512 gives 32 registers of 16 lanes: one register holds two rows' 8-lane accumulators, see matmul_avx2.c). */
-#define TG_TILE_MAX_ROWS 4
+/* The largest tile tg_avx2_tile accepts: nr <= TG_TILE_MAX_ROWS rows of W times nt <= TG_TILE_MAX_VECS activation
+ * vectors (6 x 8 where AVX-512 gives 32 registers of 16 lanes: one register holds two rows' 8-lane accumulators, see
+ * matmul_avx2.c; 4 x 4 otherwise). */
 #if defined(__AVX512F__)
 #define TG_TILE_AVX512 1
+#define TG_TILE_MAX_ROWS 6
 #define TG_TILE_MAX_VECS 8
 #else
 #define TG_TILE_AVX512 0
+#define TG_TILE_MAX_ROWS 4
 #define TG_TILE_MAX_VECS 4
+#endif
+
+#if TG_TILE_AVX512
+/* Float rows widened for the prefill tiles (matmul_avx2.c): rows of a F32 / F16 / BF16 matrix (cols % 8 == 0) as
+ * fp32 row pairs, pair p = rows 2p and 2p + 1 (row 2p twice for an odd last row), 8 columns of each side by side:
+ * wp[p * 2 * cols + 2 * k + i] = row 2p column k + i (i < 8), row 2p + 1 column k + i - 8 (8 <= i < 16), k a
+ * multiple of 8; 64-byte aligned.
+ * tg_avx512_tile_widen: tg_tile_fn's contract for nr <= 6 rows of `type` and eight activations (nt = 8), which also
+ * writes those rows widened to dst (pairs 0 .. (nr - 1) / 2). tg_avx512_tile_wide: the contract on rows already
+ * widened (pair p at wp + p * 2 * cols). Both give the bits of the tile on the stored rows. */
+void tg_avx512_tile_widen(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride,
+                          int64_t cols, float *y, size_t ldy, float *dst);
+void tg_avx512_tile_wide(const float *wp, int nr, const uint8_t *x, size_t x_stride, int nt, int64_t cols, float *y,
+                         size_t ldy);
 #endif
 
 /* The kernels of the weight-type table (types.h; contracts of tg_gemv_fn, tg_tile_fn, tg_gemm_q8x_fn there), one

@@ -25,6 +25,9 @@
 #include "kernels/types.h"
 #include "util/thread_pool.h"
 
+/* Tokens from which tg_matmul_rows widens float rows once per call (tg_act.wide) rather than in every tile. */
+#define TG_WIDE_MIN_TOKENS 8
+
 /* Below this many multiply-adds a product runs on the calling thread: waking a team costs a few microseconds. */
 #define TG_PARALLEL_MIN_WORK ((int64_t)1 << 17)
 /* A block of W rows that one thread sweeps over all tokens is sized to stay in L2 (about this many bytes). */
@@ -94,6 +97,17 @@ static size_t q8x_bytes(int64_t n, int64_t cols) {
     return (size_t)n * nb * sizeof(tg_q8x_block) + (n > 1 ? groups * nb * sizeof(tg_q8x_pack8) : 0);
 }
 
+size_t tg_wide_bytes(int64_t nr, int64_t cols) {
+#if TG_HAVE_AVX2 && TG_TILE_AVX512
+    if (nr <= 0 || cols <= 0 || cols % 8 != 0) return 0;
+    return (size_t)((nr + 1) / 2) * 2 * (size_t)cols * sizeof(float);
+#else
+    (void)nr;
+    (void)cols;
+    return 0;
+#endif
+}
+
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
     if (!TG_HAVE_AVX2 || n <= 0 || cols < TG_QK) return 0;
     const size_t q8k = (size_t)n * (size_t)(cols / TG_Q8K_ELEMS) * sizeof(tg_q8k_block);
@@ -102,7 +116,7 @@ size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
 
 tg_act tg_act_prepare_types(const tg_dtype *types, int n_types, const float *x, int64_t n, int64_t cols,
                             void *scratch) {
-    tg_act a = {.x = x, .xq = NULL, .xp = NULL, .xk = NULL, .n = n, .cols = cols};
+    tg_act a = {.x = x, .xq = NULL, .xp = NULL, .xk = NULL, .n = n, .cols = cols, .wide = NULL, .wide_bytes = 0};
     bool want_q8x = false, want_q8k = false, want_pack = false;
     for (int i = 0; i < n_types; i++) {
         const tg_act_form form = fast_form(types[i]);
@@ -180,10 +194,12 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
                 wt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);
         return;
     }
-    /* Prefill with float weights: tiles of rows x tokens (4 x 8 on AVX-512, where one register holds two rows'
+    /* Prefill with float weights: tiles of rows x tokens (6 x 8 on AVX-512, where one register holds two rows'
      * accumulators; 4 x 4 where 32 registers hold 16 accumulators; 2 x 4 with 16 registers); the block of rows stays
      * in cache while every token passes over it. */
-#if TG_HAVE_AVX2 && (defined(__AVX512VL__) || TG_TILE_AVX512)
+#if TG_HAVE_AVX2 && TG_TILE_AVX512
+    const int tile_rows = 6;
+#elif TG_HAVE_AVX2 && defined(__AVX512VL__)
     const int tile_rows = 4;
 #else
     const int tile_rows = 2;
@@ -195,6 +211,25 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
 #endif
     const uint8_t *x = (const uint8_t *)a->x;
     const size_t xs = (size_t)cols * sizeof(float);
+#if TG_HAVE_AVX2 && TG_TILE_AVX512
+    /* Enough tokens to repay widening the rows once (and room for them): every tile then loads its weights as they
+     * are, instead of widening 8 columns of two rows each time a group of tokens passes (same values, same bits). */
+    const size_t wide_need = tg_wide_bytes(nr, cols);
+    if (a->wide && wide_need && a->wide_bytes >= wide_need && a->n >= TG_WIDE_MIN_TOKENS) {
+        for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) { /* the first eight tokens widen the rows as they pass */
+            const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
+            for (int64_t r = 0; r < nr; r += tile_rows) { /* tile_rows is even: a tile starts on a pair */
+                const int k = (int)(nr - r < tile_rows ? nr - r : tile_rows);
+                float *wp = a->wide + (size_t)(r / 2) * 2 * (size_t)cols;
+                if (t0 == 0)
+                    tg_avx512_tile_widen(w->type, wdata + (size_t)r * rb, rb, k, x, xs, cols, y + (size_t)r, ldy, wp);
+                else
+                    tg_avx512_tile_wide(wp, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r, ldy);
+            }
+        }
+        return;
+    }
+#endif
     for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) {
         const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
         for (int64_t r = 0; r < nr; r += tile_rows) {

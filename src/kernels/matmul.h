@@ -36,7 +36,16 @@ typedef struct {
     const tg_q8x_pack8 *xp;     /* [ceil(n / 8), cols / 32]: the same, eight tokens interleaved (n > 1 only) */
     const tg_q8k_block *xk;     /* [n, cols / 256]: x quantised for the K-quant weights; NULL otherwise */
     int64_t n, cols;
+    /* Optional room (set by the caller after preparing, one per thread) where tg_matmul_rows may widen the float
+     * weight rows of a call to fp32 once for all n tokens (tg_wide_bytes(r1 - r0, cols) bytes, 64-byte aligned);
+     * NULL: the tiles widen every row as they pass. The same bits either way. */
+    float *wide;
+    size_t wide_bytes;
 } tg_act;
+
+/* Bytes of tg_act.wide that tg_matmul_rows needs to widen nr float rows of cols columns; 0 where the kernels have
+ * no widened tiles (no AVX-512) or cols is not a multiple of 8. */
+size_t tg_wide_bytes(int64_t nr, int64_t cols);
 
 /* Bytes of scratch tg_act_prepare / tg_act_prepare_types may need for n rows of cols columns: room for the Q8_0
  * form and the K-quant form at once (0 when no kernel needs any). */

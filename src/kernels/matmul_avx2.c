@@ -336,20 +336,25 @@ TG_INLINE __m512 x16_dup(const float *x, int64_t k) {
     return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)(const void *)(x + k))));
 }
 
-/* NR (1..4) rows x NT (1..8) tokens; NP = (NR + 1) / 2 row pairs, an odd last row paired with itself (its upper
- * half is computed and dropped). */
+/* NR (1..6) rows x NT (1..8) tokens; NP = (NR + 1) / 2 row pairs, an odd last row paired with itself (its upper
+ * half is computed and dropped). Six rows: 24 accumulators, three weight registers and one activation register of
+ * the 32; each token's eight floats are loaded once per three row pairs. */
 TG_INLINE void tile_float512(tg_dtype type, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,
-                             float *y, size_t ldy, const int NR, const int NT) {
+                             float *y, size_t ldy, const int NR, const int NT, const float *wide, float *store) {
     const int NP = (NR + 1) / 2;
-    const uint8_t *row[4];
-    for (int r = 0; r < 4; r++) row[r] = w + (size_t)(r < NR ? r : NR - 1) * ws;
-    __m512 acc[2][8];
+    const uint8_t *row[6];
+    for (int r = 0; r < 6; r++) row[r] = w + (size_t)(r < NR ? r : NR - 1) * ws;
+    __m512 acc[3][8];
     for (int p = 0; p < NP; p++)
         for (int t = 0; t < NT; t++) acc[p][t] = _mm512_setzero_ps();
     const int64_t c8 = cols & ~(int64_t)7;
     for (int64_t k = 0; k < c8; k += 8) {
-        __m512 wv[2];
-        for (int p = 0; p < NP; p++) wv[p] = w16_pair(type, row[2 * p], row[2 * p + 1], k);
+        __m512 wv[3];
+        for (int p = 0; p < NP; p++) { /* widened rows: the same 16 floats, loaded (or kept for the next tokens) */
+            wv[p] = wide ? _mm512_load_ps(wide + (size_t)p * 2 * (size_t)cols + 2 * k)
+                         : w16_pair(type, row[2 * p], row[2 * p + 1], k);
+            if (store) _mm512_store_ps(store + (size_t)p * 2 * (size_t)cols + 2 * k, wv[p]);
+        }
         for (int t = 0; t < NT; t++) {
             const __m512 xv = x16_dup((const float *)(const void *)(x + t * xs), k);
             for (int p = 0; p < NP; p++) acc[p][t] = _mm512_fmadd_ps(wv[p], xv, acc[p][t]);
@@ -357,36 +362,35 @@ TG_INLINE void tile_float512(tg_dtype type, const uint8_t *w, size_t ws, const u
     }
     for (int t = 0; t < NT; t++) {
         const float *xt = (const float *)(const void *)(x + t * xs);
-        __m256 h[4];
+        __m256 h[8];
         for (int p = 0; p < NP; p++) {
             h[2 * p] = _mm512_castps512_ps256(acc[p][t]);
             h[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p][t]), 1));
         }
-        for (int r = 2 * NP; r < 4; r++) h[r] = h[0];
-        const __m128 sums = tg_reduce4_ps(h[0], h[1], h[2], h[3]);
-        if (NR == 4 && c8 == cols) { /* the common case: four adjacent outputs, no tail */
-            _mm_storeu_ps(y + (size_t)t * ldy, sums);
-            continue;
-        }
-        float s[4];
-        _mm_storeu_ps(s, sums);
+        for (int r = 2 * NP; r < 8; r++) h[r] = h[0];
+        float s[8];
+        _mm_storeu_ps(s, tg_reduce4_ps(h[0], h[1], h[2], h[3])); /* each output lane reduces one input: order kept */
+        if (NR > 4) _mm_storeu_ps(s + 4, tg_reduce4_ps(h[4], h[5], h[6], h[7]));
         for (int r = 0; r < NR; r++) {
-            if (c8 < cols) s[r] += tg_tail(type, row[r], xt, c8, cols);
+            if (c8 < cols) s[r] += tg_tail(type, row[r], xt, c8, cols); /* never with wide (cols % 8 == 0) */
             y[(size_t)t * ldy + (size_t)r] = s[r];
         }
     }
 }
-#define TG_TILE_BODY tile_float512
-#else
-#define TG_TILE_BODY tile_float
+
 #endif
 
 /* Every tile shape of every float type, instantiated with constant sizes; tg_avx2_tile_<type> picks by shape. */
 typedef void (*tile_fn)(const uint8_t *, size_t, const uint8_t *, size_t, int64_t, float *, size_t);
+#if TG_TILE_AVX512
+#define TG_TILE_CALL(type, w, ws, x, xs, cols, y, ldy, R, T) tile_float512(type, w, ws, x, xs, cols, y, ldy, R, T, NULL, NULL)
+#else
+#define TG_TILE_CALL(type, w, ws, x, xs, cols, y, ldy, R, T) tile_float(type, w, ws, x, xs, cols, y, ldy, R, T)
+#endif
 #define TG_TILE_FN(name, type, R, T)                                                                                \
     static void tile_##name##_##R##x##T(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,    \
                                          float *y, size_t ldy) {                                                   \
-        TG_TILE_BODY(type, w, ws, x, xs, cols, y, ldy, R, T);                                                      \
+        TG_TILE_CALL(type, w, ws, x, xs, cols, y, ldy, R, T);                                                      \
     }
 #if TG_TILE_AVX512
 #define TG_TILE_ROW(name, type, R)                                                                                  \
@@ -402,23 +406,83 @@ typedef void (*tile_fn)(const uint8_t *, size_t, const uint8_t *, size_t, int64_
 #define TG_TILE_SHAPES(name, R)                                                                                     \
     {tile_##name##_##R##x1, tile_##name##_##R##x2, tile_##name##_##R##x3, tile_##name##_##R##x4}
 #endif
+#if TG_TILE_MAX_ROWS > 4
+#define TG_TILE_ROWS_5_6(name, type) TG_TILE_ROW(name, type, 5) TG_TILE_ROW(name, type, 6)
+#define TG_TILE_SHAPES_5_6(name) , TG_TILE_SHAPES(name, 5), TG_TILE_SHAPES(name, 6)
+#else
+#define TG_TILE_ROWS_5_6(name, type)
+#define TG_TILE_SHAPES_5_6(name)
+#endif
 #define TG_TILE_TYPE(name, type)                                                                                    \
     TG_TILE_ROW(name, type, 1) TG_TILE_ROW(name, type, 2) TG_TILE_ROW(name, type, 3) TG_TILE_ROW(name, type, 4)     \
+    TG_TILE_ROWS_5_6(name, type)                                                                                    \
     void tg_avx2_tile_##name(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,  \
                              int64_t cols, float *y, size_t ldy) {                                                 \
         static const tile_fn shapes[TG_TILE_MAX_ROWS][TG_TILE_MAX_VECS] = {                                        \
-            TG_TILE_SHAPES(name, 1), TG_TILE_SHAPES(name, 2), TG_TILE_SHAPES(name, 3), TG_TILE_SHAPES(name, 4)};   \
+            TG_TILE_SHAPES(name, 1), TG_TILE_SHAPES(name, 2), TG_TILE_SHAPES(name, 3),                             \
+            TG_TILE_SHAPES(name, 4) TG_TILE_SHAPES_5_6(name)};                                                     \
         if (nr < 1 || nt < 1 || nr > TG_TILE_MAX_ROWS || nt > TG_TILE_MAX_VECS) return;                            \
         shapes[nr - 1][nt - 1](w, w_stride, x, x_stride, cols, y, ldy);                                            \
     }
 TG_TILE_TYPE(f32, TG_DT_F32)
 TG_TILE_TYPE(f16, TG_DT_F16)
 TG_TILE_TYPE(bf16, TG_DT_BF16)
+
+#if TG_TILE_AVX512
+/* The same shapes on widened rows (the row pointers only serve the tail, which widened rows never have). */
+#define TG_WIDE_FN(R, T)                                                                                           \
+    static void wide_##R##x##T(const float *wp, const uint8_t *x, size_t xs, int64_t cols, float *y, size_t ldy) { \
+        tile_float512(TG_DT_F32, (const uint8_t *)wp, 0, x, xs, cols, y, ldy, R, T, wp, NULL);                     \
+    }
+#define TG_WIDE_ROW(R)                                                                                             \
+    TG_WIDE_FN(R, 1) TG_WIDE_FN(R, 2) TG_WIDE_FN(R, 3) TG_WIDE_FN(R, 4) TG_WIDE_FN(R, 5) TG_WIDE_FN(R, 6)          \
+    TG_WIDE_FN(R, 7) TG_WIDE_FN(R, 8)
+#define TG_WIDE_SHAPES(R) {wide_##R##x1, wide_##R##x2, wide_##R##x3, wide_##R##x4, wide_##R##x5, wide_##R##x6, wide_##R##x7, wide_##R##x8}
+TG_WIDE_ROW(1) TG_WIDE_ROW(2) TG_WIDE_ROW(3) TG_WIDE_ROW(4) TG_WIDE_ROW(5) TG_WIDE_ROW(6)
+void tg_avx512_tile_wide(const float *wp, int nr, const uint8_t *x, size_t x_stride, int nt, int64_t cols, float *y,
+                         size_t ldy) {
+    typedef void (*wide_fn)(const float *, const uint8_t *, size_t, int64_t, float *, size_t);
+    static const wide_fn shapes[6][8] = {TG_WIDE_SHAPES(1), TG_WIDE_SHAPES(2), TG_WIDE_SHAPES(3),
+                                         TG_WIDE_SHAPES(4), TG_WIDE_SHAPES(5), TG_WIDE_SHAPES(6)};
+    if (nr < 1 || nt < 1 || nr > 6 || nt > 8) return;
+    shapes[nr - 1][nt - 1](wp, x, x_stride, cols, y, ldy);
+}
+#undef TG_WIDE_SHAPES
+#undef TG_WIDE_ROW
+#undef TG_WIDE_FN
+
+/* The first eight tokens' tile on the stored rows, keeping the rows widened (tg_avx512_tile_widen). */
+#define TG_WIDEN_FN(name, type, R)                                                                                 \
+    static void widen_##name##_##R(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, int64_t cols,         \
+                                   float *y, size_t ldy, float *dst) {                                             \
+        tile_float512(type, w, ws, x, xs, cols, y, ldy, R, 8, NULL, dst);                                          \
+    }
+#define TG_WIDEN_TYPE(name, type)                                                                                  \
+    TG_WIDEN_FN(name, type, 1) TG_WIDEN_FN(name, type, 2) TG_WIDEN_FN(name, type, 3) TG_WIDEN_FN(name, type, 4)    \
+    TG_WIDEN_FN(name, type, 5) TG_WIDEN_FN(name, type, 6)
+TG_WIDEN_TYPE(f32, TG_DT_F32)
+TG_WIDEN_TYPE(f16, TG_DT_F16)
+TG_WIDEN_TYPE(bf16, TG_DT_BF16)
+void tg_avx512_tile_widen(tg_dtype type, const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride,
+                          int64_t cols, float *y, size_t ldy, float *dst) {
+    typedef void (*widen_fn)(const uint8_t *, size_t, const uint8_t *, size_t, int64_t, float *, size_t, float *);
+#define TG_WIDEN_ROW(name) {widen_##name##_1, widen_##name##_2, widen_##name##_3, widen_##name##_4, widen_##name##_5, widen_##name##_6}
+    static const widen_fn shapes[3][6] = {TG_WIDEN_ROW(f32), TG_WIDEN_ROW(f16), TG_WIDEN_ROW(bf16)};
+#undef TG_WIDEN_ROW
+    const int ti = type == TG_DT_F32 ? 0 : type == TG_DT_F16 ? 1 : type == TG_DT_BF16 ? 2 : -1;
+    if (ti < 0 || nr < 1 || nr > 6) return;
+    shapes[ti][nr - 1](w, w_stride, x, x_stride, cols, y, ldy, dst);
+}
+#undef TG_WIDEN_TYPE
+#undef TG_WIDEN_FN
+#endif
 #undef TG_TILE_TYPE
 #undef TG_TILE_SHAPES
+#undef TG_TILE_SHAPES_5_6
+#undef TG_TILE_ROWS_5_6
 #undef TG_TILE_ROW
 #undef TG_TILE_FN
-#undef TG_TILE_BODY
+#undef TG_TILE_CALL
 
 void tg_avx2_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
     const __m256 sign_mask = _mm256_set1_ps(-0.0f);

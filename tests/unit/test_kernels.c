@@ -686,6 +686,49 @@ static void test_matmul_rows_mixed_forms(void **state) {
         }
 }
 
+/* tg_matmul_rows with room for widened float rows (tg_act.wide, the forward pass's per-thread scratch) gives the bits
+ * of the tiles that widen as they go, for every row split (odd counts: a row paired with itself) and token count;
+ * too little room, or columns not a multiple of 8, take the plain tiles. */
+static void test_matmul_rows_wide(void **state) {
+    (void)state;
+    rng_t r = {12};
+    const tg_dtype types[] = {TG_DT_F32, TG_DT_F16, TG_DT_BF16};
+    const int64_t rows = 29, ns[] = {1, 7, 8, 9, 17, 40};
+    const int64_t colss[] = {96, 77};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ci = 0; ci < 2; ci++) {
+            const tg_dtype type = types[ti];
+            const int64_t cols = colss[ci];
+            void *base;
+            tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 0, &base)};
+            const size_t wb = tg_wide_bytes(rows, cols);
+            assert_true(ci == 0 ? wb >= (size_t)(rows * cols) * sizeof(float) || wb == 0 : wb == 0);
+            float *wide = wb ? aligned_alloc(64, (wb + 63) / 64 * 64) : NULL;
+            for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+                const int64_t n = ns[k];
+                float *x = make_vec(&r, n * cols);
+                float *want = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
+                assert_true(want && got && (wide || !wb));
+                tg_matmul(&w, x, n, want, NULL);
+                tg_act a = tg_act_prepare(type, x, n, cols, NULL);
+                a.wide = wide;
+                const int64_t cuts[] = {0, 5, 6, 13, 29};
+                for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++) {
+                    a.wide_bytes = c == 2 ? tg_wide_bytes(cuts[c + 1] - cuts[c], cols) / 2 : wb; /* once too small */
+                    tg_matmul_rows(&w, &a, cuts[c], cuts[c + 1], got + cuts[c], (size_t)rows);
+                }
+                if (memcmp(want, got, (size_t)(n * rows) * sizeof(float)) != 0)
+                    fail_msg("%s cols=%lld n=%lld: widened rows differ", tg_dtype_name(type), (long long)cols,
+                             (long long)n);
+                free(x);
+                free(want);
+                free(got);
+            }
+            free(wide);
+            free(base);
+        }
+}
+
 /* The 512-bit K-quant kernels (two rows per register) give the 256-bit kernels' bits, decode and prefill, for every
  * row parity and token count (gemv_kquant_avx512.c's claim; the other tests see only the kernel the table picks). */
 static void test_kquant_512_equals_256(void **state) {
@@ -763,6 +806,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_rows_mixed_forms),
         cmocka_unit_test(test_matmul_empty),
         cmocka_unit_test(test_kquant_512_equals_256),
+        cmocka_unit_test(test_matmul_rows_wide),
     };
     return cmocka_run_group_tests_name("kernels", tests, make_teams, free_teams);
 }
