@@ -113,10 +113,100 @@ TG_INLINE void values_nq8(const tg_attn_block *b, int kind, int bits, const floa
     for (int j = 0; j < NQ; j++) _mm256_storeu_ps(o + (int64_t)j * D + c, acc[j]);
 }
 
+#if defined(__AVX512F__)
+/* ---- float rows with 512-bit registers: two rows (scores) or sixteen columns (values) per register ------------- *
+ * Each 8-lane half does exactly what scores_nq / values_nq do in one 256-bit register (the same FMAs in the same
+ * order per lane, the same reduction), so the bits are theirs; each widening and FMA covers twice the work. */
+#define TG_ATTN512 1
+
+/* Columns k..k+7 of rows r and r + 1 of a float block: row r's in lanes 0-7, row r + 1's in 8-15. */
+TG_INLINE __m512 ld16_rows(const tg_attn_block *b, int kind, int r, int64_t k) {
+    const uint8_t *r0 = b->rows[r], *r1 = b->rows[r + 1];
+    if (kind == TG_SEG_F32)
+        return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float *)(const void *)r0 + k)),
+                                  _mm256_loadu_ps((const float *)(const void *)r1 + k), 1);
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(r0 + 2 * k))),
+                                              _mm_loadu_si128((const __m128i *)(const void *)(r1 + 2 * k)), 1);
+    if (kind == TG_SEG_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Columns k..k+15 of row r of a float block. */
+TG_INLINE __m512 ld16_cols(const tg_attn_block *b, int kind, int r, int64_t k) {
+    const uint8_t *row = b->rows[r];
+    if (kind == TG_SEG_F32) return _mm512_loadu_ps((const float *)(const void *)row + k);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * k));
+    if (kind == TG_SEG_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* scores_nq for float rows: acc[j][p] holds rows 2p (lower half) and 2p + 1 (upper half) for head j. */
+TG_INLINE void scores512_nq(const tg_attn_block *b, int kind, const float *q, int64_t D, float *sc, int64_t ld,
+                            const int NQ) {
+    __m512 acc[3][4];
+    for (int j = 0; j < NQ; j++)
+        for (int p = 0; p < 4; p++) acc[j][p] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < D; k += 8) {
+        __m512 qv[3];
+        for (int j = 0; j < NQ; j++) qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (int64_t)j * D + k));
+        for (int p = 0; p < 4; p++) {
+            const __m512 kv = ld16_rows(b, kind, 2 * p, k);
+            for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(kv, qv[j], acc[j][p]);
+        }
+    }
+    for (int j = 0; j < NQ; j++) {
+        __m256 a[8];
+        for (int p = 0; p < 4; p++) {
+            a[2 * p] = _mm512_castps512_ps256(acc[j][p]);
+            a[2 * p + 1] = _mm512_extractf32x8_ps(acc[j][p], 1);
+        }
+        const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+        const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+        const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+        float *dst = sc + (int64_t)j * ld;
+        if (b->nr == 8) {
+            _mm256_storeu_ps(dst, s);
+        } else {
+            float out[8];
+            _mm256_storeu_ps(out, s);
+            for (int r = 0; r < b->nr; r++) dst[r] = out[r];
+        }
+    }
+}
+
+/* values_nq for float rows: acc[j][i] = columns c + 16 i .. + 15 of head j. */
+TG_INLINE void values512_nq(const tg_attn_block *b, int kind, const float *p, int64_t ld, int64_t c, int64_t D,
+                            float *o, const int NQ) {
+    __m512 acc[4][2];
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < 2; i++) acc[j][i] = _mm512_loadu_ps(o + (int64_t)j * D + c + 16 * i);
+    for (int r = 0; r < b->nr; r++) {
+        __m512 pv[4];
+        for (int j = 0; j < NQ; j++) pv[j] = _mm512_set1_ps(p[(int64_t)j * ld + r]);
+        for (int i = 0; i < 2; i++) {
+            const __m512 v = ld16_cols(b, kind, r, c + 16 * i);
+            for (int j = 0; j < NQ; j++) acc[j][i] = _mm512_fmadd_ps(pv[j], v, acc[j][i]);
+        }
+    }
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < 2; i++) _mm512_storeu_ps(o + (int64_t)j * D + c + 16 * i, acc[j][i]);
+}
+#else
+#define TG_ATTN512 0
+#endif
+
 TG_INLINE void scores_kind(const tg_attn_block *b, int kind, int bits, const float *qh, int gq, int64_t D, float *sc,
                            int64_t ld) {
     tg_attn_block g = *b;
     int j = 0;
+#if TG_ATTN512
+    if (kind != TG_SEG_CODES) {
+        for (; j + 3 <= gq; j += 3) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
+        if (gq - j == 2) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 2);
+        else if (gq - j == 1) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 1);
+        return;
+    }
+#endif
     for (; j + 3 <= gq; j += 3) {
         g.bias = b->bias ? b->bias + j : NULL;
         scores_nq(&g, kind, bits, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
@@ -149,6 +239,17 @@ TG_INLINE void values_kind(const tg_attn_block *b, int kind, int bits, const flo
             z = zs;
         }
         int64_t c = 0;
+#if TG_ATTN512
+        if (kind != TG_SEG_CODES)
+            for (; c + 32 <= D; c += 32) {
+                switch (nq) {
+                case 4: values512_nq(b, kind, pj, pld, c, D, oj, 4); break;
+                case 3: values512_nq(b, kind, pj, pld, c, D, oj, 3); break;
+                case 2: values512_nq(b, kind, pj, pld, c, D, oj, 2); break;
+                default: values512_nq(b, kind, pj, pld, c, D, oj, 1); break;
+                }
+            }
+#endif
         for (; c + 32 <= D; c += 32) {
             switch (nq) {
             case 4: values_nq(b, kind, bits, pj, pld, z, c, D, oj, 4); break;
