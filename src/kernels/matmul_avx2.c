@@ -166,7 +166,8 @@ TG_INLINE void gemm_quant_pass(tg_dtype type, const uint8_t *w, size_t w_stride,
     }
 }
 
-TG_INLINE void gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
+/* (unused where the 512-bit kernel below replaces it) */
+TG_INLINE __attribute__((unused)) void gemm_quant(tg_dtype type, const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp,
                           int64_t nb, int64_t n, float *y, size_t ldy) {
     for (int64_t g = 0; g * 8 < n;) {
         const int nt[2] = {(int)(n - g * 8 < 8 ? n - g * 8 : 8), (int)(n - g * 8 - 8 < 8 ? n - g * 8 - 8 : 8)};
