@@ -90,6 +90,19 @@ TG_INLINE __m256i qdot8(tg_dtype type, __m256i acc, __m256i wb, __m256i xv) {
 #define TG_QROWS2 2
 #endif
 
+/* The fp16 scales of R (<= 8) blocks ws bytes apart (the same block of R rows), in lanes 0..R-1. */
+TG_INLINE __m128i row_scales(const uint8_t *blk0, size_t ws, const int R) {
+    __m128i h = _mm_cvtsi32_si128(tg_ld16(blk0)); /* the insert selectors must be constants */
+    if (R > 1) h = _mm_insert_epi16(h, tg_ld16(blk0 + ws), 1);
+    if (R > 2) h = _mm_insert_epi16(h, tg_ld16(blk0 + 2 * ws), 2);
+    if (R > 3) h = _mm_insert_epi16(h, tg_ld16(blk0 + 3 * ws), 3);
+    if (R > 4) h = _mm_insert_epi16(h, tg_ld16(blk0 + 4 * ws), 4);
+    if (R > 5) h = _mm_insert_epi16(h, tg_ld16(blk0 + 5 * ws), 5);
+    if (R > 6) h = _mm_insert_epi16(h, tg_ld16(blk0 + 6 * ws), 6);
+    if (R > 7) h = _mm_insert_epi16(h, tg_ld16(blk0 + 7 * ws), 7);
+    return h;
+}
+
 /* R rows (R <= TG_QROWS, R * G <= TG_QROWS) of a Q8_0 / Q4_0 matrix against G (1 or 2) groups of eight packed
  * activations, group g's blocks at xp + g * nb: acc[g * R + j] lane t = the canonical dot product of row j with
  * token t of group g. Per block, lane t of the integer sum gathers four elements at a time (one weight dword
@@ -108,14 +121,7 @@ TG_INLINE void gemm_quant_rows(tg_dtype type, const uint8_t *w, size_t ws, const
         const uint8_t *blk0 = w + (size_t)b * bw;
         for (int j = 0; j < R; j++)
             _mm256_store_si256((__m256i *)(void *)codes[j], wcodes(type, blk0 + (size_t)j * ws));
-        __m128i h = _mm_cvtsi32_si128(tg_ld16(blk0)); /* the insert selectors must be constants */
-        if (R > 1) h = _mm_insert_epi16(h, tg_ld16(blk0 + ws), 1);
-        if (R > 2) h = _mm_insert_epi16(h, tg_ld16(blk0 + 2 * ws), 2);
-        if (R > 3) h = _mm_insert_epi16(h, tg_ld16(blk0 + 3 * ws), 3);
-        if (R > 4) h = _mm_insert_epi16(h, tg_ld16(blk0 + 4 * ws), 4);
-        if (R > 5) h = _mm_insert_epi16(h, tg_ld16(blk0 + 5 * ws), 5);
-        if (R > 6) h = _mm_insert_epi16(h, tg_ld16(blk0 + 6 * ws), 6);
-        if (R > 7) h = _mm_insert_epi16(h, tg_ld16(blk0 + 7 * ws), 7);
+        const __m128i h = row_scales(blk0, ws, R);
         for (int j = 0; j < R * G; j++) is[j] = _mm256_setzero_si256();
         _mm256_store_ps(dw, _mm256_cvtph_ps(h)); /* the rows' fp16 scales, exactly (finite: the loader checks) */
         /* the codes are in memory now (the compiler would otherwise keep them in registers and shuffle) */
@@ -211,14 +217,7 @@ TG_INLINE void gemm_quant512_rows(tg_dtype type, const uint8_t *w, size_t ws, co
         const uint8_t *blk0 = w + (size_t)b * bw;
         for (int j = 0; j < R; j++)
             _mm256_store_si256((__m256i *)(void *)codes[j], wcodes(type, blk0 + (size_t)j * ws));
-        __m128i h = _mm_cvtsi32_si128(tg_ld16(blk0)); /* the insert selectors must be constants */
-        if (R > 1) h = _mm_insert_epi16(h, tg_ld16(blk0 + ws), 1);
-        if (R > 2) h = _mm_insert_epi16(h, tg_ld16(blk0 + 2 * ws), 2);
-        if (R > 3) h = _mm_insert_epi16(h, tg_ld16(blk0 + 3 * ws), 3);
-        if (R > 4) h = _mm_insert_epi16(h, tg_ld16(blk0 + 4 * ws), 4);
-        if (R > 5) h = _mm_insert_epi16(h, tg_ld16(blk0 + 5 * ws), 5);
-        if (R > 6) h = _mm_insert_epi16(h, tg_ld16(blk0 + 6 * ws), 6);
-        if (R > 7) h = _mm_insert_epi16(h, tg_ld16(blk0 + 7 * ws), 7);
+        const __m128i h = row_scales(blk0, ws, R);
         _mm256_store_ps(dw, _mm256_cvtph_ps(h));
         __asm__("" : "+m"(codes), "+m"(dw));
         __m512i is[TG_QROWS512];

@@ -46,6 +46,21 @@ TG_INLINE __m256 ld8(const tg_attn_block *b, int kind, int bits, int r, int64_t 
     }
 }
 
+/* dst[r] = the lane sum of a[r] (+ *bias) for the block's nr rows: eight lane sums at once, in one order. */
+TG_INLINE void store_scores(const __m256 a[8], const float *bias, int nr, float *dst) {
+    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+    if (bias) s = _mm256_add_ps(s, _mm256_set1_ps(*bias));
+    if (nr == 8) {
+        _mm256_storeu_ps(dst, s);
+        return;
+    }
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    for (int r = 0; r < nr; r++) dst[r] = out[r];
+}
+
 /* Scores of the block's rows for NQ query heads q[j * D ..] (j < NQ): sc[j * ld + r]. */
 TG_INLINE void scores_nq(const tg_attn_block *b, int kind, int bits, const float *q, int64_t D, float *sc, int64_t ld,
                          const int NQ) {
@@ -60,21 +75,7 @@ TG_INLINE void scores_nq(const tg_attn_block *b, int kind, int bits, const float
             for (int j = 0; j < NQ; j++) acc[j][r] = _mm256_fmadd_ps(kv, qv[j], acc[j][r]);
         }
     }
-    for (int j = 0; j < NQ; j++) {
-        /* eight lane sums at once: [r0 .. r7] */
-        const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][0], acc[j][1]), _mm256_hadd_ps(acc[j][2], acc[j][3]));
-        const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][4], acc[j][5]), _mm256_hadd_ps(acc[j][6], acc[j][7]));
-        __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-        if (kind == TG_SEG_CODES) s = _mm256_add_ps(s, _mm256_set1_ps(b->bias[j]));
-        float *dst = sc + (int64_t)j * ld;
-        if (b->nr == 8) {
-            _mm256_storeu_ps(dst, s);
-        } else {
-            float out[8];
-            _mm256_storeu_ps(out, s);
-            for (int r = 0; r < b->nr; r++) dst[r] = out[r];
-        }
-    }
+    for (int j = 0; j < NQ; j++) store_scores(acc[j], kind == TG_SEG_CODES ? b->bias + j : NULL, b->nr, sc + (int64_t)j * ld);
 }
 
 /* o_j[c..c+31] += sum_r p[j * ld + r] row_r[c..c+31] + z[j] for NQ query heads, one 32-column chunk (z NULL: no
@@ -160,17 +161,7 @@ TG_INLINE void scores512_nq(const tg_attn_block *b, int kind, const float *q, in
             a[2 * p] = _mm512_castps512_ps256(acc[j][p]);
             a[2 * p + 1] = _mm512_extractf32x8_ps(acc[j][p], 1);
         }
-        const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-        const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-        const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-        float *dst = sc + (int64_t)j * ld;
-        if (b->nr == 8) {
-            _mm256_storeu_ps(dst, s);
-        } else {
-            float out[8];
-            _mm256_storeu_ps(out, s);
-            for (int r = 0; r < b->nr; r++) dst[r] = out[r];
-        }
+        store_scores(a, NULL, b->nr, sc + (int64_t)j * ld);
     }
 }
 
