@@ -458,9 +458,10 @@ TG_API bool tg_chat_tokenize(const tg_chat *c, const tg_model *model, const char
 /* What "all cores" means wherever a thread count of 0 is accepted: the CPUs this process may run on (its affinity
  * mask, as `taskset` or a container sets it), else the online CPUs; at least 1. */
 TG_API int tg_threads_all_cores(void);
-/* Read bandwidth of the memory in bytes per second: the best of three streaming reads of a buffer of `mib` MiB,
- * split over a team of n_threads (<= 0: all cores) of the kind that runs the forward pass. 0 when mib <= 0 or
- * memory runs out. */
+/* Read bandwidth of the memory in bytes per second: the best of three rounds of reads of a buffer of `mib` MiB,
+ * split over a team of n_threads (<= 0: all cores) of the kind that runs the forward pass, each round reading it
+ * once sequentially and twice as several software-prefetched streams per thread. 0 when mib <= 0 or memory runs
+ * out. */
 TG_API double tg_measure_read_bandwidth(int64_t mib, int n_threads);
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 /* cmd_bench.c — `tinygpt bench`: prompt processing speed (ppP), generation speed at several cache depths (tgN after
  * D tokens already in the cache), peak RSS, KV bytes, and the roofline of each generation test: the bytes one
  * generated token must read (weights + the cache at that depth) divided by the machine's read bandwidth, measured in
- * the same run by a multi-threaded streaming read of a buffer much larger than the last-level cache.
+ * the same run by multi-threaded reads of a buffer much larger than the last-level cache (util/bandwidth.c: the best
+ * of a plain sequential read and software-prefetched interleaved streams).
  * Prints a table, or one JSON object with --json. Uses only the public API. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -419,7 +420,7 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
            r->info.architecture, buf, r->info.weight_types, buf2);
     printf("cache      %s%s\n", policy, r->context > 0 ? " (context extended for the depth)" : "");
     printf("threads    %d\n", threads);
-    if (bw > 0) printf("bandwidth  %.2f GB/s (streaming read of %" PRId64 " MiB, best of 3)\n", bw / 1e9,
+    if (bw > 0) printf("bandwidth  %.2f GB/s (reads of %" PRId64 " MiB, best of 3 rounds of 3 patterns)\n", bw / 1e9,
                        a->bandwidth_mib);
     printf("\n%-8s %7s %10s %10s %12s %13s %12s %12s\n", "test", "depth", "tokens/s", "ms/token", "read/token",
            "roofline t/s", "of roofline", "KV held");
