@@ -82,14 +82,19 @@ TG_INLINE void quant_rows8(tg_dtype type, const uint8_t *w, size_t ws, const tg_
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
     const size_t ahead = 8 * ws; /* the same blocks of the next eight rows */
+    /* One prefetch per row every 64 / bw blocks (Q8_0 every block, Q4_0 every third: 54 bytes, so that no line is
+     * skipped): prefetching each 18-byte Q4_0 block, 3.5 per cache line, made TinyLlama-1.1B Q4_0 decode 38.2 tokens/s
+     * against 46.8 (2 threads, medians of 4 interleaved runs; every fourth block, which skips lines: 38.8). */
+    const int64_t pf_every = (int64_t)(64 / bw);
     const uint8_t *p[8];
     for (int r = 0; r < 8; r++) p[r] = w + (size_t)r * ws;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)x[b].q);
         __m256i d[8];
+        const bool pf = b % pf_every == 0;
         for (int r = 0; r < 8; r++) {
-            _mm_prefetch((const char *)p[r] + ahead, _MM_HINT_T1);
+            if (pf) _mm_prefetch((const char *)p[r] + ahead, _MM_HINT_T1);
             d[r] = tg_qdot(type, tg_qload(type, p[r]), xq);
         }
         __m256i s = tg_reduce8_epi32(d);
