@@ -172,67 +172,67 @@ TG_INLINE void prefetch_rows(const uint8_t *p, size_t ws, size_t bytes) {
 
 /* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
  * token t's super-blocks at xk + t * xs. */
-#define KQ5_PAIR(NAME, BYTES, PAIRS, CALL)                                                                             \
-    TG_INLINE void rows2_##NAME(const uint8_t *ra, const uint8_t *rb, int64_t nsup, const tg_q8k_block *xk,            \
-                                size_t xs, float *y, size_t ldy, const int T, const bool both) {                       \
-        __m512 acc[KQ5_TOKENS];                                                                                        \
-        for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                                      \
-        for (int64_t b = 0; b < nsup; b++) {                                                                           \
-            kq5_tokens tk;                                                                                             \
-            for (int t = 0; t < T; t++) tk.x[t] = xk + (size_t)t * xs + (size_t)b;                                     \
-            CALL;                                                                                                      \
-        }                                                                                                              \
-        for (int t = 0; t < T; t++) {                                                                                  \
-            y[(size_t)t * ldy] = tg_reduce1_ps(_mm512_castps512_ps256(acc[t]));                                        \
-            if (both) y[(size_t)t * ldy + 1] = tg_reduce1_ps(_mm512_extractf32x8_ps(acc[t], 1));                       \
-        }                                                                                                              \
-    }                                                                                                                  \
+#define KQ5_PAIR(NAME, BYTES, PAIRS, CALL)                                                                            \
+    TG_INLINE void rows2_##NAME(const uint8_t *ra, const uint8_t *rb, int64_t nsup, const tg_q8k_block *xk,           \
+                                size_t xs, float *y, size_t ldy, const int T, const bool both) {                      \
+        __m512 acc[KQ5_TOKENS];                                                                                       \
+        for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                                     \
+        for (int64_t b = 0; b < nsup; b++) {                                                                          \
+            kq5_tokens tk;                                                                                            \
+            for (int t = 0; t < T; t++) tk.x[t] = xk + (size_t)t * xs + (size_t)b;                                    \
+            CALL;                                                                                                     \
+        }                                                                                                             \
+        for (int t = 0; t < T; t++) {                                                                                 \
+            y[(size_t)t * ldy] = tg_reduce1_ps(_mm512_castps512_ps256(acc[t]));                                       \
+            if (both) y[(size_t)t * ldy + 1] = tg_reduce1_ps(_mm512_extractf32x8_ps(acc[t], 1));                      \
+        }                                                                                                             \
+    }                                                                                                                 \
     /* Decode: P pairs of rows r0 + 2p, r0 + 2p + 1 side by side, each pair's arithmetic that of rows2 (T = 1); y[2p], \
-     * y[2p + 1] = their dot products with x. */                                                                       \
-    TG_INLINE void pairs_##NAME(const uint8_t *r0, size_t ws, int64_t nsup, const tg_q8k_block *xk, float *y,          \
-                                const int P) {                                                                         \
-        __m512 accs[KQ5_PAIRS_MAX][1];                                                                                 \
-        const int T = 1;                                                                                               \
-        for (int p = 0; p < P; p++) accs[p][0] = _mm512_setzero_ps();                                                  \
-        for (int64_t b = 0; b < nsup; b++) {                                                                           \
-            kq5_tokens tk;                                                                                             \
-            tk.x[0] = xk + (size_t)b;                                                                                  \
-            for (int p = 0; p < P; p++) {                                                                              \
-                const uint8_t *ra = r0 + 2 * (size_t)p * ws, *rb = ra + ws;                                            \
-                prefetch_rows(ra + (size_t)b * (BYTES) + KQ5_AHEAD * ws, ws, BYTES);                                   \
-                __m512 *acc = accs[p];                                                                                 \
-                CALL;                                                                                                  \
-            }                                                                                                          \
-        }                                                                                                              \
-        for (int p = 0; p < P; p++) {                                                                                  \
-            y[2 * p] = tg_reduce1_ps(_mm512_castps512_ps256(accs[p][0]));                                              \
-            y[2 * p + 1] = tg_reduce1_ps(_mm512_extractf32x8_ps(accs[p][0], 1));                                       \
-        }                                                                                                              \
-    }                                                                                                                  \
-    void tg_avx512_gemv_##NAME(const uint8_t *w, size_t ws, int64_t nr, const void *x, int64_t cols, float *y) {       \
-        const int64_t nsup = cols / TG_QK_K;                                                                           \
-        int64_t r = 0;                                                                                                 \
-        for (; r + 2 * (PAIRS) <= nr; r += 2 * (PAIRS)) pairs_##NAME(w + (size_t)r * ws, ws, nsup, x, y + r, PAIRS);   \
-        for (; r + 2 <= nr; r += 2) pairs_##NAME(w + (size_t)r * ws, ws, nsup, x, y + r, 1);                           \
-        if (r < nr) rows2_##NAME(w + (size_t)r * ws, w + (size_t)r * ws, nsup, x, 0, y + r, 0, 1, false);              \
-    }                                                                                                                  \
-    void tg_avx512_gemm_q8k_##NAME(const uint8_t *w, size_t ws, int64_t nr, const tg_q8k_block *xk, int64_t nsup,      \
-                                   int64_t n, float *y, size_t ldy) {                                                  \
-        for (int64_t t0 = 0; t0 < n; t0 += KQ5_TOKENS) { /* a group of tokens passes over the rows (from cache) */     \
-            const tg_q8k_block *xg = xk + (size_t)t0 * (size_t)nsup;                                                   \
-            float *yg = y + (size_t)t0 * ldy;                                                                          \
-            const int64_t nt = n - t0 < KQ5_TOKENS ? n - t0 : KQ5_TOKENS;                                              \
-            for (int64_t r = 0; r < nr; r += 2) {                                                                      \
-                const uint8_t *ra = w + (size_t)r * ws, *rb = r + 1 < nr ? ra + ws : ra;                               \
-                const bool both = r + 1 < nr;                                                                          \
-                switch (nt) { /* constant token counts, so that the sums stay in registers */                          \
-                case 4: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 4, both); break;                     \
-                case 3: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 3, both); break;                     \
-                case 2: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 2, both); break;                     \
-                default: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 1, both); break;                    \
-                }                                                                                                      \
-            }                                                                                                          \
-        }                                                                                                              \
+     * y[2p + 1] = their dot products with x. */                                                                      \
+    TG_INLINE void pairs_##NAME(const uint8_t *r0, size_t ws, int64_t nsup, const tg_q8k_block *xk, float *y,         \
+                                const int P) {                                                                        \
+        __m512 accs[KQ5_PAIRS_MAX][1];                                                                                \
+        const int T = 1;                                                                                              \
+        for (int p = 0; p < P; p++) accs[p][0] = _mm512_setzero_ps();                                                 \
+        for (int64_t b = 0; b < nsup; b++) {                                                                          \
+            kq5_tokens tk;                                                                                            \
+            tk.x[0] = xk + (size_t)b;                                                                                 \
+            for (int p = 0; p < P; p++) {                                                                             \
+                const uint8_t *ra = r0 + 2 * (size_t)p * ws, *rb = ra + ws;                                           \
+                prefetch_rows(ra + (size_t)b * (BYTES) + KQ5_AHEAD * ws, ws, BYTES);                                  \
+                __m512 *acc = accs[p];                                                                                \
+                CALL;                                                                                                 \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (int p = 0; p < P; p++) {                                                                                 \
+            y[2 * p] = tg_reduce1_ps(_mm512_castps512_ps256(accs[p][0]));                                             \
+            y[2 * p + 1] = tg_reduce1_ps(_mm512_extractf32x8_ps(accs[p][0], 1));                                      \
+        }                                                                                                             \
+    }                                                                                                                 \
+    void tg_avx512_gemv_##NAME(const uint8_t *w, size_t ws, int64_t nr, const void *x, int64_t cols, float *y) {      \
+        const int64_t nsup = cols / TG_QK_K;                                                                          \
+        int64_t r = 0;                                                                                                \
+        for (; r + 2 * (PAIRS) <= nr; r += 2 * (PAIRS)) pairs_##NAME(w + (size_t)r * ws, ws, nsup, x, y + r, PAIRS);  \
+        for (; r + 2 <= nr; r += 2) pairs_##NAME(w + (size_t)r * ws, ws, nsup, x, y + r, 1);                          \
+        if (r < nr) rows2_##NAME(w + (size_t)r * ws, w + (size_t)r * ws, nsup, x, 0, y + r, 0, 1, false);             \
+    }                                                                                                                 \
+    void tg_avx512_gemm_q8k_##NAME(const uint8_t *w, size_t ws, int64_t nr, const tg_q8k_block *xk, int64_t nsup,     \
+                                   int64_t n, float *y, size_t ldy) {                                                 \
+        for (int64_t t0 = 0; t0 < n; t0 += KQ5_TOKENS) { /* a group of tokens passes over the rows (from cache) */    \
+            const tg_q8k_block *xg = xk + (size_t)t0 * (size_t)nsup;                                                  \
+            float *yg = y + (size_t)t0 * ldy;                                                                         \
+            const int64_t nt = n - t0 < KQ5_TOKENS ? n - t0 : KQ5_TOKENS;                                             \
+            for (int64_t r = 0; r < nr; r += 2) {                                                                     \
+                const uint8_t *ra = w + (size_t)r * ws, *rb = r + 1 < nr ? ra + ws : ra;                              \
+                const bool both = r + 1 < nr;                                                                         \
+                switch (nt) { /* constant token counts, so that the sums stay in registers */                         \
+                case 4: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 4, both); break;                    \
+                case 3: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 3, both); break;                    \
+                case 2: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 2, both); break;                    \
+                default: rows2_##NAME(ra, rb, nsup, xg, (size_t)nsup, yg + r, ldy, 1, both); break;                   \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
     }
 
 KQ5_PAIR(q4_k, TG_Q4_K_BYTES, 2, pair_q45_k(ra + (size_t)b * TG_Q4_K_BYTES, rb + (size_t)b * TG_Q4_K_BYTES, &tk, acc, T, false))
