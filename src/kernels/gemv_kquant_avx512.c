@@ -173,6 +173,7 @@ TG_INLINE void prefetch_rows(const uint8_t *p, size_t ws, size_t bytes) {
 /* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
  * token t's super-blocks at xk + t * xs. */
 #define KQ5_PAIR(NAME, BYTES, PAIRS, CALL)                                                                            \
+    _Static_assert((PAIRS) >= 1 && (PAIRS) <= KQ5_PAIRS_MAX, "pairs of rows in flight: 1 to KQ5_PAIRS_MAX");          \
     TG_INLINE void rows2_##NAME(const uint8_t *ra, const uint8_t *rb, int64_t nsup, const tg_q8k_block *xk,           \
                                 size_t xs, float *y, size_t ldy, const int T, const bool both) {                      \
         __m512 acc[KQ5_TOKENS];                                                                                       \
