@@ -96,14 +96,47 @@ int64_t tg_avx2_max_skip_nan(const float *x, int64_t n, float *m) {
     return i;
 }
 
+#if defined(__AVX512F__)
+/* tg_avx2_exp_ps on sixteen floats: the same operations lane for lane (the same bits, half the instructions). */
+static inline __m512 exp16_ps(__m512 x) {
+    const __m512 hi = _mm512_set1_ps(88.3762626647949f), lo = _mm512_set1_ps(-87.3365447504f);
+    const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+    x = _mm512_min_ps(hi, _mm512_max_ps(lo, x)); /* NaN passes through (second operand) */
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);
+    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), x);
+    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    return _mm512_maskz_mov_ps((__mmask16)~under, y);
+}
+#endif
+
 float tg_avx2_exp_shift_sum(float *x, int64_t n, float m) {
     const __m256 mv = _mm256_set1_ps(m);
     double sum = 0.0;
     int64_t i = 0;
     while (i + 8 <= n) {
-        /* fp32 partial sums over at most 64 elements, then into the double total */
+        /* fp32 partial sums over at most 64 elements (eight vectors of 8 lanes, in order), then into the double
+         * total; with AVX-512 two vectors' exps at a time, added one after the other as before */
         __m256 acc = _mm256_setzero_ps();
-        for (int k = 0; k < 8 && i + 8 <= n; k++, i += 8) {
+        int k = 0;
+#if defined(__AVX512F__)
+        for (const __m512 mw = _mm512_set1_ps(m); k < 8 && i + 16 <= n; k += 2, i += 16) {
+            const __m512 e = exp16_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), mw));
+            _mm512_storeu_ps(x + i, e);
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+            acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+        }
+#endif
+        for (; k < 8 && i + 8 <= n; k++, i += 8) {
             const __m256 e = tg_avx2_exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
             _mm256_storeu_ps(x + i, e);
             acc = _mm256_add_ps(acc, e);

@@ -13,8 +13,10 @@
  * o += dw * (sum_r w8_r u_r) + sum_r p_r zero_r. A lane is a channel.
  *
  * The integer sums are exact, so the VNNI instruction (AVX-512 VNNI / AVX-VNNI) and its AVX2 emulation give the same
- * bits; everything in floating point is one code path for both. attend.c keeps the float reference (simd off). */
-#include "kvcache/attend_kernels.h"
+ * bits; everything in floating point is one code path for both. attend.c keeps the float reference (simd off).
+ * Where the build has AVX-512 VNNI, the VNNI path runs attend_int_avx512.c's 512-bit instances of these kernels
+ * (the same bits: the tests compare them with the emulation here). */
+#include "kvcache/attend_int_inline.h"
 
 #if TG_HAVE_AVX2
 
@@ -23,8 +25,6 @@
 #include <string.h>
 
 #include "util/half.h"
-
-#define TG_INLINE static inline __attribute__((always_inline))
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define HAVE_VNNI 1
@@ -36,12 +36,6 @@
 #define HAVE_VNNI 0
 #define DP_VNNI(acc, u, s) dp_emul(acc, u, s)
 #endif
-
-#define KEY_Q8 8191  /* int8 keys' query levels: D * 255 * 8192 fits int32 for head dims up to 1024 */
-#define KEY_Q 127    /* int4 / int2 keys' query levels */
-#define VAL_W8 16383 /* int8 values' weight levels (a run's sums: 32 * 255 * 16383 fits int32) */
-#define VAL_W 255    /* int4 / int2 values' weight levels */
-#define RUN 32       /* rows per value run */
 
 /* acc + the sums of four adjacent unsigned x signed byte products, exactly (vpdpbusd without VNNI). */
 TG_INLINE __m256i dp_emul(__m256i acc, __m256i u, __m256i s) {
@@ -65,18 +59,6 @@ TG_INLINE __m256i slot(const int bits, __m256i x, const int s) {
     default: break;
     }
     return _mm256_and_si256(y, _mm256_set1_epi8(bits == 4 ? 0x0f : 0x03));
-}
-
-static float hmax8(__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
-
-static float hsum8(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
 /* v[0..3] (eight int32 each, all within a byte's range: unsigned, or signed when sgn) as 32 bytes in order: dst[0..8)
@@ -134,8 +116,6 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
 
 /* prepare_keys, instantiated once per (bits, head dim 32 / 64 / 128 / other): out of line, so that the kernels that
  * call it are not instantiated per head dim (they were: a two-minute compile of this file). */
-typedef void prepare_keys_fn(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
-                             tg_attn_int_queries *q);
 #define PREPARE_KEYS(B, DD)                                                                                           \
     static __attribute__((noinline)) void prepare_keys_b##B##_d##DD(const float *qh, int gq, int64_t D,               \
                                                                      const uint16_t *gscale, const uint16_t *gzero,   \
@@ -150,8 +130,8 @@ PREPARE_KEYS_D(2)
 #undef PREPARE_KEYS
 
 /* The instance for codes of `bits` bits and head dim D. */
-static prepare_keys_fn *prepare_keys_for(int bits, int64_t D) {
-    static prepare_keys_fn *const table[3][4] = {
+static tg_attn_int_prepare_fn *prepare_keys_for(int bits, int64_t D) {
+    static tg_attn_int_prepare_fn *const table[3][4] = {
         {prepare_keys_b8_d32, prepare_keys_b8_d64, prepare_keys_b8_d128, prepare_keys_b8_d0},
         {prepare_keys_b4_d32, prepare_keys_b4_d64, prepare_keys_b4_d128, prepare_keys_b4_d0},
         {prepare_keys_b2_d32, prepare_keys_b2_d64, prepare_keys_b2_d128, prepare_keys_b2_d0},
@@ -272,7 +252,6 @@ TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, in
 
 /* Instances, one per (dot-product form, code bits): out of line, each instantiated once (the per-call overhead is
  * paid once per tile, against a tile's rows * heads * head dim of work). */
-typedef void scores_fn(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld);
 #define SCORES_INSTANCE(V, B)                                                                                         \
     static __attribute__((noinline)) void scores_v##V##_b##B(const tg_attn_tile *t, const tg_attn_int_queries *q,     \
                                                              int gq, int64_t D, float *sc, int64_t ld) {              \
@@ -292,17 +271,33 @@ SCORES_INSTANCE(1, 2)
 #endif
 #undef SCORES_INSTANCE
 
-/* The scores instance for codes of `bits` bits, with the VNNI instruction or its emulation. */
-static scores_fn *scores_for(bool vnni, int bits) {
-    static scores_fn *const table[2][3] = {{scores_v0_b8, scores_v0_b4, scores_v0_b2},
-                                           {scores_v1_b8, scores_v1_b4, scores_v1_b2}};
+/* The scores instance for tiles of G rows of codes of `bits` bits, with the VNNI instruction (at 512 bits where built
+ * and G allows) or its emulation. */
+static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G) {
+    static tg_attn_int_scores_fn *const table[2][3] = {{scores_v0_b8, scores_v0_b4, scores_v0_b2},
+                                                       {scores_v1_b8, scores_v1_b4, scores_v1_b2}};
+#if TG_ATTN_INT512
+    if (vnni && G % 16 == 0) return tg_attn_int512_scores_for(bits);
+#else
+    (void)G;
+#endif
     return table[vnni && HAVE_VNNI][bits == 8 ? 0 : bits == 4 ? 1 : 2];
+}
+
+/* The query preparation for a key pass: at 512 bits where the VNNI kernels are (the same bits). */
+static tg_attn_int_prepare_fn *prepare_for(bool vnni, int bits, int64_t D) {
+#if TG_ATTN_INT512
+    if (vnni) return tg_attn_int512_prepare_for(bits, D);
+#else
+    (void)vnni;
+#endif
+    return prepare_keys_for(bits, D);
 }
 
 void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
                       const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
-    prepare_keys_fn *const prepare = prepare_keys_for(t->bits, D);
-    scores_fn *const scores = scores_for(vnni, t->bits);
+    tg_attn_int_prepare_fn *const prepare = prepare_for(vnni, t->bits, D);
+    tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, t->G);
     const int64_t n = tiles_of(t);
     tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
     prepare(qh, gq, D, gscale, gzero, &q0);
@@ -325,18 +320,10 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
 
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni) {
-    scores_for(vnni, t->bits)(t, q, gq, D, sc, ld);
+    scores_for(vnni, t->bits, t->G)(t, q, gq, D, sc, ld);
 }
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
-
-/* One run's weights (in the caller's scratch): rows [R, R + 32) of the tile, those outside [t0, t0 + count) weighing
- * nothing. lo / hi [gq][8]: the byte operands of each 4-row group (head j's at j * 8); dw, zs [gq]. */
-typedef struct {
-    int32_t *lo, *hi;
-    float *dw, *zs;
-} run_weights;
-_Static_assert(RUN / 4 == 8, "a run's weights are one 32-byte store per head");
 
 /* FULL: every row of the run's 8-row vectors lies in the segment (no masks). */
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4,
@@ -447,8 +434,7 @@ TG_INLINE void values_heads(const int vnni, const int bits, const tg_attn_tile *
 TG_INLINE void values_tile(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
                            int64_t D, const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
     const int64_t end = t->t0 + t->count;
-    const run_weights rw = {scratch, scratch + 8 * gq, (float *)(void *)(scratch + 16 * gq),
-                            (float *)(void *)(scratch + 17 * gq)};
+    const run_weights rw = run_weights_in(scratch, gq);
     for (int64_t R = t->t0 / 8 * 8; R < end; R += RUN) {
         const int64_t last = R + RUN < end ? R + RUN : end; /* rows [R, last) */
         const int64_t n4 = (last - R + 3) / 4;
@@ -465,8 +451,6 @@ TG_INLINE void values_tile(const int vnni, const int bits, const tg_attn_tile *t
     }
 }
 
-typedef void values_fn(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
-                       const uint16_t *tzero, float *o, int32_t *scratch);
 #define VALUES_INSTANCE(V, B)                                                                                         \
     static __attribute__((noinline)) void values_v##V##_b##B(const tg_attn_tile *t, const float *p, int64_t ld,       \
                                                              int gq, int64_t D, const uint16_t *tscale,               \
@@ -489,9 +473,12 @@ VALUES_INSTANCE(1, 2)
 
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
                         const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni) {
-    static values_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
-                                           {values_v1_b8, values_v1_b4, values_v1_b2}};
-    values_fn *const values = table[vnni && HAVE_VNNI][t->bits == 8 ? 0 : t->bits == 4 ? 1 : 2];
+    static tg_attn_int_values_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
+                                                       {values_v1_b8, values_v1_b4, values_v1_b2}};
+    tg_attn_int_values_fn *values = table[vnni && HAVE_VNNI][t->bits == 8 ? 0 : t->bits == 4 ? 1 : 2];
+#if TG_ATTN_INT512
+    if (vnni && D / (8 / t->bits) % 16 == 0) values = tg_attn_int512_values_for(t->bits); /* 16 lanes a register */
+#endif
     const int64_t n = tiles_of(t);
     for (int64_t j = 0; j < n; j++) {
         int64_t before;

@@ -199,7 +199,8 @@ static void test_values_bound(void **state) {
 
 /* A segment over several tiles (the consecutive groups of a kv-head, `next` bytes apart, their scales `stride`
  * elements apart) gives the bits of one call per tile: tg_attn_int_keys against tg_attn_int_prepare_keys +
- * tg_attn_int_scores, tg_attn_int_values against tg_attn_int_values of each tile alone, VNNI and emulation. */
+ * tg_attn_int_scores, tg_attn_int_values against tg_attn_int_values of each tile alone; and the VNNI kernels (512 bits
+ * where built, for tiles of 16 rows and more) give the bits of the 256-bit emulation. */
 static void test_tile_runs(void **state) {
     (void)state;
     enum { NT = 4 };
@@ -209,40 +210,43 @@ static void test_tile_runs(void **state) {
     static uint16_t grid[NT][2 * MAXD], ts[NT][2 * MAXG]; /* per tile: scales then zeros */
     static float qh[MAXQ * MAXD], bias[MAXQ], dq[MAXQ], p[MAXQ * NT * MAXG];
     static int32_t lo[MAXQ * MAXD / 4], hi[MAXQ * MAXD / 4], scratch[MAXQ * (MAXD + 4) + MAXQ * 18];
-    static float sc[MAXQ * NT * MAXG], sc2[MAXQ * NT * MAXG], o[MAXQ * MAXD], o2[MAXQ * MAXD];
-    const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5};
+    static float sc[2][MAXQ * NT * MAXG], sc2[MAXQ * NT * MAXG], o[2][MAXQ * MAXD], o2[MAXQ * MAXD], o0[MAXQ * MAXD];
+    const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5, 8};
     int runs = 0;
     for (int bi = 0; bi < 3; bi++)
         for (int64_t D = 32; D <= MAXD; D += 32)
             for (int64_t G = 8; G <= MAXG; G *= 2)
-                for (int gi = 0; gi < 4; gi++)
-                    for (int vnni = 0; vnni < 2; vnni++) {
-                        const int bits = bitss[bi], gq = gqs[gi];
-                        const size_t tb = (size_t)(G * D * bits / 8), stride = 2 * MAXD, vstride = 2 * MAXG;
-                        const int64_t ld = NT * MAXG;
-                        for (int keys = 0; keys < 2; keys++)
-                            for (int j = 0; j < NT; j++) random_tile(&seed, keys, bits, G, D, tiles + j * tb, u);
-                        for (int j = 0; j < NT; j++) {
-                            for (int64_t k = 0; k < D; k++) {
-                                grid[j][k] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
-                                grid[j][D + k] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
-                            }
-                            for (int64_t r = 0; r < G; r++) {
-                                ts[j][r] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
-                                ts[j][MAXG + r] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
-                            }
+                for (int gi = 0; gi < 5; gi++) {
+                    const int bits = bitss[bi], gq = gqs[gi];
+                    const size_t tb = (size_t)(G * D * bits / 8), stride = 2 * MAXD, vstride = 2 * MAXG;
+                    const int64_t ld = NT * MAXG;
+                    for (int keys = 0; keys < 2; keys++)
+                        for (int j = 0; j < NT; j++) random_tile(&seed, keys, bits, G, D, tiles + j * tb, u);
+                    for (int j = 0; j < NT; j++) {
+                        for (int64_t k = 0; k < D; k++) {
+                            grid[j][k] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
+                            grid[j][D + k] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
                         }
-                        for (int64_t i = 0; i < gq * D; i++) qh[i] = (float)(4.0 * urand(&seed) - 2.0);
-                        const int64_t t0 = (int64_t)(urand(&seed) * (double)G);
-                        const int64_t count = 1 + (int64_t)(urand(&seed) * (double)(NT * G - t0));
-                        for (int64_t i = 0; i < gq * ld; i++) p[i] = (float)urand(&seed);
-                        for (int64_t i = 0; i < gq * D; i++) o[i] = o2[i] = (float)(urand(&seed) - 0.5);
-                        for (size_t i = 0; i < MAXQ * NT * MAXG; i++) sc[i] = sc2[i] = -12345.0f;
+                        for (int64_t r = 0; r < G; r++) {
+                            ts[j][r] = tg_f32_to_f16((float)(0.001 + 0.1 * urand(&seed)));
+                            ts[j][MAXG + r] = tg_f32_to_f16((float)(urand(&seed) - 0.5));
+                        }
+                    }
+                    for (int64_t i = 0; i < gq * D; i++) qh[i] = (float)(4.0 * urand(&seed) - 2.0);
+                    const int64_t t0 = (int64_t)(urand(&seed) * (double)G);
+                    const int64_t count = 1 + (int64_t)(urand(&seed) * (double)(NT * G - t0));
+                    for (int64_t i = 0; i < gq * ld; i++) p[i] = (float)urand(&seed);
+                    for (int64_t i = 0; i < gq * D; i++) o0[i] = (float)(urand(&seed) - 0.5);
+                    for (int vnni = 0; vnni < 2; vnni++) {
+                        memcpy(o[vnni], o0, sizeof o0);
+                        memcpy(o2, o0, sizeof o0);
+                        for (size_t i = 0; i < MAXQ * NT * MAXG; i++) sc[vnni][i] = sc2[i] = -12345.0f;
                         /* the run */
                         const tg_attn_tile t = {tiles, bits, G, t0, count, tb};
                         tg_attn_int_queries q = {lo, hi, dq, bias};
-                        tg_attn_int_keys(&t, qh, gq, D, grid[0], grid[0] + D, stride, scratch, sc, ld, vnni);
-                        tg_attn_int_values(&t, p, ld, gq, D, ts[0] + t0, ts[0] + MAXG + t0, vstride, o, scratch, vnni);
+                        tg_attn_int_keys(&t, qh, gq, D, grid[0], grid[0] + D, stride, scratch, sc[vnni], ld, vnni);
+                        tg_attn_int_values(&t, p, ld, gq, D, ts[0] + t0, ts[0] + MAXG + t0, vstride, o[vnni], scratch,
+                                           vnni);
                         /* tile by tile */
                         int64_t done = 0, j = 0;
                         for (; done < count; j++) {
@@ -254,10 +258,14 @@ static void test_tile_runs(void **state) {
                                                vnni);
                             done += n;
                         }
-                        assert_memory_equal(sc, sc2, sizeof sc);
-                        assert_memory_equal(o, o2, sizeof o);
+                        assert_memory_equal(sc[vnni], sc2, sizeof sc2);
+                        assert_memory_equal(o[vnni], o2, sizeof o2);
                         runs += j > 1;
                     }
+                    if (memcmp(sc[0], sc[1], sizeof sc2) || memcmp(o[0], o[1], sizeof o2))
+                        fail_msg("int%d D %d G %d gq %d: the VNNI kernels' bits differ from the emulation's", bits,
+                                 (int)D, (int)G, gq);
+                }
     assert_true(runs > 100); /* most segments span several tiles */
 }
 

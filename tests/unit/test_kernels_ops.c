@@ -290,6 +290,39 @@ static void test_exp_shift_sum(void **state) {
     free(y);
 }
 
+/* tg_exp_shift_sum's order, whatever the register width: each exp as an 8-element call computes it (a wider kernel
+ * computes the same lanes), summed in fp32 per lane over blocks of eight 8-element vectors, each block's lanes
+ * reduced as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) into a double, then the tail's expf. Bit for bit. */
+static void test_exp_shift_sum_order(void **state) {
+    (void)state;
+    enum { N = 1100 };
+    rng_t r = {29};
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float)), *e = malloc(N * sizeof(float));
+    assert_true(x && y && e);
+    for (int i = 0; i < N; i++) x[i] = 15.0f * (rng_unit(&r) - 1.0f); /* (-30, 0] */
+    for (int64_t n = 0; n <= N; n += n < 200 ? 1 : 97) {
+        const float m = -1.0f;
+        memcpy(y, x, (size_t)n * sizeof(float));
+        memcpy(e, x, (size_t)n * sizeof(float));
+        const float sum = tg_exp_shift_sum(y, n, m);
+        double want = 0.0;
+        int64_t i = 0;
+        while (i + 8 <= n) {
+            float a[8] = {0};
+            for (int k = 0; k < 8 && i + 8 <= n; k++, i += 8) {
+                tg_exp_shift_sum(e + i, 8, m);
+                for (int l = 0; l < 8; l++) a[l] += e[i + l];
+            }
+            want += (double)(((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])));
+        }
+        for (; i < n; i++) want += (double)(e[i] = expf(e[i] - m));
+        if (n && memcmp(y, e, (size_t)n * sizeof(float)))
+            fail_msg("n %d: the exps differ from 8-element calls", (int)n);
+        if (sum != (float)want) fail_msg("n %d: sum %.9g, in the 8-lane order %.9g", (int)n, (double)sum, want);
+    }
+    free(x), free(y), free(e);
+}
+
 /* ---- vec.h --------------------------------------------------------------------------------------------------- */
 
 static void test_axpy_scale(void **state) {
@@ -362,6 +395,7 @@ int main(void) {
         cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_swiglu_long),
         cmocka_unit_test(test_exp_shift_sum),
+        cmocka_unit_test(test_exp_shift_sum_order),
         cmocka_unit_test(test_axpy_scale),
         cmocka_unit_test(test_half_rows_exact),
     };
