@@ -83,7 +83,10 @@ int main(int argc, char **argv) {
                     k[j] = 2.0f * urand(&seed) - 1.0f;
                     v[j] = 2.0f * urand(&seed) - 1.0f;
                 }
-                tg_kvcache_append(caches[i].c, l, t, k, v);
+                if (!tg_kvcache_append(caches[i].c, l, t, k, v)) {
+                    fprintf(stderr, "bench_attention: the cache refused token %lld\n", (long long)t);
+                    return 1;
+                }
             }
         tg_cache_report r;
         tg_kvcache_report(caches[i].c, depth, &r);

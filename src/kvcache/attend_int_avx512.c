@@ -217,7 +217,8 @@ tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits) {
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
 /* attend_int_avx2.c's prepare_run, two heads a register. FULL: every row of the run's 8-row vectors lies in the
- * segment (no masks). Out of line: one copy per (bits, FULL), not one per head count of the value passes. */
+ * segment (no masks). Out of line rather than inlined into every head count's value pass (gcc -O3 still makes
+ * copies for the constant bits and FULL of its callers: prepare_run.constprop in a profile). */
 static __attribute__((noinline)) void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R,
                                                   int64_t n4, const float *p, int64_t ld, int gq,
                                                   const uint16_t *tscale, const uint16_t *tzero,

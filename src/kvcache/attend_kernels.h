@@ -62,7 +62,8 @@ typedef struct {
 void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                               int bits, tg_attn_int_queries *q);
 /* sc[j * ld + i] = score of segment row i for head j: dq_j * (q8_j . u_i) + bias_j. vnni: use the instruction when
- * the build has it (the same bits either way). D % 32 == 0. */
+ * the build has it, at 512 bits with AVX-512 VNNI for tiles of a multiple of 16 rows (the same bits either way).
+ * D % 32 == 0. */
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni);
 /* The scores of every row of a segment of one or more tiles: per tile j, tg_attn_int_prepare_keys with the grid at
@@ -74,7 +75,8 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
 /* o_j += sum_i p[j * ld + i] (u_i * scale_i + zero_i) over the segment's rows, in the integer domain (runs of 32
  * rows of a tile, the weights quantised per run; tile after tile); tscale / tzero: the fp16 scale and zero of segment
  * row 0 (rows of a tile contiguous; tile j's tstride elements after tile j - 1's); scratch:
- * TG_ATTN_INT_SCRATCH_WORDS(gq, D). D % 32 == 0. */
+ * TG_ATTN_INT_SCRATCH_WORDS(gq, D). vnni: as tg_attn_int_scores (512 bits when head dim / codes per byte is a
+ * multiple of 16). D % 32 == 0. */
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
                         const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni);
 

@@ -35,7 +35,7 @@ static double urand(uint64_t *s) { /* uniform in [0, 1) */
 
 #if TG_HAVE_AVX2
 
-enum { MAXD = 128, MAXQ = 8, MAXG = 64 };
+enum { MAXD = 256, MAXQ = 12, MAXG = 64 };
 
 /* A random tile of G rows x D codes and the codes themselves (u[r * D + k]). */
 static void random_tile(uint64_t *seed, bool keys, int bits, int64_t G, int64_t D, uint8_t *tile, int *u) {
@@ -211,13 +211,14 @@ static void test_tile_runs(void **state) {
     static float qh[MAXQ * MAXD], bias[MAXQ], dq[MAXQ], p[MAXQ * NT * MAXG];
     static int32_t lo[MAXQ * MAXD / 4], hi[MAXQ * MAXD / 4], scratch[MAXQ * (MAXD + 4) + MAXQ * 18];
     static float sc[2][MAXQ * NT * MAXG], sc2[MAXQ * NT * MAXG], o[2][MAXQ * MAXD], o2[MAXQ * MAXD], o0[MAXQ * MAXD];
-    const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5, 8};
+    const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5, 8, 11}, groups[] = {8, 16, 32, 48, 64};
     int runs = 0;
     for (int bi = 0; bi < 3; bi++)
         for (int64_t D = 32; D <= MAXD; D += 32)
-            for (int64_t G = 8; G <= MAXG; G *= 2)
-                for (int gi = 0; gi < 5; gi++) {
+            for (int gri = 0; gri < 5; gri++)
+                for (int gi = 0; gi < 6; gi++) {
                     const int bits = bitss[bi], gq = gqs[gi];
+                    const int64_t G = groups[gri];
                     const size_t tb = (size_t)(G * D * bits / 8), stride = 2 * MAXD, vstride = 2 * MAXG;
                     const int64_t ld = NT * MAXG;
                     for (int keys = 0; keys < 2; keys++)
