@@ -57,23 +57,36 @@ void tg_avx2_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
     for (; i < n; i++) dst[i] = tg_f32_to_f16(src[i]);
 }
 
+/* The scheme's constants, one list for the 8- and 16-lane versions (the same bits lane for lane). */
+#define EXP_HI 88.3762626647949f
+#define EXP_LO (-87.3365447504f)
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO (-2.12194440e-4f)
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
 /* exp of eight floats: Cephes' single-precision scheme (round x / ln 2 to k, reduce with a two-part ln 2, a
  * degree-6 polynomial, scale by 2^k), within 2 ulp of expf on [-87.3, 88.3]. Below -87.3 (including -inf) the result
  * is 0, above 88.3 it saturates near FLT_MAX (only reached by callers that never pass such values), NaN stays NaN. */
 __m256 tg_avx2_exp_ps(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365447504f);
+    const __m256 hi = _mm256_set1_ps(EXP_HI), lo = _mm256_set1_ps(EXP_LO);
     const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* NaN passes through (second operand) */
-    const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
-    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), x);
-    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_LN2_HI), x);
+    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_LN2_LO), x);
+    __m256 y = _mm256_set1_ps(EXP_P0);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P1));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P2));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P3));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P4));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P5));
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
@@ -99,19 +112,19 @@ int64_t tg_avx2_max_skip_nan(const float *x, int64_t n, float *m) {
 #if defined(__AVX512F__)
 /* tg_avx2_exp_ps on sixteen floats: the same operations lane for lane (the same bits, half the instructions). */
 static inline __m512 exp16_ps(__m512 x) {
-    const __m512 hi = _mm512_set1_ps(88.3762626647949f), lo = _mm512_set1_ps(-87.3365447504f);
+    const __m512 hi = _mm512_set1_ps(EXP_HI), lo = _mm512_set1_ps(EXP_LO);
     const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
     x = _mm512_min_ps(hi, _mm512_max_ps(lo, x)); /* NaN passes through (second operand) */
-    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);
-    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), x);
-    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_HI), x);
+    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_LO), x);
+    __m512 y = _mm512_set1_ps(EXP_P0);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P1));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P2));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P3));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P4));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P5));
     y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
     const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
     y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));

@@ -45,6 +45,19 @@ TG_INLINE void pack_bytes2(const __m512i *v, const int sgn, int32_t *da, int32_t
     if (db) _mm256_storeu_si256((__m256i *)(void *)db, _mm512_extracti64x4_epi64(o, 1));
 }
 
+/* CALL(NQ) for NQ the value of nq (1..8; more is 8): a kernel instantiated once per head count. */
+#define BY_HEADS(nq, CALL)                                                                                            \
+    switch (nq) {                                                                                                     \
+    case 1: CALL(1); break;                                                                                           \
+    case 2: CALL(2); break;                                                                                           \
+    case 3: CALL(3); break;                                                                                           \
+    case 4: CALL(4); break;                                                                                           \
+    case 5: CALL(5); break;                                                                                           \
+    case 6: CALL(6); break;                                                                                           \
+    case 7: CALL(7); break;                                                                                           \
+    default: CALL(8); break;                                                                                          \
+    }
+
 /* ---- keys ------------------------------------------------------------------------------------------------------ */
 
 /* attend_int_avx2.c's prepare_keys, two heads a register (an odd last head paired with itself, stored once). */
@@ -185,16 +198,7 @@ TG_INLINE void scores_all(const int bits, const tg_attn_tile *t, const tg_attn_i
     for (int j = 0; j < gq;) {
         const int nq = gq - j < most ? gq - j : most;
 #define HEADS(NQ) scores_heads(bits, t, q->lo + j * qw, q->hi + j * qw, q->dq + j, q->bias + j, D, sc + j * ld, ld, NQ)
-        switch (nq) {
-        case 8: HEADS(8); break;
-        case 7: HEADS(7); break;
-        case 6: HEADS(6); break;
-        case 5: HEADS(5); break;
-        case 4: HEADS(4); break;
-        case 3: HEADS(3); break;
-        case 2: HEADS(2); break;
-        default: HEADS(1); break;
-        }
+        BY_HEADS(nq, HEADS)
 #undef HEADS
         j += nq;
     }
@@ -345,16 +349,9 @@ TG_INLINE void values_tile(const int bits, const tg_attn_tile *t, const float *p
         else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, &rw);
         for (int j = 0; j < gq;) {
             const int nq = gq - j < most ? gq - j : most;
-            switch (nq) {
-            case 8: values_heads(bits, t, R, n4, &rw, j, D, o, 8); break;
-            case 7: values_heads(bits, t, R, n4, &rw, j, D, o, 7); break;
-            case 6: values_heads(bits, t, R, n4, &rw, j, D, o, 6); break;
-            case 5: values_heads(bits, t, R, n4, &rw, j, D, o, 5); break;
-            case 4: values_heads(bits, t, R, n4, &rw, j, D, o, 4); break;
-            case 3: values_heads(bits, t, R, n4, &rw, j, D, o, 3); break;
-            case 2: values_heads(bits, t, R, n4, &rw, j, D, o, 2); break;
-            default: values_heads(bits, t, R, n4, &rw, j, D, o, 1); break;
-            }
+#define HEADS(NQ) values_heads(bits, t, R, n4, &rw, j, D, o, NQ)
+            BY_HEADS(nq, HEADS)
+#undef HEADS
             j += nq;
         }
     }
@@ -374,6 +371,8 @@ VALUES_INSTANCE(2)
 tg_attn_int_values_fn *tg_attn_int512_values_for(int bits) {
     return bits == 8 ? values_b8 : bits == 4 ? values_b4 : values_b2;
 }
+
+#undef BY_HEADS
 
 #else
 typedef int tg_attend_int_avx512_unused; /* ISO C forbids an empty translation unit */
