@@ -152,23 +152,16 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
     }
 }
 
-/* Decode prefetches KQ5_AHEAD rows ahead into L2, as gemv_kquant_avx2.c does (its KQ_AHEAD, measured there). */
-#define KQ5_AHEAD 8
 /* Decode takes PAIRS pairs of rows side by side through the super-blocks (KQ5_PAIR's argument, at most
  * KQ5_PAIRS_MAX): one pair alone left the core waiting on memory (a 2048-column Q4_K row pair is 2.3 KB, too short
  * for the hardware prefetcher), with four or eight rows in flight the loads of one pair overlap the arithmetic of the
  * others. `tinygpt bench` decode of TinyLlama-1.1B-shape files, 2 threads, medians of 4 interleaved runs, with one /
  * two / three / four pairs: Q6_K 38.9 / 49.2 / 51.4 / 53.1 tokens/s; Q4_K_M (Q4_K and Q6_K tensors, both counts
  * equal) 50.8 / 65.4 / 57.7 / 58.9, and 65.0 with two pairs of Q4_K and four of Q6_K. Each pair's arithmetic is
- * rows2's, so the results keep their bits. */
+ * rows2's, so the results keep their bits. Meanwhile the next 2 * PAIRS rows stream into L1 (tg_prefetch_next):
+ * prefetching each super-block's bytes eight rows ahead into L2 instead, as up to session 11, TinyLlama-1.1B-shape
+ * decode was Q4_K_M 65.5 / Q6_K 36.3 tokens/s against 76.0 / 40.7 (medians of 6 interleaved runs). */
 #define KQ5_PAIRS_MAX 4
-
-TG_INLINE void prefetch_rows(const uint8_t *p, size_t ws, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) {
-        _mm_prefetch((const char *)p + o, _MM_HINT_T1);
-        _mm_prefetch((const char *)p + ws + o, _MM_HINT_T1);
-    }
-}
 
 /* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
  * token t's super-blocks at xk + t * xs. */
@@ -195,12 +188,13 @@ TG_INLINE void prefetch_rows(const uint8_t *p, size_t ws, size_t bytes) {
         __m512 accs[KQ5_PAIRS_MAX][1];                                                                                \
         const int T = 1;                                                                                              \
         for (int p = 0; p < P; p++) accs[p][0] = _mm512_setzero_ps();                                                 \
+        const uint8_t *next = r0 + 2 * (size_t)P * ws;                                                                \
         for (int64_t b = 0; b < nsup; b++) {                                                                          \
             kq5_tokens tk;                                                                                            \
             tk.x[0] = xk + (size_t)b;                                                                                 \
+            tg_prefetch_next(&next, 2 * (size_t)P * (BYTES));                                                         \
             for (int p = 0; p < P; p++) {                                                                             \
                 const uint8_t *ra = r0 + 2 * (size_t)p * ws, *rb = ra + ws;                                           \
-                prefetch_rows(ra + (size_t)b * (BYTES) + KQ5_AHEAD * ws, ws, BYTES);                                  \
                 __m512 *acc = accs[p];                                                                                \
                 CALL;                                                                                                 \
             }                                                                                                         \
