@@ -352,21 +352,18 @@ KQ_SUP2_EACH(q3_k)
 KQ_SUP2_EACH(q6_k)
 #undef KQ_SUP2_EACH
 
-/* Decode prefetches the super-blocks KQ_AHEAD rows ahead (of both rows of a pair) into L2 while it computes: rows
- * are short (a 2048-column Q4_K row is 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the
- * Q8_0 kernels found (gemv_avx2.c). 8 rows: bench/compare-llamacpp --kquant on the quiet machine gave Q4_K_M
- * 24.4 / 26.7 / 25.0 tokens/s at 4 / 8 / 16 rows ahead (Q6_K 20.5 / 20.9 / 21.0; 3 repetitions each: near noise). */
+/* Decode streams the rows KQ_AHEAD rows ahead into L1 in address order while it computes (tg_prefetch_next: each
+ * step prefetches the two rows' bytes per step of the pair KQ_AHEAD rows on): rows are short (a 2048-column Q4_K row
+ * is 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the Q8_0 kernels found (gemv_avx2.c).
+ * 8 rows: bench/compare-llamacpp --kquant on the quiet machine gave Q4_K_M 24.4 / 26.7 / 25.0 tokens/s at 4 / 8 / 16
+ * rows ahead (Q6_K 20.5 / 20.9 / 21.0; 3 repetitions each: near noise), prefetching each step's blocks of those
+ * rows into L2 as these kernels did up to session 11. Streaming instead (session 12, AVX-512 build, where Q2_K and
+ * Q3_K take these kernels; 2 threads, medians of 6 interleaved runs): TinyLlama-1.1B Q3_K_M 60.3 -> 60.5, Q2_K 64.3 ->
+ * 66.8 tokens/s, within noise: these kernels are bound by their instructions, and the schemes are now one. The
+ * stream runs on past the call's last row (a prefetch never faults): the forward gives each thread a contiguous share
+ * of a matrix's rows in several calls (forward.c), so the rows after one call are that thread's next call, which
+ * then starts with its first rows in cache instead of missing on them. */
 #define KQ_AHEAD 8
-/* The prefetch runs on past the call's last row, as the Q8_0 kernels' does (a prefetch never faults): the forward
- * gives each thread a contiguous share of a matrix's rows in several calls (forward.c), so the rows after one call
- * are that thread's next call, which then starts with its first rows in L2 instead of missing on them. */
-
-TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) {
-        _mm_prefetch((const char *)p + o, _MM_HINT_T1);
-        _mm_prefetch((const char *)p + ws + o, _MM_HINT_T1);
-    }
-}
 
 /* ---- rows: one weight row against T tokens (token t's super-blocks at xk + t * xs), results y[t * ldy] ---- */
 
@@ -389,8 +386,9 @@ TG_INLINE void prefetch_sup(const uint8_t *p, size_t ws, size_t bytes) {
         for (; r + 2 <= nr; r += 2) { /* two rows at a time: independent work side by side, one load of x */        \
             const uint8_t *r0 = w + (size_t)r * ws, *r1 = r0 + ws;                                                    \
             __m256 a[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                                                 \
+            const uint8_t *next = r0 + KQ_AHEAD * ws;                                                                 \
             for (int64_t b = 0; b < nsup; b++) {                                                                      \
-                prefetch_sup(r0 + (size_t)b * (BYTES) + KQ_AHEAD * ws, ws, BYTES);                                   \
+                tg_prefetch_next(&next, 2 * (size_t)(BYTES));                                                        \
                 const uint8_t *const p2[2] = {r0 + (size_t)b * (BYTES), r1 + (size_t)b * (BYTES)};                    \
                 sup2_##NAME(p2, xk + b, a);                                                                           \
             }                                                                                                         \
