@@ -33,8 +33,8 @@
  * from there, a line at a time, and moves on. Called once per block step with bytes = the group's bytes per step
  * (the rows times one block), it has covered the next group when the current one is done. Address order is what the
  * memory system streams best: prefetching each step's blocks of the rows one group ahead (the kernels' scheme up to
- * session 11) issues the same lines in a strided order, and a pure read in that order reaches 31-34 GB/s with two
- * threads on the EPYC guest where the same bytes in address order reach 41-43 (docs/PERFORMANCE.md, session 12). A
+ * session 11) issues the same lines in a strided order, and bench/read_patterns.c, reading alone in both orders,
+ * measured the strided one 8-47 % slower on the EPYC guest (medians; docs/PERFORMANCE.md, session 12). A
  * prefetch never faults, so it may run past the matrix (into the next call's rows, which is where the thread goes). */
 TG_INLINE void tg_prefetch_next(const uint8_t **next, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)*next + o, _MM_HINT_T0);

@@ -10,8 +10,9 @@
  * and one FMA serve eight rows, scaled by their fp16 scales times x's block scale.
  * Rows are short next to what the hardware prefetcher needs to lock on, so each step prefetches the same columns of
  * the next group of rows into L2; the sixteen-row kernel of AVX-512 builds streams the next group into L1 in address
- * order instead (tg_prefetch_next, measured faster there). Every kernel follows the canonical arithmetic order of avx2_inline.h (the prefill
- * tiles too), so a row's result does not depend on which kernel or which grouping of rows computed it. */
+ * order instead (tg_prefetch_next, measured faster there). Every kernel follows the canonical arithmetic order of
+ * avx2_inline.h (the prefill tiles too), so a row's result does not depend on which kernel or which grouping of rows
+ * computed it. */
 #include "kernels/avx2.h"
 
 #if TG_HAVE_AVX2
