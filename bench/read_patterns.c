@@ -29,8 +29,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { PLAIN, ROWS_L2, STREAM_L1, N_PATTERNS };
-static const char *const pattern_names[N_PATTERNS] = {"plain", "rows-L2", "stream-L1"};
+enum { PLAIN, ROWS_L2, STREAM_L1, SPLIT2_L1, SPLIT4_L1, PROBE4, N_PATTERNS };
+static const char *const pattern_names[N_PATTERNS] = {"plain", "rows-L2", "stream-L1", "split2-L1", "split4-L1",
+                                                      "probe4"};
 
 typedef struct {
     const uint8_t *buf; /* this thread's rows */
@@ -54,6 +55,35 @@ static void *read_share(void *arg) {
             acc = _mm256_xor_si256(acc, _mm256_loadu_si256((const __m256i *)(const void *)(j->buf + o)));
             acc = _mm256_xor_si256(acc, _mm256_loadu_si256((const __m256i *)(const void *)(j->buf + o + 32)));
         }
+    } else if (j->pattern == PROBE4) {
+        const size_t len = j->bytes / 4 / 64 * 64;
+        for (size_t o = 0; o < len; o += 64)
+            for (size_t k = 0; k < 4; k++) {
+                const uint8_t *p = j->buf + k * len + o;
+                _mm_prefetch((const char *)p + 2048, _MM_HINT_T0);
+                acc = _mm256_xor_si256(acc, _mm256_loadu_si256((const __m256i *)(const void *)p));
+                acc = _mm256_xor_si256(acc, _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
+            }
+    } else if (j->pattern == SPLIT2_L1 || j->pattern == SPLIT4_L1) {
+        const size_t R = (size_t)j->rows_per_group, W = j->row_bytes, B = j->block_bytes;
+        const size_t group = R * W, steps = W / B, K = j->pattern == SPLIT2_L1 ? 2 : 4;
+        const size_t len = j->bytes / K / group * group;
+        for (size_t g0 = 0; g0 < len; g0 += group)
+            for (size_t k = 0; k < K; k++) {
+                const uint8_t *g = j->buf + k * len + g0, *next = g + group;
+                for (size_t s = 0; s < steps; s++) {
+                    for (size_t o = 0; o < R * B; o += 64) _mm_prefetch((const char *)next + o, _MM_HINT_T0);
+                    next += R * B;
+                    for (size_t r = 0; r < R; r++) {
+                        const uint8_t *p = g + r * W + s * B;
+                        for (size_t o = 0; o < B; o += 64) {
+                            acc = _mm256_xor_si256(acc, _mm256_loadu_si256((const __m256i *)(const void *)(p + o)));
+                            acc = _mm256_xor_si256(acc,
+                                                   _mm256_loadu_si256((const __m256i *)(const void *)(p + o + 32)));
+                        }
+                    }
+                }
+            }
     } else {
         const size_t R = (size_t)j->rows_per_group, W = j->row_bytes, B = j->block_bytes;
         const size_t group = R * W, steps = W / B;

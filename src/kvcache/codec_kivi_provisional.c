@@ -6,11 +6,13 @@
  * cover it (tg_kivi_fit over [grid bottom, grid top] and the value) and re-codes the channel's earlier rows of the
  * group from their dequantised values. Cost O(G) per widened channel, so at most O(G * D) per token; a complete
  * group's grid covers all its values, and each row carries at most one half-step of every grid it was re-coded
- * under. Sinks at the residual precision (codec_kivi_grouped.c's rule). */
+ * under. Sinks at the residual precision (codec_kivi_grouped.c's rule). Tiled stores on AVX2 builds take the
+ * eight-channel path of kivi_avx2.c (the same bytes); this file's scalar path is its reference. */
 #include "kvcache/codec.h"
 
 #include <string.h>
 
+#include "kvcache/kivi_avx2.h"
 #include "util/half.h"
 
 static bool provisional_selects(const tg_cache_geom *g, tg_kv_precision p) {
@@ -52,10 +54,28 @@ static void recode_channel(const tg_kivi_range *r, const group_codes *gc, int64_
     }
 }
 
-/* Token t of a key group (t > 0): widens the grid of every channel the token falls outside of, then codes it. */
+/* Token t of a key group (t > 0): widens the grid of every channel the token falls outside of, then codes it
+ * (fast: kivi_avx2.c's path, for a tile). */
 static void insert_key(const tg_kivi_range *r, const float *x, const group_codes *gc, int64_t t, uint16_t *scale,
-                       uint16_t *zero) {
+                       uint16_t *zero, bool fast) {
     const int levels = r->qmax - r->qmin;
+#if TG_HAVE_AVX2
+    if (fast) {
+        int32_t miss[TG_KIVI_AVX2_MAX_D];
+        const int64_t n_miss = tg_kivi_avx2_key_misses(r, x, gc->D, scale, zero, miss);
+        for (int64_t i = 0; i < n_miss; i++) {
+            const int64_t k = miss[i];
+            const float s = tg_f16_to_f32(scale[k]), z = tg_f16_to_f32(zero[k]), top = z + (float)levels * s;
+            tg_kivi_fit(r, x[k] < z ? x[k] : z, x[k] > top ? x[k] : top, &scale[k], &zero[k]);
+            tg_kivi_avx2_recode_key_channel(r, gc->rows, gc->G, t, k, s, z, tg_f16_to_f32(scale[k]),
+                                            tg_f16_to_f32(zero[k]));
+        }
+        tg_kivi_avx2_key_row(r, x, gc->D, scale, zero, gc->rows, gc->G, t);
+        return;
+    }
+#else
+    (void)fast;
+#endif
     if (!gc->tiled) memset(gc->rows + (size_t)t * gc->rb, 0, gc->rb);
     for (int64_t k = 0; k < gc->D; k++) {
         float s = tg_f16_to_f32(scale[k]), z = tg_f16_to_f32(zero[k]);
@@ -80,15 +100,21 @@ static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_
     int64_t k, unit;
     tg_kivi_unit_of(c, sg, n, &k, &unit);
     uint16_t *scale = s->scale[k], *zero = s->zero[k];
+    const bool fast = TG_HAVE_AVX2 && c->simd && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
         uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         const float *xh = x + h * D;
         if (sg->per_channel && t > 0) {
             const group_codes gc = {rows, sg->row_bytes, sg->tiled, sg->range->bits, G, D};
-            insert_key(sg->range, xh, &gc, t, scale + uh * D, zero + uh * D);
+            insert_key(sg->range, xh, &gc, t, scale + uh * D, zero + uh * D, fast);
             continue;
         }
+#if TG_HAVE_AVX2
+        if (fast && !sg->per_channel &&
+            tg_kivi_avx2_value_row(sg->range, xh, D, rows, G, t, &scale[uh * G + t], &zero[uh * G + t]))
+            continue;
+#endif
         /* a row of its own: straight into the group's rows, or packed first and then into the tile */
         uint8_t *row = sg->tiled ? c->tile_rows : rows + (size_t)t * sg->row_bytes;
         if (!sg->per_channel)

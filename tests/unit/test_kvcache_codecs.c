@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "attend_team.h"
@@ -137,6 +138,74 @@ static void test_provisional_against_grouped(void **state) {
     }
 }
 
+/* Store s of caches a and b hold the same bytes: every chunk's data, scales and zeros. */
+static void assert_same_store(const tg_store_geom *sg, const tg_store *a, const tg_store *b, const char *what) {
+    assert_int_equal(a->n_alloc, b->n_alloc);
+    for (int64_t k = 0; k < a->n_alloc; k++) {
+        const size_t db = tg_store_chunk_data_bytes(sg, k), sb = tg_store_chunk_scale_bytes(sg, k) / 2;
+        if (memcmp(a->data[k], b->data[k], db) || memcmp(a->scale[k], b->scale[k], sb) ||
+            memcmp(a->zero[k], b->zero[k], sb))
+            fail_msg("%s: chunk %lld differs between the AVX2 append and the scalar one", what, (long long)k);
+    }
+}
+
+/* One element of token t, kv-head h, channel c of the hostile stream below (keys when key). */
+static float hostile(uint64_t *seed, int64_t t, int64_t G, int64_t c, int levels, bool key) {
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    const float r = (float)((*seed >> 40) % 20001) / 10000.0f - 1.0f;
+    if (t % 11 == 3 && c % 5 == 1) return NAN;
+    if (t % 13 == 5 && c % 7 == 2) return (c & 8) ? -INFINITY : INFINITY;
+    if (t % 6 == 4 && c % 4 == 0) return (c & 4) ? -0.0f : 0.0f;
+    if (t % 9 == 7) /* a row whose min (odd t) or max is a zero: -0 first, +0 later in another SIMD lane */
+        return c == 1 ? -0.0f : c == 8 ? 0.0f : (t % 2 ? 0.5f + r * r : -0.5f - r * r);
+    if (!key && t % 5 == 2) /* codes on exact half-steps: [1, 1 + levels / 4] on a grid of 1/4, points every 1/8 */
+        return c == 0 ? 1.0f : c == 1 ? 1.0f + 0.25f * (float)levels : 1.0f + 0.125f * (float)((c * 7) % (8 * levels));
+    return key ? r * (float)(1 + t % G) * (float)(1 + c % 3) : r; /* keys grow through the group: grids widen */
+}
+
+/* The provisional codec's AVX2 append (kivi_avx2.c) writes exactly the bytes of its scalar path: two caches, one
+ * with the SIMD paths switched off, fed the same hostile rows (keys that widen their grids at every step, NaN,
+ * infinities, signed zeros, rows whose minimum or maximum is a zero, values on exact half-steps), hold the same
+ * tiles, scales and zeros after every append — unbounded and through a StreamingLLM ring that reuses its units. */
+static void test_provisional_simd_bytes(void **state) {
+    (void)state;
+    for (int64_t D = 32; D <= 128; D *= 2)
+        for (int prec = TG_KV_INT8; prec <= TG_KV_INT2; prec++)
+            for (int G = 8; G <= 32; G *= 2)
+                for (int bounded = 0; bounded <= 1; bounded++) {
+                    tg_cache_shape shape = shape_of(1, 128, NULL);
+                    shape.head_dim = (int)D;
+                    tg_cache_params p = tg_cache_default_params();
+                    p.key_precision = p.value_precision = (tg_kv_precision)prec;
+                    p.group_size = G;
+                    p.residual = 0;
+                    if (bounded) p.sink = 4, p.window = 40;
+                    tg_kvcache *a = make(&shape, p), *b = make(&shape, p);
+                    tg_kvcache_set_simd(b, false);
+                    assert_string_equal(a->g.k.codec->name, "kivi-provisional");
+                    assert_true(a->g.k.tiled && a->g.v.tiled);
+                    const int levels = a->g.k.range->qmax - a->g.k.range->qmin;
+                    float k[2 * 128], v[2 * 128];
+                    uint64_t seed = 7;
+                    for (int64_t t = 0; t < 120; t++) {
+                        for (int64_t i = 0; i < 2 * D; i++) {
+                            k[i] = hostile(&seed, t, G, i % D, levels, true);
+                            v[i] = hostile(&seed, t, G, i % D, levels, false);
+                        }
+                        assert_true(tg_kvcache_append(a, 0, t, k, v));
+                        assert_true(tg_kvcache_append(b, 0, t, k, v));
+                        char what[96];
+                        snprintf(what, sizeof what, "%s D %lld G %d %s token %lld",
+                                 tg_kv_precision_name((tg_kv_precision)prec), (long long)D, G,
+                                 bounded ? "sink 4 + window 40" : "unbounded", (long long)t);
+                        assert_same_store(&a->g.k, &a->layers[0].k, &b->layers[0].k, what);
+                        assert_same_store(&a->g.v, &a->layers[0].v, &b->layers[0].v, what);
+                    }
+                    tg_kvcache_free(a);
+                    tg_kvcache_free(b);
+                }
+}
+
 static void test_forcing_a_codec(void **state) {
     (void)state;
     const tg_cache_shape shape = shape_of(1, 64, NULL);
@@ -259,6 +328,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_picks_the_codec),
         cmocka_unit_test(test_provisional_against_grouped),
+        cmocka_unit_test(test_provisional_simd_bytes),
         cmocka_unit_test(test_forcing_a_codec),
         cmocka_unit_test(test_eviction_table),
         cmocka_unit_test(test_plan),
