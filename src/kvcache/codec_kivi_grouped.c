@@ -3,8 +3,10 @@
  * tiles fit the shape; keys with one fp16 (scale, zero) per channel of a
  * group, values per token), tokens [qend, n_appended) in the full-precision residual ring (fp32, fp16 or bf16, row
  * n mod res_cap), quantised G at a time when the ring is full; sinks at the residual precision (fp32 when they
- * get quantised). */
+ * get quantised). Tiled stores on AVX2 builds take kivi_avx2.c's path (the same bytes); the scalar path is its
+ * reference. */
 #include "kvcache/codec.h"
+#include "kvcache/kivi_avx2.h"
 
 static bool grouped_selects(const tg_cache_geom *g, tg_kv_precision p) {
     return g->grouped && g->res_cap > 0 && tg_kivi_is_quantized(p);
@@ -40,11 +42,30 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
         tg_plain_get(c->g.resid_precision, ring, c->group_f32, G * H * D);
         group = c->group_f32;
     }
+    const bool fast = TG_HAVE_AVX2 && c->simd && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
         uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         uint16_t *scale = s->scale[k], *zero = s->zero[k];
         const float *x = group + h * D;
+#if TG_HAVE_AVX2
+        if (fast && sg->per_channel) {
+            tg_kivi_avx2_key_group(sg->range, x, (size_t)(H * D), G, D, scale + uh * D, zero + uh * D, rows);
+            continue;
+        }
+        if (fast) {
+            for (int64_t t = 0; t < G; t++)
+                if (!tg_kivi_avx2_value_row(sg->range, x + t * H * D, D, rows, G, t, &scale[uh * G + t],
+                                            &zero[uh * G + t])) {
+                    tg_kivi_quantize_row(sg->range, x + t * H * D, D, c->tile_rows, &scale[uh * G + t],
+                                         &zero[uh * G + t]);
+                    tg_kivi_tile_put_row(rows, false, sg->range->bits, G, D, t, c->tile_rows);
+                }
+            continue;
+        }
+#else
+        (void)fast;
+#endif
         uint8_t *dst = sg->tiled ? c->tile_rows : rows; /* a tile: packed rows first, then laid out */
         if (sg->per_channel) {
             tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, dst, scale + uh * D, zero + uh * D);

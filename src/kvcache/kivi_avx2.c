@@ -1,6 +1,7 @@
-/* kivi_avx2.c — the KIVI append of one token into tiles, eight channels at a time: the bits of the scalar path in
- * codec_kivi_provisional.c (tg_kivi_code per channel, tg_kivi_tile_put per code), which stays the reference
- * (tg_kvcache_set_simd(c, false); test_kivi_append compares the two byte for byte).
+/* kivi_avx2.c — the KIVI append into tiles, eight channels at a time: one token into the group being filled
+ * (codec_kivi_provisional.c) or a whole group out of the residual ring (codec_kivi_grouped.c), the bytes of their
+ * scalar paths (tg_kivi_code per channel, tg_kivi_tile_put per code), which stay the reference
+ * (tg_kvcache_set_simd(c, false); test_kvcache_codecs compares the two byte for byte).
  *
  * Every float step is the scalar one, lane for lane: (x - zero) / scale by a true division, the clamp to
  * [0, levels] as max / min whose NaN and signed-zero cases pick what the scalar ternaries pick, and roundf's
@@ -90,6 +91,26 @@ void tg_kivi_avx2_recode_key_channel(const tg_kivi_range *r, uint8_t *tile, int6
         const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(t - i)), lane); /* lanes i + l < t */
         _mm256_storeu_si256(p, _mm256_blendv_epi8(w, nw, keep));
     }
+}
+
+void tg_kivi_avx2_key_group(const tg_kivi_range *r, const float *x, size_t x_stride, int64_t G, int64_t D,
+                            uint16_t *scale, uint16_t *zero, uint8_t *tile) {
+    for (int64_t k = 0; k < D; k += 8) { /* a lane is a channel: its rows in order, as range_of takes them */
+        __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
+        for (int64_t t = 0; t < G; t++) {
+            const __m256 v = _mm256_loadu_ps(x + (size_t)t * x_stride + (size_t)k);
+            lo = _mm256_min_ps(v, lo); /* NaN, or a tie (a zero of the other sign): the earlier value stays */
+            hi = _mm256_max_ps(v, hi);
+        }
+        float l8[8], h8[8];
+        _mm256_storeu_ps(l8, lo);
+        _mm256_storeu_ps(h8, hi);
+        for (int i = 0; i < 8; i++) {
+            if (l8[i] > h8[i]) l8[i] = h8[i] = 0.0f;
+            tg_kivi_fit(r, l8[i], h8[i], &scale[k + i], &zero[k + i]);
+        }
+    }
+    for (int64_t t = 0; t < G; t++) tg_kivi_avx2_key_row(r, x + (size_t)t * x_stride, D, scale, zero, tile, G, t);
 }
 
 bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t G, int64_t t,

@@ -163,26 +163,28 @@ static float hostile(uint64_t *seed, int64_t t, int64_t G, int64_t c, int levels
     return key ? r * (float)(1 + t % G) * (float)(1 + c % 3) : r; /* keys grow through the group: grids widen */
 }
 
-/* The provisional codec's AVX2 append (kivi_avx2.c) writes exactly the bytes of its scalar path: two caches, one
- * with the SIMD paths switched off, fed the same hostile rows (keys that widen their grids at every step, NaN,
- * infinities, signed zeros, rows whose minimum or maximum is a zero, values on exact half-steps), hold the same
- * tiles, scales and zeros after every append — unbounded and through a StreamingLLM ring that reuses its units. */
-static void test_provisional_simd_bytes(void **state) {
+/* The AVX2 KIVI append (kivi_avx2.c) writes exactly the bytes of the scalar path, in both tiled codecs (provisional:
+ * no residual; grouped: a residual of one group, flushed G rows at a time): two caches, one with the SIMD paths
+ * switched off, fed the same hostile rows (keys that widen their grids at every step, NaN, infinities, signed zeros,
+ * rows whose minimum or maximum is a zero, values on exact half-steps), hold the same tiles, scales and zeros after
+ * every append — unbounded and through a StreamingLLM ring that reuses its units. */
+static void test_kivi_simd_bytes(void **state) {
     (void)state;
     for (int64_t D = 32; D <= 128; D *= 2)
         for (int prec = TG_KV_INT8; prec <= TG_KV_INT2; prec++)
             for (int G = 8; G <= 32; G *= 2)
-                for (int bounded = 0; bounded <= 1; bounded++) {
+                for (int variant = 0; variant < 4; variant++) {
+                    const bool bounded = variant & 1, grouped = variant & 2;
                     tg_cache_shape shape = shape_of(1, 128, NULL);
                     shape.head_dim = (int)D;
                     tg_cache_params p = tg_cache_default_params();
                     p.key_precision = p.value_precision = (tg_kv_precision)prec;
                     p.group_size = G;
-                    p.residual = 0;
+                    p.residual = grouped ? G : 0;
                     if (bounded) p.sink = 4, p.window = 40;
                     tg_kvcache *a = make(&shape, p), *b = make(&shape, p);
                     tg_kvcache_set_simd(b, false);
-                    assert_string_equal(a->g.k.codec->name, "kivi-provisional");
+                    assert_string_equal(a->g.k.codec->name, grouped ? "kivi-grouped" : "kivi-provisional");
                     assert_true(a->g.k.tiled && a->g.v.tiled);
                     const int levels = a->g.k.range->qmax - a->g.k.range->qmin;
                     float k[2 * 128], v[2 * 128];
@@ -194,8 +196,8 @@ static void test_provisional_simd_bytes(void **state) {
                         }
                         assert_true(tg_kvcache_append(a, 0, t, k, v));
                         assert_true(tg_kvcache_append(b, 0, t, k, v));
-                        char what[96];
-                        snprintf(what, sizeof what, "%s D %lld G %d %s token %lld",
+                        char what[128];
+                        snprintf(what, sizeof what, "%s %s D %lld G %d %s token %lld", a->g.k.codec->name,
                                  tg_kv_precision_name((tg_kv_precision)prec), (long long)D, G,
                                  bounded ? "sink 4 + window 40" : "unbounded", (long long)t);
                         assert_same_store(&a->g.k, &a->layers[0].k, &b->layers[0].k, what);
@@ -328,7 +330,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_picks_the_codec),
         cmocka_unit_test(test_provisional_against_grouped),
-        cmocka_unit_test(test_provisional_simd_bytes),
+        cmocka_unit_test(test_kivi_simd_bytes),
         cmocka_unit_test(test_forcing_a_codec),
         cmocka_unit_test(test_eviction_table),
         cmocka_unit_test(test_plan),
