@@ -8,7 +8,11 @@
  *               kernels' scheme up to session 11: the same lines in the same strided order, one group early);
  *   stream-L1   group order; each step prefetches the group's bytes-per-step of the NEXT group into L1 in address
  *               order (tg_prefetch_next, kernels/avx2_inline.h: the scheme of the AVX-512 decode kernels since
- *               session 12).
+ *               session 12);
+ *   split2-L1,  stream-L1 over two / four sub-ranges of the thread's share at once, a group from each in turn (as
+ *   split4-L1   if a kernel took its rows from distant places: more DRAM streams in flight);
+ *   probe4      the bandwidth probe's four-stream pattern (src/util/bandwidth.c): four long sub-ranges, 64 bytes of
+ *               each in turn, each prefetched 2 KB ahead.
  * Each thread reads its half with 64-byte loads folded by XOR. Prints the median and best GB/s per pattern and thread
  * count over interleaved repetitions.
  *
