@@ -28,6 +28,13 @@
 #endif
 
 #define BLK TG_ATTN_BLK
+/* Blocks a plain segment's rows are prefetched ahead of the block being worked on (the first ones as the segment
+ * starts). One block (1 KB of fp16 rows at head dim 64) was too short a lead for DRAM: SmolLM2-135M Q8_0 fp16 cache,
+ * 2 threads, 256 tokens, medians of 4 interleaved runs, 1 -> 2 / 4 / 8 blocks with the start prefetched: depth 2048
+ * 125.1 -> 147.8 / 146.1 / 138.0 tokens/s, depth 4096 94.4 -> 106.6 / 111.3 / 102.9; the bundled model (medians of 5)
+ * 660.7 -> 707.3 (2048), 366.8 -> 437.8 (4096) at 4. The integer kernels' tiles gained nothing from a longer lead
+ * (2, 4, 8 KB ahead: within the spread or slower; session 13, docs/PERFORMANCE.md). */
+#define PF_BLOCKS 4
 #define SPLIT_TOKENS 512 /* a share covers at least about this many tokens */
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
@@ -209,13 +216,14 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
         qk = qfold;
     }
 #endif
+    int64_t fetched = 0; /* rows [0, fetched) of the segment prefetched */
     for (int64_t i0 = 0; i0 < g->count; i0 += BLK) {
         const int nr = (int)(g->count - i0 < BLK ? g->count - i0 : BLK);
 #if TG_HAVE_AVX2
-        /* one kv-head's rows are strided (interleaved with the other heads'): fetch the next block's early */
-        for (int64_t i = i0 + BLK; i < i0 + 2 * BLK && i < g->count; i++)
+        const int64_t until = i0 + (PF_BLOCKS + 1) * BLK < g->count ? i0 + (PF_BLOCKS + 1) * BLK : g->count;
+        for (; fetched < until; fetched++)
             for (size_t off = 0; off < row_bytes; off += 64)
-                _mm_prefetch((const char *)g->p + (size_t)i * g->stride + off, _MM_HINT_T0);
+                _mm_prefetch((const char *)g->p + (size_t)fetched * g->stride + off, _MM_HINT_T0);
 #else
         (void)row_bytes, (void)simd;
 #endif
