@@ -216,7 +216,9 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
         qk = qfold;
     }
 #endif
+#if TG_HAVE_AVX2
     int64_t fetched = 0; /* rows [0, fetched) of the segment prefetched */
+#endif
     for (int64_t i0 = 0; i0 < g->count; i0 += BLK) {
         const int nr = (int)(g->count - i0 < BLK ? g->count - i0 : BLK);
 #if TG_HAVE_AVX2
