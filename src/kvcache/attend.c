@@ -215,8 +215,6 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
         tg_attn_avx2_fold(qh, vw->gq, D, grid, qfold, qfold + (int64_t)vw->gq * D);
         qk = qfold;
     }
-#endif
-#if TG_HAVE_AVX2
     int64_t fetched = 0; /* rows [0, fetched) of the segment prefetched */
 #endif
     for (int64_t i0 = 0; i0 < g->count; i0 += BLK) {

@@ -55,7 +55,7 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
         }
         if (fast) {
             for (int64_t t = 0; t < G; t++)
-                if (!tg_kivi_avx2_value_row(sg->range, x + t * H * D, D, rows, G, t, &scale[uh * G + t],
+                if (!tg_kivi_avx2_value_row(sg->range, x + t * H * D, D, rows, t, &scale[uh * G + t],
                                             &zero[uh * G + t])) {
                     tg_kivi_quantize_row(sg->range, x + t * H * D, D, c->tile_rows, &scale[uh * G + t],
                                          &zero[uh * G + t]);

@@ -112,7 +112,7 @@ static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_
         }
 #if TG_HAVE_AVX2
         if (fast && !sg->per_channel &&
-            tg_kivi_avx2_value_row(sg->range, xh, D, rows, G, t, &scale[uh * G + t], &zero[uh * G + t]))
+            tg_kivi_avx2_value_row(sg->range, xh, D, rows, t, &scale[uh * G + t], &zero[uh * G + t]))
             continue;
 #endif
         /* a row of its own: straight into the group's rows, or packed first and then into the tile */

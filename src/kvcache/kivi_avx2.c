@@ -15,6 +15,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "util/half.h"
+
 #define TG_INLINE static inline __attribute__((always_inline))
 
 /* tg_kivi_code of eight floats on per-lane grids (scale s, zero z), as int32. */
@@ -113,9 +115,8 @@ void tg_kivi_avx2_key_group(const tg_kivi_range *r, const float *x, size_t x_str
     for (int64_t t = 0; t < G; t++) tg_kivi_avx2_key_row(r, x + (size_t)t * x_stride, D, scale, zero, tile, G, t);
 }
 
-bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t G, int64_t t,
+bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t t,
                             uint16_t *scale, uint16_t *zero) {
-    (void)G;
     __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
     for (int64_t k = 0; k < D; k += 8) { /* NaN lanes keep the second operand: ignored, as range_of does */
         const __m256 v = _mm256_loadu_ps(x + k);

@@ -7,7 +7,6 @@
 
 #include "kvcache/kivi.h"
 #include "util/cpu_features.h"
-#include "util/half.h"
 
 #define TG_KIVI_AVX2_MAX_D 256 /* larger head dims take the scalar path */
 
@@ -28,7 +27,7 @@ void tg_kivi_avx2_key_group(const tg_kivi_range *r, const float *x, size_t x_str
                             uint16_t *scale, uint16_t *zero, uint8_t *tile);
 /* Row t of a value tile from x: one (scale, zero) fitted over the row (tg_kivi_quantize_row's). Returns false,
  * having written nothing, when the row's minimum or maximum is a zero (whose sign the scalar path must pick). */
-bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t G, int64_t t,
+bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t t,
                             uint16_t *scale, uint16_t *zero);
 #endif
 
