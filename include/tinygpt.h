@@ -458,10 +458,21 @@ TG_API bool tg_chat_tokenize(const tg_chat *c, const tg_model *model, const char
 /* What "all cores" means wherever a thread count of 0 is accepted: the CPUs this process may run on (its affinity
  * mask, as `taskset` or a container sets it), else the online CPUs; at least 1. */
 TG_API int tg_threads_all_cores(void);
-/* Read bandwidth of the memory in bytes per second: the best of three rounds of reads of a buffer of `mib` MiB,
- * split over a team of n_threads (<= 0: all cores) of the kind that runs the forward pass, each round reading it
- * once sequentially and twice as several software-prefetched streams per thread. 0 when mib <= 0 or memory runs
- * out. */
+/* A read-bandwidth probe: a buffer of `mib` MiB (far larger than the last-level cache, filled once) and a team of
+ * n_threads (<= 0: all cores) of the kind that runs the forward pass. A pass reads the whole buffer once in each of
+ * TG_BANDWIDTH_PATTERNS patterns — sequentially, and as several software-prefetched streams per thread — and stores
+ * each read's seconds. NULL when mib <= 0 or memory runs out. */
+typedef struct tg_bandwidth_probe tg_bandwidth_probe;
+enum { TG_BANDWIDTH_PATTERNS = 3 };
+TG_API tg_bandwidth_probe *tg_bandwidth_probe_new(int64_t mib, int n_threads);
+/* The bytes one pattern of a pass reads (the buffer's size); 0 for NULL. */
+TG_API int64_t tg_bandwidth_probe_bytes(const tg_bandwidth_probe *p);
+TG_API void tg_bandwidth_probe_pass(tg_bandwidth_probe *p, double seconds[TG_BANDWIDTH_PATTERNS]);
+TG_API void tg_bandwidth_probe_free(tg_bandwidth_probe *p);
+/* The read bandwidth in bytes per second that `passes` passes of `bytes` each show: the best pattern's bytes over
+ * its summed seconds (a mean rate, not the fastest single read); 0 when no pattern has time. */
+TG_API double tg_bandwidth_rate(int64_t bytes, int64_t passes, const double seconds[TG_BANDWIDTH_PATTERNS]);
+/* tg_bandwidth_rate of three passes of a fresh probe (then freed); 0 when mib <= 0 or memory runs out. */
 TG_API double tg_measure_read_bandwidth(int64_t mib, int n_threads);
 
 #ifdef __cplusplus

@@ -1,8 +1,11 @@
 /* cmd_bench.c — `tinygpt bench`: prompt processing speed (ppP), generation speed at several cache depths (tgN after
  * D tokens already in the cache), peak RSS, KV bytes, and the roofline of each generation test: the bytes one
- * generated token must read (weights + the cache at that depth) divided by the machine's read bandwidth, measured in
- * the same run by multi-threaded reads of a buffer much larger than the last-level cache (util/bandwidth.c: the best
- * of a plain sequential read and software-prefetched interleaved streams).
+ * generated token must read (weights + the cache at that depth) divided by the machine's read bandwidth, measured
+ * during that test by multi-threaded reads of a buffer much larger than the last-level cache (util/bandwidth.c: a
+ * plain sequential read and software-prefetched interleaved streams, the best pattern's mean rate). The reads run in
+ * a child process (cli/bandwidth_child.c: its buffer is not in our peak RSS), one pass every PROBE_EVERY generated
+ * tokens with the clock stopped: the machine's bandwidth moves by a third within seconds on a shared guest, and a
+ * roofline must be measured over the same seconds as the speed it bounds.
  * Prints a table, or one JSON object with --json. Uses only the public API. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/bandwidth_child.h"
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
@@ -24,6 +28,7 @@
 #define MAX_CHECKPOINTS 16
 #define MAX_REPS 64
 #define FILL_CHUNK 512 /* prompt tokens per evaluation when filling the cache to a depth */
+#define PROBE_EVERY 16 /* generated tokens between two passes of the bandwidth probe */
 
 static const char USAGE[] =
     "usage: tinygpt bench [MODEL] [options]\n"
@@ -32,7 +37,7 @@ static const char USAGE[] =
     "Measures prompt processing (ppP: P prompt tokens in one evaluation, from an empty cache) and generation (tgN:\n"
     "N tokens generated one at a time, greedily, after D tokens are already in the cache) and prints tokens/s,\n"
     "the bytes each generated token must read (weights + the KV cache at that depth), the roofline those bytes\n"
-    "allow at the read bandwidth measured in the same run, peak RSS and the KV cache's bytes.\n"
+    "allow at the read bandwidth measured during the test, peak RSS and the KV cache's bytes.\n"
     "\n"
     "  --prompt-tokens P              prompt tokens of the pp test (default 512; 0 = skip it)\n"
     "  --tokens N                     generated tokens of each tg test (default 128; 0 = skip)\n"
@@ -43,7 +48,8 @@ static const char USAGE[] =
     "  --checkpoints K[,K...]         also report tokens/s over the 256 generated tokens ending at token K of\n"
     "                                 the first tg test (e.g. 1000,100000 with a StreamingLLM window)\n"
     "  --threads T                    worker threads, 0 = all cores (default 0)\n"
-    "  --bandwidth-mib M              buffer of the read-bandwidth test in MiB (default 512; 0 = skip)\n"
+    "  --bandwidth-mib M              buffer of the read-bandwidth test in MiB (default 512; 0 = skip). Its reads\n"
+    "                                 run every 16 generated tokens (untimed), in a child process\n"
     "  --json                         print one JSON object instead of the table\n"
     "  --no-warmup                    skip the unmeasured warm-up (one prompt and two tokens, as llama-bench does)\n"
     "\n"
@@ -156,6 +162,8 @@ typedef struct {
     double cpu_seconds; /* CPU time of the process in the median run (all threads) */
     int64_t kv_read;   /* KV bytes read per generated token at the mean depth of the test (tg only) */
     size_t kv_held;    /* bytes the cache holds (allocated) */
+    double probe_s[TG_BANDWIDTH_PATTERNS]; /* seconds of each read pattern over the probe passes during the test */
+    int64_t probe_passes;
 } result;
 
 typedef struct {
@@ -165,6 +173,7 @@ typedef struct {
     int32_t *ids;      /* [max(prompt_tokens, FILL_CHUNK)] random token ids */
     float *logits;     /* [vocab] */
     int64_t context;   /* 0 = the model's */
+    tg_bw_child probe; /* pid 0: no bandwidth test */
     char err[600];
 } bench_run;
 
@@ -219,9 +228,25 @@ static int32_t argmax(const float *x, int32_t n) {
     return best;
 }
 
+/* One pass of the bandwidth probe into t's sums (a no-op without a probe or t); the wall and CPU seconds it took are
+ * added to *t0 and *c0, the starts of the caller's clocks, so that it is not timed. */
+static void probe_pass(bench_run *r, result *t, double *t0, double *c0) {
+    if (!t || r->probe.pid <= 0) return;
+    const double w = now_s(), c = cpu_now();
+    double sec[TG_BANDWIDTH_PATTERNS];
+    if (tg_bw_child_pass(&r->probe, sec)) {
+        for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) t->probe_s[k] += sec[k];
+        t->probe_passes++;
+    }
+    *t0 += now_s() - w;
+    *c0 += cpu_now() - c;
+}
+
 /* Generates n tokens greedily, one evaluation each; stamps[2i] = seconds since the start after token i, stamps[2i + 1]
- * the process's CPU seconds since the start. */
-static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, double *seconds, double *cpu) {
+ * the process's CPU seconds since the start. With a probe, a bandwidth pass into probe_into's sums after every
+ * PROBE_EVERY tokens and after the last, untimed. */
+static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, double *seconds, double *cpu,
+                     result *probe_into) {
     tg_error err = {0};
     uint64_t state = 0x2545f4914f6cdd1dull;
     int32_t id;
@@ -234,6 +259,7 @@ static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, dou
             return false;
         }
         id = argmax(r->logits, r->info.vocab_size);
+        if ((i + 1) % PROBE_EVERY == 0 || i + 1 == n) probe_pass(r, probe_into, &t0, &c0);
         if (stamps) {
             stamps[2 * i] = now_s() - t0;
             stamps[2 * i + 1] = cpu_now() - c0;
@@ -271,7 +297,7 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
         if (a->cache.window == 0 && warm + 2 > ctx) warm = ctx - 2;
         bool ok = fill_to(r, s, warm, &state);
         double sec, cpu;
-        if (ok) ok = generate(r, s, 2, NULL, &sec, &cpu);
+        if (ok) ok = generate(r, s, 2, NULL, &sec, &cpu, NULL);
         tg_session_free(s);
         if (!ok) return false;
     }
@@ -324,7 +350,7 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
                 return false;
             }
             double sec = 0, cpu = 0;
-            if (!generate(r, s, a->tokens, rep == 0 && d == 0 ? stamps : NULL, &sec, &cpu)) {
+            if (!generate(r, s, a->tokens, rep == 0 && d == 0 ? stamps : NULL, &sec, &cpu, t)) {
                 tg_session_free(s);
                 return false;
             }
@@ -364,6 +390,11 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
+/* The read bandwidth the probe measured during test t (bytes per second), 0 without passes. */
+static double test_bandwidth(const bench_run *r, const result *t) {
+    return t->probe_passes > 0 ? tg_bandwidth_rate(r->probe.bytes, t->probe_passes, t->probe_s) : 0.0;
+}
+
 static void print_results(const bench_run *r, const result *res, int n_res, const double *stamps, double bw,
                           int threads, int64_t peak_rss, const char *policy) {
     const bench_args *a = r->a;
@@ -391,12 +422,13 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
                    i ? ", " : "", t->name, t->n, t->depth, t->n, t->seconds, t->cpu_seconds,
                    t->seconds > 0 ? (double)t->n / t->seconds : 0.0, t->kv_held);
             if (tg) {
-                const double bytes = (double)wbytes + (double)t->kv_read;
-                const double roof = bw > 0 ? bw / bytes : 0.0;
+                const double bytes = (double)wbytes + (double)t->kv_read, tbw = test_bandwidth(r, t);
+                const double roof = tbw / bytes;
                 printf(", \"kv_bytes_read_per_token\": %" PRId64 ", \"bytes_per_token\": %.0f", t->kv_read, bytes);
-                if (bw > 0)
-                    printf(", \"roofline_tokens_per_s\": %.3f, \"fraction_of_roofline\": %.4f", roof,
-                           (double)t->n / t->seconds / roof);
+                if (tbw > 0)
+                    printf(", \"read_bandwidth_bytes_per_s\": %.0f, \"bandwidth_passes\": %" PRId64
+                           ", \"roofline_tokens_per_s\": %.3f, \"fraction_of_roofline\": %.4f",
+                           tbw, t->probe_passes, roof, (double)t->n / t->seconds / roof);
             }
             printf("}");
         }
@@ -420,8 +452,9 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
            r->info.architecture, buf, r->info.weight_types, buf2);
     printf("cache      %s%s\n", policy, r->context > 0 ? " (context extended for the depth)" : "");
     printf("threads    %d\n", threads);
-    if (bw > 0) printf("bandwidth  %.2f GB/s (reads of %" PRId64 " MiB, best of 3 rounds of 3 patterns)\n", bw / 1e9,
-                       a->bandwidth_mib);
+    if (bw > 0)
+        printf("bandwidth  %.2f GB/s (reads of %" PRId64 " MiB in %d patterns, the best one's mean; during each tg test,"
+               " every %d tokens, for its roofline)\n", bw / 1e9, a->bandwidth_mib, TG_BANDWIDTH_PATTERNS, PROBE_EVERY);
     printf("\n%-8s %7s %10s %10s %12s %13s %12s %12s\n", "test", "depth", "tokens/s", "ms/token", "read/token",
            "roofline t/s", "of roofline", "KV held");
     for (int i = 0; i < n_res; i++) {
@@ -433,9 +466,10 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
         if (t->name[0] == 't') {
             const double bytes = (double)wbytes + (double)t->kv_read;
             tg_fmt_bytes(bytes, 1, read, sizeof read);
-            if (bw > 0) {
-                snprintf(roof_s, sizeof roof_s, "%.1f", bw / bytes);
-                snprintf(frac, sizeof frac, "%.1f%%", 100.0 * tps / (bw / bytes));
+            const double tbw = test_bandwidth(r, t);
+            if (tbw > 0) {
+                snprintf(roof_s, sizeof roof_s, "%.1f", tbw / bytes);
+                snprintf(frac, sizeof frac, "%.1f%%", 100.0 * tps / (tbw / bytes));
             }
         }
         printf("%-8s %7" PRId64 " %10.2f %10.3f %12s %13s %12s %12s\n", name, t->depth, tps,
@@ -463,7 +497,7 @@ int tg_cmd_bench(int argc, char **argv) {
     }
     if (status != TG_EXIT_OK) return status;
 
-    bench_run r = {.a = &a};
+    bench_run r = {.a = &a, .probe = {.to_child = -1, .from_child = -1}};
     tg_error err = {0};
     r.model = tg_model_load(a.model_path, &err);
     if (!r.model) return tg_runtime_error("%s", err.msg);
@@ -478,6 +512,10 @@ int tg_cmd_bench(int argc, char **argv) {
     if (!bounded && a.prompt_tokens > r.info.context_length && a.prompt_tokens > r.context)
         r.context = a.prompt_tokens;
     int threads = a.threads > 0 ? (int)a.threads : tg_threads_all_cores();
+    /* before any session starts its threads: the child is forked from a process with one */
+    if (a.bandwidth_mib > 0 && !tg_bw_child_start(&r.probe, a.bandwidth_mib, threads))
+        fprintf(stderr, "tinygpt: bench: the read-bandwidth test could not start (%" PRId64
+                " MiB; fork or memory failed): no roofline\n", a.bandwidth_mib);
 
     size_t n_ids = (size_t)(a.prompt_tokens > FILL_CHUNK ? a.prompt_tokens : FILL_CHUNK);
     r.ids = malloc(n_ids * sizeof *r.ids);
@@ -493,7 +531,7 @@ int tg_cmd_bench(int argc, char **argv) {
     } else {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        const int64_t peak_rss = (int64_t)ru.ru_maxrss * 1024; /* before the bandwidth test's buffer */
+        const int64_t peak_rss = (int64_t)ru.ru_maxrss * 1024; /* the probe's buffer is the child's */
         char policy[256] = "";
         tg_session *s = new_session(&r);
         if (s) {
@@ -503,10 +541,21 @@ int tg_cmd_bench(int argc, char **argv) {
             threads = tg_session_threads(s); /* what the team really has */
             tg_session_free(s);
         }
-        const double bw = tg_measure_read_bandwidth(a.bandwidth_mib, threads);
+        /* the whole run's bandwidth: every pass made during a tg test, or three now when there was none */
+        result all = {0};
+        for (int i = 0; i < n_res; i++) {
+            for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) all.probe_s[k] += res[i].probe_s[k];
+            all.probe_passes += res[i].probe_passes;
+        }
+        if (all.probe_passes == 0) {
+            double t0 = 0, c0 = 0;
+            for (int k = 0; k < 3; k++) probe_pass(&r, &all, &t0, &c0);
+        }
+        const double bw = test_bandwidth(&r, &all);
         print_results(&r, res, n_res, stamps, bw, threads, peak_rss, policy);
         if (fflush(stdout) != 0) status = tg_runtime_error("writing to stdout failed");
     }
+    tg_bw_child_stop(&r.probe);
     free(stamps);
     free(r.ids);
     free(r.logits);

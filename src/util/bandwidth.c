@@ -1,11 +1,16 @@
-/* bandwidth.c — the memory's read bandwidth measured on the production thread team (tinygpt.h:
+/* bandwidth.c — the memory's read bandwidth measured on the production thread team (tinygpt.h: tg_bandwidth_probe,
  * tg_measure_read_bandwidth), for the roofline of `tinygpt bench`.
  *
- * A roofline must bound what a kernel can read, so the probe takes the best of several read patterns, not one: a
- * plain sequential read (what the hardware prefetcher alone gives) and several interleaved streams per thread with
- * software prefetch ahead of each (what the weight kernels do: 4-8 rows in flight, prefetched into cache). On the
- * AMD EPYC guest of docs/PERFORMANCE.md, two threads: `tinygpt bench` measured 42-46 GB/s with the plain read alone
- * (below the 44-46 GB/s the K-quant decode kernels read) and 53-70 GB/s with the prefetched streams added. */
+ * A roofline must bound what a kernel can read, so the probe reads in several patterns, not one: a plain sequential
+ * read (what the hardware prefetcher alone gives) and several interleaved streams per thread with software prefetch
+ * ahead of each (what the weight kernels do: 4-8 rows in flight, prefetched into cache). On the AMD EPYC guest of
+ * docs/PERFORMANCE.md, two threads: the plain read alone measured below what the K-quant decode kernels read, the
+ * prefetched streams above it.
+ *
+ * A pass reads the buffer once in each pattern and returns each read's seconds; the caller sums passes. A rate is a
+ * pattern's bytes over its summed seconds — a mean over the passes, never the best single read: on a shared guest a
+ * single 13-ms read of 512 MiB is sometimes 50 % faster than the next hundred (docs/PERFORMANCE.md, session 14), and
+ * the best of such reads is a bound no sustained read, the probe's own included, comes near. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +26,7 @@ typedef struct {
     size_t ahead;
 } read_pattern;
 
-static const read_pattern patterns[] = {{1, 0}, {4, 2048}, {8, 4096}};
+static const read_pattern patterns[TG_BANDWIDTH_PATTERNS] = {{1, 0}, {4, 2048}, {8, 4096}};
 
 typedef struct {
     uint64_t *buf;
@@ -31,6 +36,11 @@ typedef struct {
     read_pattern pattern;
     uint64_t acc[256];   /* per-thread XOR of its share (threads <= 256) */
 } bw_run;
+
+struct tg_bandwidth_probe {
+    bw_run run;
+    tg_pool *pool;
+};
 
 enum { LINE_WORDS = 8 }; /* 64 bytes */
 
@@ -62,33 +72,67 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-double tg_measure_read_bandwidth(int64_t mib, int n_threads) {
-    if (mib <= 0 || (uint64_t)mib > SIZE_MAX / (1024 * 1024)) return 0.0;
+tg_bandwidth_probe *tg_bandwidth_probe_new(int64_t mib, int n_threads) {
+    if (mib <= 0 || (uint64_t)mib > SIZE_MAX / (1024 * 1024)) return NULL;
     if (n_threads <= 0) n_threads = tg_threads_all_cores();
     if (n_threads > 256) n_threads = 256;
-    bw_run r = {.n = (size_t)mib * 1024 * 1024 / sizeof(uint64_t), .fill = true};
-    r.buf = malloc(r.n * sizeof *r.buf);
-    tg_pool *pool = r.buf ? tg_pool_new(n_threads, NULL) : NULL;
-    if (!pool) {
-        free(r.buf);
-        return 0.0;
+    tg_bandwidth_probe *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->run.n = (size_t)mib * 1024 * 1024 / sizeof(uint64_t);
+    p->run.fill = true;
+    p->run.buf = malloc(p->run.n * sizeof *p->run.buf);
+    p->pool = p->run.buf ? tg_pool_new(n_threads, NULL) : NULL;
+    if (!p->pool) {
+        tg_bandwidth_probe_free(p);
+        return NULL;
     }
-    r.threads = tg_pool_threads(pool);
-    tg_pool_run(pool, share, &r);
-    r.fill = false;
-    double best = 0.0;
+    p->run.threads = tg_pool_threads(p->pool);
+    tg_pool_run(p->pool, share, &p->run);
+    p->run.fill = false;
+    return p;
+}
+
+int64_t tg_bandwidth_probe_bytes(const tg_bandwidth_probe *p) {
+    return p ? (int64_t)(p->run.n * sizeof *p->run.buf) : 0;
+}
+
+void tg_bandwidth_probe_pass(tg_bandwidth_probe *p, double seconds[TG_BANDWIDTH_PATTERNS]) {
     volatile uint64_t sink = 0;
-    for (int rep = 0; rep < 3; rep++)
-        for (size_t k = 0; k < sizeof patterns / sizeof patterns[0]; k++) {
-            r.pattern = patterns[k];
-            const double t0 = now_s();
-            tg_pool_run(pool, share, &r);
-            const double t = now_s() - t0;
-            for (int i = 0; i < r.threads; i++) sink ^= r.acc[i];
-            if (t > 0 && (double)(r.n * sizeof *r.buf) / t > best) best = (double)(r.n * sizeof *r.buf) / t;
-        }
+    for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) {
+        p->run.pattern = patterns[k];
+        const double t0 = now_s();
+        tg_pool_run(p->pool, share, &p->run);
+        seconds[k] = now_s() - t0;
+        for (int i = 0; i < p->run.threads; i++) sink ^= p->run.acc[i];
+    }
     (void)sink;
-    tg_pool_free(pool);
-    free(r.buf);
+}
+
+double tg_bandwidth_rate(int64_t bytes, int64_t passes, const double seconds[TG_BANDWIDTH_PATTERNS]) {
+    double best = 0.0;
+    for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++)
+        if (seconds[k] > 0 && (double)bytes * (double)passes / seconds[k] > best)
+            best = (double)bytes * (double)passes / seconds[k];
     return best;
+}
+
+void tg_bandwidth_probe_free(tg_bandwidth_probe *p) {
+    if (!p) return;
+    tg_pool_free(p->pool);
+    free(p->run.buf);
+    free(p);
+}
+
+double tg_measure_read_bandwidth(int64_t mib, int n_threads) {
+    tg_bandwidth_probe *p = tg_bandwidth_probe_new(mib, n_threads);
+    if (!p) return 0.0;
+    double sum[TG_BANDWIDTH_PATTERNS] = {0}, s[TG_BANDWIDTH_PATTERNS];
+    enum { PASSES = 3 };
+    for (int rep = 0; rep < PASSES; rep++) {
+        tg_bandwidth_probe_pass(p, s);
+        for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) sum[k] += s[k];
+    }
+    const double rate = tg_bandwidth_rate(tg_bandwidth_probe_bytes(p), PASSES, sum);
+    tg_bandwidth_probe_free(p);
+    return rate;
 }

@@ -34,12 +34,31 @@ for x in r:
     assert abs(x["tokens_per_s"] * x["seconds"] - x["tokens"]) < 1e-3 * x["tokens"], x
 for x in r[1:]:
     assert x["bytes_per_token"] == d["weight_bytes_per_token"] + x["kv_bytes_read_per_token"], x
-    assert abs(x["roofline_tokens_per_s"] * x["bytes_per_token"] - d["read_bandwidth_bytes_per_s"]) < 1e-3 * d["read_bandwidth_bytes_per_s"], x
+    # each test's roofline is the bandwidth of the probe's passes during it: one after its last token (4 < 16)
+    assert x["bandwidth_passes"] == 1 and x["read_bandwidth_bytes_per_s"] > 0, x
+    assert abs(x["roofline_tokens_per_s"] * x["bytes_per_token"] - x["read_bandwidth_bytes_per_s"]) < 1e-3 * x["read_bandwidth_bytes_per_s"], x
     assert abs(x["fraction_of_roofline"] - x["tokens_per_s"] / x["roofline_tokens_per_s"]) < 1e-3, x
 assert r[2]["kv_bytes_read_per_token"] > r[1]["kv_bytes_read_per_token"]  # deeper cache, more to read
 EOF
 else
     bad "bench --json failed: $(cat "$tmp/err")"
+fi
+
+# The probe runs in a child: its 256 MiB buffer is not in the peak RSS, and 40 tokens get a pass every 16 and one
+# after the last (3). Without generation tests the bandwidth is still measured (three passes at the end).
+if "$T" bench "$MODEL" --prompt-tokens 0 --tokens 40 --threads 2 --bandwidth-mib 256 --json --no-warmup >"$tmp/p1" \
+    2>"$tmp/err" && "$T" bench "$MODEL" --prompt-tokens 0 --tokens 40 --threads 2 --bandwidth-mib 0 --json --no-warmup \
+    >"$tmp/p0" 2>>"$tmp/err" && "$T" bench "$MODEL" --prompt-tokens 8 --tokens 0 --bandwidth-mib 8 --json >"$tmp/p2" \
+    2>>"$tmp/err"; then
+    if python3 - "$tmp/p1" "$tmp/p0" "$tmp/p2" <<'EOF'; then ok; else bad "bench probe: $(cat "$tmp/p1" "$tmp/p0" "$tmp/p2")"; fi
+import json, sys
+with_bw, without, pp_only = (json.load(open(f)) for f in sys.argv[1:4])
+assert with_bw["results"][0]["bandwidth_passes"] == 3, with_bw
+assert with_bw["peak_rss_bytes"] < without["peak_rss_bytes"] + 64 * 2**20, (with_bw["peak_rss_bytes"], without["peak_rss_bytes"])
+assert pp_only["read_bandwidth_bytes_per_s"] > 0 and "roofline_tokens_per_s" not in pp_only["results"][0], pp_only
+EOF
+else
+    bad "bench probe runs failed: $(cat "$tmp/err")"
 fi
 
 # Without a bandwidth: no roofline fields; the table names every test.

@@ -1,0 +1,96 @@
+/* bandwidth_child.c — the bandwidth probe in a forked child, driven over two pipes (bandwidth_child.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/bandwidth_child.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        const ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+static bool read_all(int fd, void *buf, size_t n) {
+    char *p = buf;
+    while (n > 0) {
+        const ssize_t k = read(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* The child: the probe's size (0 on failure), then a pass per request byte until the parent closes its end. */
+static void serve(int in, int out, int64_t mib, int n_threads) {
+    tg_bandwidth_probe *p = tg_bandwidth_probe_new(mib, n_threads);
+    const int64_t bytes = tg_bandwidth_probe_bytes(p);
+    if (!write_all(out, &bytes, sizeof bytes) || !p) {
+        tg_bandwidth_probe_free(p);
+        return;
+    }
+    char req;
+    while (read_all(in, &req, 1)) {
+        double s[TG_BANDWIDTH_PATTERNS];
+        tg_bandwidth_probe_pass(p, s);
+        if (!write_all(out, s, sizeof s)) break;
+    }
+    tg_bandwidth_probe_free(p);
+}
+
+bool tg_bw_child_start(tg_bw_child *c, int64_t mib, int n_threads) {
+    *c = (tg_bw_child){.to_child = -1, .from_child = -1};
+    int req[2], rep[2];
+    if (pipe(req) != 0) return false;
+    if (pipe(rep) != 0) {
+        close(req[0]);
+        close(req[1]);
+        return false;
+    }
+    fflush(NULL); /* nothing buffered is written twice */
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(req[1]);
+        close(rep[0]);
+        serve(req[0], rep[1], mib, n_threads);
+        _exit(0);
+    }
+    close(req[0]);
+    close(rep[1]);
+    c->pid = pid > 0 ? pid : 0;
+    c->to_child = req[1];
+    c->from_child = rep[0];
+    if (pid < 0 || !read_all(c->from_child, &c->bytes, sizeof c->bytes) || c->bytes <= 0) {
+        tg_bw_child_stop(c);
+        return false;
+    }
+    return true;
+}
+
+bool tg_bw_child_pass(tg_bw_child *c, double seconds[TG_BANDWIDTH_PATTERNS]) {
+    const char req = 'p';
+    return c->pid > 0 && write_all(c->to_child, &req, 1) &&
+           read_all(c->from_child, seconds, TG_BANDWIDTH_PATTERNS * sizeof *seconds);
+}
+
+void tg_bw_child_stop(tg_bw_child *c) {
+    if (c->to_child >= 0) close(c->to_child);
+    if (c->from_child >= 0) close(c->from_child);
+    if (c->pid > 0) {
+        int st;
+        while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR) {
+        }
+    }
+    *c = (tg_bw_child){.to_child = -1, .from_child = -1};
+}
