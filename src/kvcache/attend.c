@@ -269,8 +269,8 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
         run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
         t += g.count;
     }
-    /* each segment looked up before the one ahead of it runs: where the integer kernels take it, its first tile is
-     * fetched meanwhile */
+    /* each segment looked up before the one ahead of it runs: where the integer kernels take it, its first tile and
+     * that tile's scales are fetched meanwhile */
     tg_segment g, next;
     bool g_int = false;
     if (a <= b) {
@@ -285,7 +285,11 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
             tg_store_segment(vw->c, vw->L, keys, h, n + rows, b, &next);
             next_int = int_path_of(vw, keys, false, &next);
 #if TG_HAVE_AVX2
-            if (next_int) tg_attn_int_prefetch_tile(next.p, next.bits, next.group, vw->c->g.head_dim);
+            if (next_int) {
+                tg_attn_int_prefetch_tile(next.p, next.bits, next.group, vw->c->g.head_dim);
+                if (keys) tg_attn_int_prefetch_scales(next.gscale, next.gzero, vw->c->g.head_dim);
+                else tg_attn_int_prefetch_scales(next.tscale, next.tzero, next.group - next.t0);
+            }
 #endif
         }
         const int64_t done = run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);

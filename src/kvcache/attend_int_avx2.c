@@ -231,9 +231,21 @@ TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before
 /* Tiles a segment spans. */
 TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
 
+/* The n bytes at p brought into the cache (a prefetch never faults, so p may lie past what is held). */
+TG_INLINE void prefetch_bytes(const void *p, size_t n) {
+    const char *c = p;
+    for (size_t off = 0; off < n; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+    _mm_prefetch(c + n - 1, _MM_HINT_T0); /* the last line, where the bytes straddle one more */
+}
+
 void tg_attn_int_prefetch_tile(const uint8_t *tile, int bits, int64_t G, int64_t D) {
     const size_t bytes = (size_t)G * (size_t)D * (size_t)bits / 8;
     for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)tile + off, _MM_HINT_T0);
+}
+
+void tg_attn_int_prefetch_scales(const uint16_t *scale, const uint16_t *zero, int64_t n) {
+    prefetch_bytes(scale, (size_t)n * sizeof *scale);
+    prefetch_bytes(zero, (size_t)n * sizeof *zero);
 }
 
 /* Tile j + 1 of a segment fetched while tile j is worked on (a third of the value kernel's time at depth 4096 waited
@@ -299,19 +311,25 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
     tg_attn_int_prepare_fn *const prepare = prepare_for(vnni, t->bits, D);
     tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, t->G);
     const int64_t n = tiles_of(t);
+    const size_t grid_bytes = (size_t)D * sizeof *gscale;
+    if (n > 1) { /* tile 1's grid, which the first pass of the loop folds in */
+        prefetch_bytes(gscale + gstride, grid_bytes);
+        prefetch_bytes(gzero + gstride, grid_bytes);
+    }
     tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
     prepare(qh, gq, D, gscale, gzero, &q0);
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
         prefetch_next_tile(t, D, j, n);
+        if (j + 2 < n) { /* the grid the next pass folds in was fetched by this one's predecessor: fetch the one after */
+            prefetch_bytes(gscale + (size_t)(j + 2) * gstride, grid_bytes);
+            prefetch_bytes(gzero + (size_t)(j + 2) * gstride, grid_bytes);
+        }
         const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
-        if (j + 1 < n) {
+        if (j + 1 < n) { /* (the next segment's first grid: fetched by the attention sweep, attend.c) */
             tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
             prepare(qh, gq, D, gs, gz, &qn);
-        } else { /* the next segment's grid, most often (a prefetch never faults) */
-            _mm_prefetch((const char *)gs, _MM_HINT_T0);
-            _mm_prefetch((const char *)gz, _MM_HINT_T0);
         }
         const tg_attn_int_queries q = queries_at(scratch, gq, D, j);
         scores(&tj, &q, gq, D, sc + before, ld);
@@ -480,14 +498,16 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     if (vnni && D / (8 / t->bits) % 16 == 0) values = tg_attn_int512_values_for(t->bits); /* 16 lanes a register */
 #endif
     const int64_t n = tiles_of(t);
+    const uint16_t *s0 = tscale - t->t0, *z0 = tzero - t->t0; /* tile 0's row 0 */
+    if (n > 1) tg_attn_int_prefetch_scales(s0 + tstride, z0 + tstride, t->G); /* tile 1's rows, needed soon */
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
         prefetch_next_tile(t, D, j, n);
+        /* tile j + 1's scales were fetched a tile ago; fetch j + 2's (the first tile's: by the sweep, attend.c) */
+        if (j + 2 < n) tg_attn_int_prefetch_scales(s0 + (size_t)(j + 2) * tstride, z0 + (size_t)(j + 2) * tstride, t->G);
         /* segment row 0 of tile j: its row tj.t0 */
         const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0;
-        _mm_prefetch((const char *)(tscale + at + tstride), _MM_HINT_T0);
-        _mm_prefetch((const char *)(tzero + at + tstride), _MM_HINT_T0);
         values(&tj, p + before, ld, gq, D, tscale + at, tzero + at, o, scratch);
     }
 }

@@ -85,6 +85,9 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
  * next tile of a run while working on one, and the attention sweep a run's first tile while the segment before it
  * runs. */
 void tg_attn_int_prefetch_tile(const uint8_t *tile, int bits, int64_t G, int64_t D);
+/* A segment's first scales fetched the same way: keys' per-channel grid (scale and zero [D] each) or values' per-row
+ * scale and zero ([G] each), n fp16 values at each. */
+void tg_attn_int_prefetch_scales(const uint16_t *scale, const uint16_t *zero, int64_t n);
 
 /* Folds a codes segment's per-channel grid into the queries: qf[i * D + c] = qh[i * D + c] * scale[c] and
  * bias[i] = qh_i . zero, so that q_i . (u * scale + zero) = qf_i . u + bias_i. */
