@@ -8,9 +8,10 @@
  * prefetched streams above it.
  *
  * A pass reads the buffer once in each pattern and returns each read's seconds; the caller sums passes. A rate is a
- * pattern's bytes over its summed seconds — a mean over the passes, never the best single read: on a shared guest a
- * single 13-ms read of 512 MiB is sometimes 50 % faster than the next hundred (docs/PERFORMANCE.md, session 14), and
- * the best of such reads is a bound no sustained read, the probe's own included, comes near. */
+ * pattern's bytes over its summed seconds — a mean over the passes, never the best single read: on a shared guest the
+ * best of a few reads of a few hundred MiB can be 1.7 times their median (bench/read_patterns.c, docs/PERFORMANCE.md
+ * session 13: the probe's own four-stream pattern 37.0 GB/s median, 61.9 best), a bound that no sustained read, the
+ * probe's own included, comes near. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
