@@ -4,26 +4,15 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static bool write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n > 0) {
-        const ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return false;
-        p += k;
-        n -= (size_t)k;
-    }
-    return true;
-}
-
-static bool read_all(int fd, void *buf, size_t n) {
+/* All n bytes of buf written to fd (out) or read from it, across short transfers and interrupts; false on an error
+ * or the other end closed. */
+static bool transfer(int fd, void *buf, size_t n, bool out) {
     char *p = buf;
     while (n > 0) {
-        const ssize_t k = read(fd, p, n);
+        const ssize_t k = out ? write(fd, p, n) : read(fd, p, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return false;
         p += k;
@@ -35,16 +24,16 @@ static bool read_all(int fd, void *buf, size_t n) {
 /* The child: the probe's size (0 on failure), then a pass per request byte until the parent closes its end. */
 static void serve(int in, int out, int64_t mib, int n_threads) {
     tg_bandwidth_probe *p = tg_bandwidth_probe_new(mib, n_threads);
-    const int64_t bytes = tg_bandwidth_probe_bytes(p);
-    if (!write_all(out, &bytes, sizeof bytes) || !p) {
+    int64_t bytes = tg_bandwidth_probe_bytes(p);
+    if (!transfer(out, &bytes, sizeof bytes, true) || !p) {
         tg_bandwidth_probe_free(p);
         return;
     }
     char req;
-    while (read_all(in, &req, 1)) {
+    while (transfer(in, &req, 1, false)) {
         double s[TG_BANDWIDTH_PATTERNS];
         tg_bandwidth_probe_pass(p, s);
-        if (!write_all(out, s, sizeof s)) break;
+        if (!transfer(out, s, sizeof s, true)) break;
     }
     tg_bandwidth_probe_free(p);
 }
@@ -71,7 +60,7 @@ bool tg_bw_child_start(tg_bw_child *c, int64_t mib, int n_threads) {
     c->pid = pid > 0 ? pid : 0;
     c->to_child = req[1];
     c->from_child = rep[0];
-    if (pid < 0 || !read_all(c->from_child, &c->bytes, sizeof c->bytes) || c->bytes <= 0) {
+    if (pid < 0 || !transfer(c->from_child, &c->bytes, sizeof c->bytes, false) || c->bytes <= 0) {
         tg_bw_child_stop(c);
         return false;
     }
@@ -79,9 +68,9 @@ bool tg_bw_child_start(tg_bw_child *c, int64_t mib, int n_threads) {
 }
 
 bool tg_bw_child_pass(tg_bw_child *c, double seconds[TG_BANDWIDTH_PATTERNS]) {
-    const char req = 'p';
-    return c->pid > 0 && write_all(c->to_child, &req, 1) &&
-           read_all(c->from_child, seconds, TG_BANDWIDTH_PATTERNS * sizeof *seconds);
+    char req = 'p';
+    return c->pid > 0 && transfer(c->to_child, &req, 1, true) &&
+           transfer(c->from_child, seconds, TG_BANDWIDTH_PATTERNS * sizeof *seconds, false);
 }
 
 void tg_bw_child_stop(tg_bw_child *c) {

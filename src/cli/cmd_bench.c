@@ -29,6 +29,8 @@
 #define MAX_REPS 64
 #define FILL_CHUNK 512 /* prompt tokens per evaluation when filling the cache to a depth */
 #define PROBE_EVERY 16 /* generated tokens between two passes of the bandwidth probe */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const char USAGE[] =
     "usage: tinygpt bench [MODEL] [options]\n"
@@ -49,7 +51,7 @@ static const char USAGE[] =
     "                                 the first tg test (e.g. 1000,100000 with a StreamingLLM window)\n"
     "  --threads T                    worker threads, 0 = all cores (default 0)\n"
     "  --bandwidth-mib M              buffer of the read-bandwidth test in MiB (default 512; 0 = skip). Its reads\n"
-    "                                 run every 16 generated tokens (untimed), in a child process\n"
+    "                                 run every " STR(PROBE_EVERY) " generated tokens (untimed), in a child process\n"
     "  --json                         print one JSON object instead of the table\n"
     "  --no-warmup                    skip the unmeasured warm-up (one prompt and two tokens, as llama-bench does)\n"
     "\n"

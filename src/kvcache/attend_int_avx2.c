@@ -22,6 +22,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "util/half.h"
@@ -231,16 +232,15 @@ TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before
 /* Tiles a segment spans. */
 TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
 
-/* The n bytes at p brought into the cache (a prefetch never faults, so p may lie past what is held). */
+/* Every 64-byte line that the n bytes at p touch, brought into the cache once each (a prefetch never faults, so p
+ * may lie past what is held). */
 TG_INLINE void prefetch_bytes(const void *p, size_t n) {
-    const char *c = p;
-    for (size_t off = 0; off < n; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
-    _mm_prefetch(c + n - 1, _MM_HINT_T0); /* the last line, where the bytes straddle one more */
+    const uintptr_t end = (uintptr_t)p + n;
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T0);
 }
 
 void tg_attn_int_prefetch_tile(const uint8_t *tile, int bits, int64_t G, int64_t D) {
-    const size_t bytes = (size_t)G * (size_t)D * (size_t)bits / 8;
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)tile + off, _MM_HINT_T0);
+    prefetch_bytes(tile, (size_t)G * (size_t)D * (size_t)bits / 8);
 }
 
 void tg_attn_int_prefetch_scales(const uint16_t *scale, const uint16_t *zero, int64_t n) {
@@ -311,21 +311,15 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
     tg_attn_int_prepare_fn *const prepare = prepare_for(vnni, t->bits, D);
     tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, t->G);
     const int64_t n = tiles_of(t);
-    const size_t grid_bytes = (size_t)D * sizeof *gscale;
-    if (n > 1) { /* tile 1's grid, which the first pass of the loop folds in */
-        prefetch_bytes(gscale + gstride, grid_bytes);
-        prefetch_bytes(gzero + gstride, grid_bytes);
-    }
+    if (n > 1) tg_attn_int_prefetch_scales(gscale + gstride, gzero + gstride, D); /* the first pass folds it in */
     tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
     prepare(qh, gq, D, gscale, gzero, &q0);
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
         prefetch_next_tile(t, D, j, n);
-        if (j + 2 < n) { /* the grid the next pass folds in was fetched by this one's predecessor: fetch the one after */
-            prefetch_bytes(gscale + (size_t)(j + 2) * gstride, grid_bytes);
-            prefetch_bytes(gzero + (size_t)(j + 2) * gstride, grid_bytes);
-        }
+        /* the grid the next pass folds in was fetched by this one's predecessor: fetch the one after */
+        if (j + 2 < n) tg_attn_int_prefetch_scales(gscale + (size_t)(j + 2) * gstride, gzero + (size_t)(j + 2) * gstride, D);
         const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
         if (j + 1 < n) { /* (the next segment's first grid: fetched by the attention sweep, attend.c) */
             tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
