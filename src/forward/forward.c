@@ -77,6 +77,9 @@ struct tg_forward {
     float *hu;     /* [max_chunk, ffn_dim] up projection */
     float *parts;  /* [max_chunk, n_kv_heads, TG_ATTN_MAX_SPLITS, part_floats] attention pieces' partial results */
     int *splits;   /* [max_chunk] shares of each token's attention */
+    int *pending;  /* [max_chunk] the stores of each row's append its attention's last shares make first (a mask of
+                    * tg_kvcache_append_start: the kv-heads' stores overlap the attention; 0: none) */
+    bool *alone;   /* [max_chunk] whether a row is its cache's only row in its round (its stores may wait) */
     size_t work_floats; /* tg_kvcache_work_floats of the cache the forward was sized for (the most a cache may need) */
     int group_tokens;    /* tokens per grouped prefill piece (tg_kvcache_group_tokens; 0: none) */
     size_t gwork_floats; /* tg_kvcache_group_work_floats of that cache for group_tokens */
@@ -175,6 +178,8 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->hu = alloc_rows(max_chunk, hp->ffn_dim);
     f->parts = alloc_rows(max_chunk, (int64_t)hp->n_kv_heads * TG_ATTN_MAX_SPLITS * (int64_t)f->part_floats);
     f->splits = calloc((size_t)max_chunk, sizeof *f->splits);
+    f->pending = calloc((size_t)max_chunk, sizeof *f->pending);
+    f->alone = calloc((size_t)max_chunk, sizeof *f->alone);
     f->work_floats = tg_kvcache_work_floats(cache);
     f->group_tokens = max_chunk > 1 ? tg_kvcache_group_tokens(cache) : 0;
     if (f->group_tokens > max_chunk) f->group_tokens = max_chunk;
@@ -192,7 +197,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->shares = aligned_alloc(_Alignof(share_ctr),
                               (size_t)f->n_matrix_steps * (size_t)f->n_threads * sizeof *f->shares);
     f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
-    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->steps && f->tb &&
+    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->pending && f->alone && f->steps && f->tb &&
               f->shares &&
               f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
               f->round_group;
@@ -238,6 +243,8 @@ void tg_forward_free(tg_forward *f) {
     free(f->hu);
     free(f->parts);
     free(f->splits);
+    free(f->pending);
+    free(f->alone);
     free(f->row_cache);
     free(f->row_pos);
     free(f->round_rows);
@@ -562,7 +569,12 @@ static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
         for (int i = f->round_start[k]; i < f->round_start[k + 1]; i++) {
             const int t = f->round_rows[i];
             tg_kvcache *cache = f->row_cache[t];
-            if (own_kv) tg_kvcache_append(cache, l, f->row_pos[t], f->k + t * kvd, f->v + t * kvd);
+            f->pending[t] = 0;
+            if (own_kv) {
+                const int m = tg_kvcache_append_start(cache, l, f->row_pos[t], f->k + t * kvd, f->v + t * kvd,
+                                                      f->alone[t]);
+                f->pending[t] = m > 0 ? m : 0;
+            }
             tg_kvcache_query(cache, l, f->row_pos[t], f->q + t * qd, f->q + t * qd);
             f->splits[t] = tg_kvcache_attend_splits(cache, l, f->row_pos[t]);
         }
@@ -661,21 +673,25 @@ static void attn_groups(team *tm, tg_forward *f, int l, int k, float *gwork) {
     step_end(tm, units);
 }
 
-/* The pieces of round k's rows: units (row, kv-head, share). */
+/* The pieces of round k's rows: units (share j from the last, row, kv-head), the last shares first: a row's pending
+ * stores (its kv-heads' rows of the new token, f->pending) are made by the unit of the kv-head's last share, before
+ * it reads them, while the other units attend to older tokens. */
 static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, float *gwork) {
     const tg_hparams *hp = &f->m->hp;
     const int H = hp->n_kv_heads;
-    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim;
-    const int i0 = f->round_start[k];
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    const int i0 = f->round_start[k], rows = f->round_start[k + 1] - i0;
     if (f->round_group[k]) {
         attn_groups(tm, f, l, k, gwork);
         return;
     }
-    const int64_t units = (int64_t)(f->round_start[k + 1] - i0) * H * TG_ATTN_MAX_SPLITS;
+    const int64_t units = (int64_t)rows * H * TG_ATTN_MAX_SPLITS;
     for (int64_t u; (u = claim(tm, units)) >= 0;) {
-        const int t = f->round_rows[i0 + (int)(u / (H * TG_ATTN_MAX_SPLITS))];
-        const int h = (int)(u / TG_ATTN_MAX_SPLITS % H), s = (int)(u % TG_ATTN_MAX_SPLITS);
-        if (s < f->splits[t]) {
+        const int j = (int)(u / ((int64_t)rows * H)), rh = (int)(u % ((int64_t)rows * H));
+        const int t = f->round_rows[i0 + rh / H], h = rh % H, s = f->splits[t] - 1 - j;
+        if (s >= 0) {
+            if (j == 0 && f->pending[t])
+                tg_kvcache_append_head(f->row_cache[t], l, h, f->pending[t], f->v + t * kvd, (uint8_t *)work);
             float *part =
                 f->parts + (((size_t)t * (size_t)H + (size_t)h) * TG_ATTN_MAX_SPLITS + (size_t)s) * f->part_floats;
             tg_kvcache_attend_piece(f->row_cache[t], l, f->row_pos[t], f->q + t * qd, h, s, f->splits[t], part,
@@ -776,6 +792,7 @@ static int layout_rows(tg_forward *f, const tg_forward_seg *segs, int n_segs) {
         for (int j = 0; j < segs[s].n; j++, n++) {
             f->row_cache[n] = segs[s].cache;
             f->row_pos[n] = segs[s].pos + j;
+            f->alone[n] = serial || segs[s].n == 1; /* a serial segment puts one row in each round */
             tg_tensor_get_row(&f->m->tok_embd, segs[s].ids[j], f->x + n * d);
         }
     }

@@ -35,7 +35,6 @@
  * 660.7 -> 707.3 (2048), 366.8 -> 437.8 (4096) at 4. The integer kernels' tiles gained nothing from a longer lead
  * (2, 4, 8 KB ahead: within the spread or slower; session 13, docs/PERFORMANCE.md). */
 #define PF_BLOCKS 4
-#define SPLIT_TOKENS 512 /* a share covers at least about this many tokens */
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
 typedef struct {
@@ -70,7 +69,7 @@ int tg_kvcache_attend_splits(const tg_kvcache *c, int layer, int64_t pos) {
     view vw;
     make_view(c, layer, pos, &vw);
     const int64_t n = span(vw.lo, vw.hi) + span(vw.s0, vw.s1);
-    const int64_t s = n / SPLIT_TOKENS;
+    const int64_t s = n / TG_ATTN_SPLIT_TOKENS;
     return s < 1 ? 1 : s > TG_ATTN_MAX_SPLITS ? TG_ATTN_MAX_SPLITS : (int)s;
 }
 

@@ -50,9 +50,16 @@ struct tg_store_codec {
      * zero): range, row and buffer bytes, the sinks' precision, whether appends re-code held rows. False when a
      * byte count overflows. */
     bool (*geometry)(const tg_cache_geom *g, tg_store_geom *sg);
-    /* Stores non-sink token L->n_appended: x[n_kv_heads * head_dim] (keys already rotated where they must be). */
+    /* Stores non-sink token L->n_appended: x[n_kv_heads * head_dim] (keys already rotated where they must be).
+     * NULL for a codec that stores head by head (insert_head). */
     void (*insert)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
                    const float *x);
+    /* Stores kv-head h's row x[head_dim] of non-sink token n, writing nothing of the other kv-heads and, of this
+     * one, only token n's row and the rows of n's group (a KIVI key grid widened re-codes them): kv-heads may be
+     * stored by different threads at once, while others read older groups. scratch: head_dim bytes of the
+     * caller's. NULL: the codec stores every kv-head at once (insert). */
+    void (*insert_head)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t n, int h, const float *x,
+                        uint8_t *scratch);
     /* Quantises residual tokens [qend, qend + group) into their group (NULL: a codec without groups). */
     void (*flush)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend);
     /* *g = the segment of kv-head h's rows that starts at held non-sink token n: count = every row from n stored

@@ -20,11 +20,12 @@ static bool grouped_geometry(const tg_cache_geom *g, tg_store_geom *sg) {
     return ok;
 }
 
-static void grouped_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
-                           const float *x) {
+static void grouped_insert_head(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t n, int h,
+                                const float *x, uint8_t *scratch) {
     (void)sg;
-    const int64_t HD = (int64_t)c->g.n_kv_heads * c->g.head_dim, row = L->n_appended % c->g.res_cap;
-    tg_plain_put(c->g.resid_precision, x, s->resid + (size_t)(row * HD) * c->g.resid_elem, HD);
+    (void)scratch;
+    const int64_t D = c->g.head_dim, HD = (int64_t)c->g.n_kv_heads * D, row = n % c->g.res_cap;
+    tg_plain_put(c->g.resid_precision, x, s->resid + (size_t)(row * HD + h * D) * c->g.resid_elem, D);
 }
 
 /* Quantises residual tokens [qend, qend + G) into their group unit (from an fp32 ring in place, or widened first
@@ -97,5 +98,5 @@ static void grouped_segment_at(const tg_kvcache *c, const tg_store_geom *sg, con
 
 const tg_store_codec tg_codec_kivi_grouped = {
     .name = "kivi-grouped", .selects = grouped_selects, .geometry = grouped_geometry,
-    .insert = grouped_insert, .flush = grouped_flush, .segment_at = grouped_segment_at,
+    .insert_head = grouped_insert_head, .flush = grouped_flush, .segment_at = grouped_segment_at,
 };

@@ -94,35 +94,32 @@ static void insert_key(const tg_kivi_range *r, const float *x, const group_codes
     }
 }
 
-static void provisional_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
-                               const float *x) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, n = L->n_appended, t = n % G;
+static void provisional_insert_head(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t n, int h,
+                                    const float *x, uint8_t *scratch) {
+    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim, G = c->g.group, t = n % G;
     int64_t k, unit;
     tg_kivi_unit_of(c, sg, n, &k, &unit);
     uint16_t *scale = s->scale[k], *zero = s->zero[k];
     const bool fast = TG_HAVE_AVX2 && c->simd && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
-    for (int64_t h = 0; h < H; h++) {
-        const int64_t uh = unit * H + h;
-        uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
-        const float *xh = x + h * D;
-        if (sg->per_channel && t > 0) {
-            const group_codes gc = {rows, sg->row_bytes, sg->tiled, sg->range->bits, G, D};
-            insert_key(sg->range, xh, &gc, t, scale + uh * D, zero + uh * D, fast);
-            continue;
-        }
-#if TG_HAVE_AVX2
-        if (fast && !sg->per_channel &&
-            tg_kivi_avx2_value_row(sg->range, xh, D, rows, t, &scale[uh * G + t], &zero[uh * G + t]))
-            continue;
-#endif
-        /* a row of its own: straight into the group's rows, or packed first and then into the tile */
-        uint8_t *row = sg->tiled ? c->tile_rows : rows + (size_t)t * sg->row_bytes;
-        if (!sg->per_channel)
-            tg_kivi_quantize_row(sg->range, xh, D, row, &scale[uh * G + t], &zero[uh * G + t]);
-        else /* t == 0: the group's first key fits the grid to itself */
-            tg_kivi_quantize_channels(sg->range, xh, (size_t)D, 1, D, row, scale + uh * D, zero + uh * D);
-        if (sg->tiled) tg_kivi_tile_put_row(rows, sg->per_channel, sg->range->bits, G, D, t, row);
+    const int64_t uh = unit * H + h;
+    uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
+    if (sg->per_channel && t > 0) {
+        const group_codes gc = {rows, sg->row_bytes, sg->tiled, sg->range->bits, G, D};
+        insert_key(sg->range, x, &gc, t, scale + uh * D, zero + uh * D, fast);
+        return;
     }
+#if TG_HAVE_AVX2
+    if (fast && !sg->per_channel &&
+        tg_kivi_avx2_value_row(sg->range, x, D, rows, t, &scale[uh * G + t], &zero[uh * G + t]))
+        return;
+#endif
+    /* a row of its own: straight into the group's rows, or packed first (in scratch) and then into the tile */
+    uint8_t *row = sg->tiled ? scratch : rows + (size_t)t * sg->row_bytes;
+    if (!sg->per_channel)
+        tg_kivi_quantize_row(sg->range, x, D, row, &scale[uh * G + t], &zero[uh * G + t]);
+    else /* t == 0: the group's first key fits the grid to itself */
+        tg_kivi_quantize_channels(sg->range, x, (size_t)D, 1, D, row, scale + uh * D, zero + uh * D);
+    if (sg->tiled) tg_kivi_tile_put_row(rows, sg->per_channel, sg->range->bits, G, D, t, row);
 }
 
 static void provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
@@ -132,5 +129,5 @@ static void provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg,
 
 const tg_store_codec tg_codec_kivi_provisional = {
     .name = "kivi-provisional", .selects = provisional_selects, .geometry = provisional_geometry,
-    .insert = provisional_insert, .segment_at = provisional_segment_at,
+    .insert_head = provisional_insert_head, .segment_at = provisional_segment_at,
 };

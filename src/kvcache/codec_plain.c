@@ -32,13 +32,12 @@ static void plain_row_of(const tg_kvcache *c, const tg_store_geom *sg, int64_t n
     *rows = tg_store_chunk_units(sg, *k);
 }
 
-static void plain_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
-                         const float *x) {
-    const int64_t H = c->g.n_kv_heads, D = c->g.head_dim;
+static void plain_insert_head(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t n, int h,
+                              const float *x, uint8_t *scratch) {
+    (void)scratch;
     int64_t k, r, rows;
-    plain_row_of(c, sg, L->n_appended, &k, &r, &rows);
-    for (int64_t h = 0; h < H; h++)
-        tg_plain_put(sg->precision, x + h * D, s->data[k] + (size_t)(h * rows + r) * sg->row_bytes, D);
+    plain_row_of(c, sg, n, &k, &r, &rows);
+    tg_plain_put(sg->precision, x, s->data[k] + (size_t)(h * rows + r) * sg->row_bytes, c->g.head_dim);
 }
 
 static void plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const tg_store *s,
@@ -53,5 +52,5 @@ static void plain_segment_at(const tg_kvcache *c, const tg_store_geom *sg, const
 
 const tg_store_codec tg_codec_plain = {
     .name = "plain", .selects = plain_selects, .geometry = plain_geometry,
-    .insert = plain_insert, .flush = NULL, .segment_at = plain_segment_at,
+    .insert_head = plain_insert_head, .flush = NULL, .segment_at = plain_segment_at,
 };

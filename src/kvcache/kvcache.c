@@ -449,15 +449,36 @@ static void quantize_sink_rows(const tg_kvcache *c, const tg_store_geom *sg, tg_
     }
 }
 
-bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v) {
-    if (!c || !k || !v || layer < 0 || layer >= c->g.n_layers || c->kv_source[layer] != layer) return false;
+/* A store's row of token n: head by head where its codec stores so (scratch: head_dim bytes), else all at once
+ * (which reads the token's index from L, so before L->n_appended counts it). */
+static void store_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, const tg_layer_cache *L,
+                         int64_t n, const float *x, uint8_t *scratch) {
+    if (!sg->codec->insert_head) {
+        sg->codec->insert(c, sg, s, L, x);
+        return;
+    }
+    for (int h = 0; h < c->g.n_kv_heads; h++)
+        sg->codec->insert_head(c, sg, s, n, h, x + (int64_t)h * c->g.head_dim, scratch);
+}
+
+/* Whether a store's rows may be left to tg_kvcache_append_head: its codec stores head by head, and what a head's
+ * store writes (token n's row, or n's whole KIVI group when a key grid re-codes it) lies in the last share of the
+ * attention (tg_kvcache_attend_splits: shares of at least about TG_ATTN_SPLIT_TOKENS tokens; half that here, for
+ * the share the sinks shorten), which reads it only after the store (the forward pass runs both in one unit). */
+static bool store_defers(const tg_kvcache *c, const tg_store_geom *sg) {
+    const int64_t touched = sg->rewrites ? c->g.group : 1;
+    return sg->codec->insert_head && touched >= 1 && touched <= TG_ATTN_SPLIT_TOKENS / 2;
+}
+
+int tg_kvcache_append_start(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v, bool defer) {
+    if (!c || !k || !v || layer < 0 || layer >= c->g.n_layers || c->kv_source[layer] != layer) return -1;
     const tg_cache_geom *g = &c->g;
     tg_layer_cache *L = &c->layers[layer];
     if (g->lazy && L->n_appended < g->context) { /* the chunks this token needs (tg_kvcache_reserve may have them) */
         const int64_t n1 = L->n_appended + 1;
         if (L->k.n_alloc < tg_store_chunks_for(g, &g->k, n1) || L->v.n_alloc < tg_store_chunks_for(g, &g->v, n1)) {
             tg_error err;
-            if (!grow_to(c, n1, &err)) return false;
+            if (!grow_to(c, n1, &err)) return -1;
         }
     }
     const int64_t HD = (int64_t)g->n_kv_heads * g->head_dim;
@@ -478,19 +499,34 @@ bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
             quantize_sink_rows(c, &g->k, &L->k);
             quantize_sink_rows(c, &g->v, &L->v);
         }
-        return true;
+        return 0;
     }
     const int64_t n = L->n_appended;
-    if (!g->eviction->make_room(g, L, n)) return false; /* full: tg_kvcache_has_room said so */
+    if (!g->eviction->make_room(g, L, n)) return -1; /* full: tg_kvcache_has_room said so */
     if (g->grouped && g->res_cap > 0 && n - L->qend == g->res_cap) { /* the residual is full: its oldest group gets quantised */
         if (g->k.codec->flush) g->k.codec->flush(c, &g->k, &L->k, L->qend);
         if (g->v.codec->flush) g->v.codec->flush(c, &g->v, &L->v, L->qend);
         L->qend += g->group;
     }
-    g->k.codec->insert(c, &g->k, &L->k, L, kr);
-    g->v.codec->insert(c, &g->v, &L->v, L, v);
+    int deferred = 0;
+    if (defer && store_defers(c, &g->k)) deferred |= TG_APPEND_KEYS;
+    else store_insert(c, &g->k, &L->k, L, n, kr, c->tile_rows);
+    if (defer && store_defers(c, &g->v)) deferred |= TG_APPEND_VALUES;
+    else store_insert(c, &g->v, &L->v, L, n, v, c->tile_rows);
     L->n_appended++;
-    return true;
+    return deferred;
+}
+
+void tg_kvcache_append_head(tg_kvcache *c, int layer, int h, int deferred, const float *v, uint8_t *scratch) {
+    const tg_cache_geom *g = &c->g;
+    tg_layer_cache *L = &c->layers[layer];
+    const int64_t n = L->n_appended - 1, off = (int64_t)h * g->head_dim;
+    if (deferred & TG_APPEND_KEYS) g->k.codec->insert_head(c, &g->k, &L->k, n, h, c->scratch_k + off, scratch);
+    if (deferred & TG_APPEND_VALUES) g->v.codec->insert_head(c, &g->v, &L->v, n, h, v + off, scratch);
+}
+
+bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v) {
+    return tg_kvcache_append_start(c, layer, pos, k, v, false) >= 0;
 }
 
 /* ---- queries --------------------------------------------------------------------------------------------------- */

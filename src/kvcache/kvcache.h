@@ -62,6 +62,19 @@ bool tg_kvcache_reserve(tg_kvcache *c, int64_t n_tokens, tg_error *err);
  * max_memory or the system refuses. */
 bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v);
 
+/* tg_kvcache_append in two parts, for a team that overlaps the kv-heads' stores with attention (the forward pass's
+ * decode). tg_kvcache_append_start does what must come first (growth, eviction, a full residual's flush, sinks, the
+ * keys' rotation), counts the token in (attention now sees it) and, when defer is set, leaves the stores whose codec
+ * stores head by head (TG_APPEND_KEYS, TG_APPEND_VALUES: the returned mask) to tg_kvcache_append_head, which the
+ * caller then runs once per kv-head h, from any thread, with the same v, before attention's last share
+ * (tg_kvcache_attend_piece with split = n_split - 1) of h reads the token; the other shares do not read what it
+ * writes. scratch: head_dim bytes of the caller's (the work of tg_kvcache_attend_piece serves). The store reads the
+ * keys from the cache's staging row: no other append to this cache until every head is stored. Returns the mask
+ * (0: everything stored), or -1 where tg_kvcache_append returns false. Same bytes as tg_kvcache_append. */
+enum { TG_APPEND_KEYS = 1, TG_APPEND_VALUES = 2 };
+int tg_kvcache_append_start(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v, bool defer);
+void tg_kvcache_append_head(tg_kvcache *c, int layer, int h, int deferred, const float *v, uint8_t *scratch);
+
 /* ---- attention, in pieces that callers run on their own threads (the forward pass's team) --------------------
  * The attention of the query of the token at position pos (already appended) over what `layer` may see,
  * out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v per head (GQA heads sharing kv-heads), is
@@ -73,6 +86,7 @@ bool tg_kvcache_append(tg_kvcache *c, int layer, int64_t pos, const float *k, co
 
 /* Most shares one kv-head's visible tokens are split into. */
 #define TG_ATTN_MAX_SPLITS 8
+#define TG_ATTN_SPLIT_TOKENS 512 /* a share covers at least about this many tokens */
 
 /* The number of shares (1..TG_ATTN_MAX_SPLITS) the attention of the token at pos in `layer` is split into: a
  * function of how many tokens it sees only, so results never depend on the caller's thread count. */

@@ -360,6 +360,64 @@ static void test_forward_chunk_equals_single_tokens(void **state) {
     synth_free(s);
 }
 
+/* Past 1024 tokens a token's attention runs in several shares, and a lone decoded token's kv-heads are stored by the
+ * units of their last shares while the other shares run (tg_kvcache_append_start / _head): the same bits as chunks
+ * of 64 on one thread, whose appends are stored whole, for each codec that stores head by head (plain, KIVI with
+ * provisional key grids, KIVI with a residual) and one that does not (one grid over the whole history). */
+static void test_forward_deep_decode_equals_chunks(void **state) {
+    (void)state;
+    synth_cfg cfg = base_cfg;
+    cfg.ctx = 1200;
+    synth *s = synth_new(&cfg, 9);
+    tg_cache_shape shape = {
+        .n_layers = s->m.hp.n_layers, .n_heads = s->m.hp.n_heads, .n_kv_heads = s->m.hp.n_kv_heads,
+        .head_dim = s->m.hp.head_dim, .rope_theta = s->m.hp.rope_theta, .rope_style = s->m.hp.rope_style,
+        .context_length = s->m.hp.context_length, .kv_source = NULL, .layer_window = NULL,
+    };
+    const struct {
+        tg_kv_precision k, v;
+        int group, residual;
+    } cases[] = {
+        {TG_KV_FP16, TG_KV_FP16, TG_KV_GROUP_AUTO, TG_KV_RESIDUAL_AUTO},
+        {TG_KV_INT4, TG_KV_INT4, TG_KV_GROUP_AUTO, TG_KV_RESIDUAL_AUTO},
+        {TG_KV_INT2, TG_KV_INT2, TG_KV_GROUP_AUTO, TG_KV_RESIDUAL_AUTO},
+        {TG_KV_INT8, TG_KV_FP16, 32, 64},
+        {TG_KV_INT4, TG_KV_INT8, 0, 0},
+    };
+    enum { N = 1100, C = 64 };
+    const int V = cfg.vocab;
+    int32_t *ids = random_ids(N, V, 13);
+    float *a = malloc((size_t)N * (size_t)V * sizeof(float)), *b = malloc((size_t)N * (size_t)V * sizeof(float));
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_error err = {0};
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = cases[i].k;
+        p.value_precision = cases[i].v;
+        p.group_size = cases[i].group;
+        p.residual = cases[i].residual;
+        tg_kvcache *c1 = tg_kvcache_new(&shape, &p, &err), *c2 = tg_kvcache_new(&shape, &p, &err);
+        if (!c1 || !c2) fail_msg("case %zu: %s", i, err.msg);
+        tg_forward *f1 = tg_forward_new(&s->m, c1, C, 1, &err), *f2 = tg_forward_new(&s->m, c2, 1, 2, &err);
+        assert_non_null(f1);
+        assert_non_null(f2);
+        for (int t = 0; t < N; t += C)
+            tg_forward_chunk(f1, c1, ids + t, N - t < C ? N - t : C, t, a + (size_t)t * (size_t)V, NULL);
+        for (int t = 0; t < N; t++) tg_forward_chunk(f2, c2, ids + t, 1, t, NULL, b + (size_t)t * (size_t)V);
+        for (int t = 0; t < N; t++) {
+            const double dd = max_abs_diff(a + (size_t)t * (size_t)V, b + (size_t)t * (size_t)V, V);
+            if (!(dd == 0.0)) fail_msg("case %zu, token %d: chunks (1 thread) vs decode (2 threads) max diff %g", i, t, dd);
+        }
+        tg_forward_free(f1);
+        tg_forward_free(f2);
+        tg_kvcache_free(c1);
+        tg_kvcache_free(c2);
+    }
+    free(ids), free(a), free(b);
+    synth_free(s);
+}
+
 /* Several caches (different policies, one needing token-by-token attention) advanced together by tg_forward_batch,
  * chunks of different sizes in one pass, give the bits of each decoded alone, token by token. */
 static void test_forward_batch_equals_alone(void **state) {
@@ -544,6 +602,7 @@ int main(void) {
         cmocka_unit_test(test_forward_matches_naive_sliding_window),
         cmocka_unit_test(test_forward_matches_naive_shared_kv),
         cmocka_unit_test(test_forward_chunk_equals_single_tokens),
+        cmocka_unit_test(test_forward_deep_decode_equals_chunks),
         cmocka_unit_test(test_forward_batch_equals_alone),
         cmocka_unit_test(test_session_context_full),
         cmocka_unit_test(test_session_streaming_past_context),
