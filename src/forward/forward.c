@@ -84,6 +84,7 @@ struct tg_forward {
     int group_tokens;    /* tokens per grouped prefill piece (tg_kvcache_group_tokens; 0: none) */
     size_t gwork_floats; /* tg_kvcache_group_work_floats of that cache for group_tokens */
     int *round_group;    /* [max_chunk] per round: whether its pieces run grouped (set by attn_prepare) */
+    bool *round_defers;  /* [max_chunk] per round: whether a row of it has pending stores (set by attn_prepare) */
     /* one call's rows: each row's cache and position, the rows of each attention round, the rows whose logits go to
      * the head (a batch of segments) */
     tg_kvcache **row_cache; /* [max_chunk] */
@@ -185,6 +186,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     if (f->group_tokens > max_chunk) f->group_tokens = max_chunk;
     f->gwork_floats = f->group_tokens > 0 ? tg_kvcache_group_work_floats(cache, f->group_tokens) : 0;
     f->round_group = calloc((size_t)max_chunk, sizeof *f->round_group);
+    f->round_defers = calloc((size_t)max_chunk, sizeof *f->round_defers);
     f->row_cache = calloc((size_t)max_chunk, sizeof *f->row_cache);
     f->row_pos = calloc((size_t)max_chunk, sizeof *f->row_pos);
     f->round_rows = calloc((size_t)max_chunk, sizeof *f->round_rows);
@@ -200,7 +202,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->pending && f->alone && f->steps && f->tb &&
               f->shares &&
               f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
-              f->round_group;
+              f->round_group && f->round_defers;
     const size_t wide_bytes = ok ? wide_scratch_bytes(m, max_chunk, f->n_threads) : 0;
     for (int i = 0; ok && i < f->n_threads; i++) {
         thread_buf *b = &f->tb[i];
@@ -250,6 +252,7 @@ void tg_forward_free(tg_forward *f) {
     free(f->round_rows);
     free(f->round_start);
     free(f->round_group);
+    free(f->round_defers);
     free(f->head_rows);
     free(f->head_out);
     free(f->steps);
@@ -566,6 +569,7 @@ static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
     if (claim(tm, 1) == 0) {
         const tg_hparams *hp = &f->m->hp;
         const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+        bool defers = false;
         for (int i = f->round_start[k]; i < f->round_start[k + 1]; i++) {
             const int t = f->round_rows[i];
             tg_kvcache *cache = f->row_cache[t];
@@ -574,11 +578,13 @@ static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
                 const int m = tg_kvcache_append_start(cache, l, f->row_pos[t], f->k + t * kvd, f->v + t * kvd,
                                                       f->alone[t]);
                 f->pending[t] = m > 0 ? m : 0;
+                defers |= f->pending[t] != 0;
             }
             tg_kvcache_query(cache, l, f->row_pos[t], f->q + t * qd, f->q + t * qd);
             f->splits[t] = tg_kvcache_attend_splits(cache, l, f->row_pos[t]);
         }
         f->round_group[k] = round_grouped(f, l, k);
+        f->round_defers[k] = defers;
         finish(tm);
     }
     step_end(tm, 1);
@@ -687,9 +693,20 @@ static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, floa
     }
     const int64_t units = (int64_t)rows * H * TG_ATTN_MAX_SPLITS;
     for (int64_t u; (u = claim(tm, units)) >= 0;) {
-        const int j = (int)(u / ((int64_t)rows * H)), rh = (int)(u % ((int64_t)rows * H));
-        const int t = f->round_rows[i0 + rh / H], h = rh % H, s = f->splits[t] - 1 - j;
-        if (s >= 0) {
+        int t, h, j, s;
+        if (f->round_defers[k]) { /* the last shares first: they store what the others need not wait for */
+            const int rh = (int)(u % ((int64_t)rows * H));
+            j = (int)(u / ((int64_t)rows * H));
+            t = f->round_rows[i0 + rh / H];
+            h = rh % H;
+            s = f->splits[t] - 1 - j;
+        } else { /* row, kv-head, share in order */
+            t = f->round_rows[i0 + (int)(u / (H * TG_ATTN_MAX_SPLITS))];
+            h = (int)(u / TG_ATTN_MAX_SPLITS % H);
+            s = (int)(u % TG_ATTN_MAX_SPLITS);
+            j = f->splits[t] - 1 - s;
+        }
+        if (s >= 0 && s < f->splits[t]) {
             if (j == 0 && f->pending[t])
                 tg_kvcache_append_head(f->row_cache[t], l, h, f->pending[t], f->v + t * kvd, (uint8_t *)work);
             float *part =

@@ -60,6 +60,9 @@ struct tg_store_codec {
      * caller's. NULL: the codec stores every kv-head at once (insert). */
     void (*insert_head)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t n, int h, const float *x,
                         uint8_t *scratch);
+    /* Whether insert_head codes the row (work worth spreading over a team's threads: tg_kvcache_append_start
+     * leaves such stores to tg_kvcache_append_head), not just copies it. */
+    bool insert_codes;
     /* Quantises residual tokens [qend, qend + group) into their group (NULL: a codec without groups). */
     void (*flush)(const tg_kvcache *c, const tg_store_geom *sg, tg_store *s, int64_t qend);
     /* *g = the segment of kv-head h's rows that starts at held non-sink token n: count = every row from n stored

@@ -129,5 +129,5 @@ static void provisional_segment_at(const tg_kvcache *c, const tg_store_geom *sg,
 
 const tg_store_codec tg_codec_kivi_provisional = {
     .name = "kivi-provisional", .selects = provisional_selects, .geometry = provisional_geometry,
-    .insert_head = provisional_insert_head, .segment_at = provisional_segment_at,
+    .insert_head = provisional_insert_head, .insert_codes = true, .segment_at = provisional_segment_at,
 };

@@ -461,13 +461,14 @@ static void store_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
         sg->codec->insert_head(c, sg, s, n, h, x + (int64_t)h * c->g.head_dim, scratch);
 }
 
-/* Whether a store's rows may be left to tg_kvcache_append_head: its codec stores head by head, and what a head's
- * store writes (token n's row, or n's whole KIVI group when a key grid re-codes it) lies in the last share of the
- * attention (tg_kvcache_attend_splits: shares of at least about TG_ATTN_SPLIT_TOKENS tokens; half that here, for
- * the share the sinks shorten), which reads it only after the store (the forward pass runs both in one unit). */
+/* Whether a store's rows are left to tg_kvcache_append_head: its codec codes them head by head (a copy is not
+ * worth the hand-over), and what a head's store writes (token n's row, or n's whole KIVI group when a key grid
+ * re-codes it) lies in the last share of the attention (tg_kvcache_attend_splits: shares of at least about
+ * TG_ATTN_SPLIT_TOKENS tokens; half that here, for the share the sinks shorten), which reads it only after the
+ * store (the forward pass runs both in one unit). */
 static bool store_defers(const tg_kvcache *c, const tg_store_geom *sg) {
     const int64_t touched = sg->rewrites ? c->g.group : 1;
-    return sg->codec->insert_head && touched >= 1 && touched <= TG_ATTN_SPLIT_TOKENS / 2;
+    return sg->codec->insert_head && sg->codec->insert_codes && touched >= 1 && touched <= TG_ATTN_SPLIT_TOKENS / 2;
 }
 
 int tg_kvcache_append_start(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v, bool defer) {
