@@ -199,8 +199,8 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->shares = aligned_alloc(_Alignof(share_ctr),
                               (size_t)f->n_matrix_steps * (size_t)f->n_threads * sizeof *f->shares);
     f->tb = calloc((size_t)f->n_threads, sizeof *f->tb);
-    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->pending && f->alone && f->steps && f->tb &&
-              f->shares &&
+    bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->pending && f->alone &&
+              f->steps && f->tb && f->shares &&
               f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
               f->round_group && f->round_defers;
     const size_t wide_bytes = ok ? wide_scratch_bytes(m, max_chunk, f->n_threads) : 0;
@@ -679,9 +679,10 @@ static void attn_groups(team *tm, tg_forward *f, int l, int k, float *gwork) {
     step_end(tm, units);
 }
 
-/* The pieces of round k's rows: units (share j from the last, row, kv-head), the last shares first: a row's pending
- * stores (its kv-heads' rows of the new token, f->pending) are made by the unit of the kv-head's last share, before
- * it reads them, while the other units attend to older tokens. */
+/* The pieces of round k's rows: units (row, kv-head, share). A row's pending stores (its kv-heads' KIVI rows of the
+ * new token, f->pending) are made by the unit of the kv-head's last share, before it reads them, while the other
+ * units attend to older tokens; in a round that has such stores the units run last shares first (share j from the
+ * last, row, kv-head), so that no unit waits for them at the end. */
 static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, float *gwork) {
     const tg_hparams *hp = &f->m->hp;
     const int H = hp->n_kv_heads;

@@ -468,7 +468,7 @@ static void store_insert(const tg_kvcache *c, const tg_store_geom *sg, tg_store 
  * store (the forward pass runs both in one unit). */
 static bool store_defers(const tg_kvcache *c, const tg_store_geom *sg) {
     const int64_t touched = sg->rewrites ? c->g.group : 1;
-    return sg->codec->insert_head && sg->codec->insert_codes && touched >= 1 && touched <= TG_ATTN_SPLIT_TOKENS / 2;
+    return sg->codec->insert_head && sg->codec->insert_codes && touched <= TG_ATTN_SPLIT_TOKENS / 2;
 }
 
 int tg_kvcache_append_start(tg_kvcache *c, int layer, int64_t pos, const float *k, const float *v, bool defer) {
