@@ -3,13 +3,17 @@
  *
  * gemv_kquant_avx2.c computes one row's super-block in 256-bit registers: the codes unpacked into 32 bytes, maddubs
  * into the activation's codes, madd / dpwssd by the sub-block scales into eight int32 lanes, then eight float lanes
- * acc = fma(d * dx, (float)isum, acc) (and the mins' fnmadd). Here the lower half of every register does exactly
- * that for row a and the upper half for row b: the two rows' codes are loaded side by side, the activation's 32
- * bytes are broadcast to both halves, and the scales, mins and d * dx of each row sit in its own half. Every lane
- * sees the same integer sums and the same float operations in the same order as there, and each half is reduced by
- * tg_reduce1_ps, so a (row, token) result has the same bits as the 256-bit kernels give (and as the scalar
- * reference's tolerance allows, gemv_kquant_avx2.c's comment); the unpacking and the dot products take half the
- * instructions. */
+ * acc = fma(d * dx, (float)isum, acc) (and the mins' fnmadd). Here the lower half of every register does that for
+ * row a and the upper half for row b: the two rows' codes are loaded side by side, the activation's 32 bytes are
+ * broadcast to both halves, and the scales, mins and d * dx of each row sit in its own half. Every int32 lane holds
+ * the same integer as there (lane l: elements 4l .. 4l + 3 of each group, weighed by the group's scale), reached with
+ * fewer instructions — each group's four-element sums in one dpbusd (at most 4 * 63 * 128: within int16), two
+ * groups' sums put side by side as int16 pairs and weighed by one dpwssd; Q6_K's -32 offset folded into a dpwssd of
+ * the bsums — and the float operations are the same in the same order; each half is reduced by tg_reduce1_ps, so a
+ * (row, token) result has the same bits as the 256-bit kernels give (and as the scalar reference's tolerance allows,
+ * gemv_kquant_avx2.c's comment). The unpacking and the dot products take half the instructions of two 256-bit rows;
+ * from L2 the kernels are bound by the vector instructions issued (on Zen 4 about two 512-bit ones a cycle), so
+ * every instruction saved per super-block shows. */
 #include "kernels/avx2.h"
 
 #if TG_HAVE_KQ512
@@ -27,11 +31,6 @@ TG_INLINE __m512i pair512(const uint8_t *a, const uint8_t *b) {
 /* 32 bytes at p in both halves (a broadcast load). */
 TG_INLINE __m512i both512(const void *p) { return _mm512_broadcast_i64x4(ld256(p)); }
 TG_INLINE __m512i bytes512(int v) { return _mm512_set1_epi8((char)v); }
-/* Eight floats a in the lower half, b in the upper. */
-TG_INLINE __m512 halves_ps(float a, float b) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
-}
-
 #if KQ_GFNI
 TG_INLINE __m512i gf_bits512(__m512i v, long long m) { return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(m), 0); }
 #endif
@@ -59,45 +58,44 @@ typedef struct {
 TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens *tk, __m512 *acc, const int T,
                           const bool five) {
     const __m256i sm = tg_k4_scales2(pa, pb); /* lane 0: row a's scales (bytes 0..7) and mins (8..15); lane 1: b's */
-    const __m512i sm4 = _mm512_shuffle_i64x2(_mm512_castsi256_si512(sm), _mm512_castsi256_si512(sm), 0x50); /* a a b b */
     /* int16 pairs (m_j, m_j) of the mins, dword j of half r for row r (j < 8), as scale_mins takes them */
-    const __m512i m16 = _mm512_shuffle_epi8(
-        sm4, _mm512_setr_epi32((int)0x80088008, (int)0x80098009, (int)0x800A800A, (int)0x800B800B, (int)0x800C800C,
-                               (int)0x800D800D, (int)0x800E800E, (int)0x800F800F, (int)0x80088008, (int)0x80098009,
-                               (int)0x800A800A, (int)0x800B800B, (int)0x800C800C, (int)0x800D800D, (int)0x800E800E,
-                               (int)0x800F800F));
+    const __m512i m16 = _mm512_cvtepu8_epi16(_mm256_unpackhi_epi8(sm, sm));
     /* d, dmin of both rows: (d_a, dmin_a, d_b, dmin_b) */
-    const __m512 h = _mm512_castps128_ps512(
-        _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128((int)u32_at(pa)), _mm_cvtsi32_si128((int)u32_at(pb)))));
-    const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), h);
-    const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), h);
+    const __m128 h =
+        _mm_cvtph_ps(_mm_unpacklo_epi32(_mm_cvtsi32_si128((int)u32_at(pa)), _mm_cvtsi32_si128((int)u32_at(pb))));
     const uint8_t *qa = pa + (five ? 48 : 16), *qb = pb + (five ? 48 : 16);
     __m512i qh = five ? pair512(pa + 16, pb + 16) : _mm512_setzero_si512();
-    __m512i isum[KQ5_TOKENS], isum2[KQ5_TOKENS];
-    for (int t = 0; t < T; t++) isum[t] = isum2[t] = _mm512_setzero_si512();
+    /* int16 pairs (sc_2c, sc_2c + 1) of the scales: dword c of each 128-bit lane, row a's in lanes 0-1, b's in 2-3 */
+    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_permutevar8x32_epi32(sm, _mm256_setr_epi32(0, 1, 0, 1, 4, 5, 4, 5)));
+    const __m512i scs[4] = {_mm512_shuffle_epi32(sc16, _MM_PERM_AAAA), _mm512_shuffle_epi32(sc16, _MM_PERM_BBBB),
+                            _mm512_shuffle_epi32(sc16, _MM_PERM_CCCC), _mm512_shuffle_epi32(sc16, _MM_PERM_DDDD)};
+    __m512i isum[KQ5_TOKENS];
+    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; c++) {
-        const __m512i q = pair512(qa + 32 * c, qb + 32 * c);
+        const __m512i q = pair512(qa + 32 * c, qb + 32 * c), s = scs[c];
         __m512i lo = _mm512_and_si512(q, bytes512(0x0F)), hi = hi_nibbles512(q);
         if (five) {
             lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(qh, 4), bytes512(0x10)));
             hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(qh, 3), bytes512(0x10)));
             qh = _mm512_srli_epi16(qh, 2);
         }
-        /* int16 pairs (sc_k, sc_k) of sub-blocks k = 2c (low nibbles) and 2c + 1, each half its row's */
-        const __m512i s_lo = _mm512_shuffle_epi8(sm4, _mm512_set1_epi32((int)(0x80008000u | (uint32_t)(2 * c) * 0x10001u)));
-        const __m512i s_hi =
-            _mm512_shuffle_epi8(sm4, _mm512_set1_epi32((int)(0x80008000u | (uint32_t)(2 * c + 1) * 0x10001u)));
         for (int t = 0; t < T; t++) {
-            isum[t] = dot512(isum[t], lo, tk->x[t]->q + 64 * c, s_lo);
-            isum2[t] = dot512(isum2[t], hi, tk->x[t]->q + 64 * c + 32, s_hi);
+            /* lane l: the sums of elements 4l .. 4l + 3 of sub-blocks 2c and 2c + 1 (each within int16), as one
+             * int16 pair, weighed by (sc_2c, sc_2c + 1) */
+            const __m512i plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, both512(tk->x[t]->q + 64 * c));
+            const __m512i phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, both512(tk->x[t]->q + 64 * c + 32));
+            const __m512i p2 = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, plo, _mm512_slli_epi32(phi, 16));
+            isum[t] = _mm512_dpwssd_epi32(isum[t], p2, s);
         }
     }
-    for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], isum2[t]);
     for (int t = 0; t < T; t++) {
-        const __m512 dx = _mm512_set1_ps(tk->x[t]->d); /* d * dx and dmin * dx: the products d_dmin makes */
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        /* d * dx and dmin * dx of both rows (the products d_dmin makes), each row's in its half */
+        const __m512 hx = _mm512_castps128_ps512(_mm_mul_ps(h, _mm_set1_ps(tk->x[t]->d)));
+        const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), hx);
+        const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), hx);
+        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum[t]), acc[t]);
         const __m512i ms = _mm512_madd_epi16(both512(tk->x[t]->bsums), m16);
-        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(ms), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(ms), acc[t]);
     }
 }
 
@@ -127,40 +125,47 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
         _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(pa + 192)))),
                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(pb + 192))), 1);
     const __m512i sc[2] = {_mm512_shuffle_i64x2(all16, all16, 0xA0), _mm512_shuffle_i64x2(all16, all16, 0xF5)};
-    __m512i isum[KQ5_TOKENS], isum2[KQ5_TOKENS];
-    for (int t = 0; t < T; t++) isum[t] = isum2[t] = _mm512_setzero_si512();
+    __m512i isum[KQ5_TOKENS];
+    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
     for (int h = 0; h < 2; h++) {
         __m512i codes[4];
         q6_codes512(pa, pb, h, codes);
-        for (int s = 0; s < 4; s++) {
-            /* pick16's pattern in each half: int16 scale 2s for elements 0..15, 2s + 1 for 16..31 */
-            const int lo = (int)(4u * (unsigned)s * 0x01010101u + 0x01000100u), hi = lo + 0x02020202;
+        for (int sp = 0; sp < 2; sp++) { /* groups s = 2 sp and 2 sp + 1 */
+            /* int16 pairs (scale of group 2sp, of group 2sp + 1) for each dword lane: lanes 0-3 (elements 0..15 of
+             * a group) take scales 4sp and 4sp + 2 of this half's eight, lanes 4-7 scales 4sp + 1 and 4sp + 3 */
+            const int lo = 0x05040100 + sp * 0x08080808, hi = lo + 0x02020202;
             const __m512i m = _mm512_broadcast_i64x4(_mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi));
             const __m512i scv = _mm512_shuffle_epi8(sc[h], m);
             for (int t = 0; t < T; t++) {
-                if (s & 1) isum2[t] = dot512(isum2[t], codes[s], tk->x[t]->q + 128 * h + 32 * s, scv);
-                else isum[t] = dot512(isum[t], codes[s], tk->x[t]->q + 128 * h + 32 * s, scv);
+                /* lane l: the sums of elements 4l .. 4l + 3 of both groups (each within int16) as one int16 pair */
+                const int8_t *x = tk->x[t]->q + 128 * h + 64 * sp;
+                const __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[2 * sp], both512(x));
+                const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[2 * sp + 1], both512(x + 32));
+                const __m512i p2 = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, p0, _mm512_slli_epi32(p1, 16));
+                isum[t] = _mm512_dpwssd_epi32(isum[t], p2, scv);
             }
         }
     }
-    for (int t = 0; t < T; t++) isum[t] = _mm512_add_epi32(isum[t], isum2[t]);
-    const __m512 d = halves_ps(f16_at(pa + 208), f16_at(pb + 208));
+    /* d of both rows (d_a, d_b), and the scales times -32 (the codes' offset, folded in as their bsums' weights) */
+    const __m128 h = _mm_cvtph_ps(_mm_unpacklo_epi16(_mm_cvtsi32_si128(tg_ld16(pa + 208)), _mm_cvtsi32_si128(tg_ld16(pb + 208))));
+    const __m512i off = _mm512_mullo_epi16(all16, _mm512_set1_epi16(-32));
     for (int t = 0; t < T; t++) { /* minus 32 * sum_g sc_g * bsum_g, then acc = fma(d * dx, isum, acc) */
-        const __m512i bias = _mm512_slli_epi32(_mm512_madd_epi16(both512(tk->x[t]->bsums), all16), 5);
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(tk->x[t]->d)),
-                                 _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], bias)), acc[t]);
+        const __m512i sum = _mm512_dpwssd_epi32(isum[t], both512(tk->x[t]->bsums), off);
+        const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                               _mm512_castps128_ps512(_mm_mul_ps(h, _mm_set1_ps(tk->x[t]->d))));
+        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum), acc[t]);
     }
 }
 
 /* Decode takes PAIRS pairs of rows side by side through the super-blocks (KQ5_PAIR's argument, at most
- * KQ5_PAIRS_MAX): one pair alone left the core waiting on memory (a 2048-column Q4_K row pair is 2.3 KB, too short
- * for the hardware prefetcher), with four or eight rows in flight the loads of one pair overlap the arithmetic of the
- * others. `tinygpt bench` decode of TinyLlama-1.1B-shape files, 2 threads, medians of 4 interleaved runs, with one /
- * two / three / four pairs: Q6_K 38.9 / 49.2 / 51.4 / 53.1 tokens/s; Q4_K_M (Q4_K and Q6_K tensors, both counts
- * equal) 50.8 / 65.4 / 57.7 / 58.9, and 65.0 with two pairs of Q4_K and four of Q6_K. Each pair's arithmetic is
- * rows2's, so the results keep their bits. Meanwhile the next 2 * PAIRS rows stream into L1 (tg_prefetch_next):
- * prefetching each super-block's bytes eight rows ahead into L2 instead, as up to session 11, TinyLlama-1.1B-shape
- * decode was Q4_K_M 65.5 / Q6_K 36.3 tokens/s against 76.0 / 40.7 (medians of 6 interleaved runs). */
+ * KQ5_PAIRS_MAX) while the next 2 * PAIRS rows stream into L1 (tg_prefetch_next). Each pair's arithmetic is rows2's,
+ * so the results keep their bits whatever PAIRS is. In session 11, when each super-block was prefetched eight rows
+ * ahead into L2, more pairs were faster (one pair alone left the core waiting on memory; `tinygpt bench`, one / two /
+ * three / four pairs: Q6_K 38.9 / 49.2 / 51.4 / 53.1 tokens/s), and two pairs of Q4_K / Q5_K and four of Q6_K stayed
+ * after the address-order stream replaced that prefetch (session 12). With that stream one pair is the fastest:
+ * session 16, TinyLlama-1.1B-shape files, 2 threads, 5 interleaved rounds, medians, tokens/s — Q4_K_M 37.4 with one
+ * pair of each type against 31.7 with two of Q4_K and four of Q6_K, Q6_K 26.9 against 18.5; the stream into L2
+ * instead of L1: Q4_K_M 30.5 (one pair) and 34.9 (two and four), Q6_K 26.0 and 28.4. */
 #define KQ5_PAIRS_MAX 4
 
 /* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
@@ -230,9 +235,9 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
         }                                                                                                             \
     }
 
-KQ5_PAIR(q4_k, TG_Q4_K_BYTES, 2, pair_q45_k(ra + (size_t)b * TG_Q4_K_BYTES, rb + (size_t)b * TG_Q4_K_BYTES, &tk, acc, T, false))
-KQ5_PAIR(q5_k, TG_Q5_K_BYTES, 2, pair_q45_k(ra + (size_t)b * TG_Q5_K_BYTES, rb + (size_t)b * TG_Q5_K_BYTES, &tk, acc, T, true))
-KQ5_PAIR(q6_k, TG_Q6_K_BYTES, 4, pair_q6_k(ra + (size_t)b * TG_Q6_K_BYTES, rb + (size_t)b * TG_Q6_K_BYTES, &tk, acc, T))
+KQ5_PAIR(q4_k, TG_Q4_K_BYTES, 1, pair_q45_k(ra + (size_t)b * TG_Q4_K_BYTES, rb + (size_t)b * TG_Q4_K_BYTES, &tk, acc, T, false))
+KQ5_PAIR(q5_k, TG_Q5_K_BYTES, 1, pair_q45_k(ra + (size_t)b * TG_Q5_K_BYTES, rb + (size_t)b * TG_Q5_K_BYTES, &tk, acc, T, true))
+KQ5_PAIR(q6_k, TG_Q6_K_BYTES, 1, pair_q6_k(ra + (size_t)b * TG_Q6_K_BYTES, rb + (size_t)b * TG_Q6_K_BYTES, &tk, acc, T))
 #undef KQ5_PAIR
 
 #else
