@@ -9,8 +9,8 @@
  * maddubs + madd); eight rows' products are reduced together in the integer domain, so one int -> float conversion
  * and one FMA serve eight rows, scaled by their fp16 scales times x's block scale.
  * Rows are short next to what the hardware prefetcher needs to lock on, so each step prefetches the same columns of
- * the next group of rows into L2; the sixteen-row kernel of AVX-512 builds streams the next group into L1 in address
- * order instead (tg_prefetch_next, measured faster there). Every kernel follows the canonical arithmetic order of
+ * the next group of rows into L2; the sixteen-row kernel of AVX-512 builds streams the next group into L2 in address
+ * order instead (tg_prefetch_next_l2, measured faster there). Every kernel follows the canonical arithmetic order of
  * avx2_inline.h (the prefill tiles too), so a row's result does not depend on which kernel or which grouping of rows
  * computed it. */
 #include "kernels/avx2.h"
@@ -159,9 +159,11 @@ TG_INLINE __m512i qload2(tg_dtype type, const uint8_t *a, const uint8_t *b) {
  * quant_rows8's lane for its row (the same bits). TinyLlama-1.1B decode, 2 threads, medians of 5 interleaved runs
  * against quant_rows8 alone: Q4_0 46.5 -> 53.4 tokens/s (58-63 in the quiet rounds), Q8_0 36.1 -> 36.9 (memory-bound
  * already). The scales as quant_rows8 reads them: a 512-bit gather of the sixteen measured slower. The next sixteen
- * rows stream into L1 meanwhile (tg_prefetch_next): TinyLlama-1.1B Q4_0 65.8 -> 77.7 tokens/s against prefetching
- * each block of them into L2 (medians of 6 interleaved runs; Q8_0 46.5 -> 43.0 and 29.6 -> 29.7 in two such runs,
- * SmolLM2-135M Q8_0 222.3 -> 209.1 and 185.4 -> 209.6: within this guest's noise). */
+ * rows stream into L2 meanwhile (tg_prefetch_next_l2). Session 12 streamed them into L1 (TinyLlama-1.1B Q4_0 65.8 ->
+ * 77.7 tokens/s against prefetching each block of them into L2, Q8_0 and SmolLM2-135M Q8_0 within that guest's
+ * noise); on session 16's guest the L1 stream halved Q8_0: 2 threads, 5 interleaved rounds, medians, tokens/s,
+ * L1 / L2 stream — TinyLlama-1.1B Q8_0 16.1 / 31.1, Q4_0 28.4 / 42.2, SmolLM2-135M Q8_0 93.9 / 145.3, Q4_0 167.9 /
+ * 183.2 (quant_rows8 alone, its strided prefetch into L2: 28.4 and 40.8 on the TinyLlama files). */
 TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_block *x, int64_t nb, float *y) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
@@ -169,7 +171,7 @@ TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg
     const uint8_t *next = w + 16 * ws; /* the next sixteen rows, streamed in as these are read */
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * bw;
-        tg_prefetch_next(&next, 16 * bw);
+        tg_prefetch_next_l2(&next, 16 * bw);
         __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)x[b].q));
         __m512i d[8];
         for (int r = 0; r < 8; r++) {
