@@ -42,7 +42,7 @@ TG_INLINE void tg_prefetch_next(const uint8_t **next, size_t bytes) {
 }
 
 /* tg_prefetch_next into L2, for the sixteen-row kernels: on session 16's guest streaming sixteen rows into L1 halved
- * the decode of Q8_0 files (TinyLlama-1.1B: 16.1 tokens/s against 31.1 into L2; gemv_avx2.c's quant_rows16). */
+ * the decode of Q8_0 files (TinyLlama-1.1B: 15.6 tokens/s against 31.1 into L2; gemv_avx2.c's quant_rows16). */
 TG_INLINE void tg_prefetch_next_l2(const uint8_t **next, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)*next + o, _MM_HINT_T1);
     *next += bytes;

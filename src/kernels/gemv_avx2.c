@@ -162,7 +162,7 @@ TG_INLINE __m512i qload2(tg_dtype type, const uint8_t *a, const uint8_t *b) {
  * rows stream into L2 meanwhile (tg_prefetch_next_l2). Session 12 streamed them into L1 (TinyLlama-1.1B Q4_0 65.8 ->
  * 77.7 tokens/s against prefetching each block of them into L2, Q8_0 and SmolLM2-135M Q8_0 within that guest's
  * noise); on session 16's guest the L1 stream halved Q8_0: 2 threads, 5 interleaved rounds, medians, tokens/s,
- * L1 / L2 stream — TinyLlama-1.1B Q8_0 16.1 / 31.1, Q4_0 28.4 / 42.2, SmolLM2-135M Q8_0 93.9 / 145.3, Q4_0 167.9 /
+ * L1 / L2 stream — TinyLlama-1.1B Q8_0 15.6 / 31.1, Q4_0 28.4 / 42.2, SmolLM2-135M Q8_0 93.9 / 145.3, Q4_0 167.9 /
  * 183.2 (quant_rows8 alone, its strided prefetch into L2: 28.4 and 40.8 on the TinyLlama files). */
 TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_block *x, int64_t nb, float *y) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
