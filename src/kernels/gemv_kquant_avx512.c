@@ -43,10 +43,14 @@ TG_INLINE __m512i hi_nibbles512(__m512i q) {
 #endif
 }
 
-/* isum += madd(maddubs(w, x), sc) with the activation's 32 codes x in both halves: gemv_kquant_avx2.c's dot_scaled
- * for both rows. */
-TG_INLINE __m512i dot512(__m512i isum, __m512i w, const int8_t *x, __m512i sc) {
-    return _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(w, both512(x)), sc);
+/* isum += two groups' products, weighed: lane l's four-element sums of wa . x[0..32) and of wb . x[32..64) (codes
+ * below 64 times |x| <= 128, four of them: within int16), the activation's bytes in both halves, side by side as an
+ * int16 pair and multiplied by sc's pair (sc_a, sc_b) — the integer gemv_kquant_avx2.c's two dot_scaled add. */
+TG_INLINE __m512i dot2_512(__m512i isum, __m512i wa, __m512i wb, const int8_t *x, __m512i sc) {
+    const __m512i pa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, both512(x));
+    const __m512i pb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, both512(x + 32));
+    const __m512i pair = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, pa, _mm512_slli_epi32(pb, 16));
+    return _mm512_dpwssd_epi32(isum, pair, sc);
 }
 
 /* The two rows' sums of each token into its accumulator: acc[t] lower half row a, upper half row b. */
@@ -66,7 +70,8 @@ TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens
     const uint8_t *qa = pa + (five ? 48 : 16), *qb = pb + (five ? 48 : 16);
     __m512i qh = five ? pair512(pa + 16, pb + 16) : _mm512_setzero_si512();
     /* int16 pairs (sc_2c, sc_2c + 1) of the scales: dword c of each 128-bit lane, row a's in lanes 0-1, b's in 2-3 */
-    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_permutevar8x32_epi32(sm, _mm256_setr_epi32(0, 1, 0, 1, 4, 5, 4, 5)));
+    const __m512i sc16 =
+        _mm512_cvtepu8_epi16(_mm256_permutevar8x32_epi32(sm, _mm256_setr_epi32(0, 1, 0, 1, 4, 5, 4, 5)));
     const __m512i scs[4] = {_mm512_shuffle_epi32(sc16, _MM_PERM_AAAA), _mm512_shuffle_epi32(sc16, _MM_PERM_BBBB),
                             _mm512_shuffle_epi32(sc16, _MM_PERM_CCCC), _mm512_shuffle_epi32(sc16, _MM_PERM_DDDD)};
     __m512i isum[KQ5_TOKENS];
@@ -79,14 +84,7 @@ TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens
             hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(qh, 3), bytes512(0x10)));
             qh = _mm512_srli_epi16(qh, 2);
         }
-        for (int t = 0; t < T; t++) {
-            /* lane l: the sums of elements 4l .. 4l + 3 of sub-blocks 2c and 2c + 1 (each within int16), as one
-             * int16 pair, weighed by (sc_2c, sc_2c + 1) */
-            const __m512i plo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, both512(tk->x[t]->q + 64 * c));
-            const __m512i phi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, both512(tk->x[t]->q + 64 * c + 32));
-            const __m512i p2 = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, plo, _mm512_slli_epi32(phi, 16));
-            isum[t] = _mm512_dpwssd_epi32(isum[t], p2, s);
-        }
+        for (int t = 0; t < T; t++) isum[t] = dot2_512(isum[t], lo, hi, tk->x[t]->q + 64 * c, s); /* groups 2c, 2c+1 */
     }
     for (int t = 0; t < T; t++) {
         /* d * dx and dmin * dx of both rows (the products d_dmin makes), each row's in its half */
@@ -136,18 +134,13 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
             const int lo = 0x05040100 + sp * 0x08080808, hi = lo + 0x02020202;
             const __m512i m = _mm512_broadcast_i64x4(_mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi));
             const __m512i scv = _mm512_shuffle_epi8(sc[h], m);
-            for (int t = 0; t < T; t++) {
-                /* lane l: the sums of elements 4l .. 4l + 3 of both groups (each within int16) as one int16 pair */
-                const int8_t *x = tk->x[t]->q + 128 * h + 64 * sp;
-                const __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[2 * sp], both512(x));
-                const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[2 * sp + 1], both512(x + 32));
-                const __m512i p2 = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, p0, _mm512_slli_epi32(p1, 16));
-                isum[t] = _mm512_dpwssd_epi32(isum[t], p2, scv);
-            }
+            for (int t = 0; t < T; t++)
+                isum[t] = dot2_512(isum[t], codes[2 * sp], codes[2 * sp + 1], tk->x[t]->q + 128 * h + 64 * sp, scv);
         }
     }
     /* d of both rows (d_a, d_b), and the scales times -32 (the codes' offset, folded in as their bsums' weights) */
-    const __m128 h = _mm_cvtph_ps(_mm_unpacklo_epi16(_mm_cvtsi32_si128(tg_ld16(pa + 208)), _mm_cvtsi32_si128(tg_ld16(pb + 208))));
+    const __m128 h =
+        _mm_cvtph_ps(_mm_unpacklo_epi16(_mm_cvtsi32_si128(tg_ld16(pa + 208)), _mm_cvtsi32_si128(tg_ld16(pb + 208))));
     const __m512i off = _mm512_mullo_epi16(all16, _mm512_set1_epi16(-32));
     for (int t = 0; t < T; t++) { /* minus 32 * sum_g sc_g * bsum_g, then acc = fma(d * dx, isum, acc) */
         const __m512i sum = _mm512_dpwssd_epi32(isum[t], both512(tk->x[t]->bsums), off);
