@@ -89,8 +89,9 @@ TG_INLINE void pair_q45_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens
     for (int t = 0; t < T; t++) {
         /* d * dx and dmin * dx of both rows (the products d_dmin makes), each row's in its half */
         const __m512 hx = _mm512_castps128_ps512(_mm_mul_ps(h, _mm_set1_ps(tk->x[t]->d)));
-        const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), hx);
-        const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), hx);
+        const __m512i pick_d = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+        const __m512 d = _mm512_permutexvar_ps(pick_d, hx);
+        const __m512 dmin = _mm512_permutexvar_ps(_mm512_add_epi32(pick_d, _mm512_set1_epi32(1)), hx);
         acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum[t]), acc[t]);
         const __m512i ms = _mm512_madd_epi16(both512(tk->x[t]->bsums), m16);
         acc[t] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(ms), acc[t]);
