@@ -45,8 +45,32 @@ TG_INLINE __m256i dp_emul(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, se), _mm256_madd_epi16(uo, so)));
 }
 
-TG_INLINE __m256i dp(const int vnni, __m256i acc, __m256i u, __m256i s) {
-    return vnni ? DP_VNNI(acc, u, s) : dp_emul(acc, u, s);
+/* dp_emul where no two adjacent products can leave int16 (|u_k s_k + u_k+1 s_k+1| <= 32767: codes of at most four
+ * bits against bytes, 15 * 255 * 2 at most): vpmaddubsw's pair sums are then exact, and one vpmaddwd by ones adds the
+ * pairs — the same integers in three instructions. */
+TG_INLINE __m256i dp_small(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+/* acc + the products of codes u with a byte operand of `bits`-bit codes (dp_small's bound holds below 8 bits). */
+TG_INLINE __m256i dp(const int vnni, const int bits, __m256i acc, __m256i u, __m256i s) {
+    return vnni ? DP_VNNI(acc, u, s) : bits < 8 ? dp_small(acc, u, s) : dp_emul(acc, u, s);
+}
+
+/* The 14-bit operand 128 hi + lo of int8 codes' queries and weights (lo bytes in [0, 127], hi bytes signed) as int16
+ * words: *even those of bytes 0 and 2 of each 32-bit lane, *odd those of bytes 1 and 3. */
+TG_INLINE void wide14(__m256i lo, __m256i hi, __m256i *even, __m256i *odd) {
+    const __m256i hi_even = _mm256_srai_epi16(_mm256_slli_epi16(hi, 8), 8), hi_odd = _mm256_srai_epi16(hi, 8);
+    *even = _mm256_add_epi16(_mm256_and_si256(lo, _mm256_set1_epi16(0x00ff)), _mm256_slli_epi16(hi_even, 7));
+    *odd = _mm256_add_epi16(_mm256_srli_epi16(lo, 8), _mm256_slli_epi16(hi_odd, 7));
+}
+
+/* Without VNNI, int8 codes u against a 14-bit operand (wide14's words): acc + the four products of each lane with the
+ * whole operand, in two vpmaddwd (codes at most 255 times at most 16383, two of them: within int32) instead of two
+ * emulated dpbusd of its hi and lo bytes — the same integer as 128 * (hi products) + (lo products). */
+TG_INLINE __m256i dp14(__m256i acc, __m256i u, __m256i even, __m256i odd) {
+    const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00ff)), uo = _mm256_srli_epi16(u, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, even), _mm256_madd_epi16(uo, odd)));
 }
 
 /* Slot s of every byte of x (codes of `bits` bits) as bytes. */
@@ -166,10 +190,16 @@ TG_INLINE void scores_blocks(const int vnni, const int bits, const tg_attn_tile 
             const int64_t w = c * cpb + s;
             for (int j = 0; j < NQ; j++) {
                 const __m256i ql = _mm256_set1_epi32(q_lo[j * qw + w]);
-                for (int b = 0; b < NB; b++) acc[b][j] = dp(vnni, acc[b][j], xs[b], ql);
+                if (bits == 8 && !vnni) { /* the whole 14-bit query at once; acch stays 0 */
+                    __m256i qe, qo;
+                    wide14(ql, _mm256_set1_epi32(q_hi[j * qw + w]), &qe, &qo);
+                    for (int b = 0; b < NB; b++) acc[b][j] = dp14(acc[b][j], xs[b], qe, qo);
+                    continue;
+                }
+                for (int b = 0; b < NB; b++) acc[b][j] = dp(vnni, bits, acc[b][j], xs[b], ql);
                 if (bits == 8) {
                     const __m256i qh = _mm256_set1_epi32(q_hi[j * qw + w]);
-                    for (int b = 0; b < NB; b++) acch[b][j] = dp(vnni, acch[b][j], xs[b], qh);
+                    for (int b = 0; b < NB; b++) acch[b][j] = dp(vnni, bits, acch[b][j], xs[b], qh);
                 }
             }
         }
@@ -399,20 +429,25 @@ TG_INLINE void values_vecs(const int vnni, const int bits, const tg_attn_tile *t
         for (int j = 0; j < NQ; j++) {
             wl[j] = _mm256_set1_epi32(rw->lo[8 * (j0 + j) + i]);
             if (bits == 8) wh[j] = _mm256_set1_epi32(rw->hi[8 * (j0 + j) + i]);
+            if (bits == 8 && !vnni) wide14(wl[j], wh[j], &wl[j], &wh[j]); /* even / odd words of the 14-bit weight */
         }
         for (int v = 0; v < NV; v++) {
             const __m256i x =
                 _mm256_loadu_si256((const __m256i *)(const void *)(t->tile + (t4 * lanes + 8 * (v0 + v)) * 4));
             if (bits == 8) {
                 for (int j = 0; j < NQ; j++) {
-                    acc[v][j][0] = dp(vnni, acc[v][j][0], x, wl[j]);
-                    acc[v][j][1] = dp(vnni, acc[v][j][1], x, wh[j]);
+                    if (!vnni) { /* the whole weight at once; the hi sum stays 0 */
+                        acc[v][j][0] = dp14(acc[v][j][0], x, wl[j], wh[j]);
+                        continue;
+                    }
+                    acc[v][j][0] = dp(vnni, bits, acc[v][j][0], x, wl[j]);
+                    acc[v][j][1] = dp(vnni, bits, acc[v][j][1], x, wh[j]);
                 }
                 continue;
             }
             for (int s = 0; s < cpb; s++) {
                 const __m256i xs = slot(bits, x, s);
-                for (int j = 0; j < NQ; j++) acc[v][j][s] = dp(vnni, acc[v][j][s], wl[j], xs);
+                for (int j = 0; j < NQ; j++) acc[v][j][s] = dp(vnni, bits, acc[v][j][s], wl[j], xs);
             }
         }
     }
