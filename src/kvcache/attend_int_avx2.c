@@ -38,7 +38,9 @@
 #define DP_VNNI(acc, u, s) dp_emul(acc, u, s)
 #endif
 
-/* acc + the sums of four adjacent unsigned x signed byte products, exactly (vpdpbusd without VNNI). */
+/* acc + the sums of four adjacent unsigned x signed byte products, exactly (vpdpbusd without VNNI, for any bytes). The
+ * kernels take the cheaper forms below (dp_small, dp14); this general one backs DP_VNNI where the build has no VNNI
+ * (and so no VNNI instances that could call it). */
 TG_INLINE __m256i dp_emul(__m256i acc, __m256i u, __m256i s) {
     const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00ff)), uo = _mm256_srli_epi16(u, 8);
     const __m256i se = _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8), so = _mm256_srai_epi16(s, 8);
