@@ -38,13 +38,28 @@
 #define DP_VNNI(acc, u, s) dp_emul(acc, u, s)
 #endif
 
+/* Bytes 0 and 2 (*even) and 1 and 3 (*odd) of each 32-bit lane of x as int16 words: unsigned, or signed (sgn). */
+TG_INLINE void byte_words(__m256i x, const int sgn, __m256i *even, __m256i *odd) {
+    *even = sgn ? _mm256_srai_epi16(_mm256_slli_epi16(x, 8), 8) : _mm256_and_si256(x, _mm256_set1_epi16(0x00ff));
+    *odd = sgn ? _mm256_srai_epi16(x, 8) : _mm256_srli_epi16(x, 8);
+}
+
+/* acc + the four products of each lane's unsigned bytes u with an operand given as int16 words (byte_words' even /
+ * odd split), in two vpmaddwd: exact while a pair of products stays within int32 (always, for words of at most 16383
+ * against bytes). */
+TG_INLINE __m256i dp_words(__m256i acc, __m256i u, __m256i even, __m256i odd) {
+    __m256i ue, uo;
+    byte_words(u, 0, &ue, &uo);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, even), _mm256_madd_epi16(uo, odd)));
+}
+
 /* acc + the sums of four adjacent unsigned x signed byte products, exactly (vpdpbusd without VNNI, for any bytes). The
- * kernels take the cheaper forms below (dp_small, dp14); this general one backs DP_VNNI where the build has no VNNI
- * (and so no VNNI instances that could call it). */
+ * kernels take the cheaper forms below (dp_small; dp_words against wide14's operand); this general one backs DP_VNNI
+ * where the build has no VNNI (and so no VNNI instances that could call it). */
 TG_INLINE __m256i dp_emul(__m256i acc, __m256i u, __m256i s) {
-    const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00ff)), uo = _mm256_srli_epi16(u, 8);
-    const __m256i se = _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8), so = _mm256_srai_epi16(s, 8);
-    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, se), _mm256_madd_epi16(uo, so)));
+    __m256i se, so;
+    byte_words(s, 1, &se, &so);
+    return dp_words(acc, u, se, so);
 }
 
 /* dp_emul where no two adjacent products can leave int16 (|u_k s_k + u_k+1 s_k+1| <= 32767: codes of at most four
@@ -59,20 +74,16 @@ TG_INLINE __m256i dp(const int vnni, const int bits, __m256i acc, __m256i u, __m
     return vnni ? DP_VNNI(acc, u, s) : bits < 8 ? dp_small(acc, u, s) : dp_emul(acc, u, s);
 }
 
-/* The 14-bit operand 128 hi + lo of int8 codes' queries and weights (lo bytes in [0, 127], hi bytes signed) as int16
- * words: *even those of bytes 0 and 2 of each 32-bit lane, *odd those of bytes 1 and 3. */
+/* The 14-bit operand 128 hi + lo of int8 codes' queries and weights (lo bytes in [0, 127], hi bytes signed) as the
+ * int16 words dp_words takes. Without VNNI the int8 codes meet it whole, in two vpmaddwd (codes at most 255 times at
+ * most 16383), instead of two emulated dpbusd of its hi and lo bytes: the same integer as 128 * (hi products) + (lo
+ * products). */
 TG_INLINE void wide14(__m256i lo, __m256i hi, __m256i *even, __m256i *odd) {
-    const __m256i hi_even = _mm256_srai_epi16(_mm256_slli_epi16(hi, 8), 8), hi_odd = _mm256_srai_epi16(hi, 8);
-    *even = _mm256_add_epi16(_mm256_and_si256(lo, _mm256_set1_epi16(0x00ff)), _mm256_slli_epi16(hi_even, 7));
-    *odd = _mm256_add_epi16(_mm256_srli_epi16(lo, 8), _mm256_slli_epi16(hi_odd, 7));
-}
-
-/* Without VNNI, int8 codes u against a 14-bit operand (wide14's words): acc + the four products of each lane with the
- * whole operand, in two vpmaddwd (codes at most 255 times at most 16383, two of them: within int32) instead of two
- * emulated dpbusd of its hi and lo bytes — the same integer as 128 * (hi products) + (lo products). */
-TG_INLINE __m256i dp14(__m256i acc, __m256i u, __m256i even, __m256i odd) {
-    const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(0x00ff)), uo = _mm256_srli_epi16(u, 8);
-    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, even), _mm256_madd_epi16(uo, odd)));
+    __m256i le, lo_odd, he, ho;
+    byte_words(lo, 0, &le, &lo_odd);
+    byte_words(hi, 1, &he, &ho);
+    *even = _mm256_add_epi16(le, _mm256_slli_epi16(he, 7));
+    *odd = _mm256_add_epi16(lo_odd, _mm256_slli_epi16(ho, 7));
 }
 
 /* Slot s of every byte of x (codes of `bits` bits) as bytes. */
@@ -195,7 +206,7 @@ TG_INLINE void scores_blocks(const int vnni, const int bits, const tg_attn_tile 
                 if (bits == 8 && !vnni) { /* the whole 14-bit query at once; acch stays 0 */
                     __m256i qe, qo;
                     wide14(ql, _mm256_set1_epi32(q_hi[j * qw + w]), &qe, &qo);
-                    for (int b = 0; b < NB; b++) acc[b][j] = dp14(acc[b][j], xs[b], qe, qo);
+                    for (int b = 0; b < NB; b++) acc[b][j] = dp_words(acc[b][j], xs[b], qe, qo);
                     continue;
                 }
                 for (int b = 0; b < NB; b++) acc[b][j] = dp(vnni, bits, acc[b][j], xs[b], ql);
@@ -439,7 +450,7 @@ TG_INLINE void values_vecs(const int vnni, const int bits, const tg_attn_tile *t
             if (bits == 8) {
                 for (int j = 0; j < NQ; j++) {
                     if (!vnni) { /* the whole weight at once; the hi sum stays 0 */
-                        acc[v][j][0] = dp14(acc[v][j][0], x, wl[j], wh[j]);
+                        acc[v][j][0] = dp_words(acc[v][j][0], x, wl[j], wh[j]);
                         continue;
                     }
                     acc[v][j][0] = dp(vnni, bits, acc[v][j][0], x, wl[j]);
