@@ -100,19 +100,22 @@ static void encode_q4_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_r
 /* ---- the table ---- */
 
 #if TG_HAVE_AVX2
-#define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL
-#define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL
-#define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t
+#define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL, 8
+/* Q8_0 / Q4_0: gemv_avx2.c's sixteen-row kernel where AVX-512 VNNI is there (quant_rows16), else eight rows */
+#define FAST_Q32(t) tg_avx2_gemv_##t, NULL, tg_avx2_gemm_##t, NULL, NULL, TG_HAVE_KQ512 ? 16 : 8
+#define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL, 8
+#define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t, 8
 #if TG_HAVE_KQ512
-#define FAST_K512(t) tg_avx512_gemv_##t, NULL, NULL, NULL, tg_avx512_gemm_q8k_##t
+#define FAST_K512(t) tg_avx512_gemv_##t, NULL, NULL, NULL, tg_avx512_gemm_q8k_##t, 8
 #else
 #define FAST_K512(t) FAST_K(t)
 #endif
 #else
-#define FAST_K512(t) NULL, NULL, NULL, NULL, NULL
-#define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL
-#define FAST_X(t) NULL, NULL, NULL, NULL, NULL
-#define FAST_K(t) NULL, NULL, NULL, NULL, NULL
+#define FAST_K512(t) NULL, NULL, NULL, NULL, NULL, 8
+#define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL, 8
+#define FAST_Q32(t) NULL, NULL, NULL, NULL, NULL, 8
+#define FAST_X(t) NULL, NULL, NULL, NULL, NULL, 8
+#define FAST_K(t) NULL, NULL, NULL, NULL, NULL, 8
 #endif
 
 static const tg_weight_type table[TG_DT_COUNT] = {
@@ -125,10 +128,10 @@ static const tg_weight_type table[TG_DT_COUNT] = {
                     FAST(tg_avx2_gemv_bf16, tg_avx2_tile_bf16, NULL)},
     [TG_DT_Q8_0] = {"Q8_0", 8, NULL, TG_QK, sizeof(tg_block_q8_0), 2, decode_q8_0, non_finite_q8_0,
                     encode_q8_0, TG_ACT_Q8X,
-                    FAST(tg_avx2_gemv_q8_0, NULL, tg_avx2_gemm_q8_0)},
+                    FAST_Q32(q8_0)},
     [TG_DT_Q4_0] = {"Q4_0", 2, NULL, TG_QK, sizeof(tg_block_q4_0), 2, decode_q4_0, non_finite_q4_0,
                     encode_q4_0, TG_ACT_Q8X,
-                    FAST(tg_avx2_gemv_q4_0, NULL, tg_avx2_gemm_q4_0)},
+                    FAST_Q32(q4_0)},
     /* the GGUF block types (ggml_blocks.h): read, never written; integer dot products against the quantised
      * activations, the 32-element ones against tg_q8x_block rows (gemv_q32_avx2.c), the K-quants against the
      * tg_q8k_block form (gemv_kquant_avx2.c) */
@@ -157,6 +160,7 @@ static const tg_weight_type table[TG_DT_COUNT] = {
 #undef FAST_K512
 #undef FAST_K
 #undef FAST_X
+#undef FAST_Q32
 #undef FAST
 
 const tg_weight_type *tg_weight_type_of(tg_dtype type) {

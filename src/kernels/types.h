@@ -66,6 +66,9 @@ typedef struct {
     tg_gemm_q8x_fn gemm_q8x;
     tg_gemm_q8x_rows_fn gemm_q8x_rows;
     tg_gemm_q8k_fn gemm_q8k;
+    /* Rows the fast gemv takes at once (8 or 16): a decode step's units of rows are multiples of it, so that no
+     * unit ends in rows that a narrower kernel must take. */
+    int gemv_rows;
 } tg_weight_type;
 
 /* The row of `type`; NULL if type is not a tg_dtype below TG_DT_COUNT. */

@@ -30,6 +30,7 @@ static void test_rows_consistent(void **state) {
         if (wt->block_elems > 1) assert_int_equal(tg_row_bytes((tg_dtype)t, wt->block_elems + 1), 0);
         if (wt->act == TG_ACT_Q8X) assert_int_equal(wt->block_elems % TG_QK, 0);
         if (wt->act == TG_ACT_Q8K) assert_int_equal(wt->block_elems % TG_Q8K_ELEMS, 0);
+        assert_true(wt->gemv_rows == 8 || wt->gemv_rows == 16); /* a decode unit's rows are a multiple of it */
         /* all fast kernels or none */
         const bool any = wt->gemv || wt->tile || wt->gemm_q8x || wt->gemm_q8x_rows || wt->gemm_q8k;
         if (any) {
