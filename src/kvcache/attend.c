@@ -205,6 +205,14 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
 #endif
         simd = false; /* the float reference reads tiles element by element */
     }
+#if TG_HAVE_AVX2
+    if (simd && !repo && tg_attn_avx2_runs(g->kind, D)) { /* plain float rows: the run kernels take them whole */
+        const tg_attn_rows rows = {g->kind, g->p, g->stride, g->count, PF_BLOCKS * BLK};
+        if (keys) tg_attn_avx2_scores_rows(&rows, qh, vw->gq, D, sc, ld);
+        else tg_attn_avx2_values_rows(&rows, sc, ld, vw->gq, D, o);
+        return g->count;
+    }
+#endif
     const size_t row_bytes = g->kind == TG_SEG_F32 ? (size_t)D * 4
                              : g->kind == TG_SEG_CODES ? (size_t)(D * g->bits + 7) / 8 : (size_t)D * 2;
     tg_attn_block b;

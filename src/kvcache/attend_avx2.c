@@ -165,6 +165,54 @@ TG_INLINE void scores512_nq(const tg_attn_block *b, int kind, const float *q, in
     }
 }
 
+/* hadd_ps within each 128-bit lane of two 512-bit registers: (a0 + a1, a2 + a3, b0 + b1, b2 + b3) per lane. */
+TG_INLINE __m512 hadd512_ps(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+}
+
+/* store_scores of eight rows held two to a register (a[p]: row 2p in lanes 0-7, row 2p + 1 in 8-15), without
+ * taking them apart first: the same additions. store_scores sums row r's lanes v as S0 + S1, S_h = (v[4h] +
+ * v[4h + 1]) + (v[4h + 2] + v[4h + 3]); two hadd levels leave, in 128-bit lane h of g, S_h of rows 0, 2, 4, 6 (lanes
+ * 0-1: v_{2p}'s halves) or of rows 1, 3, 5, 7 (lanes 2-3); lanes 0 + 1 and 2 + 3 are the scores, interleaved. */
+TG_INLINE void store_scores512(const __m512 a[4], int nr, float *dst) {
+    const __m512 g = hadd512_ps(hadd512_ps(a[0], a[1]), hadd512_ps(a[2], a[3]));
+    const __m512 t = _mm512_add_ps(g, _mm512_shuffle_f32x4(g, g, 0xB1)); /* lane h + its neighbour (S0 + S1) */
+    const __m128 even = _mm512_castps512_ps128(t), odd = _mm512_extractf32x4_ps(t, 2);
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_unpacklo_ps(even, odd)),
+                                          _mm_unpackhi_ps(even, odd), 1);
+    if (nr == 8) {
+        _mm256_storeu_ps(dst, s);
+        return;
+    }
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    for (int r = 0; r < nr; r++) dst[r] = out[r];
+}
+
+/* scores512_nq for D % 16 == 0: sixteen columns of each of two rows in one load each, split into the two 8-column
+ * steps (row r's k .. k + 7 beside row r + 1's, then k + 8 .. k + 15): the same FMAs in the same order, fewer loads
+ * and inserts. */
+TG_INLINE void scores512_nq16(const tg_attn_block *b, int kind, const float *q, int64_t D, float *sc, int64_t ld,
+                              const int NQ) {
+    __m512 acc[3][4];
+    for (int j = 0; j < NQ; j++)
+        for (int p = 0; p < 4; p++) acc[j][p] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < D; k += 16) {
+        __m512 qa[3], qb[3];
+        for (int j = 0; j < NQ; j++) {
+            qa[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (int64_t)j * D + k));
+            qb[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (int64_t)j * D + k + 8));
+        }
+        for (int p = 0; p < 4; p++) {
+            const __m512 r0 = ld16_cols(b, kind, 2 * p, k), r1 = ld16_cols(b, kind, 2 * p + 1, k);
+            const __m512 lo = _mm512_shuffle_f32x4(r0, r1, 0x44), hi = _mm512_shuffle_f32x4(r0, r1, 0xEE);
+            for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(lo, qa[j], acc[j][p]);
+            for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(hi, qb[j], acc[j][p]);
+        }
+    }
+    for (int j = 0; j < NQ; j++) store_scores512(acc[j], b->nr, sc + (int64_t)j * ld);
+}
+
 /* values_nq for float rows: acc[j][i] = columns c + 16 i .. + 15 of head j. */
 TG_INLINE void values512_nq(const tg_attn_block *b, int kind, const float *p, int64_t ld, int64_t c, int64_t D,
                             float *o, const int NQ) {
@@ -191,6 +239,12 @@ TG_INLINE void scores_kind(const tg_attn_block *b, int kind, int bits, const flo
     tg_attn_block g = *b;
     int j = 0;
 #if TG_ATTN512
+    if (kind != TG_SEG_CODES && D % 16 == 0) {
+        for (; j + 3 <= gq; j += 3) scores512_nq16(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
+        if (gq - j == 2) scores512_nq16(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 2);
+        else if (gq - j == 1) scores512_nq16(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 1);
+        return;
+    }
     if (kind != TG_SEG_CODES) {
         for (; j + 3 <= gq; j += 3) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
         if (gq - j == 2) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 2);
@@ -308,6 +362,137 @@ void tg_attn_avx2_fold(const float *qh, int gq, int64_t D, const float *grid, fl
         h = _mm_add_ps(h, _mm_movehl_ps(h, h));
         bias[i] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
     }
+}
+
+/* ---- plain float segments: the rows of a run at once ------------------------------------------------------------ *
+ * The block kernels cost a block descriptor, a dispatch and, for the values, a store and reload of the query heads'
+ * accumulators per eight rows. The run kernels take a plain segment whole: the scores still eight rows at a time
+ * (each row's dot products and their reduction are scores512_nq's), the values with every head's accumulators in
+ * registers across the rows of a run. Per element of o that is the same chain of FMAs, row after row, so the bits
+ * are the block kernels'. */
+
+/* Rows per run where one pass over a run's rows cannot cover every head and column (more than 4 heads or 64
+ * columns): each pass re-reads the run's rows, which stay in L1 (32 rows of 256 bytes: 8 KB). */
+#define RUN_ROWS 32
+
+/* Rows [*fetched, until) of the run fetched into L1, each row's every line. */
+TG_INLINE void fetch_rows(const tg_attn_rows *s, size_t row_bytes, int64_t *fetched, int64_t until) {
+    if (until > s->count) until = s->count;
+    for (; *fetched < until; ++*fetched)
+        for (size_t off = 0; off < row_bytes; off += 64)
+            _mm_prefetch((const char *)s->p + (size_t)*fetched * s->stride + off, _MM_HINT_T0);
+}
+
+TG_INLINE size_t row_bytes_of(int kind, int64_t D) { return (size_t)D * (kind == TG_SEG_F32 ? 4 : 2); }
+
+bool tg_attn_avx2_runs(int kind, int64_t D) { return TG_ATTN512 && kind != TG_SEG_CODES && D % 16 == 0; }
+
+void tg_attn_avx2_scores_rows(const tg_attn_rows *s, const float *qh, int gq, int64_t D, float *sc, int64_t ld) {
+    const size_t rb = row_bytes_of(s->kind, D);
+    int64_t fetched = 0;
+    fetch_rows(s, rb, &fetched, s->lead);
+    tg_attn_block b;
+    b.kind = s->kind;
+    b.bits = 0;
+    b.bias = NULL;
+    b.grid = NULL;
+    b.tile = NULL;
+    for (int64_t i0 = 0; i0 < s->count; i0 += TG_ATTN_BLK) {
+        const int nr = (int)(s->count - i0 < TG_ATTN_BLK ? s->count - i0 : TG_ATTN_BLK);
+        fetch_rows(s, rb, &fetched, i0 + TG_ATTN_BLK + s->lead);
+        b.nr = nr;
+        for (int r = 0; r < TG_ATTN_BLK; r++) b.rows[r] = s->p + (size_t)(i0 + (r < nr ? r : 0)) * s->stride;
+        switch (s->kind) {
+        case TG_SEG_F32: scores_kind(&b, TG_SEG_F32, 0, qh, gq, D, sc + i0, ld); break;
+        case TG_SEG_F16: scores_kind(&b, TG_SEG_F16, 0, qh, gq, D, sc + i0, ld); break;
+        default: scores_kind(&b, TG_SEG_BF16, 0, qh, gq, D, sc + i0, ld); break;
+        }
+    }
+}
+
+#if TG_ATTN512
+/* Columns c .. c + 16 NC - 1 of NQ heads (o_j at o + j * D), over rows [r0, r0 + n) of the run: acc[j][i] holds
+ * columns c + 16 i .. + 15 of head j for the whole pass; with fetch, each row's row `lead` ahead is fetched. */
+TG_INLINE void values512_run(const tg_attn_rows *s, int kind, int64_t r0, int64_t n, const float *p, int64_t ld,
+                             int64_t c, int64_t D, float *o, bool fetch, size_t rb, int64_t *fetched, const int NQ,
+                             const int NC) {
+    __m512 acc[4][4];
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < NC; i++) acc[j][i] = _mm512_loadu_ps(o + (int64_t)j * D + c + 16 * i);
+    const uint8_t *row = s->p + (size_t)r0 * s->stride;
+    for (int64_t r = r0; r < r0 + n; r++, row += s->stride) {
+        if (fetch) fetch_rows(s, rb, fetched, r + 1 + s->lead);
+        __m512 pv[4];
+        for (int j = 0; j < NQ; j++) pv[j] = _mm512_set1_ps(p[(int64_t)j * ld + r]);
+        for (int i = 0; i < NC; i++) {
+            __m512 v;
+            if (kind == TG_SEG_F32) {
+                v = _mm512_loadu_ps((const float *)(const void *)row + c + 16 * i);
+            } else {
+                const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * (c + 16 * i)));
+                v = kind == TG_SEG_F16 ? _mm512_cvtph_ps(h)
+                                       : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            }
+            for (int j = 0; j < NQ; j++) acc[j][i] = _mm512_fmadd_ps(pv[j], v, acc[j][i]);
+        }
+    }
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < NC; i++) _mm512_storeu_ps(o + (int64_t)j * D + c + 16 * i, acc[j][i]);
+}
+
+/* values512_run with NQ and NC (1..4 each) as compile-time constants. */
+TG_INLINE void values512_pass(const tg_attn_rows *s, int kind, int64_t r0, int64_t n, const float *p, int64_t ld,
+                              int64_t c, int64_t D, float *o, bool fetch, size_t rb, int64_t *fetched, int nq, int nc) {
+#define PASS(Q, C) values512_run(s, kind, r0, n, p, ld, c, D, o, fetch, rb, fetched, Q, C)
+#define PASS_NC(Q)                                                                                                    \
+    switch (nc) {                                                                                                     \
+    case 4: PASS(Q, 4); break;                                                                                        \
+    case 3: PASS(Q, 3); break;                                                                                        \
+    case 2: PASS(Q, 2); break;                                                                                        \
+    default: PASS(Q, 1); break;                                                                                       \
+    }
+    switch (nq) {
+    case 4: PASS_NC(4); break;
+    case 3: PASS_NC(3); break;
+    case 2: PASS_NC(2); break;
+    default: PASS_NC(1); break;
+    }
+#undef PASS_NC
+#undef PASS
+}
+
+TG_INLINE void values_rows_kind(const tg_attn_rows *s, int kind, const float *p, int64_t ld, int gq, int64_t D,
+                                float *o) {
+    const size_t rb = row_bytes_of(kind, D);
+    const bool one_pass = gq <= 4 && D <= 64;
+    const int64_t run = one_pass ? s->count : RUN_ROWS;
+    int64_t fetched = 0;
+    fetch_rows(s, rb, &fetched, s->lead);
+    for (int64_t r0 = 0; r0 < s->count; r0 += run) {
+        const int64_t n = s->count - r0 < run ? s->count - r0 : run;
+        bool first = true; /* the run's first pass fetches ahead */
+        for (int j = 0; j < gq; j += 4)
+            for (int64_t c = 0; c < D; c += 64) {
+                const int nq = gq - j < 4 ? gq - j : 4;
+                const int nc = (int)((D - c < 64 ? D - c : 64) / 16);
+                values512_pass(s, kind, r0, n, p + (int64_t)j * ld, ld, c, D, o + (int64_t)j * D, first, rb, &fetched,
+                               nq, nc);
+                first = false;
+            }
+    }
+}
+#endif
+
+void tg_attn_avx2_values_rows(const tg_attn_rows *s, const float *p, int64_t ld, int gq, int64_t D, float *o) {
+#if TG_ATTN512
+    switch (s->kind) {
+    case TG_SEG_F32: values_rows_kind(s, TG_SEG_F32, p, ld, gq, D, o); break;
+    case TG_SEG_F16: values_rows_kind(s, TG_SEG_F16, p, ld, gq, D, o); break;
+    default: values_rows_kind(s, TG_SEG_BF16, p, ld, gq, D, o); break;
+    }
+#else
+    (void)s, (void)p, (void)ld, (void)gq, (void)D, (void)o; /* tg_attn_avx2_runs is false: never called */
+#endif
 }
 
 #else

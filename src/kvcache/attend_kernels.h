@@ -99,6 +99,24 @@ void tg_attn_avx2_scores(const tg_attn_block *b, const float *qh, int gq, int64_
 void tg_attn_avx2_values(const tg_attn_block *b, const float *p, int64_t ld, int gq, int64_t D, float *o);
 /* out[D] = row r of the block as fp32; D % 8 == 0. */
 void tg_attn_avx2_widen(const tg_attn_block *b, int r, int64_t D, float *out);
+
+/* A plain segment's float rows as the run kernels read them: row i (i < count) of kind TG_SEG_F32 / F16 / BF16 at
+ * p + i * stride, each fetched into L1 `lead` rows before the kernels reach it (the first ones as the run starts). */
+typedef struct {
+    int kind;
+    const uint8_t *p;
+    size_t stride;
+    int64_t count, lead;
+} tg_attn_rows;
+
+/* Whether the run kernels take float rows of this kind and head dim (builds with AVX-512, D % 16 == 0). */
+bool tg_attn_avx2_runs(int kind, int64_t D);
+/* tg_attn_avx2_scores over every row of the run, eight at a time: sc[i * ld + r] for rows r < count, the bits of
+ * the block kernel's calls. */
+void tg_attn_avx2_scores_rows(const tg_attn_rows *s, const float *qh, int gq, int64_t D, float *sc, int64_t ld);
+/* tg_attn_avx2_values over every row of the run, the accumulators held in registers across its rows instead of
+ * stored and reloaded per block: the same FMAs in the same order per element of o, so the bits of the block calls. */
+void tg_attn_avx2_values_rows(const tg_attn_rows *s, const float *p, int64_t ld, int gq, int64_t D, float *o);
 #endif
 
 #endif
