@@ -19,14 +19,14 @@
 #include "kvcache/attend_kernels.h"
 #include "util/half.h"
 
+#if TG_HAVE_AVX2
+
 static float urand(uint64_t *s) { /* uniform in [-1, 1) */
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return (float)((double)(*s >> 11) / 4503599627370496.0 - 1.0);
 }
-
-#if TG_HAVE_AVX2
 
 enum { MAXROWS = 75, MAXD = 256, MAXQ = 8, PAD = 40 };
 
@@ -139,36 +139,6 @@ static void test_runs_equal_blocks(void **state) {
 }
 
 #else
-static float elem(int kind, const uint8_t *row, int64_t k) {
-    uint16_t h;
-    float f;
-    if (kind == TG_SEG_F32) {
-        memcpy(&f, row + 4 * k, 4);
-        return f;
-    }
-    memcpy(&h, row + 2 * k, 2);
-    return kind == TG_SEG_F16 ? tg_f16_to_f32(h) : tg_bf16_to_f32(h);
-}
-
-/* The order's scores sc[j * ld + r] and value sums o (accumulated onto what it holds). */
-static void order_model(int kind, const uint8_t *rows, size_t stride, int64_t n, int64_t D, int gq, const float *q,
-                        const float *p, int64_t ld, float *sc, float *o) {
-    for (int j = 0; j < gq; j++)
-        for (int64_t r = 0; r < n; r++) {
-            float a[8] = {0};
-            for (int64_t k = 0; k < D; k += 8)
-                for (int l = 0; l < 8; l++)
-                    a[l] = fmaf(elem(kind, rows + (size_t)r * stride, k + l), q[(int64_t)j * D + k + l], a[l]);
-            const float s0 = (a[0] + a[1]) + (a[2] + a[3]), s1 = (a[4] + a[5]) + (a[6] + a[7]);
-            sc[(int64_t)j * ld + r] = s0 + s1;
-        }
-    for (int j = 0; j < gq; j++)
-        for (int64_t c = 0; c < D; c++)
-            for (int64_t r = 0; r < n; r++)
-                o[(int64_t)j * D + c] =
-                    fmaf(p[(int64_t)j * ld + r], elem(kind, rows + (size_t)r * stride, c), o[(int64_t)j * D + c]);
-}
-
 static void test_runs_equal_blocks(void **state) { (void)state; skip(); }
 #endif
 
