@@ -46,12 +46,8 @@ TG_INLINE __m256 ld8(const tg_attn_block *b, int kind, int bits, int r, int64_t 
     }
 }
 
-/* dst[r] = the lane sum of a[r] (+ *bias) for the block's nr rows: eight lane sums at once, in one order. */
-TG_INLINE void store_scores(const __m256 a[8], const float *bias, int nr, float *dst) {
-    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-    __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-    if (bias) s = _mm256_add_ps(s, _mm256_set1_ps(*bias));
+/* dst[r] = lane r of s for the block's nr rows (1..8). */
+TG_INLINE void store_rows(__m256 s, int nr, float *dst) {
     if (nr == 8) {
         _mm256_storeu_ps(dst, s);
         return;
@@ -59,6 +55,15 @@ TG_INLINE void store_scores(const __m256 a[8], const float *bias, int nr, float 
     float out[8];
     _mm256_storeu_ps(out, s);
     for (int r = 0; r < nr; r++) dst[r] = out[r];
+}
+
+/* dst[r] = the lane sum of a[r] (+ *bias) for the block's nr rows: eight lane sums at once, in one order. */
+TG_INLINE void store_scores(const __m256 a[8], const float *bias, int nr, float *dst) {
+    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+    if (bias) s = _mm256_add_ps(s, _mm256_set1_ps(*bias));
+    store_rows(s, nr, dst);
 }
 
 /* Scores of the block's rows for NQ query heads q[j * D ..] (j < NQ): sc[j * ld + r]. */
@@ -141,30 +146,6 @@ TG_INLINE __m512 ld16_cols(const tg_attn_block *b, int kind, int r, int64_t k) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* scores_nq for float rows: acc[j][p] holds rows 2p (lower half) and 2p + 1 (upper half) for head j. */
-TG_INLINE void scores512_nq(const tg_attn_block *b, int kind, const float *q, int64_t D, float *sc, int64_t ld,
-                            const int NQ) {
-    __m512 acc[3][4];
-    for (int j = 0; j < NQ; j++)
-        for (int p = 0; p < 4; p++) acc[j][p] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < D; k += 8) {
-        __m512 qv[3];
-        for (int j = 0; j < NQ; j++) qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (int64_t)j * D + k));
-        for (int p = 0; p < 4; p++) {
-            const __m512 kv = ld16_rows(b, kind, 2 * p, k);
-            for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(kv, qv[j], acc[j][p]);
-        }
-    }
-    for (int j = 0; j < NQ; j++) {
-        __m256 a[8];
-        for (int p = 0; p < 4; p++) {
-            a[2 * p] = _mm512_castps512_ps256(acc[j][p]);
-            a[2 * p + 1] = _mm512_extractf32x8_ps(acc[j][p], 1);
-        }
-        store_scores(a, NULL, b->nr, sc + (int64_t)j * ld);
-    }
-}
-
 /* hadd_ps within each 128-bit lane of two 512-bit registers: (a0 + a1, a2 + a3, b0 + b1, b2 + b3) per lane. */
 TG_INLINE __m512 hadd512_ps(__m512 a, __m512 b) {
     return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
@@ -180,24 +161,19 @@ TG_INLINE void store_scores512(const __m512 a[4], int nr, float *dst) {
     const __m128 even = _mm512_castps512_ps128(t), odd = _mm512_extractf32x4_ps(t, 2);
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_unpacklo_ps(even, odd)),
                                           _mm_unpackhi_ps(even, odd), 1);
-    if (nr == 8) {
-        _mm256_storeu_ps(dst, s);
-        return;
-    }
-    float out[8];
-    _mm256_storeu_ps(out, s);
-    for (int r = 0; r < nr; r++) dst[r] = out[r];
+    store_rows(s, nr, dst);
 }
 
-/* scores512_nq for D % 16 == 0: sixteen columns of each of two rows in one load each, split into the two 8-column
- * steps (row r's k .. k + 7 beside row r + 1's, then k + 8 .. k + 15): the same FMAs in the same order, fewer loads
- * and inserts. */
-TG_INLINE void scores512_nq16(const tg_attn_block *b, int kind, const float *q, int64_t D, float *sc, int64_t ld,
-                              const int NQ) {
+/* scores_nq for float rows: acc[j][p] holds rows 2p (lower half) and 2p + 1 (upper half) for head j. Sixteen
+ * columns at a time while they last (each of two rows loaded once, split into the two 8-column steps: row r's
+ * k .. k + 7 beside row r + 1's, then k + 8 .. k + 15), then eight: the same FMAs in the same order either way. */
+TG_INLINE void scores512_nq(const tg_attn_block *b, int kind, const float *q, int64_t D, float *sc, int64_t ld,
+                            const int NQ) {
     __m512 acc[3][4];
     for (int j = 0; j < NQ; j++)
         for (int p = 0; p < 4; p++) acc[j][p] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < D; k += 16) {
+    int64_t k = 0;
+    for (; k + 16 <= D; k += 16) {
         __m512 qa[3], qb[3];
         for (int j = 0; j < NQ; j++) {
             qa[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (int64_t)j * D + k));
@@ -208,6 +184,14 @@ TG_INLINE void scores512_nq16(const tg_attn_block *b, int kind, const float *q, 
             const __m512 lo = _mm512_shuffle_f32x4(r0, r1, 0x44), hi = _mm512_shuffle_f32x4(r0, r1, 0xEE);
             for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(lo, qa[j], acc[j][p]);
             for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(hi, qb[j], acc[j][p]);
+        }
+    }
+    for (; k < D; k += 8) {
+        __m512 qv[3];
+        for (int j = 0; j < NQ; j++) qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + (int64_t)j * D + k));
+        for (int p = 0; p < 4; p++) {
+            const __m512 kv = ld16_rows(b, kind, 2 * p, k);
+            for (int j = 0; j < NQ; j++) acc[j][p] = _mm512_fmadd_ps(kv, qv[j], acc[j][p]);
         }
     }
     for (int j = 0; j < NQ; j++) store_scores512(acc[j], b->nr, sc + (int64_t)j * ld);
@@ -239,12 +223,6 @@ TG_INLINE void scores_kind(const tg_attn_block *b, int kind, int bits, const flo
     tg_attn_block g = *b;
     int j = 0;
 #if TG_ATTN512
-    if (kind != TG_SEG_CODES && D % 16 == 0) {
-        for (; j + 3 <= gq; j += 3) scores512_nq16(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
-        if (gq - j == 2) scores512_nq16(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 2);
-        else if (gq - j == 1) scores512_nq16(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 1);
-        return;
-    }
     if (kind != TG_SEG_CODES) {
         for (; j + 3 <= gq; j += 3) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 3);
         if (gq - j == 2) scores512_nq(b, kind, qh + (int64_t)j * D, D, sc + (int64_t)j * ld, ld, 2);
@@ -471,14 +449,15 @@ TG_INLINE void values_rows_kind(const tg_attn_rows *s, int kind, const float *p,
     for (int64_t r0 = 0; r0 < s->count; r0 += run) {
         const int64_t n = s->count - r0 < run ? s->count - r0 : run;
         bool first = true; /* the run's first pass fetches ahead */
-        for (int j = 0; j < gq; j += 4)
+        for (int j = 0; j < gq; j += 4) {
+            const int nq = gq - j < 4 ? gq - j : 4;
             for (int64_t c = 0; c < D; c += 64) {
-                const int nq = gq - j < 4 ? gq - j : 4;
                 const int nc = (int)((D - c < 64 ? D - c : 64) / 16);
                 values512_pass(s, kind, r0, n, p + (int64_t)j * ld, ld, c, D, o + (int64_t)j * D, first, rb, &fetched,
                                nq, nc);
                 first = false;
             }
+        }
     }
 }
 #endif
