@@ -152,8 +152,8 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
 }
 
 /* Decode takes PAIRS pairs of rows side by side through the super-blocks (KQ5_PAIR's argument, at most
- * KQ5_PAIRS_MAX) while the next 2 * PAIRS rows stream into L1 (tg_prefetch_next). Each pair's arithmetic is rows2's,
- * so the results keep their bits whatever PAIRS is. In session 11, when each super-block was prefetched eight rows
+ * KQ5_PAIRS_MAX) while the rows KQ5_LEAD_BYTES or more ahead stream into L2 (tg_prefetch_next_l2). Each pair's
+ * arithmetic is rows2's, so the results keep their bits whatever PAIRS is. In session 11, when each super-block was prefetched eight rows
  * ahead into L2, more pairs were faster (one pair alone left the core waiting on memory; `tinygpt bench`, one / two /
  * three / four pairs: Q6_K 38.9 / 49.2 / 51.4 / 53.1 tokens/s), and two pairs of Q4_K / Q5_K and four of Q6_K stayed
  * after the address-order stream replaced that prefetch (session 12). With that stream one pair is the fastest:
@@ -161,6 +161,15 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
  * pair of each type against 31.7 with two of Q4_K and four of Q6_K, Q6_K 26.9 against 18.5; the stream into L2
  * instead of L1: Q4_K_M 30.5 (one pair) and 34.9 (two and four), Q6_K 26.0 and 28.4. */
 #define KQ5_PAIRS_MAX 4
+
+/* How far ahead decode streams: whole groups of 2 * PAIRS rows, at least this many bytes. Up to session 18 the next
+ * group (3.4 KB of a 2048-column Q6_K pair, 2.3 KB of Q4_K) into L1. Into L2 with that lead, Q4_K_M fell from 44.0 to
+ * 32.7 tokens/s; with more lead it rose past L1's. Session 19, TinyLlama-1.1B-shape files, 2 threads, depth 0,
+ * medians of 9 interleaved rounds (bench/kv_speed.sh), tokens/s, L1 next group -> L2 at 4 / 6 / 8 KB: Q6_K 29.7 ->
+ * 34.2 / 41.6 / 41.9, Q4_K_M 44.9 -> 44.6 / 49.0 / 48.4 (at 12 KB, 7 rounds: 32.0 and 42.1 against 39.0 and 44.6 at
+ * 6). In L1 the prefetches queue for this core's few L1 miss buffers, where the loads wait too; a longer lead into
+ * L1 was slower (8 KB, 7 rounds: Q6_K 27.8, Q4_K_M 42.9). */
+#define KQ5_LEAD_BYTES 6144
 
 /* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
  * token t's super-blocks at xk + t * xs. */
@@ -187,11 +196,12 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
         __m512 accs[KQ5_PAIRS_MAX][1];                                                                                \
         const int T = 1;                                                                                              \
         for (int p = 0; p < P; p++) accs[p][0] = _mm512_setzero_ps();                                                 \
-        const uint8_t *next = r0 + 2 * (size_t)P * ws;                                                                \
+        const size_t group = 2 * (size_t)P * ws; /* the bytes of P pairs of rows */                                   \
+        const uint8_t *next = r0 + (KQ5_LEAD_BYTES + group - 1) / group * group;                                      \
         for (int64_t b = 0; b < nsup; b++) {                                                                          \
             kq5_tokens tk;                                                                                            \
             tk.x[0] = xk + (size_t)b;                                                                                 \
-            tg_prefetch_next(&next, 2 * (size_t)P * (BYTES));                                                         \
+            tg_prefetch_next_l2(&next, 2 * (size_t)P * (BYTES));                                                      \
             for (int p = 0; p < P; p++) {                                                                             \
                 const uint8_t *ra = r0 + 2 * (size_t)p * ws, *rb = ra + ws;                                           \
                 __m512 *acc = accs[p];                                                                                \

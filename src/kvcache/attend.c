@@ -28,13 +28,21 @@
 #endif
 
 #define BLK TG_ATTN_BLK
-/* Blocks a plain segment's rows are prefetched ahead of the block being worked on (the first ones as the segment
- * starts). One block (1 KB of fp16 rows at head dim 64) was too short a lead for DRAM: SmolLM2-135M Q8_0 fp16 cache,
+/* Blocks the block kernels prefetch a segment's rows into L1 ahead of the block being worked on (the first ones as
+ * the segment starts): sinks, residual rings, codes that are not tiled, head dims the run kernels do not take. Up to
+ * session 18 the run kernels' lead too. One block (1 KB of fp16 rows at head dim 64) was too short a lead for DRAM: SmolLM2-135M Q8_0 fp16 cache,
  * 2 threads, 256 tokens, medians of 4 interleaved runs, 1 -> 2 / 4 / 8 blocks with the start prefetched: depth 2048
  * 125.1 -> 147.8 / 146.1 / 138.0 tokens/s, depth 4096 94.4 -> 106.6 / 111.3 / 102.9; the bundled model (medians of 5)
  * 660.7 -> 707.3 (2048), 366.8 -> 437.8 (4096) at 4. The integer kernels' tiles gained nothing from a longer lead
- * (2, 4, 8 KB ahead: within the spread or slower; session 13, docs/PERFORMANCE.md). */
+ * into L1 (2, 4, 8 KB ahead: within the spread or slower; session 13, docs/PERFORMANCE.md). */
 #define PF_BLOCKS 4
+/* The run kernels' lead (tg_attn_rows.lead): the rows covering at least this many bytes (at least a block), fetched
+ * into L2 (attend_avx2.c's fetch_rows) rather than PF_BLOCKS blocks into L1. In L1 the prefetches queue for this
+ * core's few L1 miss buffers, where the loads wait too. Session 19, bench/attention.c at depth 4096, one thread, CPU
+ * ms per token, medians of 9 interleaved runs, L1 (4 blocks) -> L2 at 2 / 4 / 6 / 8 KB: SmolLM2-135M shape (head dim
+ * 64) fp16 11.98 -> 12.30 / 10.06 / 9.62 / 10.40, fp32 22.00 -> 20.01 / 15.28 / 14.33 / 15.97; the bundled model's
+ * (head dim 32) fp16 3.41 -> 3.67 / 3.09 / 2.64 / 2.71, fp32 5.80 -> 5.61 / 4.48 / 3.91 / 4.13. */
+#define RUN_LEAD_BYTES 6144
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
 typedef struct {
@@ -207,7 +215,8 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
     }
 #if TG_HAVE_AVX2
     if (simd && !repo && tg_attn_avx2_runs(g->kind, D)) { /* plain float rows: the run kernels take them whole */
-        const tg_attn_rows rows = {g->kind, g->p, g->stride, g->count, PF_BLOCKS * BLK};
+        const int64_t lead = RUN_LEAD_BYTES / (D * (g->kind == TG_SEG_F32 ? 4 : 2));
+        const tg_attn_rows rows = {g->kind, g->p, g->stride, g->count, lead > BLK ? lead : BLK};
         if (keys) tg_attn_avx2_scores_rows(&rows, qh, vw->gq, D, sc, ld);
         else tg_attn_avx2_values_rows(&rows, sc, ld, vw->gq, D, o);
         return g->count;

@@ -275,11 +275,11 @@ TG_INLINE tg_attn_tile tile_of(const tg_attn_tile *t, int64_t j, int64_t *before
 /* Tiles a segment spans. */
 TG_INLINE int64_t tiles_of(const tg_attn_tile *t) { return t->count <= t->G - t->t0 ? 1 : 1 + (t->count - (t->G - t->t0) + t->G - 1) / t->G; }
 
-/* Every 64-byte line that the n bytes at p touch, brought into the cache once each (a prefetch never faults, so p
- * may lie past what is held). */
+/* Every 64-byte line that the n bytes at p touch, brought into L2 once each (a prefetch never faults, so p may lie
+ * past what is held). Into L2, not L1: see TILE_LEAD_BYTES. */
 TG_INLINE void prefetch_bytes(const void *p, size_t n) {
     const uintptr_t end = (uintptr_t)p + n;
-    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T0);
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T1);
 }
 
 void tg_attn_int_prefetch_tile(const uint8_t *tile, int bits, int64_t G, int64_t D) {
@@ -291,10 +291,21 @@ void tg_attn_int_prefetch_scales(const uint16_t *scale, const uint16_t *zero, in
     prefetch_bytes(zero, (size_t)n * sizeof *zero);
 }
 
-/* Tile j + 1 of a segment fetched while tile j is worked on (a third of the value kernel's time at depth 4096 waited
- * on a tile's first lines without it). */
-TG_INLINE void prefetch_next_tile(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n) {
-    if (j + 1 < n) tg_attn_int_prefetch_tile(t->tile + (size_t)(j + 1) * t->next, t->bits, t->G, D);
+/* How far ahead a segment's tiles are fetched: the tiles covering at least this many bytes (at least one), into L2.
+ * Up to session 18 the next tile only, into L1 (a third of the value kernel's time at depth 4096 had waited on a
+ * tile's first lines without it); in L1 the prefetches queue for this core's few L1 miss buffers, where the loads
+ * wait too. Session 19, bench/attention.c at depth 4096, one thread, CPU ms per token, medians of 9 interleaved
+ * runs: SmolLM2-135M shape int8 11.74 -> 7.28 (L2, 4 KB ahead) / 7.23 (L2, one tile) / 7.89 (L2, 6 KB), int4 5.95 ->
+ * 5.20 / 5.46 / 5.82; the bundled model's shape int8 2.36 -> 2.22 / 2.40 / 2.12, int4 1.82 -> 1.78 / 2.01 / 1.74; 4 KB
+ * ahead into L1 was no faster than one tile (11.89, 6.75). */
+#define TILE_LEAD_BYTES 4096
+
+/* While tile j of a segment's n is worked on, tile j + k (k tiles: TILE_LEAD_BYTES) comes in; the first call fetches
+ * tiles 1 .. k. */
+TG_INLINE void prefetch_next_tiles(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n) {
+    const int64_t bytes = t->G * D * t->bits / 8, k = bytes < TILE_LEAD_BYTES ? TILE_LEAD_BYTES / bytes : 1;
+    for (int64_t i = j == 0 ? 1 : j + k; i <= j + k && i < n; i++)
+        tg_attn_int_prefetch_tile(t->tile + (size_t)i * t->next, t->bits, t->G, D);
 }
 
 /* Tiles' queries at j: two sets in scratch (tile j's in set j % 2), so that tile j + 1's are prepared while tile j is
@@ -360,7 +371,7 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
-        prefetch_next_tile(t, D, j, n);
+        prefetch_next_tiles(t, D, j, n);
         /* the grid the next pass folds in was fetched by this one's predecessor: fetch the one after */
         if (j + 2 < n) tg_attn_int_prefetch_scales(gscale + (size_t)(j + 2) * gstride, gzero + (size_t)(j + 2) * gstride, D);
         const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
@@ -545,7 +556,7 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
-        prefetch_next_tile(t, D, j, n);
+        prefetch_next_tiles(t, D, j, n);
         /* tile j + 1's scales were fetched a tile ago; fetch j + 2's (the first tile's: by the sweep, attend.c) */
         if (j + 2 < n) tg_attn_int_prefetch_scales(s0 + (size_t)(j + 2) * tstride, z0 + (size_t)(j + 2) * tstride, t->G);
         /* segment row 0 of tile j: its row tj.t0 */

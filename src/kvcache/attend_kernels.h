@@ -101,7 +101,7 @@ void tg_attn_avx2_values(const tg_attn_block *b, const float *p, int64_t ld, int
 void tg_attn_avx2_widen(const tg_attn_block *b, int r, int64_t D, float *out);
 
 /* A plain segment's float rows as the run kernels read them: row i (i < count) of kind TG_SEG_F32 / F16 / BF16 at
- * p + i * stride, each fetched into L1 `lead` rows before the kernels reach it (the first ones as the run starts). */
+ * p + i * stride, each fetched into L2 `lead` rows before the kernels reach it (the first ones as the run starts). */
 typedef struct {
     int kind;
     const uint8_t *p;
