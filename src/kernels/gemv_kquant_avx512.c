@@ -151,15 +151,15 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
     }
 }
 
-/* Decode takes PAIRS pairs of rows side by side through the super-blocks (KQ5_PAIR's argument, at most
- * KQ5_PAIRS_MAX) while the rows KQ5_LEAD_BYTES or more ahead stream into L2 (tg_prefetch_next_l2). Each pair's
- * arithmetic is rows2's, so the results keep their bits whatever PAIRS is. In session 11, when each super-block was prefetched eight rows
+/* Decode takes PAIRS pairs of rows side by side through the super-blocks (KQ5_PAIR's argument, at most KQ5_PAIRS_MAX)
+ * while the rows KQ5_LEAD_BYTES or more ahead stream into L2 (tg_prefetch_next_l2). Each pair's arithmetic is rows2's,
+ * so the results keep their bits whatever PAIRS is. In session 11, when each super-block was prefetched eight rows
  * ahead into L2, more pairs were faster (one pair alone left the core waiting on memory; `tinygpt bench`, one / two /
  * three / four pairs: Q6_K 38.9 / 49.2 / 51.4 / 53.1 tokens/s), and two pairs of Q4_K / Q5_K and four of Q6_K stayed
- * after the address-order stream replaced that prefetch (session 12). With that stream one pair is the fastest:
- * session 16, TinyLlama-1.1B-shape files, 2 threads, 5 interleaved rounds, medians, tokens/s — Q4_K_M 37.4 with one
- * pair of each type against 31.7 with two of Q4_K and four of Q6_K, Q6_K 26.9 against 18.5; the stream into L2
- * instead of L1: Q4_K_M 30.5 (one pair) and 34.9 (two and four), Q6_K 26.0 and 28.4. */
+ * after the address-order stream replaced that prefetch (session 12). With that stream one pair is the fastest: session
+ * 16, TinyLlama-1.1B-shape files, 2 threads, 5 interleaved rounds, medians, tokens/s — Q4_K_M 37.4 with one pair of
+ * each type against 31.7 with two of Q4_K and four of Q6_K, Q6_K 26.9 against 18.5; the stream into L2 instead of L1:
+ * Q4_K_M 30.5 (one pair) and 34.9 (two and four), Q6_K 26.0 and 28.4. */
 #define KQ5_PAIRS_MAX 4
 
 /* How far ahead decode streams: whole groups of 2 * PAIRS rows, at least this many bytes. Up to session 18 the next

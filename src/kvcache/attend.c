@@ -28,13 +28,14 @@
 #endif
 
 #define BLK TG_ATTN_BLK
-/* Blocks the block kernels prefetch a segment's rows into L1 ahead of the block being worked on (the first ones as
- * the segment starts): sinks, residual rings, codes that are not tiled, head dims the run kernels do not take. Up to
- * session 18 the run kernels' lead too. One block (1 KB of fp16 rows at head dim 64) was too short a lead for DRAM: SmolLM2-135M Q8_0 fp16 cache,
- * 2 threads, 256 tokens, medians of 4 interleaved runs, 1 -> 2 / 4 / 8 blocks with the start prefetched: depth 2048
- * 125.1 -> 147.8 / 146.1 / 138.0 tokens/s, depth 4096 94.4 -> 106.6 / 111.3 / 102.9; the bundled model (medians of 5)
- * 660.7 -> 707.3 (2048), 366.8 -> 437.8 (4096) at 4. The integer kernels' tiles gained nothing from a longer lead
- * into L1 (2, 4, 8 KB ahead: within the spread or slower; session 13, docs/PERFORMANCE.md). */
+/* Blocks the block kernels prefetch a segment's rows into L1 ahead of the block being worked on (the first ones as the
+ * segment starts): sinks, residual rings, codes that are not tiled, head dims the run kernels do not take. Up to
+ * session 18 the run kernels' lead too. One block (1 KB of fp16 rows at head dim 64) was too short a lead for DRAM:
+ * SmolLM2-135M Q8_0 fp16 cache, 2 threads, 256 tokens, medians of 4 interleaved runs, 1 -> 2 / 4 / 8 blocks with the
+ * start prefetched: depth 2048 125.1 -> 147.8 / 146.1 / 138.0 tokens/s, depth 4096 94.4 -> 106.6 / 111.3 / 102.9; the
+ * bundled model (medians of 5) 660.7 -> 707.3 (2048), 366.8 -> 437.8 (4096) at 4. The integer kernels' tiles gained
+ * nothing from a longer lead into L1 (2, 4, 8 KB ahead: within the spread or slower; session 13,
+ * docs/PERFORMANCE.md). */
 #define PF_BLOCKS 4
 /* The run kernels' lead (tg_attn_rows.lead): the rows covering at least this many bytes (at least a block), fetched
  * into L2 (attend_avx2.c's fetch_rows) rather than PF_BLOCKS blocks into L1. In L1 the prefetches queue for this
