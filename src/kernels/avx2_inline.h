@@ -28,10 +28,10 @@
 #define TG_INLINE static inline __attribute__((always_inline))
 
 /* The decode kernels' prefetch. A kernel takes a group of rows through their blocks together (row r + 1 starts where
- * row r ends: the group is one stretch of memory) and meanwhile streams the next group into L1 in address order, at
- * the rate it consumes its own: *next is where the next group's unprefetched bytes begin; each call prefetches `bytes`
+ * row r ends: the group is one stretch of memory) and meanwhile streams a later group into L1 in address order, at
+ * the rate it consumes its own: *next is where that group's unprefetched bytes begin; each call prefetches `bytes`
  * from there, a line at a time, and moves on. Called once per block step with bytes = the group's bytes per step
- * (the rows times one block), it has covered the next group when the current one is done. Address order is what the
+ * (the rows times one block), it has covered that group when the current one is done. Address order is what the
  * memory system streams best: prefetching each step's blocks of the rows one group ahead (the kernels' scheme up to
  * session 11) issues the same lines in a strided order, and bench/read_patterns.c, reading alone in both orders,
  * measured the strided one 8-47 % slower on the EPYC guest (medians; docs/PERFORMANCE.md, session 12). A
@@ -41,11 +41,20 @@ TG_INLINE void tg_prefetch_next(const uint8_t **next, size_t bytes) {
     *next += bytes;
 }
 
-/* tg_prefetch_next into L2, for the sixteen-row kernels: on session 16's guest streaming sixteen rows into L1 halved
- * the decode of Q8_0 files (TinyLlama-1.1B: 15.6 tokens/s against 31.1 into L2; gemv_avx2.c's quant_rows16). */
+/* tg_prefetch_next into L2, for the AVX-512 decode kernels (the sixteen-row Q8_0 / Q4_0 one, the K-quant pairs): a
+ * prefetch into L1 waits for one of the core's few L1 miss buffers, as the loads do. On session 16's guest streaming
+ * sixteen rows into L1 halved the decode of Q8_0 files (TinyLlama-1.1B: 15.6 tokens/s against 31.1 into L2;
+ * gemv_avx2.c's quant_rows16); session 19 moved the K-quant pairs' stream too (gemv_kquant_avx512.c). Into L2 the
+ * stream needs a longer lead than one group: tg_stream_start. */
 TG_INLINE void tg_prefetch_next_l2(const uint8_t **next, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)*next + o, _MM_HINT_T1);
     *next += bytes;
+}
+
+/* Where a kernel's stream starts, for a group of rows at w of `group` bytes: the first whole group at least `lead`
+ * bytes on (at least the next group). */
+TG_INLINE const uint8_t *tg_stream_start(const uint8_t *w, size_t group, size_t lead) {
+    return w + (lead + group - 1) / group * group;
 }
 
 TG_INLINE uint16_t tg_ld16(const uint8_t *p) {

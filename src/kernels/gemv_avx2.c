@@ -176,8 +176,7 @@ TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg
     const int32_t bias = tg_qbias(type);
     __m512 acc = _mm512_setzero_ps();
     /* the sixteen rows STREAM_LEAD bytes or more ahead, streamed in as these are read */
-    const size_t groups = (STREAM_LEAD + 16 * ws - 1) / (16 * ws);
-    const uint8_t *next = w + groups * 16 * ws;
+    const uint8_t *next = tg_stream_start(w, 16 * ws, STREAM_LEAD);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * bw;
         tg_prefetch_next_l2(&next, 16 * bw);
