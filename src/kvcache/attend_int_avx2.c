@@ -502,31 +502,51 @@ TG_INLINE void values_heads(const int vnni, const int bits, const tg_attn_tile *
     for (; v < nvec; v++) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-TG_INLINE void values_tile(const int vnni, const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq,
-                           int64_t D, const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
-    const int64_t end = t->t0 + t->count;
-    const run_weights rw = run_weights_in(scratch, gq);
-    for (int64_t R = t->t0 / 8 * 8; R < end; R += RUN) {
-        const int64_t last = R + RUN < end ? R + RUN : end; /* rows [R, last) */
-        const int64_t n4 = (last - R + 3) / 4;
-        if (R >= t->t0 && (last - R) % 8 == 0) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, &rw);
-        else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, &rw);
-        int j = 0;
-        for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 4);
-        switch (gq - j) {
-        case 3: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 3); break;
-        case 2: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 2); break;
-        case 1: values_heads(vnni, bits, t, R, n4, &rw, j, D, o, 1); break;
-        default: break;
-        }
+/* The rows of the run at R that lie in tile t ([R, last), last - R a multiple of 4 after rounding up: n4 row quads),
+ * and whether every 8-row vector of it lies in the tile's segment (no masks). */
+TG_INLINE int64_t run_quads(const tg_attn_tile *t, int64_t R, int *full) {
+    const int64_t end = t->t0 + t->count, last = R + RUN < end ? R + RUN : end;
+    *full = R >= t->t0 && (last - R) % 8 == 0;
+    return (last - R + 3) / 4;
+}
+
+TG_INLINE void prepare_run_at(const int bits, const tg_attn_tile *t, int64_t R, const float *p, int64_t ld, int gq,
+                              const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
+    int full;
+    const int64_t n4 = run_quads(t, R, &full);
+    if (full) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);
+    else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);
+}
+
+TG_INLINE void values_run(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw,
+                          int gq, int64_t D, float *o) {
+    int full;
+    const int64_t n4 = run_quads(t, R, &full);
+    int j = 0;
+    for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, rw, j, D, o, 4);
+    switch (gq - j) {
+    case 3: values_heads(vnni, bits, t, R, n4, rw, j, D, o, 3); break;
+    case 2: values_heads(vnni, bits, t, R, n4, rw, j, D, o, 2); break;
+    case 1: values_heads(vnni, bits, t, R, n4, rw, j, D, o, 1); break;
+    default: break;
     }
 }
 
+#define PREPARE_RUN_INSTANCE(B)                                                                                       \
+    static __attribute__((noinline)) void prepare_run_b##B(const tg_attn_tile *t, int64_t R, const float *p,          \
+                                                           int64_t ld, int gq, const uint16_t *tscale,                \
+                                                           const uint16_t *tzero, const run_weights *rw) {            \
+        prepare_run_at(B, t, R, p, ld, gq, tscale, tzero, rw);                                                        \
+    }
+PREPARE_RUN_INSTANCE(8)
+PREPARE_RUN_INSTANCE(4)
+PREPARE_RUN_INSTANCE(2)
+#undef PREPARE_RUN_INSTANCE
+
 #define VALUES_INSTANCE(V, B)                                                                                         \
-    static __attribute__((noinline)) void values_v##V##_b##B(const tg_attn_tile *t, const float *p, int64_t ld,       \
-                                                             int gq, int64_t D, const uint16_t *tscale,               \
-                                                             const uint16_t *tzero, float *o, int32_t *scratch) {     \
-        values_tile(V, B, t, p, ld, gq, D, tscale, tzero, o, scratch);                                                \
+    static __attribute__((noinline)) void values_v##V##_b##B(const tg_attn_tile *t, int64_t R, const run_weights *rw, \
+                                                             int gq, int64_t D, float *o) {                           \
+        values_run(V, B, t, R, rw, gq, D, o);                                                                         \
     }
 VALUES_INSTANCE(0, 8)
 VALUES_INSTANCE(0, 4)
@@ -542,26 +562,60 @@ VALUES_INSTANCE(1, 2)
 #endif
 #undef VALUES_INSTANCE
 
+/* One run of a value segment: tile j's rows [R, R + RUN), with the tile's weights and scales where its row t0 is. */
+typedef struct {
+    tg_attn_tile tile;
+    int64_t R;
+    const float *p;
+    const uint16_t *tscale, *tzero;
+} value_run;
+
+/* Tile j of the segment with its first run. */
+TG_INLINE value_run first_run(const tg_attn_tile *t, int64_t j, const float *p, const uint16_t *tscale,
+                              const uint16_t *tzero, size_t tstride) {
+    int64_t before;
+    const tg_attn_tile tj = tile_of(t, j, &before);
+    const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0; /* segment row 0 of tile j: its row tj.t0 */
+    return (value_run){tj, tj.t0 / 8 * 8, p + before, tscale + at, tzero + at};
+}
+
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
                         const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni) {
-    static tg_attn_int_values_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
-                                                       {values_v1_b8, values_v1_b4, values_v1_b2}};
-    tg_attn_int_values_fn *values = table[vnni && HAVE_VNNI][t->bits == 8 ? 0 : t->bits == 4 ? 1 : 2];
+    static tg_attn_int_values_run_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
+                                                           {values_v1_b8, values_v1_b4, values_v1_b2}};
+    static tg_attn_int_prepare_run_fn *const prepares[3] = {prepare_run_b8, prepare_run_b4, prepare_run_b2};
+    const int b = t->bits == 8 ? 0 : t->bits == 4 ? 1 : 2;
+    tg_attn_int_values_run_fn *values = table[vnni && HAVE_VNNI][b];
+    tg_attn_int_prepare_run_fn *prepare = prepares[b];
 #if TG_ATTN_INT512
-    if (vnni && D / (8 / t->bits) % 16 == 0) values = tg_attn_int512_values_for(t->bits); /* 16 lanes a register */
+    if (vnni && D / (8 / t->bits) % 16 == 0) { /* 16 lanes a register */
+        values = tg_attn_int512_values_run_for(t->bits);
+        prepare = tg_attn_int512_prepare_run_for(t->bits);
+    }
 #endif
     const int64_t n = tiles_of(t);
     const uint16_t *s0 = tscale - t->t0, *z0 = tzero - t->t0; /* tile 0's row 0 */
     if (n > 1) tg_attn_int_prefetch_scales(s0 + tstride, z0 + tstride, t->G); /* tile 1's rows, needed soon */
+    /* run k's weights in set k % 2: the next run's prepared before this one's sums (two independent chains) */
+    const run_weights rw[2] = {run_weights_in(scratch, gq, 0), run_weights_in(scratch, gq, 1)};
+    value_run cur = first_run(t, 0, p, tscale, tzero, tstride);
+    prepare(&cur.tile, cur.R, cur.p, ld, gq, cur.tscale, cur.tzero, &rw[0]);
+    int k = 0;
     for (int64_t j = 0; j < n; j++) {
-        int64_t before;
-        const tg_attn_tile tj = tile_of(t, j, &before);
         prefetch_next_tiles(t, D, j, n);
         /* tile j + 1's scales were fetched a tile ago; fetch j + 2's (the first tile's: by the sweep, attend.c) */
         if (j + 2 < n) tg_attn_int_prefetch_scales(s0 + (size_t)(j + 2) * tstride, z0 + (size_t)(j + 2) * tstride, t->G);
-        /* segment row 0 of tile j: its row tj.t0 */
-        const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0;
-        values(&tj, p + before, ld, gq, D, tscale + at, tzero + at, o, scratch);
+        for (;;) {
+            value_run next = cur;
+            next.R += RUN;
+            const bool in_tile = next.R < cur.tile.t0 + cur.tile.count;
+            if (!in_tile && j + 1 < n) next = first_run(t, j + 1, p, tscale, tzero, tstride);
+            if (in_tile || j + 1 < n) prepare(&next.tile, next.R, next.p, ld, gq, next.tscale, next.tzero, &rw[(k + 1) & 1]);
+            values(&cur.tile, cur.R, &rw[k & 1], gq, D, o);
+            k++;
+            cur = next;
+            if (!in_tile) break;
+        }
     }
 }
 

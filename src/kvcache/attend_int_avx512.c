@@ -6,8 +6,8 @@
  * - Values: a lane is a channel word, sixteen per register (head dim / codes per byte a multiple of 16).
  * - The float steps that reduce over lanes (a query head's bias and max, a run's zero sum and max per head) keep
  *   the 256-bit eight-lane chains: two query heads share a register, head a in lanes 0-7 and head b in lanes 8-15,
- *   and each half is reduced by hsum8 / hmax8 as the 256-bit code reduces its one register. The bytes are packed
- *   by the same saturating packs, per 128-bit lane, then put in order by one permute. */
+ *   and each half is reduced in hsum8's / hmax8's order (hsum8x2 / hmax8x2: both halves at once, in the register).
+ *   The bytes are packed by the same saturating packs, per 128-bit lane, then put in order by one permute. */
 #include "kvcache/attend_int_inline.h"
 
 #if TG_HAVE_AVX2 && TG_ATTN_INT512
@@ -29,8 +29,6 @@ TG_INLINE __m512i slot(const int bits, __m512i x, const int s) {
 
 /* Two eight-lane float vectors as one register: a in lanes 0-7, b in 8-15. */
 TG_INLINE __m512 pair(__m256 a, __m256 b) { return _mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1); }
-TG_INLINE __m256 half_lo(__m512 v) { return _mm512_castps512_ps256(v); }
-TG_INLINE __m256 half_hi(__m512 v) { return _mm512_extractf32x8_ps(v, 1); }
 
 /* v[0..3] (int32, head a's eight lanes then head b's, each within a byte's range: unsigned, or signed when sgn) as
  * 32 bytes per head in lane order: da[0..8) the int32 words of head a's bytes v[0][0..3], v[0][4..7], v[1][0..3], ...
@@ -58,6 +56,31 @@ TG_INLINE void pack_bytes2(const __m512i *v, const int sgn, int32_t *da, int32_t
     default: CALL(8); break;                                                                                          \
     }
 
+/* Per half (lanes 0-7 and 8-15): hmax8 / hsum8 of that half, in hmax8's / hsum8's order (lane 0 of each half is
+ * their result bit for bit, NaN included: the same operations on the same operands in the same order), broadcast over
+ * the half. Three in-register steps for both heads at once instead of two reductions through the scalar unit. */
+TG_INLINE __m512 half_bcast(__m512 v) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), v);
+}
+TG_INLINE __m512 hmax8x2(__m512 v) {
+    v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1))); /* max(lo, hi) of each half */
+    v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));       /* movehl */
+    return half_bcast(_mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)))); /* movehdup */
+}
+TG_INLINE __m512 hsum8x2(__m512 v) {
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return half_bcast(_mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1))));
+}
+/* levels / amax where 0 < amax < inf, else 0 (the scalar code's test and division, lane by lane) */
+TG_INLINE __m512 inverse_levels(__m512 amax, float levels) {
+    const __mmask16 ok = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                         _mm512_cmp_ps_mask(amax, _mm512_set1_ps(INFINITY), _CMP_LT_OQ);
+    return _mm512_maskz_div_ps(ok, _mm512_set1_ps(levels), amax);
+}
+TG_INLINE float lane0(__m512 v) { return _mm512_cvtss_f32(v); }
+TG_INLINE float lane8(__m512 v) { return _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2)); }
+
 /* ---- keys ------------------------------------------------------------------------------------------------------ */
 
 /* attend_int_avx2.c's prepare_keys, two heads a register (an odd last head paired with itself, stored once). */
@@ -83,16 +106,14 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
             z = _mm512_fmadd_ps(qv, zv[k / 8], z);
             m = _mm512_max_ps(m, _mm512_and_ps(qf[k / 8], abs_mask));
         }
-        const float amax[2] = {hmax8(half_lo(m)), hmax8(half_hi(m))};
-        float inv[2];
-        for (int h = 0; h < 2; h++) inv[h] = amax[h] > 0.0f && amax[h] < INFINITY ? levels / amax[h] : 0.0f;
-        q->bias[j] = hsum8(half_lo(z));
-        q->dq[j] = amax[0] * step;
+        const __m512 amax = hmax8x2(m), bias = hsum8x2(z), dq = _mm512_mul_ps(amax, _mm512_set1_ps(step));
+        const __m512 iv = inverse_levels(amax, levels);
+        q->bias[j] = lane0(bias);
+        q->dq[j] = lane0(dq);
         if (jb != j) {
-            q->bias[jb] = hsum8(half_hi(z));
-            q->dq[jb] = amax[1] * step;
+            q->bias[jb] = lane8(bias);
+            q->dq[jb] = lane8(dq);
         }
-        const __m512 iv = pair(_mm256_set1_ps(inv[0]), _mm256_set1_ps(inv[1]));
         int32_t *lo_a = q->lo + (int64_t)j * (n / 4), *hi_a = q->hi + (int64_t)j * (n / 4);
         int32_t *lo_b = jb != j ? q->lo + (int64_t)jb * (n / 4) : NULL;
         int32_t *hi_b = jb != j ? q->hi + (int64_t)jb * (n / 4) : NULL;
@@ -221,51 +242,46 @@ tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits) {
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
 /* attend_int_avx2.c's prepare_run, two heads a register. FULL: every row of the run's 8-row vectors lies in the
- * segment (no masks). Out of line rather than inlined into every head count's value pass (gcc -O3 still makes
- * copies for the constant bits and FULL of its callers: prepare_run.constprop in a profile). */
-static __attribute__((noinline)) void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R,
-                                                  int64_t n4, const float *p, int64_t ld, int gq,
-                                                  const uint16_t *tscale, const uint16_t *tzero,
-                                                  const run_weights *rw) {
+ * segment (no masks). */
+TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4, const float *p,
+                           int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
     const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
     const int64_t nv = (n4 + 1) / 2; /* 8-row vectors of the run */
     __m512 sv[RUN / 8], zv[RUN / 8];
     __mmask8 mk[RUN / 8];
-    bool full[RUN / 8];
     for (int64_t v = 0; v < nv; v++) {
         /* rows R + 8 v + l: valid when inside the segment; their scales (the tile's own rows: in bounds) */
         const int64_t r0 = R + 8 * v - t->t0;
-        full[v] = FULL || (r0 >= 0 && r0 + 8 <= t->count);
-        unsigned m = 0;
-        for (int l = 0; l < 8; l++) m |= (unsigned)(r0 + l >= 0 && r0 + l < t->count) << l;
-        mk[v] = (__mmask8)m;
+        if (!FULL) { /* lanes l with 0 <= r0 + l < count */
+            const int64_t lo = r0 < 0 ? -r0 : 0, hi = t->count - r0 < 8 ? t->count - r0 : 8;
+            mk[v] = (__mmask8)(hi > lo ? ((1u << hi) - 1u) & ~((1u << lo) - 1u) : 0u);
+        }
         const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tscale + r0)));
         const __m256 z = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tzero + r0)));
         sv[v] = pair(s, s);
         zv[v] = pair(z, z);
     }
+    const __m512 stepv = _mm512_set1_ps(step);
     for (int j = 0; j < gq; j += 2) {
         const int jb = j + 1 < gq ? j + 1 : j;
         __m512 w[RUN / 8], m = _mm512_setzero_ps(), zacc = _mm512_setzero_ps();
         for (int64_t v = 0; v < nv; v++) {
             const int64_t at = R + 8 * v - t->t0;
             const float *pa = p + (int64_t)j * ld + at, *pb = p + (int64_t)jb * ld + at;
-            const __m512 pv = full[v] ? pair(_mm256_loadu_ps(pa), _mm256_loadu_ps(pb))
-                                      : pair(_mm256_maskz_loadu_ps(mk[v], pa), _mm256_maskz_loadu_ps(mk[v], pb));
+            const __m512 pv = FULL ? pair(_mm256_loadu_ps(pa), _mm256_loadu_ps(pb))
+                                   : pair(_mm256_maskz_loadu_ps(mk[v], pa), _mm256_maskz_loadu_ps(mk[v], pb));
             w[v] = _mm512_mul_ps(pv, sv[v]);
             zacc = _mm512_fmadd_ps(pv, zv[v], zacc);
             m = _mm512_max_ps(m, w[v]);
         }
-        const float amax[2] = {hmax8(half_lo(m)), hmax8(half_hi(m))};
-        float inv[2];
-        for (int h = 0; h < 2; h++) inv[h] = amax[h] > 0.0f && amax[h] < INFINITY ? levels / amax[h] : 0.0f;
-        rw->dw[j] = amax[0] * step;
-        rw->zs[j] = hsum8(half_lo(zacc));
+        const __m512 amax = hmax8x2(m), zs = hsum8x2(zacc), dw = _mm512_mul_ps(amax, stepv);
+        const __m512 iv = inverse_levels(amax, levels);
+        rw->dw[j] = lane0(dw);
+        rw->zs[j] = lane0(zs);
         if (jb != j) {
-            rw->dw[jb] = amax[1] * step;
-            rw->zs[jb] = hsum8(half_hi(zacc));
+            rw->dw[jb] = lane8(dw);
+            rw->zs[jb] = lane8(zs);
         }
-        const __m512 iv = pair(_mm256_set1_ps(inv[0]), _mm256_set1_ps(inv[1]));
         __m512i w8[RUN / 8], wh[RUN / 8];
         for (int64_t v = 0; v < RUN / 8; v++) {
             w8[v] = v < nv ? _mm512_cvtps_epi32(_mm512_mul_ps(w[v], iv)) : _mm512_setzero_si512();
@@ -337,38 +353,50 @@ TG_INLINE void values_heads(const int bits, const tg_attn_tile *t, int64_t R, in
     for (; v < nvec; v++) values_vecs(bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-TG_INLINE void values_tile(const int bits, const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D,
-                           const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch) {
-    const int64_t end = t->t0 + t->count;
+/* The run at R of tile t: its row quads, and whether every 8-row vector lies in the tile's segment. */
+TG_INLINE int64_t run_quads(const tg_attn_tile *t, int64_t R, int *full) {
+    const int64_t end = t->t0 + t->count, last = R + RUN < end ? R + RUN : end;
+    *full = R >= t->t0 && (last - R) % 8 == 0;
+    return (last - R + 3) / 4;
+}
+
+TG_INLINE void values_run(const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw, int gq, int64_t D,
+                          float *o) {
+    int full;
+    const int64_t n4 = run_quads(t, R, &full);
     const int most = bits == 2 ? 4 : 8; /* heads a pass: NQ * slots accumulators <= 16 */
-    const run_weights rw = run_weights_in(scratch, gq);
-    for (int64_t R = t->t0 / 8 * 8; R < end; R += RUN) {
-        const int64_t last = R + RUN < end ? R + RUN : end; /* rows [R, last) */
-        const int64_t n4 = (last - R + 3) / 4;
-        if (R >= t->t0 && (last - R) % 8 == 0) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, &rw);
-        else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, &rw);
-        for (int j = 0; j < gq;) {
-            const int nq = gq - j < most ? gq - j : most;
-#define HEADS(NQ) values_heads(bits, t, R, n4, &rw, j, D, o, NQ)
-            BY_HEADS(nq, HEADS)
+    for (int j = 0; j < gq;) {
+        const int nq = gq - j < most ? gq - j : most;
+#define HEADS(NQ) values_heads(bits, t, R, n4, rw, j, D, o, NQ)
+        BY_HEADS(nq, HEADS)
 #undef HEADS
-            j += nq;
-        }
+        j += nq;
     }
 }
 
-#define VALUES_INSTANCE(B)                                                                                            \
-    static __attribute__((noinline)) void values_b##B(const tg_attn_tile *t, const float *p, int64_t ld, int gq,      \
-                                                      int64_t D, const uint16_t *tscale, const uint16_t *tzero,       \
-                                                      float *o, int32_t *scratch) {                                   \
-        values_tile(B, t, p, ld, gq, D, tscale, tzero, o, scratch);                                                   \
+#define RUN_INSTANCES(B)                                                                                              \
+    static __attribute__((noinline)) void prepare_run_b##B(const tg_attn_tile *t, int64_t R, const float *p,          \
+                                                           int64_t ld, int gq, const uint16_t *tscale,                \
+                                                           const uint16_t *tzero, const run_weights *rw) {            \
+        int full;                                                                                                     \
+        const int64_t n4 = run_quads(t, R, &full);                                                                    \
+        if (full) prepare_run(B, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);                                          \
+        else prepare_run(B, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);                                               \
+    }                                                                                                                 \
+    static __attribute__((noinline)) void values_b##B(const tg_attn_tile *t, int64_t R, const run_weights *rw,        \
+                                                      int gq, int64_t D, float *o) {                                  \
+        values_run(B, t, R, rw, gq, D, o);                                                                            \
     }
-VALUES_INSTANCE(8)
-VALUES_INSTANCE(4)
-VALUES_INSTANCE(2)
-#undef VALUES_INSTANCE
+RUN_INSTANCES(8)
+RUN_INSTANCES(4)
+RUN_INSTANCES(2)
+#undef RUN_INSTANCES
 
-tg_attn_int_values_fn *tg_attn_int512_values_for(int bits) {
+tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits) {
+    return bits == 8 ? prepare_run_b8 : bits == 4 ? prepare_run_b4 : prepare_run_b2;
+}
+
+tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits) {
     return bits == 8 ? values_b8 : bits == 4 ? values_b4 : values_b2;
 }
 

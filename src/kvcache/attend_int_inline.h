@@ -27,10 +27,11 @@ typedef struct {
 } run_weights;
 _Static_assert(RUN / 4 == 8, "a run's weights are one 32-byte store per head");
 
-/* The run weights' place in a value pass's scratch (TG_ATTN_INT_SCRATCH_WORDS). */
-TG_INLINE run_weights run_weights_in(int32_t *scratch, int gq) {
-    return (run_weights){scratch, scratch + 8 * gq, (float *)(void *)(scratch + 16 * gq),
-                         (float *)(void *)(scratch + 17 * gq)};
+/* Set k (0 or 1) of a value pass's two runs' weights in its scratch (TG_ATTN_INT_SCRATCH_WORDS: 18 words per head
+ * each), so that the next run's are prepared while this run's sums are taken. */
+TG_INLINE run_weights run_weights_in(int32_t *scratch, int gq, int k) {
+    int32_t *base = scratch + (int64_t)k * 18 * gq;
+    return (run_weights){base, base + 8 * gq, (float *)(void *)(base + 16 * gq), (float *)(void *)(base + 17 * gq)};
 }
 
 /* The per-tile kernels, one instance per code width (and head dim for the query preparation). */
@@ -38,8 +39,13 @@ typedef void tg_attn_int_prepare_fn(const float *qh, int gq, int64_t D, const ui
                                     tg_attn_int_queries *q);
 typedef void tg_attn_int_scores_fn(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc,
                                    int64_t ld);
-typedef void tg_attn_int_values_fn(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D,
-                                   const uint16_t *tscale, const uint16_t *tzero, float *o, int32_t *scratch);
+/* A value pass, one run of rows [R, R + RUN) of tile t at a time (R: a multiple of 8; the rows outside
+ * [t0, t0 + count) weigh nothing): prepare_run quantises the run's weights p[j * ld + row - t0] (the tile's scale and
+ * zero at tscale / tzero + row - t0) into rw; values_run adds the run's value sums into o[gq][D]. */
+typedef void tg_attn_int_prepare_run_fn(const tg_attn_tile *t, int64_t R, const float *p, int64_t ld, int gq,
+                                        const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw);
+typedef void tg_attn_int_values_run_fn(const tg_attn_tile *t, int64_t R, const run_weights *rw, int gq, int64_t D,
+                                       float *o);
 
 /* max over the eight lanes (exact in any order) */
 TG_INLINE float hmax8(__m256 v) {
@@ -62,7 +68,8 @@ TG_INLINE float hsum8(__m256 v) {
  * rows, values a multiple of 16 int32 lanes per row quad (head dim / codes per byte). */
 tg_attn_int_prepare_fn *tg_attn_int512_prepare_for(int bits, int64_t D);
 tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits);
-tg_attn_int_values_fn *tg_attn_int512_values_for(int bits);
+tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits);
+tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits);
 #else
 #define TG_ATTN_INT512 0
 #endif

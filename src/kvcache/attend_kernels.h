@@ -52,8 +52,8 @@ typedef struct {
 #define TG_ATTN_INT_MAX_D 256 /* the largest head dim the integer kernels take (larger: the float path) */
 
 /* int32 words of scratch the integer kernels need for gq heads of head_dim D: two tiles' tg_attn_int_queries (lo, hi,
- * dq, bias: D / 2 + 2 per head each), or a value segment's weights (18 per head). */
-#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) + 4 > 18 ? (size_t)(D) + 4 : 18))
+ * dq, bias: D / 2 + 2 per head each), or two value runs' weights (18 per head each). */
+#define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) + 4 > 36 ? (size_t)(D) + 4 : 36))
 
 #if TG_HAVE_AVX2
 /* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
