@@ -562,21 +562,21 @@ VALUES_INSTANCE(1, 2)
 #endif
 #undef VALUES_INSTANCE
 
-/* One run of a value segment: tile j's rows [R, R + RUN), with the tile's weights and scales where its row t0 is. */
+/* Tile j of a value segment with where its row t0's weights and scales are. */
 typedef struct {
     tg_attn_tile tile;
-    int64_t R;
     const float *p;
     const uint16_t *tscale, *tzero;
-} value_run;
+} value_tile;
 
-/* Tile j of the segment with its first run. */
-TG_INLINE value_run first_run(const tg_attn_tile *t, int64_t j, const float *p, const uint16_t *tscale,
-                              const uint16_t *tzero, size_t tstride) {
+TG_INLINE void value_tile_at(const tg_attn_tile *t, int64_t j, const float *p, const uint16_t *tscale,
+                             const uint16_t *tzero, size_t tstride, value_tile *out) {
     int64_t before;
-    const tg_attn_tile tj = tile_of(t, j, &before);
-    const size_t at = (size_t)j * tstride + (size_t)tj.t0 - (size_t)t->t0; /* segment row 0 of tile j: its row tj.t0 */
-    return (value_run){tj, tj.t0 / 8 * 8, p + before, tscale + at, tzero + at};
+    out->tile = tile_of(t, j, &before);
+    const size_t at = (size_t)j * tstride + (size_t)out->tile.t0 - (size_t)t->t0; /* segment row 0 of tile j */
+    out->p = p + before;
+    out->tscale = tscale + at;
+    out->tzero = tzero + at;
 }
 
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
@@ -588,7 +588,8 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     tg_attn_int_values_run_fn *values = table[vnni && HAVE_VNNI][b];
     tg_attn_int_prepare_run_fn *prepare = prepares[b];
 #if TG_ATTN_INT512
-    if (vnni && D / (8 / t->bits) % 16 == 0) { /* 16 lanes a register */
+    const int64_t lanes = D / (8 / t->bits); /* int32 lanes of a row quad: 16 a register, or two quads of 8 */
+    if (vnni && (lanes % 16 == 0 || (lanes == 8 && t->bits != 8))) {
         values = tg_attn_int512_values_run_for(t->bits);
         prepare = tg_attn_int512_prepare_run_for(t->bits);
     }
@@ -596,26 +597,30 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     const int64_t n = tiles_of(t);
     const uint16_t *s0 = tscale - t->t0, *z0 = tzero - t->t0; /* tile 0's row 0 */
     if (n > 1) tg_attn_int_prefetch_scales(s0 + tstride, z0 + tstride, t->G); /* tile 1's rows, needed soon */
-    /* run k's weights in set k % 2: the next run's prepared before this one's sums (two independent chains) */
+    /* run k's weights in set k % 2: the next run's prepared before this one's sums (two independent chains); tile j
+     * in vt[j % 2], each made once in place (no copies: a copied descriptor read back field by field waited on the
+     * store) */
     const run_weights rw[2] = {run_weights_in(scratch, gq, 0), run_weights_in(scratch, gq, 1)};
-    value_run cur = first_run(t, 0, p, tscale, tzero, tstride);
-    prepare(&cur.tile, cur.R, cur.p, ld, gq, cur.tscale, cur.tzero, &rw[0]);
+    value_tile vt[2];
+    value_tile_at(t, 0, p, tscale, tzero, tstride, &vt[0]);
+    int64_t R = vt[0].tile.t0 / 8 * 8;
+    prepare(&vt[0].tile, R, vt[0].p, ld, gq, vt[0].tscale, vt[0].tzero, &rw[0]);
     int k = 0;
     for (int64_t j = 0; j < n; j++) {
         prefetch_next_tiles(t, D, j, n);
         /* tile j + 1's scales were fetched a tile ago; fetch j + 2's (the first tile's: by the sweep, attend.c) */
         if (j + 2 < n) tg_attn_int_prefetch_scales(s0 + (size_t)(j + 2) * tstride, z0 + (size_t)(j + 2) * tstride, t->G);
-        for (;;) {
-            value_run next = cur;
-            next.R += RUN;
-            const bool in_tile = next.R < cur.tile.t0 + cur.tile.count;
-            if (!in_tile && j + 1 < n) next = first_run(t, j + 1, p, tscale, tzero, tstride);
-            if (in_tile || j + 1 < n) prepare(&next.tile, next.R, next.p, ld, gq, next.tscale, next.tzero, &rw[(k + 1) & 1]);
-            values(&cur.tile, cur.R, &rw[k & 1], gq, D, o);
-            k++;
-            cur = next;
-            if (!in_tile) break;
+        const value_tile *cur = &vt[j & 1];
+        value_tile *next = &vt[(j + 1) & 1];
+        if (j + 1 < n) value_tile_at(t, j + 1, p, tscale, tzero, tstride, next);
+        const int64_t end = cur->tile.t0 + cur->tile.count;
+        for (; R < end; R += RUN, k++) {
+            const run_weights *w = &rw[(k + 1) & 1];
+            if (R + RUN < end) prepare(&cur->tile, R + RUN, cur->p, ld, gq, cur->tscale, cur->tzero, w);
+            else if (j + 1 < n) prepare(&next->tile, next->tile.t0 / 8 * 8, next->p, ld, gq, next->tscale, next->tzero, w);
+            values(&cur->tile, R, &rw[k & 1], gq, D, o);
         }
+        if (j + 1 < n) R = next->tile.t0 / 8 * 8;
     }
 }
 

@@ -342,11 +342,49 @@ TG_INLINE void values_vecs(const int bits, const tg_attn_tile *t, int64_t R, int
     }
 }
 
+/* values_vecs where a row quad is eight int32 lanes (int2 codes at head dim 32): two quads a register, quad i in lanes
+ * 0-7 and quad i + 1 in lanes 8-15, each half weighed by its own quad's weights (an odd last quad's partner weighs 0:
+ * prepare_run gives the rows past the segment weight 0, and the tile holds them). The halves' sums are added (exact
+ * integers) before the float steps, which are attend_int_avx2.c's eight-lane ones, so the bits are its bits. */
+TG_INLINE void values_quad_pairs(const int bits, const tg_attn_tile *t, int64_t R, int64_t n4, const run_weights *rw,
+                                 int j0, int64_t D, float *o, const int NQ) {
+    const int cpb = 8 / bits; /* codes per byte: one accumulator per slot (not int8: its quads are wider) */
+    __m512i acc[8][4]; /* NQ * slots <= 16 in use */
+    for (int j = 0; j < NQ; j++)
+        for (int s = 0; s < cpb; s++) acc[j][s] = _mm512_setzero_si512();
+    for (int64_t i = 0; i < n4; i += 2) {
+        const __m512i x = _mm512_loadu_si512((const void *)(t->tile + (R / 4 + i) * 8 * 4));
+        __m512i w[8];
+        for (int j = 0; j < NQ; j++) {
+            const int32_t *wj = rw->lo + 8 * (j0 + j) + i; /* i + 1 <= 7: within the run's eight words */
+            w[j] = _mm512_mask_set1_epi32(_mm512_set1_epi32(wj[0]), (__mmask16)0xFF00, wj[1]);
+        }
+        for (int s = 0; s < cpb; s++) {
+            const __m512i xs = slot(bits, x, s);
+            for (int j = 0; j < NQ; j++) acc[j][s] = _mm512_dpbusd_epi32(acc[j][s], w[j], xs);
+        }
+    }
+    for (int j = 0; j < NQ; j++) {
+        const __m256 dw = _mm256_set1_ps(rw->dw[j0 + j]), zs = _mm256_set1_ps(rw->zs[j0 + j]);
+        float *oj = o + (int64_t)(j0 + j) * D;
+        for (int s = 0; s < cpb; s++) {
+            const __m256i isum = _mm256_add_epi32(_mm512_castsi512_si256(acc[j][s]), _mm512_extracti64x4_epi64(acc[j][s], 1));
+            float *dst = oj + s * 8;
+            const __m256 add = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dw, zs);
+            _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), add));
+        }
+    }
+}
+
 /* NQ heads over every lane vector, two at a time where the accumulators allow. */
 TG_INLINE void values_heads(const int bits, const tg_attn_tile *t, int64_t R, int64_t n4, const run_weights *rw, int j0,
                             int64_t D, float *o, const int NQ) {
     const int ns = bits == 8 ? 2 : 8 / bits;
     const int64_t nvec = D / (8 / bits) / 16;
+    if (bits != 8 && D / (8 / bits) == 8) {
+        values_quad_pairs(bits, t, R, n4, rw, j0, D, o, NQ);
+        return;
+    }
     int64_t v = 0;
     if (2 * NQ * ns <= 16)
         for (; v + 2 <= nvec; v += 2) values_vecs(bits, t, R, n4, v, rw, j0, D, o, NQ, 2);
