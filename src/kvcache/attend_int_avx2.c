@@ -502,14 +502,6 @@ TG_INLINE void values_heads(const int vnni, const int bits, const tg_attn_tile *
     for (; v < nvec; v++) values_vecs(vnni, bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-/* The rows of the run at R that lie in tile t ([R, last), last - R a multiple of 4 after rounding up: n4 row quads),
- * and whether every 8-row vector of it lies in the tile's segment (no masks). */
-TG_INLINE int64_t run_quads(const tg_attn_tile *t, int64_t R, int *full) {
-    const int64_t end = t->t0 + t->count, last = R + RUN < end ? R + RUN : end;
-    *full = R >= t->t0 && (last - R) % 8 == 0;
-    return (last - R + 3) / 4;
-}
-
 TG_INLINE void prepare_run_at(const int bits, const tg_attn_tile *t, int64_t R, const float *p, int64_t ld, int gq,
                               const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
     int full;

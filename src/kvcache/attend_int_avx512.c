@@ -391,13 +391,6 @@ TG_INLINE void values_heads(const int bits, const tg_attn_tile *t, int64_t R, in
     for (; v < nvec; v++) values_vecs(bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-/* The run at R of tile t: its row quads, and whether every 8-row vector lies in the tile's segment. */
-TG_INLINE int64_t run_quads(const tg_attn_tile *t, int64_t R, int *full) {
-    const int64_t end = t->t0 + t->count, last = R + RUN < end ? R + RUN : end;
-    *full = R >= t->t0 && (last - R) % 8 == 0;
-    return (last - R + 3) / 4;
-}
-
 TG_INLINE void values_run(const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw, int gq, int64_t D,
                           float *o) {
     int full;

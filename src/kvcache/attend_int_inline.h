@@ -39,6 +39,14 @@ typedef void tg_attn_int_prepare_fn(const float *qh, int gq, int64_t D, const ui
                                     tg_attn_int_queries *q);
 typedef void tg_attn_int_scores_fn(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc,
                                    int64_t ld);
+/* The run of rows [R, last) of tile t (last = R + RUN, or the segment's end): its row quads (rounded up), and in *full
+ * whether every 8-row vector of it lies in the tile's segment (no masks needed). */
+TG_INLINE int64_t run_quads(const tg_attn_tile *t, int64_t R, int *full) {
+    const int64_t end = t->t0 + t->count, last = R + RUN < end ? R + RUN : end;
+    *full = R >= t->t0 && (last - R) % 8 == 0;
+    return (last - R + 3) / 4;
+}
+
 /* A value pass, one run of rows [R, R + RUN) of tile t at a time (R: a multiple of 8; the rows outside
  * [t0, t0 + count) weigh nothing): prepare_run quantises the run's weights p[j * ld + row - t0] (the tile's scale and
  * zero at tscale / tzero + row - t0) into rw; values_run adds the run's value sums into o[gq][D]. */
