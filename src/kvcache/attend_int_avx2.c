@@ -512,8 +512,7 @@ TG_INLINE void prepare_run_at(const int bits, const tg_attn_tile *t, int64_t R, 
 
 TG_INLINE void values_run(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw,
                           int gq, int64_t D, float *o) {
-    int full;
-    const int64_t n4 = run_quads(t, R, &full);
+    const int64_t n4 = run_quads(t, R, NULL);
     int j = 0;
     for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, rw, j, D, o, 4);
     switch (gq - j) {

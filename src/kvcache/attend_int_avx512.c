@@ -3,7 +3,8 @@
  * the instructions per row. Read attend_int_avx2.c first: its header is the arithmetic; this file only widens it.
  *
  * - Scores: a lane is a row, sixteen rows per register (tiles of a multiple of 16 rows).
- * - Values: a lane is a channel word, sixteen per register (head dim / codes per byte a multiple of 16).
+ * - Values: a lane is a channel word, sixteen per register (head dim / codes per byte a multiple of 16), or two row
+ *   quads of eight lanes each (int2 at head dim 32: values_quad_pairs).
  * - The float steps that reduce over lanes (a query head's bias and max, a run's zero sum and max per head) keep
  *   the 256-bit eight-lane chains: two query heads share a register, head a in lanes 0-7 and head b in lanes 8-15,
  *   and each half is reduced in hsum8's / hmax8's order (hsum8x2 / hmax8x2: both halves at once, in the register).
@@ -393,8 +394,7 @@ TG_INLINE void values_heads(const int bits, const tg_attn_tile *t, int64_t R, in
 
 TG_INLINE void values_run(const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw, int gq, int64_t D,
                           float *o) {
-    int full;
-    const int64_t n4 = run_quads(t, R, &full);
+    const int64_t n4 = run_quads(t, R, NULL);
     const int most = bits == 2 ? 4 : 8; /* heads a pass: NQ * slots accumulators <= 16 */
     for (int j = 0; j < gq;) {
         const int nq = gq - j < most ? gq - j : most;

@@ -40,10 +40,10 @@ typedef void tg_attn_int_prepare_fn(const float *qh, int gq, int64_t D, const ui
 typedef void tg_attn_int_scores_fn(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc,
                                    int64_t ld);
 /* The run of rows [R, last) of tile t (last = R + RUN, or the segment's end): its row quads (rounded up), and in *full
- * whether every 8-row vector of it lies in the tile's segment (no masks needed). */
+ * (unless NULL) whether every 8-row vector of it lies in the tile's segment (no masks needed). */
 TG_INLINE int64_t run_quads(const tg_attn_tile *t, int64_t R, int *full) {
     const int64_t end = t->t0 + t->count, last = R + RUN < end ? R + RUN : end;
-    *full = R >= t->t0 && (last - R) % 8 == 0;
+    if (full) *full = R >= t->t0 && (last - R) % 8 == 0;
     return (last - R + 3) / 4;
 }
 
@@ -73,7 +73,8 @@ TG_INLINE float hsum8(__m256 v) {
     defined(__AVX512VNNI__)
 #define TG_ATTN_INT512 1
 /* attend_int_avx512.c: the 512-bit instances, the bits of the 256-bit ones. Scores need tiles of a multiple of 16
- * rows, values a multiple of 16 int32 lanes per row quad (head dim / codes per byte). */
+ * rows, values a multiple of 16 int32 lanes per row quad (head dim / codes per byte), or 8 lanes for int4 / int2
+ * codes (two quads a register). */
 tg_attn_int_prepare_fn *tg_attn_int512_prepare_for(int bits, int64_t D);
 tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits);
 tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits);

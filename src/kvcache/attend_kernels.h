@@ -76,7 +76,7 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
  * rows of a tile, the weights quantised per run; tile after tile); tscale / tzero: the fp16 scale and zero of segment
  * row 0 (rows of a tile contiguous; tile j's tstride elements after tile j - 1's); scratch:
  * TG_ATTN_INT_SCRATCH_WORDS(gq, D). vnni: as tg_attn_int_scores (512 bits when head dim / codes per byte is a
- * multiple of 16). D % 32 == 0. */
+ * multiple of 16, or 8 for int4 / int2 codes). D % 32 == 0. */
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
                         const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni);
 
