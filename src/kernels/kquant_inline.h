@@ -42,20 +42,25 @@ TG_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256
 #define KQ_GF_B67_45 0x0000000040800000LL /* bits 6, 7 -> 4, 5 */
 #endif
 
-/* The 6-bit scales and mins of two Q4_K / Q5_K super-blocks (pa, pb: the blocks; the scales[12] field at + 4) as
- * bytes: lane 0 (row a) and lane 1 (row b) each hold its eight scales in bytes 0..7 and its eight mins in 8..15.
- * With the field's words a0, a1, a2, the scales are a0 & 0x3F.. and (a2 & 0x0F..) | (a0 >> 2 & 0x30..), the mins
- * a1 & 0x3F.. and (a2 >> 4 & 0x0F..) | (a1 >> 2 & 0x30..). Reads 16 bytes at pa + 4 and pb + 4 (inside the block). */
-TG_INLINE __m256i tg_k4_scales2(const uint8_t *pa, const uint8_t *pb) {
-    const __m256i v = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(pa + 4))),
-        _mm_loadu_si128((const __m128i *)(const void *)(pb + 4)), 1);
+/* The 6-bit scales and mins of two Q4_K / Q5_K super-blocks as bytes, from v: their scales[12] fields (at + 4 in
+ * each block), row a's in the lower 128-bit lane and row b's in the upper (the last four bytes of each lane unused).
+ * Lane 0 (row a) and lane 1 (row b) of the result each hold its eight scales in bytes 0..7 and its eight mins in
+ * 8..15. With the field's words a0, a1, a2, the scales are a0 & 0x3F.. and (a2 & 0x0F..) | (a0 >> 2 & 0x30..), the
+ * mins a1 & 0x3F.. and (a2 >> 4 & 0x0F..) | (a1 >> 2 & 0x30..). */
+TG_INLINE __m256i tg_k4_scales2_of(const __m256i v) {
     const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi32(v, 0x98), _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
                                         _mm256_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F,
                                                           0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(_mm256_shuffle_epi32(v, 0x40), 2),
                                         _mm256_setr_epi32(0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030));
     return _mm256_or_si256(lo, hi);
+}
+
+/* tg_k4_scales2_of the blocks at pa and pb (reads 16 bytes at pa + 4 and pb + 4, inside the blocks). */
+TG_INLINE __m256i tg_k4_scales2(const uint8_t *pa, const uint8_t *pb) {
+    return tg_k4_scales2_of(_mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(pa + 4))),
+        _mm_loadu_si128((const __m128i *)(const void *)(pb + 4)), 1));
 }
 
 #endif
