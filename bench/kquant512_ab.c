@@ -12,12 +12,7 @@
 #include "kernels/avx2.h"
 #include "kernels/quant.h"
 #include "util/half.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "ab_util.h"
 
 typedef void (*gemv_fn)(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 typedef void (*gemm_fn)(const uint8_t *, size_t, int64_t, const tg_q8k_block *, int64_t, int64_t, float *, size_t);
@@ -27,13 +22,8 @@ typedef void (*gemm_fn)(const uint8_t *, size_t, int64_t, const tg_q8k_block *, 
                                     size_t);
 DECLARE(A, q4_k) DECLARE(A, q5_k) DECLARE(A, q6_k) DECLARE(B, q4_k) DECLARE(B, q5_k) DECLARE(B, q6_k)
 
-static uint64_t seed = 1;
-static uint32_t next_rand(void) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(seed >> 33);
-}
-
 int main(void) {
+    uint64_t seed = 1; /* the stream of weights and activations */
     enum { ROWS = 256, COLS = 2048, TOKENS = 16 };
     const struct {
         const char *name;
@@ -53,13 +43,13 @@ int main(void) {
         ym[v] = malloc(sizeof(float) * ROWS * TOKENS);
     }
     if (!x || !xk || !y[0] || !y[1] || !ym[0] || !ym[1]) return 1;
-    for (int i = 0; i < COLS * TOKENS; i++) x[i] = (float)(next_rand() % 1000) / 1000.0f - 0.5f;
+    for (int i = 0; i < COLS * TOKENS; i++) x[i] = (float)(ab_rand(&seed) % 1000) / 1000.0f - 0.5f;
     tg_quantize_q8k(x, xk, (int64_t)COLS * TOKENS);
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         const size_t rb = types[k].block * COLS / 256;
         uint8_t *w = malloc(rb * ROWS);
         if (!w) return 1;
-        for (size_t i = 0; i < rb * ROWS; i++) w[i] = (uint8_t)next_rand();
+        for (size_t i = 0; i < rb * ROWS; i++) w[i] = (uint8_t)ab_rand(&seed);
         const uint16_t h = tg_f32_to_f16(0.001f);
         for (size_t b = 0; b < rb * ROWS / types[k].block; b++) {
             memcpy(w + b * types[k].block + types[k].d0, &h, 2);
@@ -68,16 +58,16 @@ int main(void) {
         double best[2] = {1e9, 1e9}, bestm[2] = {1e9, 1e9};
         for (int tr = 0; tr < 3000; tr++)
             for (int v = 0; v < 2; v++) {
-                const double t0 = now();
+                const double t0 = ab_seconds();
                 types[k].gemv[v](w, rb, ROWS, xk, COLS, y[v]);
-                const double t = now() - t0;
+                const double t = ab_seconds() - t0;
                 if (t < best[v]) best[v] = t;
             }
         for (int tr = 0; tr < 200; tr++)
             for (int v = 0; v < 2; v++) {
-                const double t0 = now();
+                const double t0 = ab_seconds();
                 types[k].gemm[v](w, rb, ROWS, xk, COLS / 256, TOKENS, ym[v], ROWS);
-                const double t = now() - t0;
+                const double t = ab_seconds() - t0;
                 if (t < bestm[v]) bestm[v] = t;
             }
         printf("%s  decode A %.1f  B %.1f GB/s  B/A %.3fx  %s   prefill (%d tokens) B/A %.3fx  %s\n", types[k].name,

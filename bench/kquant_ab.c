@@ -11,7 +11,7 @@
 #include "kernels/avx2.h"
 #include "kernels/quant.h"
 #include "util/half.h"
-static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+1e-9*t.tv_nsec;}
+#include "ab_util.h"
 typedef void (*gemv)(const uint8_t*,size_t,int64_t,const void*,int64_t,float*);
 #define D(v) void v##_tg_avx2_gemv_q4_k(const uint8_t*,size_t,int64_t,const void*,int64_t,float*); void v##_tg_avx2_gemv_q5_k(const uint8_t*,size_t,int64_t,const void*,int64_t,float*); void v##_tg_avx2_gemv_q6_k(const uint8_t*,size_t,int64_t,const void*,int64_t,float*);
 D(A) D(B)
@@ -25,7 +25,7 @@ int main(int argc,char**argv){
     for(size_t i=0;i<rb*rows;i++){s=s*6364136223846793005ull+1442695040888963407ull; w[i]=(uint8_t)(s>>33);}
     for(size_t b=0;b<rb*rows/ty[k].bb;b++){uint16_t h=tg_f32_to_f16(0.001f); memcpy(w+b*ty[k].bb+ty[k].sc0,&h,2); if(ty[k].sc1>=0) memcpy(w+b*ty[k].bb+ty[k].sc1,&h,2);}
     double best[2]={1e9,1e9}; double chk[2]={0,0};
-    for(int tr=0;tr<400;tr++) for(int v=0;v<2;v++){double t0=now(); for(int r=0;r<20;r++) ty[k].f[v](w,rb,rows,xk,cols,y); double t=(now()-t0)/20; if(t<best[v])best[v]=t;
+    for(int tr=0;tr<400;tr++) for(int v=0;v<2;v++){double t0=ab_seconds(); for(int r=0;r<20;r++) ty[k].f[v](w,rb,rows,xk,cols,y); double t=(ab_seconds()-t0)/20; if(t<best[v])best[v]=t;
       if(tr==0) for(int i=0;i<rows;i++) chk[v]+=y[i]*(i%7+1);}
     printf("%s  A %.2f  B %.2f ns/superblock  B/A speed %.2fx  %s\n",ty[k].n,best[0]*1e9/(rows*cols/256.0),best[1]*1e9/(rows*cols/256.0),best[0]/best[1], chk[0]==chk[1]?"same":"DIFFERENT");
     free(w);}

@@ -29,6 +29,7 @@
 #include "kernels/avx2.h"
 #include "kernels/quant.h"
 #include "util/half.h"
+#include "ab_util.h"
 
 static int64_t UNIT_ROWS = 256; /* rows per kernel call */
 
@@ -43,12 +44,6 @@ D(B)
 #define COLS 2048
 #define MAX_THREADS 16
 #define MAX_ROUNDS 201
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 typedef struct {
     pthread_barrier_t *start, *end;
@@ -182,9 +177,9 @@ int main(int argc, char **argv) {
                 const int v = (i + (r < 0 ? 0 : r)) % NV;
                 for (int j = 0; j < T; j++) wk[j].variant = v;
                 pthread_barrier_wait(&start);
-                const double t0 = now();
+                const double t0 = ab_seconds();
                 pthread_barrier_wait(&end);
-                t[v] = now() - t0;
+                t[v] = ab_seconds() - t0;
             }
             if (r < 0) continue;
             for (int v = 0; v < NV; v++) gbs[v][r] = (double)per * T / t[v] / 1e9;

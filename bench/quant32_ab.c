@@ -12,24 +12,14 @@
 #include "kernels/avx2.h"
 #include "kernels/quant.h"
 #include "util/half.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "ab_util.h"
 
 typedef void (*gemv_fn)(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 #define DECLARE(v, t) void v##_tg_avx2_gemv_##t(const uint8_t *, size_t, int64_t, const void *, int64_t, float *);
 DECLARE(A, q8_0) DECLARE(A, q4_0) DECLARE(B, q8_0) DECLARE(B, q4_0)
 
-static uint64_t seed = 1;
-static uint32_t next_rand(void) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(seed >> 33);
-}
-
 int main(void) {
+    uint64_t seed = 1; /* the stream of weights and activations */
     const struct {
         int rows, cols;
     } shapes[] = {{1024, 576}, {256, 2048}};
@@ -47,21 +37,21 @@ int main(void) {
                                                                     malloc(sizeof(float) * (size_t)rows)};
         tg_q8x_block *xq = malloc(sizeof(tg_q8x_block) * (size_t)(cols / 32));
         if (!x || !y[0] || !y[1] || !xq) return 1;
-        for (int i = 0; i < cols; i++) x[i] = (float)(next_rand() % 1000) / 1000.0f - 0.5f;
+        for (int i = 0; i < cols; i++) x[i] = (float)(ab_rand(&seed) % 1000) / 1000.0f - 0.5f;
         tg_quantize_q8x(x, xq, cols);
         for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
             const size_t rb = types[k].block * (size_t)cols / 32;
             uint8_t *w = malloc(rb * (size_t)rows);
             if (!w) return 1;
-            for (size_t i = 0; i < rb * (size_t)rows; i++) w[i] = (uint8_t)next_rand();
+            for (size_t i = 0; i < rb * (size_t)rows; i++) w[i] = (uint8_t)ab_rand(&seed);
             const uint16_t h = tg_f32_to_f16(0.001f);
             for (size_t b = 0; b < rb * (size_t)rows / types[k].block; b++) memcpy(w + b * types[k].block, &h, 2);
             double best[2] = {1e9, 1e9};
             for (int tr = 0; tr < 3000; tr++)
                 for (int v = 0; v < 2; v++) {
-                    const double t0 = now();
+                    const double t0 = ab_seconds();
                     types[k].gemv[v](w, rb, rows, xq, cols, y[v]);
-                    const double t = now() - t0;
+                    const double t = ab_seconds() - t0;
                     if (t < best[v]) best[v] = t;
                 }
             printf("%s  %4d x %4d  decode A %.1f  B %.1f GB/s  B/A %.3fx  %s\n", types[k].name, rows, cols,
