@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# bench/decode-ab.sh REV_A REV_B MODEL [KV [DEPTH [TOKENS [THREADS]]]] — the whole engine of two git revisions ("."
+# = the working tree) decoding the same model side by side in one process, token by token (bench/decode_ab.c):
+# the median over pairs of tokens of time(B) / time(A). Defaults: KV fp16, DEPTH 0, TOKENS 512, THREADS 2.
+# A revision's library is built from `git archive` in build/decode-ab/REV (kept for the next run); "." builds the
+# working tree's build/release/libtinygpt.a. Each side is linked with its library into one object whose every
+# symbol but ab_<side>_open / _step / _close is then made local, so both builds' tg_* functions coexist.
+set -eu
+cd "$(dirname "$0")/.."
+[ $# -ge 3 ] || { sed -n '2,7p' "$0" >&2; exit 2; }
+rev_a=$1 rev_b=$2 model=$3 kv=${4:-fp16} depth=${5:-0} tokens=${6:-512} threads=${7:-2}
+out=build/decode-ab
+mkdir -p "$out"
+flags=(-std=c11 -O2 -march=native -Wall -Wextra -Werror)
+
+library() { # REV -> echoes "LIB INCLUDE_DIR" of that revision's release library, building it if needed
+    if [ "$1" = . ]; then
+        make -s build/release/libtinygpt.a >&2
+        echo "build/release/libtinygpt.a include"
+        return
+    fi
+    local hash dir
+    hash=$(git rev-parse --verify "$1^{commit}")
+    dir=$out/$hash
+    if [ ! -f "$dir/build/release/libtinygpt.a" ]; then
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        git archive "$hash" | tar -x -C "$dir"
+        make -C "$dir" -s -j2 build/release/libtinygpt.a >&2
+    fi
+    echo "$dir/build/release/libtinygpt.a $dir/include"
+}
+
+side() { # SIDE REV: build/decode-ab/side_SIDE.o, the side and its library with only its three entry points global
+    local lib inc
+    read -r lib inc < <(library "$2")
+    cc "${flags[@]}" -I"$inc" -DAB_SIDE="$1" -c bench/decode_ab_side.c -o "$out/side_$1.o"
+    ld -r -o "$out/whole_$1.o" "$out/side_$1.o" --whole-archive "$lib" --no-whole-archive
+    objcopy --keep-global-symbol="ab_$1_open" --keep-global-symbol="ab_$1_step" --keep-global-symbol="ab_$1_close" \
+        "$out/whole_$1.o" "$out/side_$1_local.o"
+}
+
+side a "$rev_a"
+side b "$rev_b"
+cc "${flags[@]}" bench/decode_ab.c "$out/side_a_local.o" "$out/side_b_local.o" -o "$out/decode_ab" -pthread \
+    $(pkg-config --libs jansson libpcre2-8) -lm
+echo "A = $rev_a, B = $rev_b"
+"$out/decode_ab" "$model" "$kv" "$depth" "$tokens" "$threads"
