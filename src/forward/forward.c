@@ -277,6 +277,8 @@ typedef struct {
     share_ctr *shares;
     int64_t ms; /* the current matrix step (its shares: shares[ms * threads ...]) */
     int thread, threads;
+    const char *warm[2]; /* decode: where this thread's share of the next matrix step starts (or NULL), ... */
+    size_t warm_bytes[2]; /* ... and how much of it to bring into L2 while it waits at the end of this step */
 } team;
 
 /* Whether the current step (of `total` units) still has units to hand out. */
@@ -312,9 +314,24 @@ static int64_t claim_share(team *tm, int64_t total) {
     return -1;
 }
 
+/* Decoding, a thread that has run out of units of a step brings the start of its share of the next matrix step into
+ * L2 (once per step, and only when the step is not already complete): its first rows would otherwise be demand misses,
+ * while the team's last unit keeps only one core reading. */
+static void warm_next(team *tm, int64_t total) {
+    if (atomic_load_explicit(&tm->steps[tm->s].done, memory_order_relaxed) >= total) return;
+    for (int i = 0; i < 2; i++) {
+        if (!tm->warm[i]) continue;
+        const uintptr_t end = (uintptr_t)tm->warm[i] + tm->warm_bytes[i];
+        for (uintptr_t a = (uintptr_t)tm->warm[i] & ~(uintptr_t)63; a < end; a += 64)
+            __builtin_prefetch((const void *)a, 0, 2);
+        tm->warm[i] = NULL;
+    }
+}
+
 /* Waits until every unit of the current step is finished, then moves to the next step. Spins briefly, then yields
  * the CPU (the unit being waited for may belong to a thread that needs this core). */
 static void step_end(team *tm, int64_t total) {
+    warm_next(tm, total);
     for (int spin = 0; atomic_load_explicit(&tm->steps[tm->s].done, memory_order_acquire) < total; spin++) {
         if (spin < 4096) {
 #if defined(__SSE2__)
@@ -421,6 +438,26 @@ static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
     int64_t total = 0;
     for (int j = 0; j < n_jobs; j++) total += jobs[j].units;
     return total;
+}
+
+/* Bytes of a thread's next share brought into L2 while it waits at a step's end (warm_next). Session 22,
+ * bench/decode-ab.sh (two builds in one process, median over pairs of turns; HEAD against itself 1.002 / 1.003):
+ * SmolLM2-135M Q4_0 1.026x, bundled at depth 1024 1.016x, TinyLlama-1.1B Q8_0 1.001x — the short steps of the small
+ * models gain, the large ones' first rows were a small part of a step. 64 KB measured no differently. */
+#define WARM_BYTES (16 * 1024)
+
+/* Sets warm region i to the start of this thread's share of the jobs (claim_share's first unit), up to `bytes`. */
+static void warm_jobs(team *tm, int i, const mat_job *jobs, int n_jobs, size_t bytes) {
+    const int64_t total = jobs_total(jobs, n_jobs), u0 = total * tm->thread / tm->threads;
+    tm->warm[i] = NULL;
+    if (i == 0) tm->warm[1] = NULL;
+    if (u0 >= total) return;
+    int j;
+    int64_t r0, r1;
+    job_unit(jobs, n_jobs, u0, &j, &r0, &r1);
+    const size_t rb = tg_row_bytes(jobs[j].w->type, jobs[j].w->cols), unit = (size_t)(r1 - r0) * rb;
+    tm->warm[i] = (const char *)jobs[j].w->data + (size_t)r0 * rb;
+    tm->warm_bytes[i] = unit < bytes ? unit : bytes;
 }
 
 /* What a thread computes, privately, before its first unit of a step: the step's input (into its own buffers). A
@@ -735,6 +772,40 @@ static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, floa
 
 /* ---- the pass -------------------------------------------------------------------------------------------------------- */
 
+/* A layer's matrix steps: q | k | v, wo, w_down, and the rows of a gate / up unit. */
+typedef struct {
+    mat_job qkv[3], wo, down;
+    int64_t ffn_rows;
+} layer_jobs;
+
+static void plan_layer(layer_jobs *lj, const struct tg_model *m, tg_forward *f, int l, int n, int threads) {
+    const tg_hparams *hp = &m->hp;
+    const tg_layer_weights *w = &m->layers[l];
+    const int64_t d = hp->d_model;
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    job_init(&lj->qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
+    job_init(&lj->qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
+    job_init(&lj->qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
+    if (n == 1 && hp->kv_source[l] == l) balance_decode_units(lj->qkv, 3, threads);
+    job_init(&lj->wo, &w->wo, f->x, (size_t)d, n, threads);
+    job_init(&lj->down, &w->w_down, f->x, (size_t)d, n, threads);
+    lj->ffn_rows = unit_rows(&w->w_gate, n, threads);
+}
+
+/* warm_jobs for the gate / up step (run_ffn_up's units of `ur` rows): both matrices' first rows of this thread's share. */
+static void warm_ffn(team *tm, const tg_layer_weights *w, int64_t ff, int64_t ur) {
+    const int64_t units = (ff + ur - 1) / ur, u0 = units * tm->thread / tm->threads;
+    const tg_tensor *mats[2] = {&w->w_gate, &w->w_up};
+    for (int i = 0; i < 2; i++) {
+        tm->warm[i] = NULL;
+        if (u0 >= units) continue;
+        const int64_t r0 = u0 * ur, r1 = r0 + ur < ff ? r0 + ur : ff;
+        const size_t rb = tg_row_bytes(mats[i]->type, mats[i]->cols), unit = (size_t)(r1 - r0) * rb;
+        tm->warm[i] = (const char *)mats[i]->data + (size_t)r0 * rb;
+        tm->warm_bytes[i] = unit < WARM_BYTES / 2 ? unit : WARM_BYTES / 2;
+    }
+}
+
 /* One call's arguments, shared by the team: n rows (their caches, positions and rounds in the forward), and where
  * the head's logits go: every row from row t0 into logits_all, the last row into logits_last, or (n_head > 0) the
  * rows head_rows[0 .. n_head) into head_out. */
@@ -753,23 +824,33 @@ static void chunk_thread(void *arg, int thread) {
     float *logits_all = c->logits_all, *logits_last = c->logits_last;
     const struct tg_model *m = f->m;
     const tg_hparams *hp = &m->hp;
-    const int64_t d = hp->d_model, ff = hp->ffn_dim, vocab = hp->vocab_size;
-    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    const int64_t ff = hp->ffn_dim, vocab = hp->vocab_size;
     const int threads = f->n_threads;
     thread_buf *tb = &f->tb[thread];
     team tm = {.steps = f->steps, .s = 0, .shares = f->shares, .ms = 0, .thread = thread, .threads = threads};
+    const bool decoding = n == 1; /* a thread warms its next share at each step's end (warm_next) */
+
+    /* the output head, only for the rows whose logits are wanted */
+    mat_job head;
+    const tg_dtype ht = m->lm_head.type;
+    const int t0 = logits_all ? 0 : n - 1;
+    if (c->n_head > 0) {
+        job_init(&head, &m->lm_head, f->head_out, (size_t)vocab, c->n_head, threads);
+    } else {
+        job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
+        if (!logits_all && !logits_last) head.units = 0;
+    }
+
+    layer_jobs lj;
+    plan_layer(&lj, m, f, 0, n, threads);
     for (int l = 0; l < hp->n_layers; l++) {
         const tg_layer_weights *w = &m->layers[l];
         const bool own_kv = hp->kv_source[l] == l;
 
         /* 1. q, k, v */
-        mat_job qkv[3];
-        job_init(&qkv[0], &w->wq, f->q, (size_t)qd, n, threads);
-        job_init(&qkv[1], &w->wk, f->k, (size_t)kvd, n, threads);
-        job_init(&qkv[2], &w->wv, f->v, (size_t)kvd, n, threads);
-        if (n == 1 && own_kv) balance_decode_units(qkv, 3, threads);
+        if (decoding) warm_jobs(&tm, 0, &lj.wo, 1, WARM_BYTES);
         norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1, NULL};
-        run_jobs(&tm, qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
+        run_jobs(&tm, lj.qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
 
         /* 2-3. append, rotate, attention pieces: round by round */
         for (int k = 0; k < c->n_rounds; k++) {
@@ -778,34 +859,33 @@ static void chunk_thread(void *arg, int thread) {
         }
 
         /* 4. combine (privately) -> wo, added to x */
-        mat_job wo;
-        job_init(&wo, &w->wo, f->x, (size_t)d, n, threads);
+        if (decoding) warm_ffn(&tm, w, ff, lj.ffn_rows);
         combine_ctx cc = {f, tb, w->wo.type, n};
-        run_jobs(&tm, &wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
+        run_jobs(&tm, &lj.wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
 
         /* 5. gate, up, swiglu */
+        if (decoding) warm_jobs(&tm, 0, &lj.down, 1, WARM_BYTES);
         norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2, NULL};
-        run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, unit_rows(&w->w_gate, n, threads));
+        run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, lj.ffn_rows);
 
         /* 6. down, added to x */
-        mat_job down;
-        job_init(&down, &w->w_down, f->x, (size_t)d, n, threads);
+        const mat_job down = lj.down;
+        if (l + 1 < hp->n_layers) {
+            plan_layer(&lj, m, f, l + 1, n, threads);
+            if (decoding) warm_jobs(&tm, 0, lj.qkv, hp->kv_source[l + 1] == l + 1 ? 3 : 1, WARM_BYTES);
+        } else if (decoding) {
+            warm_jobs(&tm, 0, &head, 1, WARM_BYTES);
+        }
         hidden_ctx hc = {f, tb, w->w_down.type, n};
         run_jobs(&tm, &down, 1, (prep_fn){prep_hidden, &hc}, true, tb->tmp);
     }
 
-    /* final norm and the output head, only for the rows whose logits are wanted */
-    mat_job head;
-    const tg_dtype ht = m->lm_head.type;
+    /* final norm and the output head */
     if (c->n_head > 0) {
-        job_init(&head, &m->lm_head, f->head_out, (size_t)vocab, c->n_head, threads);
         norm_ctx no = {f, tb, m->out_norm, 0, c->n_head, {ht, ht, ht}, 1, f->head_rows};
         run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
         return;
     }
-    const int t0 = logits_all ? 0 : n - 1;
-    job_init(&head, &m->lm_head, logits_all ? logits_all : logits_last, (size_t)vocab, n - t0, threads);
-    if (!logits_all && !logits_last) head.units = 0;
     norm_ctx no = {f, tb, m->out_norm, t0, n, {ht, ht, ht}, 1, NULL};
     run_jobs(&tm, &head, 1, (prep_fn){prep_norm, &no}, false, tb->tmp);
 }
