@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # bench/decode-ab.sh REV_A REV_B MODEL [KV [DEPTH [TOKENS [THREADS]]]] — the whole engine of two git revisions ("."
 # = the working tree) decoding the same model side by side in one process, token by token (bench/decode_ab.c):
-# the median over pairs of tokens of time(B) / time(A). Defaults: KV fp16, DEPTH 0, TOKENS 512, THREADS 2.
+# the median over pairs of turns of time(B) / time(A). KV is one cache precision, or A's and B's as "int8/int4"
+# (then REV_A = REV_B compares the caches). Defaults: KV fp16, DEPTH 0, TOKENS 512, THREADS 2.
 # A revision's library is built from `git archive` in build/decode-ab/REV (kept for the next run); "." builds the
 # working tree's build/release/libtinygpt.a. Each side is linked with its library into one object whose every
 # symbol but ab_<side>_open / _step / _close is then made local, so both builds' tg_* functions coexist.
 set -eu
 cd "$(dirname "$0")/.."
-[ $# -ge 3 ] || { sed -n '2,7p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 rev_a=$1 rev_b=$2 model=$3 kv=${4:-fp16} depth=${5:-0} tokens=${6:-512} threads=${7:-2}
 out=build/decode-ab
 mkdir -p "$out"

@@ -6,6 +6,10 @@
  * A side decodes a turn of four tokens at a time and only the last three are timed: the first runs while the other
  * build's idle workers may still spin and the caches hold the other side's data.
  *
+ * KV may name two cache precisions, A's and B's ("fp16/int4"): the same build's caches against each other, each
+ * session holding its own (both in memory at once, so where the weights and one cache would fit the L3 cache the
+ * two caches compete for it, unlike in separate processes).
+ *
  * This resolves differences of about a per cent that separate runs (bench/kv_speed.sh, interleaved processes) cannot
  * tell from the noise of this shared machine. Not part of the tests. */
 #include <stdbool.h>
@@ -34,10 +38,14 @@ static double quantile(double *v, int n, double q) {
 
 int main(int argc, char **argv) {
     if (argc != 6) {
-        fprintf(stderr, "usage: decode_ab MODEL KV DEPTH TOKENS THREADS\n");
+        fprintf(stderr, "usage: decode_ab MODEL KV|KV_A/KV_B DEPTH TOKENS THREADS\n");
         return 2;
     }
     const char *path = argv[1], *kv = argv[2];
+    char kv_a[32], kv_b[32]; /* "P" for both sides, or "PA/PB": side A's cache precision, then B's */
+    const char *slash = strchr(kv, '/');
+    snprintf(kv_a, sizeof kv_a, "%.*s", slash ? (int)(slash - kv) : (int)strlen(kv), kv);
+    snprintf(kv_b, sizeof kv_b, "%s", slash ? slash + 1 : kv);
     const int64_t depth = atoll(argv[3]), tokens = atoll(argv[4]);
     const int threads = atoi(argv[5]);
     if (depth < 0 || tokens < 4 || tokens > 1000000 || threads < 0) {
@@ -46,12 +54,12 @@ int main(int argc, char **argv) {
     }
     char err[512];
     const int warm = 2; /* unmeasured tokens first, as tinygpt bench warms up */
-    void *a = ab_a_open(path, kv, depth, tokens + warm, threads, err, sizeof err);
+    void *a = ab_a_open(path, kv_a, depth, tokens + warm, threads, err, sizeof err);
     if (!a) {
         fprintf(stderr, "decode_ab: A: %s\n", err);
         return 1;
     }
-    void *b = ab_b_open(path, kv, depth, tokens + warm, threads, err, sizeof err);
+    void *b = ab_b_open(path, kv_b, depth, tokens + warm, threads, err, sizeof err);
     if (!b) {
         fprintf(stderr, "decode_ab: B: %s\n", err);
         ab_a_close(a);
