@@ -792,7 +792,8 @@ static void plan_layer(layer_jobs *lj, const struct tg_model *m, tg_forward *f, 
     lj->ffn_rows = unit_rows(&w->w_gate, n, threads);
 }
 
-/* warm_jobs for the gate / up step (run_ffn_up's units of `ur` rows): both matrices' first rows of this thread's share. */
+/* warm_jobs for the gate / up step (run_ffn_up's units of `ur` rows): both matrices' first rows of this thread's
+ * share. */
 static void warm_ffn(team *tm, const tg_layer_weights *w, int64_t ff, int64_t ur) {
     const int64_t units = (ff + ur - 1) / ur, u0 = units * tm->thread / tm->threads;
     const tg_tensor *mats[2] = {&w->w_gate, &w->w_up};

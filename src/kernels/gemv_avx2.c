@@ -8,31 +8,41 @@
  * product is exact in int32 (AVX-512 VNNI's dpbusd on 256-bit registers where the target has it, else AVX2's
  * maddubs + madd); eight rows' products are reduced together in the integer domain, so one int -> float conversion
  * and one FMA serve eight rows, scaled by their fp16 scales times x's block scale.
- * Rows are short next to what the hardware prefetcher needs to lock on, so each step prefetches the same columns of
- * the next group of rows into L2; the sixteen-row kernel of AVX-512 builds streams the next group into L2 in address
- * order instead (tg_prefetch_next_l2, measured faster there). Every kernel follows the canonical arithmetic order of
- * avx2_inline.h (the prefill tiles too), so a row's result does not depend on which kernel or which grouping of rows
- * computed it. */
+ * Rows are short next to what the hardware prefetcher needs to lock on: the float kernel and the sixteen-row kernel
+ * of AVX-512 builds stream the rows ahead of them into L2 in address order (tg_prefetch_next_l2); the eight-row
+ * quantised kernel prefetches the same columns of the next group of rows into L2. Every kernel follows the
+ * canonical arithmetic order of avx2_inline.h (the prefill tiles too), so a row's result does not depend on which
+ * kernel or which grouping of rows computed it. */
 #include "kernels/avx2.h"
 
 #if TG_HAVE_AVX2
 
 #include "kernels/avx2_inline.h"
 
-/* Float rows: R (8, 4 or 1) at a time, one accumulator each (R independent FMA chains), prefetching the same
- * columns of the next R rows into L2 (short rows defeat the hardware prefetcher). */
+/* How far ahead the kernels stream their next rows into L2: whole groups of rows, at least this many bytes. For
+ * quant_rows16 (groups of sixteen rows): one group of short rows was too short a lead (SmolLM2-135M Q8_0: 9.8 KB;
+ * Q4_0: 5.2 KB); groups of TinyLlama-1.1B's rows are longer and stay one ahead. Medians of 5 interleaved rounds, 1
+ * thread, tokens/s, lead 1 group / 12 / 16 / 24 KB: SmolLM2 Q8_0 85.2 / 92.2 / 92.4 / 93.6, Q4_0 126.1 / 152.0 / 144.0
+ * / 148.4; 2 threads (7 rounds): Q8_0 145.6 / 144.2 / 146.7 / 145.5, Q4_0 228.6 / 238.3 / 230.5 / 223.8. For
+ * float_rows (groups of eight; session 22, bench/decode-ab.sh against its strided prefetch of the next eight rows'
+ * same columns, speed B / A, lead 3 / 6 / 12 / 24 KB): bundled model (depth 1024) 0.96 / 1.10 / 1.12 / -, (depth 0) -
+ * / 1.16 / 1.10 / 1.11; TinyLlama-1.1B F16 1.05 / 1.04 / 1.05 / -; SmolLM2-135M F16 - / 0.99 / 0.98 / 0.99. */
+#define STREAM_LEAD ((size_t)12 * 1024)
+
+/* Float rows: R (8, 4 or 1) at a time, one accumulator each (R independent FMA chains), streaming the rows
+ * STREAM_LEAD bytes or more ahead into L2 in address order as these are read (short rows defeat the hardware
+ * prefetcher; until session 22 each step prefetched the same columns of the next R rows). */
 TG_INLINE void float_rows(tg_dtype type, const uint8_t *w, size_t ws, const float *x, int64_t cols, float *y,
                           const int R) {
     const int64_t c8 = cols & ~(int64_t)7;
-    const size_t esz = type == TG_DT_F32 ? 4 : 2, ahead = (size_t)R * ws;
+    const size_t esz = type == TG_DT_F32 ? 4 : 2;
     __m256 acc[8];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    const uint8_t *next = tg_stream_start(w, (size_t)R * ws, STREAM_LEAD);
     for (int64_t k = 0; k < c8; k += 8) {
         const __m256 xv = _mm256_loadu_ps(x + k);
-        for (int r = 0; r < R; r++) {
-            if ((k & 31) == 0) _mm_prefetch((const char *)w + (size_t)r * ws + ahead + (size_t)k * esz, _MM_HINT_T1);
-            acc[r] = _mm256_fmadd_ps(tg_w8(type, w + (size_t)r * ws, k), xv, acc[r]);
-        }
+        tg_prefetch_next_l2(&next, (size_t)R * 8 * esz);
+        for (int r = 0; r < R; r++) acc[r] = _mm256_fmadd_ps(tg_w8(type, w + (size_t)r * ws, k), xv, acc[r]);
     }
     if (R == 8) {
         __m256 s = tg_reduce8_ps(acc);
@@ -153,13 +163,6 @@ TG_INLINE __m512i qload2(tg_dtype type, const uint8_t *a, const uint8_t *b) {
     const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, s4, s4, s4, s4, 0, 0, 0, 0, s4, s4, s4, s4);
     return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(0x0f));
 }
-
-/* How far ahead quant_rows16 streams: whole groups of sixteen rows, at least this many bytes. One group of short
- * rows was too short a lead (SmolLM2-135M Q8_0: 9.8 KB; Q4_0: 5.2 KB); groups of TinyLlama-1.1B's rows are longer
- * and stay one ahead. Medians of 5 interleaved rounds, 1 thread, tokens/s, lead 1 group / 12 / 16 / 24 KB: SmolLM2
- * Q8_0 85.2 / 92.2 / 92.4 / 93.6, Q4_0 126.1 / 152.0 / 144.0 / 148.4; 2 threads (7 rounds): Q8_0 145.6 / 144.2 /
- * 146.7 / 145.5, Q4_0 228.6 / 238.3 / 230.5 / 223.8. */
-#define STREAM_LEAD ((size_t)12 * 1024)
 
 /* Quantised rows, sixteen at a time, two rows per 512-bit register: per block the integer sums of quant_rows8 (VNNI
  * dpbusd, the same biases), one conversion and one FMA for sixteen rows, each lane the float operations of
