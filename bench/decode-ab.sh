@@ -6,7 +6,7 @@
 # A revision's library is built from `git archive` in build/decode-ab/REV (kept for the next run); "." builds the
 # working tree's build/release/libtinygpt.a. Each side is linked with its library into one object whose every
 # symbol but ab_<side>_open / _step / _close is then made local, so both builds' tg_* functions coexist.
-set -eu
+set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 3 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 rev_a=$1 rev_b=$2 model=$3 kv=${4:-fp16} depth=${5:-0} tokens=${6:-512} threads=${7:-2}
@@ -36,7 +36,7 @@ side() { # SIDE REV: build/decode-ab/side_SIDE.o, the side and its library with 
     local lib inc
     read -r lib inc < <(library "$2")
     cc "${flags[@]}" -I"$inc" -DAB_SIDE="$1" -c bench/decode_ab_side.c -o "$out/side_$1.o"
-    ld -r -o "$out/whole_$1.o" "$out/side_$1.o" --whole-archive "$lib" --no-whole-archive
+    ld -r -d -o "$out/whole_$1.o" "$out/side_$1.o" --whole-archive "$lib" --no-whole-archive
     objcopy --keep-global-symbol="ab_$1_open" --keep-global-symbol="ab_$1_step" --keep-global-symbol="ab_$1_close" \
         "$out/whole_$1.o" "$out/side_$1_local.o"
 }
@@ -44,6 +44,6 @@ side() { # SIDE REV: build/decode-ab/side_SIDE.o, the side and its library with 
 side a "$rev_a"
 side b "$rev_b"
 cc "${flags[@]}" bench/decode_ab.c "$out/side_a_local.o" "$out/side_b_local.o" -o "$out/decode_ab" -pthread \
-    $(pkg-config --libs jansson libpcre2-8) -lm
+    $(pkg-config --libs $(sed -n 's/^LIB_PKGS *:= *\([^#]*\).*/\1/p' Makefile)) -lm
 echo "A = $rev_a, B = $rev_b"
 "$out/decode_ab" "$model" "$kv" "$depth" "$tokens" "$threads"

@@ -1,8 +1,9 @@
 /* bench/decode_ab.c — two builds of the whole engine decoding side by side in one process, token by token
- * (bench/decode-ab.sh builds it): A and B each hold a session of the same model file (one mapping of its pages),
- * filled to the same depth with the same random tokens, and decode in alternate turns, A B, B A, A B, ... so that
- * whatever the machine does in the meantime (another guest's memory traffic, a descheduled core) falls on both. Each
- * pair of turns gives one ratio B / A; the median of those ratios is the result, and its spread says how far to trust it.
+ * (bench/decode-ab.sh builds it): A and B each hold a session of the same model file (two mappings of the same
+ * page-cache pages), filled to the same depth with the same random tokens, and decode in alternate turns, A B, B A,
+ * A B, ... so that whatever the machine does in the meantime (another guest's memory traffic, a descheduled core)
+ * falls on both. Each pair of turns gives one ratio B / A; the median of those ratios is the result, and its spread
+ * says how far to trust it.
  * A side decodes a turn of four tokens at a time and only the last three are timed: the first runs while the other
  * build's idle workers may still spin and the caches hold the other side's data.
  *
@@ -30,10 +31,13 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The q-quantile (0..1) of v[n], sorted in place. */
+/* The q-quantile (0..1) of v[n], sorted in place: linear between the two nearest ranks (the median of an even count
+ * is the mean of the middle two). */
 static double quantile(double *v, int n, double q) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[(int)(q * (n - 1) + 0.5)];
+    const double at = q * (n - 1);
+    const int i = (int)at;
+    return i + 1 < n ? v[i] + (at - i) * (v[i + 1] - v[i]) : v[i];
 }
 
 int main(int argc, char **argv) {
@@ -48,8 +52,9 @@ int main(int argc, char **argv) {
     snprintf(kv_b, sizeof kv_b, "%s", slash ? slash + 1 : kv);
     const int64_t depth = atoll(argv[3]), tokens = atoll(argv[4]);
     const int threads = atoi(argv[5]);
-    if (depth < 0 || tokens < 4 || tokens > 1000000 || threads < 0) {
-        fprintf(stderr, "decode_ab: bad DEPTH, TOKENS (4 or more) or THREADS\n");
+    enum { TURN = 4 }; /* tokens a side decodes at a time */
+    if (depth < 0 || tokens < 2 * TURN || tokens > 1000000 || threads < 0) {
+        fprintf(stderr, "decode_ab: bad DEPTH, TOKENS (%d or more) or THREADS\n", 2 * TURN);
         return 2;
     }
     char err[512];
@@ -67,12 +72,7 @@ int main(int argc, char **argv) {
     }
     /* turns of TURN tokens, A's and B's in the order A B, B A, A B, ...; a turn's first token is not timed (the
      * other build's idle workers are still spinning, and the caches hold the other side's data) */
-    enum { TURN = 4 };
-    const int n = (int)(tokens / (2 * TURN)) * 2; /* turns of each side, an even number */
-    if (n < 2) {
-        fprintf(stderr, "decode_ab: TOKENS must be at least %d\n", 2 * TURN);
-        return 2;
-    }
+    const int n = (int)(tokens / (2 * TURN)) * 2; /* turns of each side, an even number (at least 2) */
     double *ta = malloc((size_t)n * sizeof *ta), *tb = malloc((size_t)n * sizeof *tb);
     double *ratio = malloc((size_t)n * sizeof *ratio);
     if (!ta || !tb || !ratio) return 1;

@@ -66,7 +66,7 @@ void *SIDE(open)(const char *path, const char *kv, int64_t depth, int64_t tokens
     }
     free(ids);
     if (!ok) {
-        snprintf(err, err_len, "%s", sd->s ? e.msg : "out of memory");
+        snprintf(err, err_len, "%s", e.msg[0] ? e.msg : "out of memory");
         if (sd->s) tg_session_free(sd->s);
         tg_model_free(sd->model);
         free(sd->logits);

@@ -315,15 +315,17 @@ static int64_t claim_share(team *tm, int64_t total) {
 }
 
 /* Decoding, a thread that has run out of units of a step brings the start of its share of the next matrix step into
- * L2 (once per step, and only when the step is not already complete): its first rows would otherwise be demand misses,
- * while the team's last unit keeps only one core reading. */
+ * L2 before it waits (its first rows would otherwise be demand misses, while the team's last unit keeps only one core
+ * reading). Once per region: a step that is already complete clears them unread. */
 static void warm_next(team *tm, int64_t total) {
-    if (atomic_load_explicit(&tm->steps[tm->s].done, memory_order_relaxed) >= total) return;
+    if (!tm->warm[0] && !tm->warm[1]) return;
+    const bool waits = atomic_load_explicit(&tm->steps[tm->s].done, memory_order_relaxed) < total;
     for (int i = 0; i < 2; i++) {
-        if (!tm->warm[i]) continue;
-        const uintptr_t end = (uintptr_t)tm->warm[i] + tm->warm_bytes[i];
-        for (uintptr_t a = (uintptr_t)tm->warm[i] & ~(uintptr_t)63; a < end; a += 64)
-            __builtin_prefetch((const void *)a, 0, 2);
+        if (tm->warm[i] && waits) {
+            const uintptr_t end = (uintptr_t)tm->warm[i] + tm->warm_bytes[i];
+            for (uintptr_t a = (uintptr_t)tm->warm[i] & ~(uintptr_t)63; a < end; a += 64)
+                __builtin_prefetch((const void *)a, 0, 2);
+        }
         tm->warm[i] = NULL;
     }
 }
@@ -446,18 +448,18 @@ static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
  * models gain, the large ones' first rows were a small part of a step. 64 KB measured no differently. */
 #define WARM_BYTES (16 * 1024)
 
-/* Sets warm region i to the start of this thread's share of the jobs (claim_share's first unit), up to `bytes`. */
-static void warm_jobs(team *tm, int i, const mat_job *jobs, int n_jobs, size_t bytes) {
+/* Sets the warm region (warm_next) to the start of this thread's share of the jobs (claim_share's first unit), at
+ * most WARM_BYTES; none when the share is empty. */
+static void warm_jobs(team *tm, const mat_job *jobs, int n_jobs) {
     const int64_t total = jobs_total(jobs, n_jobs), u0 = total * tm->thread / tm->threads;
-    tm->warm[i] = NULL;
-    if (i == 0) tm->warm[1] = NULL;
-    if (u0 >= total) return;
+    tm->warm[0] = tm->warm[1] = NULL;
+    if (total * (tm->thread + 1) / tm->threads <= u0) return;
     int j;
     int64_t r0, r1;
     job_unit(jobs, n_jobs, u0, &j, &r0, &r1);
     const size_t rb = tg_row_bytes(jobs[j].w->type, jobs[j].w->cols), unit = (size_t)(r1 - r0) * rb;
-    tm->warm[i] = (const char *)jobs[j].w->data + (size_t)r0 * rb;
-    tm->warm_bytes[i] = unit < bytes ? unit : bytes;
+    tm->warm[0] = (const char *)jobs[j].w->data + (size_t)r0 * rb;
+    tm->warm_bytes[0] = unit < WARM_BYTES ? unit : WARM_BYTES;
 }
 
 /* What a thread computes, privately, before its first unit of a step: the step's input (into its own buffers). A
@@ -778,6 +780,8 @@ typedef struct {
     int64_t ffn_rows;
 } layer_jobs;
 
+/* Layer l's jobs for n rows (a function of the weights and the forward's fixed buffers only, so it may be planned
+ * while the layer before runs). */
 static void plan_layer(layer_jobs *lj, const struct tg_model *m, tg_forward *f, int l, int n, int threads) {
     const tg_hparams *hp = &m->hp;
     const tg_layer_weights *w = &m->layers[l];
@@ -799,7 +803,7 @@ static void warm_ffn(team *tm, const tg_layer_weights *w, int64_t ff, int64_t ur
     const tg_tensor *mats[2] = {&w->w_gate, &w->w_up};
     for (int i = 0; i < 2; i++) {
         tm->warm[i] = NULL;
-        if (u0 >= units) continue;
+        if (units * (tm->thread + 1) / tm->threads <= u0) continue; /* an empty share */
         const int64_t r0 = u0 * ur, r1 = r0 + ur < ff ? r0 + ur : ff;
         const size_t rb = tg_row_bytes(mats[i]->type, mats[i]->cols), unit = (size_t)(r1 - r0) * rb;
         tm->warm[i] = (const char *)mats[i]->data + (size_t)r0 * rb;
@@ -849,7 +853,7 @@ static void chunk_thread(void *arg, int thread) {
         const bool own_kv = hp->kv_source[l] == l;
 
         /* 1. q, k, v */
-        if (decoding) warm_jobs(&tm, 0, &lj.wo, 1, WARM_BYTES);
+        if (decoding) warm_jobs(&tm, &lj.wo, 1);
         norm_ctx nq = {f, tb, w->attn_norm, 0, n, {w->wq.type, w->wk.type, w->wv.type}, own_kv ? 3 : 1, NULL};
         run_jobs(&tm, lj.qkv, own_kv ? 3 : 1, (prep_fn){prep_norm, &nq}, false, tb->tmp);
 
@@ -865,7 +869,7 @@ static void chunk_thread(void *arg, int thread) {
         run_jobs(&tm, &lj.wo, 1, (prep_fn){prep_combine, &cc}, true, tb->tmp);
 
         /* 5. gate, up, swiglu */
-        if (decoding) warm_jobs(&tm, 0, &lj.down, 1, WARM_BYTES);
+        if (decoding) warm_jobs(&tm, &lj.down, 1);
         norm_ctx nf = {f, tb, w->ffn_norm, 0, n, {w->w_gate.type, w->w_up.type, w->w_up.type}, 2, NULL};
         run_ffn_up(&tm, w, (prep_fn){prep_norm, &nf}, f->hg, f->hu, ff, n, lj.ffn_rows);
 
@@ -873,9 +877,9 @@ static void chunk_thread(void *arg, int thread) {
         const mat_job down = lj.down;
         if (l + 1 < hp->n_layers) {
             plan_layer(&lj, m, f, l + 1, n, threads);
-            if (decoding) warm_jobs(&tm, 0, lj.qkv, hp->kv_source[l + 1] == l + 1 ? 3 : 1, WARM_BYTES);
+            if (decoding) warm_jobs(&tm, lj.qkv, hp->kv_source[l + 1] == l + 1 ? 3 : 1);
         } else if (decoding) {
-            warm_jobs(&tm, 0, &head, 1, WARM_BYTES);
+            warm_jobs(&tm, &head, 1);
         }
         hidden_ctx hc = {f, tb, w->w_down.type, n};
         run_jobs(&tm, &down, 1, (prep_fn){prep_hidden, &hc}, true, tb->tmp);

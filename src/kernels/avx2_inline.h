@@ -35,9 +35,10 @@
  * memory system streams best: prefetching each step's blocks of the rows one group ahead (the kernels' scheme up to
  * session 11) issues the same lines in a strided order, and bench/read_patterns.c, reading alone in both orders,
  * measured the strided one 8-47 % slower on the EPYC guest (medians; docs/PERFORMANCE.md, session 12). A
- * prefetch never faults, so it may run past the matrix (into the next call's rows, which is where the thread goes). */
-TG_INLINE void tg_prefetch_next(const uint8_t **next, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)*next + o, _MM_HINT_T0);
+ * prefetch never faults, so it may run past the matrix (into the next call's rows, which is where the thread goes);
+ * the stream's position is an integer address, so no pointer is formed outside the weights. */
+TG_INLINE void tg_prefetch_next(uintptr_t *next, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(*next + o), _MM_HINT_T0);
     *next += bytes;
 }
 
@@ -46,15 +47,15 @@ TG_INLINE void tg_prefetch_next(const uint8_t **next, size_t bytes) {
  * sixteen rows into L1 halved the decode of Q8_0 files (TinyLlama-1.1B: 15.6 tokens/s against 31.1 into L2;
  * gemv_avx2.c's quant_rows16); session 19 moved the K-quant pairs' stream too (gemv_kquant_avx512.c). Into L2 the
  * stream needs a longer lead than one group: tg_stream_start. */
-TG_INLINE void tg_prefetch_next_l2(const uint8_t **next, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)*next + o, _MM_HINT_T1);
+TG_INLINE void tg_prefetch_next_l2(uintptr_t *next, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(*next + o), _MM_HINT_T1);
     *next += bytes;
 }
 
 /* Where a kernel's stream starts, for a group of rows at w of `group` bytes: the first whole group at least `lead`
  * bytes on (at least the next group). */
-TG_INLINE const uint8_t *tg_stream_start(const uint8_t *w, size_t group, size_t lead) {
-    return w + (lead + group - 1) / group * group;
+TG_INLINE uintptr_t tg_stream_start(const uint8_t *w, size_t group, size_t lead) {
+    return (uintptr_t)w + (lead + group - 1) / group * group;
 }
 
 TG_INLINE uint16_t tg_ld16(const uint8_t *p) {

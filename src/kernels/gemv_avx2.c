@@ -38,7 +38,7 @@ TG_INLINE void float_rows(tg_dtype type, const uint8_t *w, size_t ws, const floa
     const size_t esz = type == TG_DT_F32 ? 4 : 2;
     __m256 acc[8];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    const uint8_t *next = tg_stream_start(w, (size_t)R * ws, STREAM_LEAD);
+    uintptr_t next = tg_stream_start(w, (size_t)R * ws, STREAM_LEAD);
     for (int64_t k = 0; k < c8; k += 8) {
         const __m256 xv = _mm256_loadu_ps(x + k);
         tg_prefetch_next_l2(&next, (size_t)R * 8 * esz);
@@ -179,7 +179,7 @@ TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg
     const int32_t bias = tg_qbias(type);
     __m512 acc = _mm512_setzero_ps();
     /* the sixteen rows STREAM_LEAD bytes or more ahead, streamed in as these are read */
-    const uint8_t *next = tg_stream_start(w, 16 * ws, STREAM_LEAD);
+    uintptr_t next = tg_stream_start(w, 16 * ws, STREAM_LEAD);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * bw;
         tg_prefetch_next_l2(&next, 16 * bw);

@@ -390,7 +390,7 @@ KQ_SUP2_EACH(q6_k)
         for (; r + 2 <= nr; r += 2) { /* two rows at a time: independent work side by side, one load of x */        \
             const uint8_t *r0 = w + (size_t)r * ws, *r1 = r0 + ws;                                                    \
             __m256 a[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                                                 \
-            const uint8_t *next = r0 + KQ_AHEAD * ws;                                                                 \
+            uintptr_t next = (uintptr_t)r0 + KQ_AHEAD * ws;                                                            \
             for (int64_t b = 0; b < nsup; b++) {                                                                      \
                 tg_prefetch_next(&next, 2 * (size_t)(BYTES));                                                        \
                 const uint8_t *const p2[2] = {r0 + (size_t)b * (BYTES), r1 + (size_t)b * (BYTES)};                    \

@@ -213,7 +213,7 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
         __m512 accs[KQ5_PAIRS_MAX][1];                                                                                \
         const int T = 1;                                                                                              \
         for (int p = 0; p < P; p++) accs[p][0] = _mm512_setzero_ps();                                                 \
-        const uint8_t *next = tg_stream_start(r0, 2 * (size_t)P * ws, KQ5_LEAD_BYTES);                                \
+        uintptr_t next = tg_stream_start(r0, 2 * (size_t)P * ws, KQ5_LEAD_BYTES);                                \
         for (int64_t b = 0; b < nsup; b++) {                                                                          \
             kq5_tokens tk;                                                                                            \
             tk.x[0] = xk + (size_t)b;                                                                                 \
