@@ -448,6 +448,13 @@ static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
  * models gain, the large ones' first rows were a small part of a step. 64 KB measured no differently. */
 #define WARM_BYTES (16 * 1024)
 
+/* Warm region i: rows [r0, r1) of w, at most `cap` bytes of them. */
+static void warm_rows(team *tm, int i, const tg_tensor *w, int64_t r0, int64_t r1, size_t cap) {
+    const size_t rb = tg_row_bytes(w->type, w->cols), bytes = (size_t)(r1 - r0) * rb;
+    tm->warm[i] = (const char *)w->data + (size_t)r0 * rb;
+    tm->warm_bytes[i] = bytes < cap ? bytes : cap;
+}
+
 /* Sets the warm region (warm_next) to the start of this thread's share of the jobs (claim_share's first unit), at
  * most WARM_BYTES; none when the share is empty. */
 static void warm_jobs(team *tm, const mat_job *jobs, int n_jobs) {
@@ -457,9 +464,7 @@ static void warm_jobs(team *tm, const mat_job *jobs, int n_jobs) {
     int j;
     int64_t r0, r1;
     job_unit(jobs, n_jobs, u0, &j, &r0, &r1);
-    const size_t rb = tg_row_bytes(jobs[j].w->type, jobs[j].w->cols), unit = (size_t)(r1 - r0) * rb;
-    tm->warm[0] = (const char *)jobs[j].w->data + (size_t)r0 * rb;
-    tm->warm_bytes[0] = unit < WARM_BYTES ? unit : WARM_BYTES;
+    warm_rows(tm, 0, jobs[j].w, r0, r1, WARM_BYTES);
 }
 
 /* What a thread computes, privately, before its first unit of a step: the step's input (into its own buffers). A
@@ -800,15 +805,11 @@ static void plan_layer(layer_jobs *lj, const struct tg_model *m, tg_forward *f, 
  * share. */
 static void warm_ffn(team *tm, const tg_layer_weights *w, int64_t ff, int64_t ur) {
     const int64_t units = (ff + ur - 1) / ur, u0 = units * tm->thread / tm->threads;
-    const tg_tensor *mats[2] = {&w->w_gate, &w->w_up};
-    for (int i = 0; i < 2; i++) {
-        tm->warm[i] = NULL;
-        if (units * (tm->thread + 1) / tm->threads <= u0) continue; /* an empty share */
-        const int64_t r0 = u0 * ur, r1 = r0 + ur < ff ? r0 + ur : ff;
-        const size_t rb = tg_row_bytes(mats[i]->type, mats[i]->cols), unit = (size_t)(r1 - r0) * rb;
-        tm->warm[i] = (const char *)mats[i]->data + (size_t)r0 * rb;
-        tm->warm_bytes[i] = unit < WARM_BYTES / 2 ? unit : WARM_BYTES / 2;
-    }
+    tm->warm[0] = tm->warm[1] = NULL;
+    if (units * (tm->thread + 1) / tm->threads <= u0) return; /* an empty share */
+    const int64_t r0 = u0 * ur, r1 = r0 + ur < ff ? r0 + ur : ff;
+    warm_rows(tm, 0, &w->w_gate, r0, r1, WARM_BYTES / 2);
+    warm_rows(tm, 1, &w->w_up, r0, r1, WARM_BYTES / 2);
 }
 
 /* One call's arguments, shared by the team: n rows (their caches, positions and rounds in the forward), and where
