@@ -19,6 +19,7 @@
 
 #include "cli/args.h"
 #include "cli/bandwidth_child.h"
+#include "cli/bench_side.h"
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
@@ -54,6 +55,14 @@ static const char USAGE[] =
     "                                 run every " STR(PROBE_EVERY) " generated tokens (untimed), in a child process\n"
     "  --json                         print one JSON object instead of the table\n"
     "  --no-warmup                    skip the unmeasured warm-up (one prompt and two tokens, as llama-bench does)\n"
+    "  --side-by-side P,P[,...]       instead: generation only, one session per cache precision P (keys and values;\n"
+    "                                 the other cache flags as given) decoding in alternate turns in this one\n"
+    "                                 process, the order rotating: each P's median ms/token and, against the first,\n"
+    "                                 the median and quartiles over rounds of the ratio of their turns' times, beside\n"
+    "                                 the ratio of the bytes a token reads. Separate runs compare different seconds\n"
+    "                                 of a memory whose speed moves; this compares the same ones\n"
+    "  --turn T                       --side-by-side: tokens per turn, the first untimed (default 4); each session\n"
+    "                                 runs --tokens / T turns at each depth\n"
     "\n"
     "The KV cache flags and their defaults are those of `tinygpt sample` (an fp32 cache; llama.cpp's default cache\n"
     "type is f16: --kv-quantize fp16 compares like with like).\n"
@@ -69,6 +78,9 @@ typedef struct {
     int n_checkpoints;
     bool json, warmup;
     tg_cache_params cache;
+    tg_kv_precision side[TG_SIDE_MAX]; /* --side-by-side */
+    int n_side;
+    int64_t turn;
 } bench_args;
 
 static double now_s(void) {
@@ -104,12 +116,47 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* --side-by-side LIST into a->side: two to TG_SIDE_MAX distinct precision names. The options it replaces or that
+ * mean nothing without one session per test (opts: the parsed table of n) are usage errors beside it. */
+static int parse_side(const char *list, const tg_opt *opts, size_t n, bench_args *a) {
+    static const char *const clash[] = {"--kv-quantize", "--kv-quantize-keys", "--kv-quantize-values",
+                                        "--prompt-tokens", "--repetitions", "--checkpoints", "--bandwidth-mib"};
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < sizeof clash / sizeof clash[0]; c++)
+            if (opts[i].seen && strcmp(opts[i].name, clash[c]) == 0)
+                return tg_usage_error("bench", "%s cannot be given with --side-by-side (%s)", clash[c],
+                                      c < 3 ? "it names the caches' precisions" : "it measures generation only");
+    a->n_side = 0;
+    for (const char *p = list;;) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        char name[16];
+        tg_kv_precision prec;
+        if (len == 0 || len >= sizeof name)
+            return tg_usage_error("bench", "--side-by-side: expected precisions separated by commas, got '%s'", list);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (!tg_kv_precision_parse(name, &prec))
+            return tg_usage_error("bench", "--side-by-side: unknown cache precision '%s' (fp32, fp16, bf16, int8, "
+                                  "int4 or int2)", name);
+        for (int k = 0; k < a->n_side; k++)
+            if (a->side[k] == prec) return tg_usage_error("bench", "--side-by-side: '%s' is given twice", name);
+        if (a->n_side == TG_SIDE_MAX)
+            return tg_usage_error("bench", "--side-by-side: at most %d precisions", TG_SIDE_MAX);
+        a->side[a->n_side++] = prec;
+        if (!end) break;
+        p = end + 1;
+    }
+    if (a->n_side < 2) return tg_usage_error("bench", "--side-by-side: expected two or more precisions, got '%s'", list);
+    return TG_EXIT_OK;
+}
+
 /* Returns TG_EXIT_OK to go on, -1 for --help, or the exit status. */
 static int parse_bench_args(int argc, char **argv, bench_args *a) {
-    int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512;
-    const char *depth = "0", *checkpoints = NULL;
+    int64_t prompt = 512, tokens = 128, reps = 1, threads = 0, bw = 512, turn = 4;
+    const char *depth = "0", *checkpoints = NULL, *side = NULL;
     bool json = false, no_warmup = false;
-    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_NOWARM, O_OWN };
+    enum { O_PROMPT, O_TOKENS, O_DEPTH, O_REPS, O_CHECK, O_THREADS, O_BW, O_JSON, O_NOWARM, O_SIDE, O_TURN, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_PROMPT] = {.name = "--prompt-tokens", .kind = TG_OPT_INT, .dest = &prompt, .lo = 0, .hi = 1 << 24},
         [O_TOKENS] = {.name = "--tokens", .kind = TG_OPT_INT, .dest = &tokens, .lo = 0, .hi = 1 << 24},
@@ -120,6 +167,8 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
         [O_BW] = {.name = "--bandwidth-mib", .kind = TG_OPT_INT, .dest = &bw, .lo = 0, .hi = 1 << 20},
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
         [O_NOWARM] = {.name = "--no-warmup", .kind = TG_OPT_FLAG, .dest = &no_warmup},
+        [O_SIDE] = {.name = "--side-by-side", .kind = TG_OPT_STRING, .dest = &side},
+        [O_TURN] = {.name = "--turn", .kind = TG_OPT_INT, .dest = &turn, .lo = 2, .hi = 1 << 20},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -141,6 +190,16 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
             return tg_usage_error("bench", "--checkpoints: %" PRId64 " is not within the %" PRId64
                                   " generated tokens (--tokens)", a->checkpoints[i], tokens);
     qsort(a->depths, (size_t)a->n_depths, sizeof a->depths[0], cmp_i64);
+    if (side) {
+        int status = parse_side(side, o, O_OWN + TG_CACHE_OPT_COUNT, a);
+        if (status != TG_EXIT_OK) return status;
+        if (tokens < turn)
+            return tg_usage_error("bench", "--side-by-side: --tokens %" PRId64 " is less than one turn (--turn %" PRId64
+                                  ")", tokens, turn);
+    } else if (o[O_TURN].seen) {
+        return tg_usage_error("bench", "--turn needs --side-by-side");
+    }
+    a->turn = turn;
     a->model_path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "bench", a->model_buf, sizeof a->model_buf);
     if (!a->model_path) return TG_EXIT_ERROR;
     a->prompt_tokens = prompt;
@@ -197,23 +256,13 @@ static tg_session *new_session(bench_run *r) {
     return s;
 }
 
-/* Random ids (a fixed xorshift sequence) avoiding BOS/EOS-like special ids at the start of the vocabulary. */
-static void fill_ids(int32_t *ids, int64_t n, int32_t vocab, uint64_t *state) {
-    for (int64_t i = 0; i < n; i++) {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        ids[i] = vocab > 512 ? 259 + (int32_t)(*state % (uint64_t)(vocab - 259)) : (int32_t)(*state % (uint64_t)vocab);
-    }
-}
-
 /* Evaluates random tokens until the session holds `depth` tokens. */
 static bool fill_to(bench_run *r, tg_session *s, int64_t depth, uint64_t *state) {
     tg_error err = {0};
     while (tg_session_position(s) < depth) {
         int64_t n = depth - tg_session_position(s);
         if (n > FILL_CHUNK) n = FILL_CHUNK;
-        fill_ids(r->ids, n, r->info.vocab_size, state);
+        tg_bench_random_ids(r->ids, n, r->info.vocab_size, state);
         if (!tg_session_eval(s, r->ids, (size_t)n, NULL, NULL, &err)) {
             tg_cli_word_error(&err, NULL);
             snprintf(r->err, sizeof r->err, "%s", err.msg);
@@ -252,7 +301,7 @@ static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, dou
     tg_error err = {0};
     uint64_t state = 0x2545f4914f6cdd1dull;
     int32_t id;
-    fill_ids(&id, 1, r->info.vocab_size, &state);
+    tg_bench_random_ids(&id, 1, r->info.vocab_size, &state);
     double t0 = now_s(), c0 = cpu_now();
     for (int64_t i = 0; i < n; i++) {
         if (!tg_session_eval(s, &id, 1, NULL, r->logits, &err)) {
@@ -310,7 +359,7 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
         for (int64_t rep = 0; rep < a->repetitions; rep++) {
             tg_session *s = new_session(r);
             if (!s) return false;
-            fill_ids(r->ids, a->prompt_tokens, r->info.vocab_size, &state);
+            tg_bench_random_ids(r->ids, a->prompt_tokens, r->info.vocab_size, &state);
             double t0 = now_s(), c0 = cpu_now();
             bool ok = tg_session_eval(s, r->ids, (size_t)a->prompt_tokens, NULL, r->logits, &err);
             secs[rep] = now_s() - t0;
@@ -513,6 +562,16 @@ int tg_cmd_bench(int argc, char **argv) {
     if (!bounded && need > r.info.context_length) r.context = need;
     if (!bounded && a.prompt_tokens > r.info.context_length && a.prompt_tokens > r.context)
         r.context = a.prompt_tokens;
+    if (a.n_side > 0) {
+        tg_bench_side_args sa = {.model_path = a.model_path, .model = r.model, .info = &r.info, .base = a.cache,
+                                 .n_precisions = a.n_side, .depths = a.depths, .n_depths = a.n_depths,
+                                 .tokens = a.tokens, .turn = a.turn, .threads = (int)a.threads, .json = a.json};
+        memcpy(sa.precisions, a.side, sizeof a.side);
+        sa.base.context = r.context;
+        status = tg_bench_side_by_side(&sa);
+        tg_model_free(r.model);
+        return status;
+    }
     int threads = a.threads > 0 ? (int)a.threads : tg_threads_all_cores();
     /* before any session starts its threads: the child is forked from a process with one */
     if (a.bandwidth_mib > 0 && !tg_bw_child_start(&r.probe, a.bandwidth_mib, threads))

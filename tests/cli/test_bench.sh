@@ -85,6 +85,42 @@ else
     bad "bench checkpoints: $(cat "$tmp/out" "$tmp/err")"
 fi
 
+# --side-by-side: one session per precision in one process, the same rounds for each, ratios coherent with the turns'
+# times; the sessions at the second depth continue the first's (20 + 8 <= 40). The table has a row per cache and depth.
+if "$T" bench "$MODEL" --side-by-side fp16,int4,int2 --tokens 8 --turn 4 --depth 40,20 --threads 2 --json \
+    >"$tmp/out" 2>"$tmp/err"; then
+    if python3 - "$tmp/out" <<'EOF'; then ok; else bad "bench --side-by-side --json: $(cat "$tmp/out")"; fi
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+assert d["turn"] == 4 and d["threads"] == 2 and d["weight_bytes_per_token"] > 0, d
+s = d["side_by_side"]
+assert [x["depth"] for x in s] == [20, 40] and all(x["rounds"] == 2 for x in s), s
+for x in s:
+    c = x["caches"]
+    assert [y["kv"] for y in c] == ["fp16", "int4", "int2"], c
+    ref = c[0]["turn_ms_per_token"]
+    for y in c:
+        t = y["turn_ms_per_token"]
+        assert len(t) == 2 and min(t) > 0, y
+        assert abs(y["ms_per_token"] - statistics.median(t)) < 1e-5 and abs(y["tokens_per_s"] * y["ms_per_token"] - 1e3) < 1e-2, y
+        assert abs(y["speed_vs_first"] - statistics.median(r / q for r, q in zip(ref, t))) < 1e-3, y
+        assert y["speed_vs_first_q1"] <= y["speed_vs_first"] <= y["speed_vs_first_q3"], y
+        assert y["bytes_per_token"] == d["weight_bytes_per_token"] + y["kv_bytes_read_per_token"], y
+        assert abs(y["byte_ratio_vs_first"] - c[0]["bytes_per_token"] / y["bytes_per_token"]) < 1e-3, y
+    assert c[0]["speed_vs_first"] == 1 and c[0]["byte_ratio_vs_first"] == 1, c[0]
+    # int4 holds and reads fewer bytes than fp16 (int2's fp16 residual group outweighs its codes at these depths)
+    assert c[0]["kv_bytes_held"] > c[1]["kv_bytes_held"] and c[0]["kv_bytes_read_per_token"] > c[1]["kv_bytes_read_per_token"], c
+EOF
+else
+    bad "bench --side-by-side failed: $(cat "$tmp/err")"
+fi
+if "$T" bench "$MODEL" --side-by-side int8,fp32 --tokens 6 --turn 3 --depth 0,5 >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(grep -cE '^ +(0|5) (int8|fp32) ' "$tmp/out")" = 4 ] && grep -q '^turns  .* 2 rounds' "$tmp/out"; then
+    ok
+else
+    bad "bench --side-by-side table: $(cat "$tmp/out" "$tmp/err")"
+fi
+
 # Usage errors: one line, exit 2.
 usage() {
     "$T" bench "$@" >"$tmp/out" 2>"$tmp/err"
@@ -97,6 +133,18 @@ usage "$MODEL" --depth ""
 usage "$MODEL" --tokens 5 --checkpoints 6
 usage "$MODEL" --repetitions 0
 usage "$MODEL" --kv-quantize int3
+usage "$MODEL" --side-by-side fp16
+usage "$MODEL" --side-by-side fp16,fp16
+usage "$MODEL" --side-by-side fp16,int3
+usage "$MODEL" --side-by-side fp16,,int4
+usage "$MODEL" --side-by-side fp16,int4 --kv-quantize int8
+usage "$MODEL" --side-by-side fp16,int4 --kv-quantize-keys int8
+usage "$MODEL" --side-by-side fp16,int4 --repetitions 3
+usage "$MODEL" --side-by-side fp16,int4 --checkpoints 1
+usage "$MODEL" --side-by-side fp16,int4 --prompt-tokens 8
+usage "$MODEL" --side-by-side fp16,int4 --tokens 3
+usage "$MODEL" --side-by-side fp16,int4 --turn 1
+usage "$MODEL" --turn 4
 "$T" bench --help >"$tmp/out" 2>&1 && grep -q "usage: tinygpt bench" "$tmp/out" && ok || bad "bench --help"
 
 echo "test_bench: $passed passed, $failed failed"

@@ -1,0 +1,284 @@
+/* bench_side.c — `tinygpt bench --side-by-side`: caches of several precisions decoding in alternate turns in one
+ * process (bench_side.h). A turn's first token is untimed: it brings that session's cache back into the CPU's caches
+ * after the other sessions' turns, which a single session decoding alone would not have to do. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "cli/bench_side.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/cache_errors.h"
+#include "cli/report.h"
+
+#define FILL_CHUNK 512 /* prompt tokens per evaluation when filling a cache to a depth */
+
+void tg_bench_random_ids(int32_t *ids, int64_t n, int32_t vocab, uint64_t *state) {
+    for (int64_t i = 0; i < n; i++) {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        ids[i] = vocab > 512 ? 259 + (int32_t)(*state % (uint64_t)(vocab - 259)) : (int32_t)(*state % (uint64_t)vocab);
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile (0 <= q <= 1) of x[n] by linear interpolation between order statistics (x is sorted in place). */
+static double quantile(double *x, int64_t n, double q) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    const double pos = q * (double)(n - 1);
+    const int64_t lo = (int64_t)pos;
+    return lo + 1 < n ? x[lo] + (pos - (double)lo) * (x[lo + 1] - x[lo]) : x[lo];
+}
+
+typedef struct {
+    const tg_bench_side_args *a;
+    tg_session *s[TG_SIDE_MAX];
+    tg_cache_params p[TG_SIDE_MAX];
+    int32_t id[TG_SIDE_MAX]; /* each session's next input token */
+    int32_t *ids;            /* [FILL_CHUNK] */
+    float *logits;           /* [vocab] */
+    int64_t rounds;
+    double *turn_ms;         /* [n_depths][n_precisions][rounds]: ms per timed token of each turn */
+    int64_t kv_read[TG_SIDE_MAX]; /* KV bytes a token reads at the mean depth of the current depth's turns */
+    size_t kv_held[TG_SIDE_MAX];
+} side_run;
+
+static double *turns_of(const side_run *r, int d, int k) {
+    return r->turn_ms + ((size_t)d * (size_t)r->a->n_precisions + (size_t)k) * (size_t)r->rounds;
+}
+
+static bool eval(side_run *r, int k, const int32_t *ids, size_t n) {
+    tg_error err = {0};
+    if (tg_session_eval(r->s[k], ids, n, NULL, n == 1 ? r->logits : NULL, &err)) return true;
+    tg_cli_word_error(&err, &r->p[k]);
+    tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(r->p[k].key_precision), err.msg);
+    return false;
+}
+
+/* Decodes one token greedily in session k. */
+static bool step(side_run *r, int k) {
+    if (!eval(r, k, &r->id[k], 1)) return false;
+    const int32_t vocab = r->a->info->vocab_size;
+    int32_t best = 0;
+    for (int32_t i = 1; i < vocab; i++)
+        if (r->logits[i] > r->logits[best]) best = i;
+    r->id[k] = best;
+    return true;
+}
+
+/* Every session filled to `depth` with the same tokens (a session past it is emptied first). */
+static bool fill_all(side_run *r, int64_t depth) {
+    const tg_bench_side_args *a = r->a;
+    for (int k = 0; k < a->n_precisions; k++) {
+        if (tg_session_position(r->s[k]) > depth) tg_session_reset(r->s[k]);
+        uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)tg_session_position(r->s[k]);
+        while (tg_session_position(r->s[k]) < depth) {
+            int64_t n = depth - tg_session_position(r->s[k]);
+            if (n > FILL_CHUNK) n = FILL_CHUNK;
+            tg_bench_random_ids(r->ids, n, a->info->vocab_size, &state);
+            if (!eval(r, k, r->ids, (size_t)n)) return false;
+        }
+        uint64_t first = 0x2545f4914f6cdd1dull;
+        tg_bench_random_ids(&r->id[k], 1, a->info->vocab_size, &first);
+    }
+    return true;
+}
+
+/* The rounds at depth index d: each session one turn per round, round i starting at session i mod K. */
+static bool run_depth(side_run *r, int d) {
+    const tg_bench_side_args *a = r->a;
+    const int K = a->n_precisions;
+    if (!fill_all(r, a->depths[d])) return false;
+    for (int k = 0; k < K; k++) {
+        tg_error err = {0};
+        const int64_t mean_depth = a->depths[d] + r->rounds * a->turn / 2;
+        r->kv_read[k] = mean_depth > 0 ? (int64_t)tg_cache_bytes(a->model, &r->p[k], mean_depth, &err) : 0;
+    }
+    for (int64_t i = 0; i < r->rounds; i++)
+        for (int j = 0; j < K; j++) {
+            const int k = (int)((i + j) % K);
+            if (!step(r, k)) return false; /* untimed: this session's cache back in the CPU's caches */
+            const double t0 = now_s();
+            for (int64_t t = 1; t < a->turn; t++)
+                if (!step(r, k)) return false;
+            turns_of(r, d, k)[i] = (now_s() - t0) * 1e3 / (double)(a->turn - 1);
+        }
+    for (int k = 0; k < K; k++) {
+        tg_cache_report rep;
+        tg_session_cache_report(r->s[k], &rep);
+        r->kv_held[k] = rep.bytes_total;
+    }
+    return true;
+}
+
+/* The medians and quartiles of one depth's precision k: ms/token, and speed against precision 0 per round. */
+typedef struct {
+    double ms, speed, speed_q1, speed_q3;
+} side_stats;
+
+static side_stats stats_of(const side_run *r, int d, int k, double *scratch) {
+    side_stats st;
+    const double *mine = turns_of(r, d, k), *ref = turns_of(r, d, 0);
+    memcpy(scratch, mine, (size_t)r->rounds * sizeof *scratch);
+    st.ms = quantile(scratch, r->rounds, 0.5);
+    for (int64_t i = 0; i < r->rounds; i++) scratch[i] = ref[i] / mine[i];
+    st.speed = quantile(scratch, r->rounds, 0.5);
+    st.speed_q1 = quantile(scratch, r->rounds, 0.25);
+    st.speed_q3 = quantile(scratch, r->rounds, 0.75);
+    return st;
+}
+
+static void print_json_depth(const side_run *r, int d, double *scratch) {
+    const tg_bench_side_args *a = r->a;
+    const double w = (double)a->info->weight_bytes;
+    printf("%s{\"depth\": %" PRId64 ", \"rounds\": %" PRId64 ", \"caches\": [", d ? ", " : "", a->depths[d],
+           r->rounds);
+    for (int k = 0; k < a->n_precisions; k++) {
+        const side_stats st = stats_of(r, d, k, scratch);
+        printf("%s{\"kv\": \"%s\", \"ms_per_token\": %.6f, \"tokens_per_s\": %.3f, \"bytes_per_token\": %.0f, "
+               "\"kv_bytes_read_per_token\": %" PRId64 ", \"kv_bytes_held\": %zu, \"speed_vs_first\": %.4f, "
+               "\"speed_vs_first_q1\": %.4f, \"speed_vs_first_q3\": %.4f, \"byte_ratio_vs_first\": %.4f, "
+               "\"turn_ms_per_token\": [",
+               k ? ", " : "", tg_kv_precision_name(a->precisions[k]), st.ms, 1e3 / st.ms, w + (double)r->kv_read[k],
+               r->kv_read[k], r->kv_held[k], st.speed, st.speed_q1, st.speed_q3,
+               (w + (double)r->kv_read[0]) / (w + (double)r->kv_read[k]));
+        const double *t = turns_of(r, d, k);
+        for (int64_t i = 0; i < r->rounds; i++) printf("%s%.6f", i ? ", " : "", t[i]);
+        printf("]}");
+    }
+    printf("]}");
+}
+
+static void print_table_depth(const side_run *r, int d, double *scratch) {
+    const tg_bench_side_args *a = r->a;
+    const double w = (double)a->info->weight_bytes;
+    for (int k = 0; k < a->n_precisions; k++) {
+        const side_stats st = stats_of(r, d, k, scratch);
+        char read[32], held[32], vs[48] = "-", bytes[16] = "-";
+        tg_fmt_bytes(w + (double)r->kv_read[k], 1, read, sizeof read);
+        tg_fmt_bytes((double)r->kv_held[k], 1, held, sizeof held);
+        if (k > 0) {
+            snprintf(vs, sizeof vs, "%.3f (%.3f-%.3f)", st.speed, st.speed_q1, st.speed_q3);
+            snprintf(bytes, sizeof bytes, "%.3f", (w + (double)r->kv_read[0]) / (w + (double)r->kv_read[k]));
+        }
+        printf("%7" PRId64 " %-6s %10.2f %10.3f %12s %12s   %-22s %11s\n", a->depths[d],
+               tg_kv_precision_name(a->precisions[k]), 1e3 / st.ms, st.ms, read, held, vs, bytes);
+    }
+}
+
+/* False when out of memory (nothing printed). */
+static bool print_results(const side_run *r, int threads) {
+    const tg_bench_side_args *a = r->a;
+    double *scratch = malloc((size_t)r->rounds * sizeof *scratch);
+    if (!scratch) return false;
+    if (a->json) {
+        printf("{\"model\": \"");
+        for (const char *s = a->model_path; *s; s++) {
+            const unsigned char c = (unsigned char)*s;
+            if (c == '"' || c == '\\') printf("\\%c", c);
+            else if (c < 0x20) printf("\\u%04x", c);
+            else putchar(c);
+        }
+        printf("\", \"weight_bytes_per_token\": %" PRId64 ", \"threads\": %d, \"turn\": %" PRId64
+               ", \"side_by_side\": [", a->info->weight_bytes, threads, a->turn);
+        for (int d = 0; d < a->n_depths; d++) print_json_depth(r, d, scratch);
+        printf("]}\n");
+    } else {
+        char buf[32];
+        tg_fmt_bytes((double)a->info->weight_bytes, 1, buf, sizeof buf);
+        printf("model      %s · %s · %s of weights read per token\n", a->model_path, a->info->weight_types, buf);
+        printf("threads    %d\n", threads);
+        printf("turns      %" PRId64 " rounds of one turn per cache, %" PRId64 " tokens a turn (the first untimed), "
+               "the order rotating\n", r->rounds, a->turn);
+        printf("\n%7s %-6s %10s %10s %12s %12s   %-22s %11s\n", "depth", "cache", "tokens/s", "ms/token",
+               "read/token", "KV held", "speed vs first (IQR)", "bytes ratio");
+        for (int d = 0; d < a->n_depths; d++) print_table_depth(r, d, scratch);
+        printf("\nspeed vs first: the median over rounds of the first cache's turn time over this cache's; bytes "
+               "ratio: the same for the bytes each token reads (weights + cache), what a read-bound decode allows\n");
+    }
+    free(scratch);
+    return true;
+}
+
+/* Refuses caches whose K/V storage together would pass the memory limit each session alone is held to. */
+static bool check_memory(const side_run *r) {
+    const tg_bench_side_args *a = r->a;
+    int64_t limit = a->base.max_memory;
+    if (limit == 0) {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        limit = pages > 0 && page > 0 ? (int64_t)pages * page : -1;
+    }
+    if (limit < 0) return true;
+    const int64_t n = a->depths[a->n_depths - 1] + a->tokens;
+    double total = 0;
+    for (int k = 0; k < a->n_precisions; k++) {
+        tg_error err = {0};
+        const size_t b = tg_cache_bytes(a->model, &r->p[k], n, &err);
+        if (b == 0 && err.code != TG_ERR_NONE) {
+            tg_error e = err;
+            tg_cli_word_error(&e, &r->p[k]);
+            tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(r->p[k].key_precision), e.msg);
+            return false;
+        }
+        total += (double)b;
+    }
+    if (total <= (double)limit) return true;
+    char t[32], l[32];
+    tg_fmt_bytes(total, 1, t, sizeof t);
+    tg_fmt_bytes((double)limit, 1, l, sizeof l);
+    tg_runtime_error("bench: --side-by-side: the %d caches at %" PRId64 " tokens hold %s together, more than the "
+                     "limit of %s (--max-memory)", a->n_precisions, n, t, l);
+    return false;
+}
+
+int tg_bench_side_by_side(const tg_bench_side_args *a) {
+    side_run r = {.a = a, .rounds = a->tokens / a->turn};
+    int status = TG_EXIT_ERROR;
+    for (int k = 0; k < a->n_precisions; k++) {
+        r.p[k] = a->base;
+        r.p[k].key_precision = r.p[k].value_precision = a->precisions[k];
+    }
+    if (!check_memory(&r)) return TG_EXIT_ERROR;
+    r.ids = malloc(FILL_CHUNK * sizeof *r.ids);
+    r.logits = malloc((size_t)a->info->vocab_size * sizeof *r.logits);
+    r.turn_ms = malloc((size_t)a->n_depths * (size_t)a->n_precisions * (size_t)r.rounds * sizeof *r.turn_ms);
+    if (!r.ids || !r.logits || !r.turn_ms) {
+        tg_runtime_error("out of memory");
+        goto done;
+    }
+    for (int k = 0; k < a->n_precisions; k++) {
+        tg_error err = {0};
+        r.s[k] = tg_session_new(a->model, &r.p[k], a->threads, &err);
+        if (!r.s[k]) {
+            tg_cli_word_error(&err, &r.p[k]);
+            tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(a->precisions[k]), err.msg);
+            goto done;
+        }
+    }
+    for (int d = 0; d < a->n_depths; d++)
+        if (!run_depth(&r, d)) goto done;
+    if (!print_results(&r, tg_session_threads(r.s[0]))) status = tg_runtime_error("out of memory");
+    else status = fflush(stdout) == 0 ? TG_EXIT_OK : tg_runtime_error("writing to stdout failed");
+done:
+    for (int k = 0; k < a->n_precisions; k++) tg_session_free(r.s[k]);
+    free(r.ids);
+    free(r.logits);
+    free(r.turn_ms);
+    return status;
+}
