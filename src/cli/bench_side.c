@@ -55,8 +55,8 @@ typedef struct {
     float *logits;           /* [vocab] */
     int64_t rounds;
     double *turn_ms;         /* [n_depths][n_precisions][rounds]: ms per timed token of each turn */
-    int64_t kv_read[TG_SIDE_MAX]; /* KV bytes a token reads at the mean depth of the current depth's turns */
-    size_t kv_held[TG_SIDE_MAX];
+    int64_t *kv_read;        /* [n_depths][n_precisions]: KV bytes a token reads at the mean depth of the turns */
+    size_t *kv_held;         /* [n_depths][n_precisions]: bytes the cache holds after them */
 } side_run;
 
 static double *turns_of(const side_run *r, int d, int k) {
@@ -108,7 +108,7 @@ static bool run_depth(side_run *r, int d) {
     for (int k = 0; k < K; k++) {
         tg_error err = {0};
         const int64_t mean_depth = a->depths[d] + r->rounds * a->turn / 2;
-        r->kv_read[k] = mean_depth > 0 ? (int64_t)tg_cache_bytes(a->model, &r->p[k], mean_depth, &err) : 0;
+        r->kv_read[d * K + k] = mean_depth > 0 ? (int64_t)tg_cache_bytes(a->model, &r->p[k], mean_depth, &err) : 0;
     }
     for (int64_t i = 0; i < r->rounds; i++)
         for (int j = 0; j < K; j++) {
@@ -122,7 +122,7 @@ static bool run_depth(side_run *r, int d) {
     for (int k = 0; k < K; k++) {
         tg_cache_report rep;
         tg_session_cache_report(r->s[k], &rep);
-        r->kv_held[k] = rep.bytes_total;
+        r->kv_held[d * K + k] = rep.bytes_total;
     }
     return true;
 }
@@ -147,6 +147,8 @@ static side_stats stats_of(const side_run *r, int d, int k, double *scratch) {
 static void print_json_depth(const side_run *r, int d, double *scratch) {
     const tg_bench_side_args *a = r->a;
     const double w = (double)a->info->weight_bytes;
+    const int64_t *kv_read = r->kv_read + d * a->n_precisions;
+    const size_t *kv_held = r->kv_held + d * a->n_precisions;
     printf("%s{\"depth\": %" PRId64 ", \"rounds\": %" PRId64 ", \"caches\": [", d ? ", " : "", a->depths[d],
            r->rounds);
     for (int k = 0; k < a->n_precisions; k++) {
@@ -155,9 +157,9 @@ static void print_json_depth(const side_run *r, int d, double *scratch) {
                "\"kv_bytes_read_per_token\": %" PRId64 ", \"kv_bytes_held\": %zu, \"speed_vs_first\": %.4f, "
                "\"speed_vs_first_q1\": %.4f, \"speed_vs_first_q3\": %.4f, \"byte_ratio_vs_first\": %.4f, "
                "\"turn_ms_per_token\": [",
-               k ? ", " : "", tg_kv_precision_name(a->precisions[k]), st.ms, 1e3 / st.ms, w + (double)r->kv_read[k],
-               r->kv_read[k], r->kv_held[k], st.speed, st.speed_q1, st.speed_q3,
-               (w + (double)r->kv_read[0]) / (w + (double)r->kv_read[k]));
+               k ? ", " : "", tg_kv_precision_name(a->precisions[k]), st.ms, 1e3 / st.ms, w + (double)kv_read[k],
+               kv_read[k], kv_held[k], st.speed, st.speed_q1, st.speed_q3,
+               (w + (double)kv_read[0]) / (w + (double)kv_read[k]));
         const double *t = turns_of(r, d, k);
         for (int64_t i = 0; i < r->rounds; i++) printf("%s%.6f", i ? ", " : "", t[i]);
         printf("]}");
@@ -168,14 +170,16 @@ static void print_json_depth(const side_run *r, int d, double *scratch) {
 static void print_table_depth(const side_run *r, int d, double *scratch) {
     const tg_bench_side_args *a = r->a;
     const double w = (double)a->info->weight_bytes;
+    const int64_t *kv_read = r->kv_read + d * a->n_precisions;
+    const size_t *kv_held = r->kv_held + d * a->n_precisions;
     for (int k = 0; k < a->n_precisions; k++) {
         const side_stats st = stats_of(r, d, k, scratch);
         char read[32], held[32], vs[48] = "-", bytes[16] = "-";
-        tg_fmt_bytes(w + (double)r->kv_read[k], 1, read, sizeof read);
-        tg_fmt_bytes((double)r->kv_held[k], 1, held, sizeof held);
+        tg_fmt_bytes(w + (double)kv_read[k], 1, read, sizeof read);
+        tg_fmt_bytes((double)kv_held[k], 1, held, sizeof held);
         if (k > 0) {
             snprintf(vs, sizeof vs, "%.3f (%.3f-%.3f)", st.speed, st.speed_q1, st.speed_q3);
-            snprintf(bytes, sizeof bytes, "%.3f", (w + (double)r->kv_read[0]) / (w + (double)r->kv_read[k]));
+            snprintf(bytes, sizeof bytes, "%.3f", (w + (double)kv_read[0]) / (w + (double)kv_read[k]));
         }
         printf("%7" PRId64 " %-6s %10.2f %10.3f %12s %12s   %-22s %11s\n", a->depths[d],
                tg_kv_precision_name(a->precisions[k]), 1e3 / st.ms, st.ms, read, held, vs, bytes);
@@ -257,8 +261,11 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
     if (!check_memory(&r)) return TG_EXIT_ERROR;
     r.ids = malloc(FILL_CHUNK * sizeof *r.ids);
     r.logits = malloc((size_t)a->info->vocab_size * sizeof *r.logits);
-    r.turn_ms = malloc((size_t)a->n_depths * (size_t)a->n_precisions * (size_t)r.rounds * sizeof *r.turn_ms);
-    if (!r.ids || !r.logits || !r.turn_ms) {
+    const size_t cells = (size_t)a->n_depths * (size_t)a->n_precisions;
+    r.turn_ms = malloc(cells * (size_t)r.rounds * sizeof *r.turn_ms);
+    r.kv_read = malloc(cells * sizeof *r.kv_read);
+    r.kv_held = malloc(cells * sizeof *r.kv_held);
+    if (!r.ids || !r.logits || !r.turn_ms || !r.kv_read || !r.kv_held) {
         tg_runtime_error("out of memory");
         goto done;
     }
@@ -280,5 +287,7 @@ done:
     free(r.ids);
     free(r.logits);
     free(r.turn_ms);
+    free(r.kv_read);
+    free(r.kv_held);
     return status;
 }

@@ -110,6 +110,8 @@ for x in s:
     assert c[0]["speed_vs_first"] == 1 and c[0]["byte_ratio_vs_first"] == 1, c[0]
     # int4 holds and reads fewer bytes than fp16 (int2's fp16 residual group outweighs its codes at these depths)
     assert c[0]["kv_bytes_held"] > c[1]["kv_bytes_held"] and c[0]["kv_bytes_read_per_token"] > c[1]["kv_bytes_read_per_token"], c
+for a, b in zip(s[0]["caches"], s[1]["caches"]):  # each depth its own bytes: 20 + 4 against 40 + 4 tokens read
+    assert b["kv_bytes_read_per_token"] > a["kv_bytes_read_per_token"] and b["bytes_per_token"] > a["bytes_per_token"], (a, b)
 EOF
 else
     bad "bench --side-by-side failed: $(cat "$tmp/err")"
