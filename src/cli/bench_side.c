@@ -82,7 +82,9 @@ static bool step(side_run *r, int k) {
     return true;
 }
 
-/* Every session filled to `depth` with the same tokens (a session past it is emptied first). */
+/* Every session filled to `depth` (a session past it is emptied first): from an empty cache, all with the same
+ * random tokens; a session carrying on from the previous depth holds its own greedy tokens there, then the same
+ * random ones. The storage for the turns is then reserved, so that no cache grows during a timed token. */
 static bool fill_all(side_run *r, int64_t depth) {
     const tg_bench_side_args *a = r->a;
     for (int k = 0; k < a->n_precisions; k++) {
@@ -94,13 +96,21 @@ static bool fill_all(side_run *r, int64_t depth) {
             tg_bench_random_ids(r->ids, n, a->info->vocab_size, &state);
             if (!eval(r, k, r->ids, (size_t)n)) return false;
         }
+        tg_error err = {0};
+        if (!tg_session_reserve(r->s[k], r->rounds * a->turn, &err)) {
+            tg_cli_word_error(&err, &r->p[k]);
+            tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(r->p[k].key_precision), err.msg);
+            return false;
+        }
         uint64_t first = 0x2545f4914f6cdd1dull;
         tg_bench_random_ids(&r->id[k], 1, a->info->vocab_size, &first);
     }
     return true;
 }
 
-/* The rounds at depth index d: each session one turn per round, round i starting at session i mod K. */
+/* The rounds at depth index d: each session one turn per round. Round i starts at session i mod K and goes up, or
+ * down in the second K rounds of every 2K: each session takes every place in the order, and follows both of its
+ * neighbours (a session's first token, untimed, may share the core with the previous session's idle workers). */
 static bool run_depth(side_run *r, int d) {
     const tg_bench_side_args *a = r->a;
     const int K = a->n_precisions;
@@ -112,12 +122,13 @@ static bool run_depth(side_run *r, int d) {
     }
     for (int64_t i = 0; i < r->rounds; i++)
         for (int j = 0; j < K; j++) {
-            const int k = (int)((i + j) % K);
+            const int start = (int)(i % K), k = (i / K) % 2 ? (start - j + K) % K : (start + j) % K;
             if (!step(r, k)) return false; /* untimed: this session's cache back in the CPU's caches */
             const double t0 = now_s();
             for (int64_t t = 1; t < a->turn; t++)
                 if (!step(r, k)) return false;
-            turns_of(r, d, k)[i] = (now_s() - t0) * 1e3 / (double)(a->turn - 1);
+            const double ms = (now_s() - t0) * 1e3 / (double)(a->turn - 1);
+            turns_of(r, d, k)[i] = ms > 1e-9 ? ms : 1e-9; /* a ratio's divisor, never 0 */
         }
     for (int k = 0; k < K; k++) {
         tg_cache_report rep;
@@ -252,6 +263,9 @@ static bool check_memory(const side_run *r) {
 }
 
 int tg_bench_side_by_side(const tg_bench_side_args *a) {
+    if (a->n_precisions < 2 || a->n_precisions > TG_SIDE_MAX || a->n_depths < 1 || a->turn < 2 || a->tokens < a->turn)
+        return tg_runtime_error("bench: --side-by-side: %d caches, %d depths, %" PRId64 " tokens in turns of %" PRId64
+                                ": nothing to measure", a->n_precisions, a->n_depths, a->tokens, a->turn);
     side_run r = {.a = a, .rounds = a->tokens / a->turn};
     int status = TG_EXIT_ERROR;
     for (int k = 0; k < a->n_precisions; k++) {
@@ -261,6 +275,7 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
     if (!check_memory(&r)) return TG_EXIT_ERROR;
     r.ids = malloc(FILL_CHUNK * sizeof *r.ids);
     r.logits = malloc((size_t)a->info->vocab_size * sizeof *r.logits);
+    /* at most 16 depths x TG_SIDE_MAX caches x 2^24 / 2 rounds (cmd_bench.c's limits): far from SIZE_MAX */
     const size_t cells = (size_t)a->n_depths * (size_t)a->n_precisions;
     r.turn_ms = malloc(cells * (size_t)r.rounds * sizeof *r.turn_ms);
     r.kv_read = malloc(cells * sizeof *r.kv_read);

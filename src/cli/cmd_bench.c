@@ -26,6 +26,7 @@
 #include "cli/report.h"
 
 #define MAX_DEPTHS 16
+#define MAX_COUNT ((int64_t)1 << 40) /* the largest depth or checkpoint: depth + tokens cannot overflow */
 #define MAX_CHECKPOINTS 16
 #define MAX_REPS 64
 #define FILL_CHUNK 512 /* prompt tokens per evaluation when filling the cache to a depth */
@@ -97,7 +98,7 @@ static bool parse_list(const char *s, int64_t *out, int max, int *n) {
         char *end = NULL;
         if (*p < '0' || *p > '9' || *n >= max) return false;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0) return false;
+        if (end == p || v < 0 || v > MAX_COUNT) return false;
         out[(*n)++] = v;
         p = end;
         if (*p == ',') p++;
@@ -120,12 +121,14 @@ static int cmp_double(const void *a, const void *b) {
  * mean nothing without one session per test (opts: the parsed table of n) are usage errors beside it. */
 static int parse_side(const char *list, const tg_opt *opts, size_t n, bench_args *a) {
     static const char *const clash[] = {"--kv-quantize", "--kv-quantize-keys", "--kv-quantize-values",
-                                        "--prompt-tokens", "--repetitions", "--checkpoints", "--bandwidth-mib"};
+                                        "--prompt-tokens", "--repetitions", "--checkpoints", "--bandwidth-mib",
+                                        "--no-warmup"};
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < sizeof clash / sizeof clash[0]; c++)
             if (opts[i].seen && strcmp(opts[i].name, clash[c]) == 0)
                 return tg_usage_error("bench", "%s cannot be given with --side-by-side (%s)", clash[c],
-                                      c < 3 ? "it names the caches' precisions" : "it measures generation only");
+                                      c < 3 ? "it names the caches' precisions"
+                                    : c < 7 ? "it measures generation only" : "its first token of a turn is untimed");
     a->n_side = 0;
     for (const char *p = list;;) {
         const char *end = strchr(p, ',');
@@ -180,8 +183,8 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     case TG_ARGS_OK: break;
     }
     if (!parse_list(depth, a->depths, MAX_DEPTHS, &a->n_depths))
-        return tg_usage_error("bench", "--depth: expected up to %d non-negative integers separated by commas, got "
-                              "'%s'", MAX_DEPTHS, depth);
+        return tg_usage_error("bench", "--depth: expected up to %d non-negative integers (at most 2^40) separated "
+                              "by commas, got '%s'", MAX_DEPTHS, depth);
     if (checkpoints && !parse_list(checkpoints, a->checkpoints, MAX_CHECKPOINTS, &a->n_checkpoints))
         return tg_usage_error("bench", "--checkpoints: expected up to %d positive integers separated by commas, got "
                               "'%s'", MAX_CHECKPOINTS, checkpoints);
@@ -193,9 +196,9 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
     if (side) {
         int status = parse_side(side, o, O_OWN + TG_CACHE_OPT_COUNT, a);
         if (status != TG_EXIT_OK) return status;
-        if (tokens < turn)
-            return tg_usage_error("bench", "--side-by-side: --tokens %" PRId64 " is less than one turn (--turn %" PRId64
-                                  ")", tokens, turn);
+        if (tokens < turn || tokens % turn != 0)
+            return tg_usage_error("bench", "--side-by-side: --tokens %" PRId64 " is not a whole number of turns "
+                                  "(--turn %" PRId64 ")", tokens, turn);
     } else if (o[O_TURN].seen) {
         return tg_usage_error("bench", "--turn needs --side-by-side");
     }
@@ -567,7 +570,7 @@ int tg_cmd_bench(int argc, char **argv) {
                                  .n_precisions = a.n_side, .depths = a.depths, .n_depths = a.n_depths,
                                  .tokens = a.tokens, .turn = a.turn, .threads = (int)a.threads, .json = a.json};
         memcpy(sa.precisions, a.side, sizeof a.side);
-        sa.base.context = r.context;
+        sa.base.context = !bounded && need > r.info.context_length ? need : 0; /* no pp test: need alone */
         status = tg_bench_side_by_side(&sa);
         tg_model_free(r.model);
         return status;

@@ -145,6 +145,9 @@ usage "$MODEL" --side-by-side fp16,int4 --repetitions 3
 usage "$MODEL" --side-by-side fp16,int4 --checkpoints 1
 usage "$MODEL" --side-by-side fp16,int4 --prompt-tokens 8
 usage "$MODEL" --side-by-side fp16,int4 --tokens 3
+usage "$MODEL" --side-by-side fp16,int4 --tokens 10
+usage "$MODEL" --side-by-side fp16,int4 --no-warmup
+usage "$MODEL" --depth 2000000000000
 usage "$MODEL" --side-by-side fp16,int4 --turn 1
 usage "$MODEL" --turn 4
 "$T" bench --help >"$tmp/out" 2>&1 && grep -q "usage: tinygpt bench" "$tmp/out" && ok || bad "bench --help"
