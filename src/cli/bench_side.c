@@ -13,19 +13,10 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/bench_tokens.h"
 #include "cli/cache_errors.h"
 #include "cli/report.h"
-
-#define FILL_CHUNK 512 /* prompt tokens per evaluation when filling a cache to a depth */
-
-void tg_bench_random_ids(int32_t *ids, int64_t n, int32_t vocab, uint64_t *state) {
-    for (int64_t i = 0; i < n; i++) {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        ids[i] = vocab > 512 ? 259 + (int32_t)(*state % (uint64_t)(vocab - 259)) : (int32_t)(*state % (uint64_t)vocab);
-    }
-}
+#include "cli/report_json.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -51,7 +42,7 @@ typedef struct {
     tg_session *s[TG_SIDE_MAX];
     tg_cache_params p[TG_SIDE_MAX];
     int32_t id[TG_SIDE_MAX]; /* each session's next input token */
-    int32_t *ids;            /* [FILL_CHUNK] */
+    int32_t *ids;            /* [TG_BENCH_FILL_CHUNK] */
     float *logits;           /* [vocab] */
     int64_t rounds;
     double *turn_ms;         /* [n_depths][n_precisions][rounds]: ms per timed token of each turn */
@@ -63,22 +54,18 @@ static double *turns_of(const side_run *r, int d, int k) {
     return r->turn_ms + ((size_t)d * (size_t)r->a->n_precisions + (size_t)k) * (size_t)r->rounds;
 }
 
-static bool eval(side_run *r, int k, const int32_t *ids, size_t n) {
-    tg_error err = {0};
-    if (tg_session_eval(r->s[k], ids, n, NULL, n == 1 ? r->logits : NULL, &err)) return true;
-    tg_cli_word_error(&err, &r->p[k]);
-    tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(r->p[k].key_precision), err.msg);
+/* One error line naming session k's cache; false. */
+static bool session_failed(const side_run *r, int k, tg_error *err) {
+    tg_cli_word_error(err, &r->p[k]);
+    tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(r->p[k].key_precision), err->msg);
     return false;
 }
 
 /* Decodes one token greedily in session k. */
 static bool step(side_run *r, int k) {
-    if (!eval(r, k, &r->id[k], 1)) return false;
-    const int32_t vocab = r->a->info->vocab_size;
-    int32_t best = 0;
-    for (int32_t i = 1; i < vocab; i++)
-        if (r->logits[i] > r->logits[best]) best = i;
-    r->id[k] = best;
+    tg_error err = {0};
+    if (!tg_session_eval(r->s[k], &r->id[k], 1, NULL, r->logits, &err)) return session_failed(r, k, &err);
+    r->id[k] = tg_bench_argmax(r->logits, r->a->info->vocab_size);
     return true;
 }
 
@@ -90,18 +77,10 @@ static bool fill_all(side_run *r, int64_t depth) {
     for (int k = 0; k < a->n_precisions; k++) {
         if (tg_session_position(r->s[k]) > depth) tg_session_reset(r->s[k]);
         uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)tg_session_position(r->s[k]);
-        while (tg_session_position(r->s[k]) < depth) {
-            int64_t n = depth - tg_session_position(r->s[k]);
-            if (n > FILL_CHUNK) n = FILL_CHUNK;
-            tg_bench_random_ids(r->ids, n, a->info->vocab_size, &state);
-            if (!eval(r, k, r->ids, (size_t)n)) return false;
-        }
         tg_error err = {0};
-        if (!tg_session_reserve(r->s[k], r->rounds * a->turn, &err)) {
-            tg_cli_word_error(&err, &r->p[k]);
-            tg_runtime_error("bench: the %s cache: %s", tg_kv_precision_name(r->p[k].key_precision), err.msg);
-            return false;
-        }
+        if (!tg_bench_fill(r->s[k], depth, r->ids, a->info->vocab_size, &state, &err) ||
+            !tg_session_reserve(r->s[k], r->rounds * a->turn, &err))
+            return session_failed(r, k, &err);
         uint64_t first = 0x2545f4914f6cdd1dull;
         tg_bench_random_ids(&r->id[k], 1, a->info->vocab_size, &first);
     }
@@ -155,27 +134,29 @@ static side_stats stats_of(const side_run *r, int d, int k, double *scratch) {
     return st;
 }
 
-static void print_json_depth(const side_run *r, int d, double *scratch) {
+/* One depth's caches as a JSON object (NULL when memory runs out). */
+static json_t *json_depth(const side_run *r, int d, double *scratch) {
     const tg_bench_side_args *a = r->a;
     const double w = (double)a->info->weight_bytes;
     const int64_t *kv_read = r->kv_read + d * a->n_precisions;
     const size_t *kv_held = r->kv_held + d * a->n_precisions;
-    printf("%s{\"depth\": %" PRId64 ", \"rounds\": %" PRId64 ", \"caches\": [", d ? ", " : "", a->depths[d],
-           r->rounds);
-    for (int k = 0; k < a->n_precisions; k++) {
+    json_t *caches = json_array();
+    for (int k = 0; caches && k < a->n_precisions; k++) {
         const side_stats st = stats_of(r, d, k, scratch);
-        printf("%s{\"kv\": \"%s\", \"ms_per_token\": %.6f, \"tokens_per_s\": %.3f, \"bytes_per_token\": %.0f, "
-               "\"kv_bytes_read_per_token\": %" PRId64 ", \"kv_bytes_held\": %zu, \"speed_vs_first\": %.4f, "
-               "\"speed_vs_first_q1\": %.4f, \"speed_vs_first_q3\": %.4f, \"byte_ratio_vs_first\": %.4f, "
-               "\"turn_ms_per_token\": [",
-               k ? ", " : "", tg_kv_precision_name(a->precisions[k]), st.ms, 1e3 / st.ms, w + (double)kv_read[k],
-               kv_read[k], kv_held[k], st.speed, st.speed_q1, st.speed_q3,
-               (w + (double)kv_read[0]) / (w + (double)kv_read[k]));
+        json_t *turns = json_array();
         const double *t = turns_of(r, d, k);
-        for (int64_t i = 0; i < r->rounds; i++) printf("%s%.6f", i ? ", " : "", t[i]);
-        printf("]}");
+        for (int64_t i = 0; turns && i < r->rounds; i++)
+            if (json_array_append_new(turns, json_real(t[i])) != 0) turns = (json_decref(turns), NULL);
+        json_t *c = json_pack("{s:s, s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:o}", "kv",
+            tg_kv_precision_name(a->precisions[k]), "ms_per_token", st.ms, "tokens_per_s", 1e3 / st.ms,
+            "bytes_per_token", w + (double)kv_read[k], "kv_bytes_read_per_token", (json_int_t)kv_read[k],
+            "kv_bytes_held", (json_int_t)kv_held[k], "speed_vs_first", st.speed, "speed_vs_first_q1", st.speed_q1,
+            "speed_vs_first_q3", st.speed_q3, "byte_ratio_vs_first", (w + (double)kv_read[0]) / (w + (double)kv_read[k]),
+            "turn_ms_per_token", turns);
+        if (json_array_append_new(caches, c) != 0) caches = (json_decref(caches), NULL);
     }
-    printf("]}");
+    return json_pack("{s:I, s:I, s:o}", "depth", (json_int_t)a->depths[d], "rounds", (json_int_t)r->rounds, "caches",
+                     caches);
 }
 
 static void print_table_depth(const side_run *r, int d, double *scratch) {
@@ -197,23 +178,21 @@ static void print_table_depth(const side_run *r, int d, double *scratch) {
     }
 }
 
-/* False when out of memory (nothing printed). */
+/* False when memory runs out (nothing printed) or, with --json, the report cannot be written (a model path that is
+ * not UTF-8, stdout). */
 static bool print_results(const side_run *r, int threads) {
     const tg_bench_side_args *a = r->a;
     double *scratch = malloc((size_t)r->rounds * sizeof *scratch);
     if (!scratch) return false;
     if (a->json) {
-        printf("{\"model\": \"");
-        for (const char *s = a->model_path; *s; s++) {
-            const unsigned char c = (unsigned char)*s;
-            if (c == '"' || c == '\\') printf("\\%c", c);
-            else if (c < 0x20) printf("\\u%04x", c);
-            else putchar(c);
-        }
-        printf("\", \"weight_bytes_per_token\": %" PRId64 ", \"threads\": %d, \"turn\": %" PRId64
-               ", \"side_by_side\": [", a->info->weight_bytes, threads, a->turn);
-        for (int d = 0; d < a->n_depths; d++) print_json_depth(r, d, scratch);
-        printf("]}\n");
+        json_t *depths = json_array();
+        for (int d = 0; depths && d < a->n_depths; d++)
+            if (json_array_append_new(depths, json_depth(r, d, scratch)) != 0) depths = (json_decref(depths), NULL);
+        const bool ok = tg_json_print(stdout, json_pack("{s:s, s:I, s:i, s:I, s:o}", "model", a->model_path,
+            "weight_bytes_per_token", (json_int_t)a->info->weight_bytes, "threads", threads, "turn",
+            (json_int_t)a->turn, "side_by_side", depths));
+        free(scratch);
+        return ok;
     } else {
         char buf[32];
         tg_fmt_bytes((double)a->info->weight_bytes, 1, buf, sizeof buf);
@@ -273,7 +252,7 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
         r.p[k].key_precision = r.p[k].value_precision = a->precisions[k];
     }
     if (!check_memory(&r)) return TG_EXIT_ERROR;
-    r.ids = malloc(FILL_CHUNK * sizeof *r.ids);
+    r.ids = malloc(TG_BENCH_FILL_CHUNK * sizeof *r.ids);
     r.logits = malloc((size_t)a->info->vocab_size * sizeof *r.logits);
     /* at most 16 depths x TG_SIDE_MAX caches x 2^24 / 2 rounds (cmd_bench.c's limits): far from SIZE_MAX */
     const size_t cells = (size_t)a->n_depths * (size_t)a->n_precisions;
@@ -295,7 +274,9 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
     }
     for (int d = 0; d < a->n_depths; d++)
         if (!run_depth(&r, d)) goto done;
-    if (!print_results(&r, tg_session_threads(r.s[0]))) status = tg_runtime_error("out of memory");
+    if (!print_results(&r, tg_session_threads(r.s[0])))
+        status = tg_runtime_error("bench: the report could not be made or written (out of memory, or a model path that "
+                                  "is not UTF-8 for --json)");
     else status = fflush(stdout) == 0 ? TG_EXIT_OK : tg_runtime_error("writing to stdout failed");
 done:
     for (int k = 0; k < a->n_precisions; k++) tg_session_free(r.s[k]);

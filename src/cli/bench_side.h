@@ -35,8 +35,4 @@ typedef struct {
  * the memory limit, or a session cannot be made or fails). */
 int tg_bench_side_by_side(const tg_bench_side_args *a);
 
-/* n token ids from a fixed xorshift sequence (*state advances), avoiding the special ids at the start of a large
- * vocabulary: the tokens both benches fill caches with. */
-void tg_bench_random_ids(int32_t *ids, int64_t n, int32_t vocab, uint64_t *state);
-
 #endif

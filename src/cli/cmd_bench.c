@@ -20,6 +20,7 @@
 #include "cli/args.h"
 #include "cli/bandwidth_child.h"
 #include "cli/bench_side.h"
+#include "cli/bench_tokens.h"
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
@@ -29,7 +30,6 @@
 #define MAX_COUNT ((int64_t)1 << 40) /* the largest depth or checkpoint: depth + tokens cannot overflow */
 #define MAX_CHECKPOINTS 16
 #define MAX_REPS 64
-#define FILL_CHUNK 512 /* prompt tokens per evaluation when filling the cache to a depth */
 #define PROBE_EVERY 16 /* generated tokens between two passes of the bandwidth probe */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -120,15 +120,20 @@ static int cmp_double(const void *a, const void *b) {
 /* --side-by-side LIST into a->side: two to TG_SIDE_MAX distinct precision names. The options it replaces or that
  * mean nothing without one session per test (opts: the parsed table of n) are usage errors beside it. */
 static int parse_side(const char *list, const tg_opt *opts, size_t n, bench_args *a) {
-    static const char *const clash[] = {"--kv-quantize", "--kv-quantize-keys", "--kv-quantize-values",
-                                        "--prompt-tokens", "--repetitions", "--checkpoints", "--bandwidth-mib",
-                                        "--no-warmup"};
+#define PRECISION "it names the caches' precisions"
+#define GENERATION "it measures generation only"
+    static const struct {
+        const char *option, *why;
+    } clash[] = {{"--kv-quantize", PRECISION}, {"--kv-quantize-keys", PRECISION}, {"--kv-quantize-values", PRECISION},
+                 {"--prompt-tokens", GENERATION}, {"--repetitions", GENERATION}, {"--checkpoints", GENERATION},
+                 {"--bandwidth-mib", GENERATION}, {"--no-warmup", "its first token of a turn is untimed"}};
+#undef PRECISION
+#undef GENERATION
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < sizeof clash / sizeof clash[0]; c++)
-            if (opts[i].seen && strcmp(opts[i].name, clash[c]) == 0)
-                return tg_usage_error("bench", "%s cannot be given with --side-by-side (%s)", clash[c],
-                                      c < 3 ? "it names the caches' precisions"
-                                    : c < 7 ? "it measures generation only" : "its first token of a turn is untimed");
+            if (opts[i].seen && strcmp(opts[i].name, clash[c].option) == 0)
+                return tg_usage_error("bench", "%s cannot be given with --side-by-side (%s)", clash[c].option,
+                                      clash[c].why);
     a->n_side = 0;
     for (const char *p = list;;) {
         const char *end = strchr(p, ',');
@@ -234,7 +239,7 @@ typedef struct {
     const bench_args *a;
     tg_model *model;
     tg_model_info info;
-    int32_t *ids;      /* [max(prompt_tokens, FILL_CHUNK)] random token ids */
+    int32_t *ids;      /* [max(prompt_tokens, TG_BENCH_FILL_CHUNK)] random token ids */
     float *logits;     /* [vocab] */
     int64_t context;   /* 0 = the model's */
     tg_bw_child probe; /* pid 0: no bandwidth test */
@@ -262,24 +267,10 @@ static tg_session *new_session(bench_run *r) {
 /* Evaluates random tokens until the session holds `depth` tokens. */
 static bool fill_to(bench_run *r, tg_session *s, int64_t depth, uint64_t *state) {
     tg_error err = {0};
-    while (tg_session_position(s) < depth) {
-        int64_t n = depth - tg_session_position(s);
-        if (n > FILL_CHUNK) n = FILL_CHUNK;
-        tg_bench_random_ids(r->ids, n, r->info.vocab_size, state);
-        if (!tg_session_eval(s, r->ids, (size_t)n, NULL, NULL, &err)) {
-            tg_cli_word_error(&err, NULL);
-            snprintf(r->err, sizeof r->err, "%s", err.msg);
-            return false;
-        }
-    }
-    return true;
-}
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
+    if (tg_bench_fill(s, depth, r->ids, r->info.vocab_size, state, &err)) return true;
+    tg_cli_word_error(&err, NULL);
+    snprintf(r->err, sizeof r->err, "%s", err.msg);
+    return false;
 }
 
 /* One pass of the bandwidth probe into t's sums (a no-op without a probe or t); the wall and CPU seconds it took are
@@ -312,7 +303,7 @@ static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, dou
             snprintf(r->err, sizeof r->err, "%s", err.msg);
             return false;
         }
-        id = argmax(r->logits, r->info.vocab_size);
+        id = tg_bench_argmax(r->logits, r->info.vocab_size);
         if ((i + 1) % PROBE_EVERY == 0 || i + 1 == n) probe_pass(r, probe_into, &t0, &c0);
         if (stamps) {
             stamps[2 * i] = now_s() - t0;
@@ -581,7 +572,7 @@ int tg_cmd_bench(int argc, char **argv) {
         fprintf(stderr, "tinygpt: bench: the read-bandwidth test could not start (%" PRId64
                 " MiB; fork or memory failed): no roofline\n", a.bandwidth_mib);
 
-    size_t n_ids = (size_t)(a.prompt_tokens > FILL_CHUNK ? a.prompt_tokens : FILL_CHUNK);
+    size_t n_ids = (size_t)(a.prompt_tokens > TG_BENCH_FILL_CHUNK ? a.prompt_tokens : TG_BENCH_FILL_CHUNK);
     r.ids = malloc(n_ids * sizeof *r.ids);
     r.logits = malloc((size_t)r.info.vocab_size * sizeof *r.logits);
     double *stamps = a.tokens > 0 ? malloc(2 * (size_t)a.tokens * sizeof *stamps) : NULL;
