@@ -99,15 +99,6 @@ TG_INLINE __m256i slot(const int bits, __m256i x, const int s) {
     return _mm256_and_si256(y, _mm256_set1_epi8(bits == 4 ? 0x0f : 0x03));
 }
 
-/* v[0..3] (eight int32 each, all within a byte's range: unsigned, or signed when sgn) as 32 bytes in order: dst[0..8)
- * are the int32 words of bytes v[0][0..3], v[0][4..7], v[1][0..3], ... */
-TG_INLINE void pack_bytes(const __m256i *v, const int sgn, int32_t *dst) {
-    const __m256i a = sgn ? _mm256_packs_epi32(v[0], v[1]) : _mm256_packus_epi32(v[0], v[1]);
-    const __m256i b = sgn ? _mm256_packs_epi32(v[2], v[3]) : _mm256_packus_epi32(v[2], v[3]);
-    const __m256i c = sgn ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
-    _mm256_storeu_si256((__m256i *)(void *)dst, _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-}
-
 /* ---- keys ------------------------------------------------------------------------------------------------------ */
 
 /* The folded queries of a key segment, quantised (tg_attn_int_prepare_keys) with head dim DD (a constant: the
@@ -115,43 +106,13 @@ TG_INLINE void pack_bytes(const __m256i *v, const int sgn, int32_t *dst) {
 TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                             const int bits, tg_attn_int_queries *q, const int DD) {
     const int64_t n = DD ? DD : D;
-    const float levels = bits == 8 ? (float)KEY_Q8 : (float)KEY_Q, step = 1.0f / levels;
-    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 sv[TG_ATTN_INT_MAX_D / 8], zv[TG_ATTN_INT_MAX_D / 8]; /* the grid, widened from fp16 once */
     for (int64_t k = 0; k < n; k += 8) {
         sv[k / 8] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gscale + k)));
         zv[k / 8] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(gzero + k)));
     }
-    for (int j = 0; j < gq; j++) {
-        const float *x = qh + (int64_t)j * n;
-        __m256 qf[TG_ATTN_INT_MAX_D / 8], m = _mm256_setzero_ps(), z = _mm256_setzero_ps();
-        for (int64_t k = 0; k < n; k += 8) { /* the fold: qf = q * scale, bias = q . zero */
-            const __m256 qv = _mm256_loadu_ps(x + k);
-            qf[k / 8] = _mm256_mul_ps(qv, sv[k / 8]);
-            z = _mm256_fmadd_ps(qv, zv[k / 8], z);
-            m = _mm256_max_ps(m, _mm256_and_ps(qf[k / 8], abs_mask));
-        }
-        q->bias[j] = hsum8(z);
-        const float amax = hmax8(m);
-        const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
-        q->dq[j] = amax * step;
-        int32_t *lo = q->lo + (int64_t)j * (n / 4), *hi = q->hi + (int64_t)j * (n / 4);
-        for (int64_t k = 0; k < n; k += 32) {
-            __m256i v[4], h[4];
-            for (int i = 0; i < 4; i++) {
-                v[i] = _mm256_cvtps_epi32(_mm256_mul_ps(qf[k / 8 + i], inv));
-                h[i] = _mm256_setzero_si256();
-                if (bits == 8) { /* q = 128 hi + lo, lo in [0, 127], hi in [-64, 63] */
-                    h[i] = _mm256_srai_epi32(v[i], 7);
-                    v[i] = _mm256_and_si256(v[i], _mm256_set1_epi32(127));
-                }
-            }
-            pack_bytes(v, 1, lo + k / 4);
-            if (bits == 8) pack_bytes(h, 1, hi + k / 4);
-        }
-    }
+    for (int j = 0; j < gq; j++) prepare_key_head(qh + (int64_t)j * n, n, sv, zv, bits, q, j);
 }
-
 /* prepare_keys, instantiated once per (bits, head dim 32 / 64 / 128 / other): out of line, so that the kernels that
  * call it are not instantiated per head dim (they were: a two-minute compile of this file). */
 #define PREPARE_KEYS(B, DD)                                                                                           \
@@ -395,7 +356,6 @@ void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4,
                            const float *p, int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero,
                            const run_weights *rw) {
-    const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
     const int64_t nv = (n4 + 1) / 2; /* 8-row vectors of the run */
     __m256 sv[RUN / 8], zv[RUN / 8];
     __m256i mk[RUN / 8];
@@ -411,29 +371,12 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
         zv[v] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tzero + r0)));
     }
     for (int j = 0; j < gq; j++) {
-        __m256 w[RUN / 8], m = _mm256_setzero_ps(), zacc = _mm256_setzero_ps();
+        __m256 pv[RUN / 8];
         for (int64_t v = 0; v < nv; v++) {
             const float *pj = p + (int64_t)j * ld + (R + 8 * v - t->t0);
-            const __m256 pv = full[v] ? _mm256_loadu_ps(pj) : _mm256_maskload_ps(pj, mk[v]);
-            w[v] = _mm256_mul_ps(pv, sv[v]);
-            zacc = _mm256_fmadd_ps(pv, zv[v], zacc);
-            m = _mm256_max_ps(m, w[v]);
+            pv[v] = full[v] ? _mm256_loadu_ps(pj) : _mm256_maskload_ps(pj, mk[v]);
         }
-        const float amax = hmax8(m);
-        const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
-        rw->dw[j] = amax * step;
-        rw->zs[j] = hsum8(zacc);
-        __m256i w8[RUN / 8], wh[RUN / 8];
-        for (int64_t v = 0; v < RUN / 8; v++) {
-            w8[v] = v < nv ? _mm256_cvtps_epi32(_mm256_mul_ps(w[v], inv)) : _mm256_setzero_si256();
-            wh[v] = _mm256_setzero_si256();
-            if (bits == 8) { /* w8 = 128 hi + lo, both in [0, 127] */
-                wh[v] = _mm256_srli_epi32(w8[v], 7);
-                w8[v] = _mm256_and_si256(w8[v], _mm256_set1_epi32(127));
-            }
-        }
-        pack_bytes(w8, 0, rw->lo + 8 * j);
-        if (bits == 8) pack_bytes(wh, 0, rw->hi + 8 * j);
+        prepare_run_head(pv, nv, sv, zv, bits, rw, j);
     }
 }
 

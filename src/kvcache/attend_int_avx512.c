@@ -33,7 +33,7 @@ TG_INLINE __m512 pair(__m256 a, __m256 b) { return _mm512_insertf32x8(_mm512_cas
 
 /* v[0..3] (int32, head a's eight lanes then head b's, each within a byte's range: unsigned, or signed when sgn) as
  * 32 bytes per head in lane order: da[0..8) the int32 words of head a's bytes v[0][0..3], v[0][4..7], v[1][0..3], ...
- * — attend_int_avx2.c's pack_bytes on each half (the same saturating packs, per 128-bit lane). */
+ * — pack_bytes on each half (the same saturating packs, per 128-bit lane). */
 TG_INLINE void pack_bytes2(const __m512i *v, const int sgn, int32_t *da, int32_t *db) {
     const __m512i a = sgn ? _mm512_packs_epi32(v[0], v[1]) : _mm512_packus_epi32(v[0], v[1]);
     const __m512i b = sgn ? _mm512_packs_epi32(v[2], v[3]) : _mm512_packus_epi32(v[2], v[3]);
@@ -41,7 +41,7 @@ TG_INLINE void pack_bytes2(const __m512i *v, const int sgn, int32_t *da, int32_t
     const __m512i order = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
     const __m512i o = _mm512_permutexvar_epi32(order, c);
     _mm256_storeu_si256((__m256i *)(void *)da, _mm512_castsi512_si256(o));
-    if (db) _mm256_storeu_si256((__m256i *)(void *)db, _mm512_extracti64x4_epi64(o, 1));
+    _mm256_storeu_si256((__m256i *)(void *)db, _mm512_extracti64x4_epi64(o, 1));
 }
 
 /* CALL(NQ) for NQ the value of nq (1..8; more is 8): a kernel instantiated once per head count. */
@@ -84,7 +84,7 @@ TG_INLINE float lane8(__m512 v) { return _mm_cvtss_f32(_mm512_extractf32x4_ps(v,
 
 /* ---- keys ------------------------------------------------------------------------------------------------------ */
 
-/* attend_int_avx2.c's prepare_keys, two heads a register (an odd last head paired with itself, stored once). */
+/* attend_int_avx2.c's prepare_keys, two heads a register (an odd last head alone: prepare_key_head). */
 TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                             const int bits, tg_attn_int_queries *q, const int DD) {
     const int64_t n = DD ? DD : D;
@@ -97,9 +97,9 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
         sv[k / 8] = pair(s, s);
         zv[k / 8] = pair(z, z);
     }
-    for (int j = 0; j < gq; j += 2) {
-        const int jb = j + 1 < gq ? j + 1 : j;
-        const float *xa = qh + (int64_t)j * n, *xb = qh + (int64_t)jb * n;
+    int j = 0;
+    for (; j + 1 < gq; j += 2) {
+        const float *xa = qh + (int64_t)j * n, *xb = xa + n;
         __m512 qf[TG_ATTN_INT_MAX_D / 8], m = _mm512_setzero_ps(), z = _mm512_setzero_ps();
         for (int64_t k = 0; k < n; k += 8) { /* the fold: qf = q * scale, bias = q . zero */
             const __m512 qv = pair(_mm256_loadu_ps(xa + k), _mm256_loadu_ps(xb + k));
@@ -111,13 +111,9 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
         const __m512 iv = inverse_levels(amax, levels);
         q->bias[j] = lane0(bias);
         q->dq[j] = lane0(dq);
-        if (jb != j) {
-            q->bias[jb] = lane8(bias);
-            q->dq[jb] = lane8(dq);
-        }
-        int32_t *lo_a = q->lo + (int64_t)j * (n / 4), *hi_a = q->hi + (int64_t)j * (n / 4);
-        int32_t *lo_b = jb != j ? q->lo + (int64_t)jb * (n / 4) : NULL;
-        int32_t *hi_b = jb != j ? q->hi + (int64_t)jb * (n / 4) : NULL;
+        q->bias[j + 1] = lane8(bias);
+        q->dq[j + 1] = lane8(dq);
+        int32_t *lo = q->lo + (int64_t)j * (n / 4), *hi = q->hi + (int64_t)j * (n / 4);
         for (int64_t k = 0; k < n; k += 32) {
             __m512i v[4], h[4];
             for (int i = 0; i < 4; i++) {
@@ -128,9 +124,17 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
                     v[i] = _mm512_and_si512(v[i], _mm512_set1_epi32(127));
                 }
             }
-            pack_bytes2(v, 1, lo_a + k / 4, lo_b ? lo_b + k / 4 : NULL);
-            if (bits == 8) pack_bytes2(h, 1, hi_a + k / 4, hi_b ? hi_b + k / 4 : NULL);
+            pack_bytes2(v, 1, lo + k / 4, lo + n / 4 + k / 4);
+            if (bits == 8) pack_bytes2(h, 1, hi + k / 4, hi + n / 4 + k / 4);
         }
+    }
+    if (j < gq) { /* an odd last head alone, in eight lanes (half the work of pairing it with itself) */
+        __m256 sv8[TG_ATTN_INT_MAX_D / 8], zv8[TG_ATTN_INT_MAX_D / 8];
+        for (int64_t k = 0; k < n; k += 8) {
+            sv8[k / 8] = _mm512_castps512_ps256(sv[k / 8]);
+            zv8[k / 8] = _mm512_castps512_ps256(zv[k / 8]);
+        }
+        prepare_key_head(qh + (int64_t)j * n, n, sv8, zv8, bits, q, j);
     }
 }
 
@@ -242,7 +246,7 @@ tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits) {
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
-/* attend_int_avx2.c's prepare_run, two heads a register. FULL: every row of the run's 8-row vectors lies in the
+/* attend_int_avx2.c's prepare_run, two heads a register (an odd last head alone: prepare_run_head). FULL: every row of the run's 8-row vectors lies in the
  * segment (no masks). */
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4, const float *p,
                            int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
@@ -263,12 +267,12 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
         zv[v] = pair(z, z);
     }
     const __m512 stepv = _mm512_set1_ps(step);
-    for (int j = 0; j < gq; j += 2) {
-        const int jb = j + 1 < gq ? j + 1 : j;
+    int j = 0;
+    for (; j + 1 < gq; j += 2) {
         __m512 w[RUN / 8], m = _mm512_setzero_ps(), zacc = _mm512_setzero_ps();
         for (int64_t v = 0; v < nv; v++) {
             const int64_t at = R + 8 * v - t->t0;
-            const float *pa = p + (int64_t)j * ld + at, *pb = p + (int64_t)jb * ld + at;
+            const float *pa = p + (int64_t)j * ld + at, *pb = pa + ld;
             const __m512 pv = FULL ? pair(_mm256_loadu_ps(pa), _mm256_loadu_ps(pb))
                                    : pair(_mm256_maskz_loadu_ps(mk[v], pa), _mm256_maskz_loadu_ps(mk[v], pb));
             w[v] = _mm512_mul_ps(pv, sv[v]);
@@ -279,10 +283,8 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
         const __m512 iv = inverse_levels(amax, levels);
         rw->dw[j] = lane0(dw);
         rw->zs[j] = lane0(zs);
-        if (jb != j) {
-            rw->dw[jb] = lane8(dw);
-            rw->zs[jb] = lane8(zs);
-        }
+        rw->dw[j + 1] = lane8(dw);
+        rw->zs[j + 1] = lane8(zs);
         __m512i w8[RUN / 8], wh[RUN / 8];
         for (int64_t v = 0; v < RUN / 8; v++) {
             w8[v] = v < nv ? _mm512_cvtps_epi32(_mm512_mul_ps(w[v], iv)) : _mm512_setzero_si512();
@@ -292,8 +294,18 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
                 w8[v] = _mm512_and_si512(w8[v], _mm512_set1_epi32(127));
             }
         }
-        pack_bytes2(w8, 0, rw->lo + 8 * j, jb != j ? rw->lo + 8 * jb : NULL);
-        if (bits == 8) pack_bytes2(wh, 0, rw->hi + 8 * j, jb != j ? rw->hi + 8 * jb : NULL);
+        pack_bytes2(w8, 0, rw->lo + 8 * j, rw->lo + 8 * (j + 1));
+        if (bits == 8) pack_bytes2(wh, 0, rw->hi + 8 * j, rw->hi + 8 * (j + 1));
+    }
+    if (j < gq) { /* an odd last head alone, in eight lanes */
+        __m256 pv[RUN / 8], sv8[RUN / 8], zv8[RUN / 8];
+        for (int64_t v = 0; v < nv; v++) {
+            const float *pj = p + (int64_t)j * ld + (R + 8 * v - t->t0);
+            pv[v] = FULL ? _mm256_loadu_ps(pj) : _mm256_maskz_loadu_ps(mk[v], pj);
+            sv8[v] = _mm512_castps512_ps256(sv[v]);
+            zv8[v] = _mm512_castps512_ps256(zv[v]);
+        }
+        prepare_run_head(pv, nv, sv8, zv8, bits, rw, j);
     }
 }
 

@@ -1,7 +1,7 @@
 /* attend_int_inline.h — internal to the integer attention kernels (attend_int_avx2.c, attend_int_avx512.c): the
  * levels both widths quantise to, the run of rows a value pass weighs at once, the scratch layout of a run's weights,
- * the per-tile kernel types, and the two horizontal reductions whose order both widths must share (a float sum's bits
- * depend on its order). */
+ * the per-tile kernel types, the two horizontal reductions whose order both widths must share (a float sum's bits
+ * depend on its order), and one head's query and run-weight preparation in eight lanes, which both widths take. */
 #ifndef TG_KVCACHE_ATTEND_INT_INLINE_H
 #define TG_KVCACHE_ATTEND_INT_INLINE_H
 
@@ -10,6 +10,7 @@
 #if TG_HAVE_AVX2
 
 #include <immintrin.h>
+#include <math.h>
 
 #define TG_INLINE static inline __attribute__((always_inline))
 
@@ -67,6 +68,79 @@ TG_INLINE float hsum8(__m256 v) {
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     h = _mm_add_ps(h, _mm_movehl_ps(h, h));
     return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* v[0..3] (eight int32 each, all within a byte's range: unsigned, or signed when sgn) as 32 bytes in order: dst[0..8)
+ * are the int32 words of bytes v[0][0..3], v[0][4..7], v[1][0..3], ... */
+TG_INLINE void pack_bytes(const __m256i *v, const int sgn, int32_t *dst) {
+    const __m256i a = sgn ? _mm256_packs_epi32(v[0], v[1]) : _mm256_packus_epi32(v[0], v[1]);
+    const __m256i b = sgn ? _mm256_packs_epi32(v[2], v[3]) : _mm256_packus_epi32(v[2], v[3]);
+    const __m256i c = sgn ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
+    _mm256_storeu_si256((__m256i *)(void *)dst, _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+/* Query head j of a key segment, folded and quantised into q (tg_attn_int_prepare_keys' arithmetic, one head in eight
+ * lanes): x its n floats (n a multiple of 32), sv / zv the segment grid's scales and zeros widened (n / 8 vectors).
+ * attend_int_avx2.c takes every head through it, attend_int_avx512.c an odd last head (its pairs of heads in one
+ * register do these operations lane for lane). */
+TG_INLINE void prepare_key_head(const float *x, int64_t n, const __m256 *sv, const __m256 *zv, const int bits,
+                                tg_attn_int_queries *q, int j) {
+    const float levels = bits == 8 ? (float)KEY_Q8 : (float)KEY_Q, step = 1.0f / levels;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 qf[TG_ATTN_INT_MAX_D / 8], m = _mm256_setzero_ps(), z = _mm256_setzero_ps();
+    for (int64_t k = 0; k < n; k += 8) { /* the fold: qf = q * scale, bias = q . zero */
+        const __m256 qv = _mm256_loadu_ps(x + k);
+        qf[k / 8] = _mm256_mul_ps(qv, sv[k / 8]);
+        z = _mm256_fmadd_ps(qv, zv[k / 8], z);
+        m = _mm256_max_ps(m, _mm256_and_ps(qf[k / 8], abs_mask));
+    }
+    q->bias[j] = hsum8(z);
+    const float amax = hmax8(m);
+    const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
+    q->dq[j] = amax * step;
+    int32_t *lo = q->lo + (int64_t)j * (n / 4), *hi = q->hi + (int64_t)j * (n / 4);
+    for (int64_t k = 0; k < n; k += 32) {
+        __m256i v[4], h[4];
+        for (int i = 0; i < 4; i++) {
+            v[i] = _mm256_cvtps_epi32(_mm256_mul_ps(qf[k / 8 + i], inv));
+            h[i] = _mm256_setzero_si256();
+            if (bits == 8) { /* q = 128 hi + lo, lo in [0, 127], hi in [-64, 63] */
+                h[i] = _mm256_srai_epi32(v[i], 7);
+                v[i] = _mm256_and_si256(v[i], _mm256_set1_epi32(127));
+            }
+        }
+        pack_bytes(v, 1, lo + k / 4);
+        if (bits == 8) pack_bytes(h, 1, hi + k / 4);
+    }
+}
+
+/* Head j's weights of a value run, quantised into rw (the value pass's arithmetic, one head in eight lanes): pv[v]
+ * its weights of the run's 8-row vectors v < nv (rows outside the segment loaded as 0), sv / zv those rows' scales
+ * and zeros widened. Taken as prepare_key_head is. */
+TG_INLINE void prepare_run_head(const __m256 *pv, int64_t nv, const __m256 *sv, const __m256 *zv, const int bits,
+                                const run_weights *rw, int j) {
+    const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
+    __m256 w[RUN / 8], m = _mm256_setzero_ps(), zacc = _mm256_setzero_ps();
+    for (int64_t v = 0; v < nv; v++) {
+        w[v] = _mm256_mul_ps(pv[v], sv[v]);
+        zacc = _mm256_fmadd_ps(pv[v], zv[v], zacc);
+        m = _mm256_max_ps(m, w[v]);
+    }
+    const float amax = hmax8(m);
+    const __m256 inv = _mm256_set1_ps(amax > 0.0f && amax < INFINITY ? levels / amax : 0.0f);
+    rw->dw[j] = amax * step;
+    rw->zs[j] = hsum8(zacc);
+    __m256i w8[RUN / 8], wh[RUN / 8];
+    for (int64_t v = 0; v < RUN / 8; v++) {
+        w8[v] = v < nv ? _mm256_cvtps_epi32(_mm256_mul_ps(w[v], inv)) : _mm256_setzero_si256();
+        wh[v] = _mm256_setzero_si256();
+        if (bits == 8) { /* w8 = 128 hi + lo, both in [0, 127] */
+            wh[v] = _mm256_srli_epi32(w8[v], 7);
+            w8[v] = _mm256_and_si256(w8[v], _mm256_set1_epi32(127));
+        }
+    }
+    pack_bytes(w8, 0, rw->lo + 8 * j);
+    if (bits == 8) pack_bytes(wh, 0, rw->hi + 8 * j);
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) &&               \
