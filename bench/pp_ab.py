@@ -6,9 +6,10 @@ does not count). For before/after comparisons of a kernel change; llama.cpp comp
   bench/pp_ab.py [--reps R] [--threads T] [--only TEXT] [--models-dir DIR] BINARY...
 
 Tests: pp512 on the bundled model (next to this checkout) and on the SmolLM2-135M / TinyLlama-1.1B shape files
-F16 / Q8_0 / Q4_0 that bench/compare-llamacpp generates (DIR = $TG_BENCH_MODELS_DIR or bench/.models; missing files
-are skipped), plus pp16 and tg16 on the TinyLlama-1.1B Q8_0 file (16 tokens through the weights at once against one
-at a time: the batched decode of tinygpt serve, issue #17). --only keeps the tests whose label contains TEXT."""
+F16 / Q8_0 / Q4_0 (TinyLlama also Q4_K_M / Q6_K) that bench/compare-llamacpp generates (its --kquant makes the
+K-quants; DIR = $TG_BENCH_MODELS_DIR or bench/.models; missing files are skipped), plus pp16 and tg16 on the
+TinyLlama-1.1B Q8_0 file (16 tokens through the weights at once against one at a time: the batched decode of
+tinygpt serve, issue #17). --only keeps the tests whose label contains TEXT."""
 import argparse
 import json
 import os
@@ -24,6 +25,8 @@ def tests(models_dir):
     for shape, label in (("smollm2-135m", "SmolLM2-135M"), ("tinyllama-1.1b", "TinyLlama-1.1B")):
         for t in ("f16", "q8_0", "q4_0"):
             out.append(("%s %s pp512" % (label, t.upper()), os.path.join(models_dir, "%s-%s.gguf" % (shape, t)), 512, 0))
+    for t in ("q4_k_m", "q6_k"):  # bench/compare-llamacpp --kquant makes them with llama-quantize
+        out.append(("TinyLlama-1.1B %s pp512" % t.upper(), os.path.join(models_dir, "tinyllama-1.1b-%s.gguf" % t), 512, 0))
     out.append(("TinyLlama-1.1B Q8_0 pp16+tg16", os.path.join(models_dir, "tinyllama-1.1b-q8_0.gguf"), 16, 16))
     return out
 
