@@ -26,7 +26,8 @@ def tests(models_dir):
         for t in ("f16", "q8_0", "q4_0"):
             out.append(("%s %s pp512" % (label, t.upper()), os.path.join(models_dir, "%s-%s.gguf" % (shape, t)), 512, 0))
     for t in ("q4_k_m", "q6_k"):  # bench/compare-llamacpp --kquant makes them with llama-quantize
-        out.append(("TinyLlama-1.1B %s pp512" % t.upper(), os.path.join(models_dir, "tinyllama-1.1b-%s.gguf" % t), 512, 0))
+        path = os.path.join(models_dir, "tinyllama-1.1b-%s.gguf" % t)
+        out.append(("TinyLlama-1.1B %s pp512" % t.upper(), path, 512, 0))
     out.append(("TinyLlama-1.1B Q8_0 pp16+tg16", os.path.join(models_dir, "tinyllama-1.1b-q8_0.gguf"), 16, 16))
     return out
 

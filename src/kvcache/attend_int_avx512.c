@@ -128,7 +128,8 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
             if (bits == 8) pack_bytes2(h, 1, hi + k / 4, hi + n / 4 + k / 4);
         }
     }
-    if (j < gq) { /* an odd last head alone, in eight lanes (half the work of pairing it with itself) */
+    if (j < gq) { /* an odd last head alone, in eight lanes: where a 512-bit operation costs two 256-bit ones (Zen 4),
+                   * half the cost of pairing it with itself */
         __m256 sv8[TG_ATTN_INT_MAX_D / 8], zv8[TG_ATTN_INT_MAX_D / 8];
         for (int64_t k = 0; k < n; k += 8) {
             sv8[k / 8] = _mm512_castps512_ps256(sv[k / 8]);
@@ -246,8 +247,8 @@ tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits) {
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
-/* attend_int_avx2.c's prepare_run, two heads a register (an odd last head alone: prepare_run_head). FULL: every row of the run's 8-row vectors lies in the
- * segment (no masks). */
+/* attend_int_avx2.c's prepare_run, two heads a register (an odd last head alone: prepare_run_head). FULL: every row
+ * of the run's 8-row vectors lies in the segment (no masks). */
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4, const float *p,
                            int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
     const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
