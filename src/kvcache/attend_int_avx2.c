@@ -261,12 +261,17 @@ void tg_attn_int_prefetch_scales(const uint16_t *scale, const uint16_t *zero, in
  * ahead into L1 was no faster than one tile (11.89, 6.75). */
 #define TILE_LEAD_BYTES 4096
 
-/* While tile j of a segment's n is worked on, tile j + k (k tiles: TILE_LEAD_BYTES) comes in; the first call fetches
- * tiles 1 .. k. */
-TG_INLINE void prefetch_next_tiles(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n) {
+/* While tile j of a segment's n is worked on, tile j + k (k tiles: TILE_LEAD_BYTES) comes in, in two halves (half 0,
+ * then 1) with the next tile's query or run preparation between them; the first calls fetch tiles 1 .. k. Issued at
+ * once, a tile's prefetches had waited for miss buffers, and the core with them (session 24: `perf annotate` put 70 %
+ * of the key and value passes' own samples on the instruction after a prefetch). Halves against whole tiles,
+ * bench/decode-ab.sh, SmolLM2-135M Q8_0, speed B / A: int8 at depth 2048 1.030 / 1.027 / 1.035, int4 at 4096 1.030;
+ * int4 at 2048 1.002, the TinyLlama-1.1B shape's int4 at 4096 1.000; halves with a 2 KB lead were slower (0.977,
+ * 0.982). */
+TG_INLINE void prefetch_next_tiles(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n, int half) {
     const int64_t bytes = t->G * D * t->bits / 8, k = bytes < TILE_LEAD_BYTES ? TILE_LEAD_BYTES / bytes : 1;
     for (int64_t i = j == 0 ? 1 : j + k; i <= j + k && i < n; i++)
-        tg_attn_int_prefetch_tile(t->tile + (size_t)i * t->next, t->bits, t->G, D);
+        prefetch_bytes(t->tile + (size_t)i * t->next + (size_t)half * (size_t)(bytes / 2), (size_t)(bytes / 2));
 }
 
 /* Tiles' queries at j: two sets in scratch (tile j's in set j % 2), so that tile j + 1's are prepared while tile j is
@@ -332,7 +337,7 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
     for (int64_t j = 0; j < n; j++) {
         int64_t before;
         const tg_attn_tile tj = tile_of(t, j, &before);
-        prefetch_next_tiles(t, D, j, n);
+        prefetch_next_tiles(t, D, j, n, 0);
         /* the grid the next pass folds in was fetched by this one's predecessor: fetch the one after */
         if (j + 2 < n) tg_attn_int_prefetch_scales(gscale + (size_t)(j + 2) * gstride, gzero + (size_t)(j + 2) * gstride, D);
         const uint16_t *gs = gscale + (size_t)(j + 1) * gstride, *gz = gzero + (size_t)(j + 1) * gstride;
@@ -340,6 +345,7 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
             tg_attn_int_queries qn = queries_at(scratch, gq, D, j + 1);
             prepare(qh, gq, D, gs, gz, &qn);
         }
+        prefetch_next_tiles(t, D, j, n, 1);
         const tg_attn_int_queries q = queries_at(scratch, gq, D, j);
         scores(&tj, &q, gq, D, sc + before, ld);
     }
@@ -541,17 +547,19 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     prepare(&vt[0].tile, R, vt[0].p, ld, gq, vt[0].tscale, vt[0].tzero, &rw[0]);
     int k = 0;
     for (int64_t j = 0; j < n; j++) {
-        prefetch_next_tiles(t, D, j, n);
+        prefetch_next_tiles(t, D, j, n, 0);
         /* tile j + 1's scales were fetched a tile ago; fetch j + 2's (the first tile's: by the sweep, attend.c) */
         if (j + 2 < n) tg_attn_int_prefetch_scales(s0 + (size_t)(j + 2) * tstride, z0 + (size_t)(j + 2) * tstride, t->G);
         const value_tile *cur = &vt[j & 1];
         value_tile *next = &vt[(j + 1) & 1];
         if (j + 1 < n) value_tile_at(t, j + 1, p, tscale, tzero, tstride, next);
         const int64_t end = cur->tile.t0 + cur->tile.count;
-        for (; R < end; R += RUN, k++) {
+        for (bool first = true; R < end; R += RUN, k++) {
             const run_weights *w = &rw[(k + 1) & 1];
             if (R + RUN < end) prepare(&cur->tile, R + RUN, cur->p, ld, gq, cur->tscale, cur->tzero, w);
             else if (j + 1 < n) prepare(&next->tile, next->tile.t0 / 8 * 8, next->p, ld, gq, next->tscale, next->tzero, w);
+            if (first) prefetch_next_tiles(t, D, j, n, 1);
+            first = false;
             values(&cur->tile, R, &rw[k & 1], gq, D, o);
         }
         if (j + 1 < n) R = next->tile.t0 / 8 * 8;
