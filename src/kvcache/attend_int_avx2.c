@@ -21,7 +21,6 @@
 #if TG_HAVE_AVX2
 
 #include <immintrin.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -113,6 +112,7 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
     }
     for (int j = 0; j < gq; j++) prepare_key_head(qh + (int64_t)j * n, n, sv, zv, bits, q, j);
 }
+
 /* prepare_keys, instantiated once per (bits, head dim 32 / 64 / 128 / other): out of line, so that the kernels that
  * call it are not instantiated per head dim (they were: a two-minute compile of this file). */
 #define PREPARE_KEYS(B, DD)                                                                                           \
