@@ -29,8 +29,20 @@
  * / 1.16 / 1.10 / 1.11; TinyLlama-1.1B F16 1.05 / 1.04 / 1.05 / -; SmolLM2-135M F16 - / 0.99 / 0.98 / 0.99. */
 #define STREAM_LEAD ((size_t)12 * 1024)
 
-/* Float rows: R (8, 4 or 1) at a time, one accumulator each (R independent FMA chains), streaming the rows
- * STREAM_LEAD bytes or more ahead into L2 in address order as these are read (short rows defeat the hardware
+/* Where the stream of a kernel's next rows starts, for a group of rows at w of `group` bytes: the whole number of
+ * groups nearest STREAM_LEAD bytes on, at least one. Rounding up instead (tg_stream_start) put SmolLM2-135M's
+ * 9.8 KB groups of sixteen Q8_0 rows, and its 9.2 KB groups of eight F16 rows, two groups ahead; on session 25's
+ * Zen 5 guest one group ahead was faster, while Q4_0's 5.2 KB groups one ahead were slower (0.858) and two ahead as
+ * fast as three (1.005). bench/decode-ab.sh against rounding up, speed B / A, 2 threads: SmolLM2-135M Q8_0 1.079 at
+ * depth 0, fp16 cache 1.063 at depth 1024, int8 / int4 at depth 2048 1.060 / 1.058; F16 1.006, Q4_0 1.017; the
+ * bundled model and TinyLlama-1.1B keep their groups. */
+TG_INLINE uintptr_t stream_start(const uint8_t *w, size_t group) {
+    const size_t groups = (STREAM_LEAD + group / 2) / group;
+    return (uintptr_t)w + (groups > 1 ? groups : 1) * group;
+}
+
+/* Float rows: R (8, 4 or 1) at a time, one accumulator each (R independent FMA chains), streaming the rows about
+ * STREAM_LEAD bytes ahead (stream_start) into L2 in address order as these are read (short rows defeat the hardware
  * prefetcher; until session 22 each step prefetched the same columns of the next R rows). */
 TG_INLINE void float_rows(tg_dtype type, const uint8_t *w, size_t ws, const float *x, int64_t cols, float *y,
                           const int R) {
@@ -38,7 +50,7 @@ TG_INLINE void float_rows(tg_dtype type, const uint8_t *w, size_t ws, const floa
     const size_t esz = type == TG_DT_F32 ? 4 : 2;
     __m256 acc[8];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    uintptr_t next = tg_stream_start(w, (size_t)R * ws, STREAM_LEAD);
+    uintptr_t next = stream_start(w, (size_t)R * ws);
     for (int64_t k = 0; k < c8; k += 8) {
         const __m256 xv = _mm256_loadu_ps(x + k);
         tg_prefetch_next_l2(&next, (size_t)R * 8 * esz);
@@ -178,8 +190,8 @@ TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
     __m512 acc = _mm512_setzero_ps();
-    /* the sixteen rows STREAM_LEAD bytes or more ahead, streamed in as these are read */
-    uintptr_t next = tg_stream_start(w, 16 * ws, STREAM_LEAD);
+    /* the sixteen rows about STREAM_LEAD bytes ahead (stream_start), streamed in as these are read */
+    uintptr_t next = stream_start(w, 16 * ws);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * bw;
         tg_prefetch_next_l2(&next, 16 * bw);
