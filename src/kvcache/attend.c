@@ -44,8 +44,8 @@
  * 64) fp16 11.98 -> 12.30 / 10.06 / 9.62 / 10.40, fp32 22.00 -> 20.01 / 15.28 / 14.33 / 15.97; the bundled model's
  * (head dim 32) fp16 3.41 -> 3.67 / 3.09 / 2.64 / 2.71, fp32 5.80 -> 5.61 / 4.48 / 3.91 / 4.13. On session 25's Zen 5
  * guest 4 KB beat 6 KB in the whole decode (bench/decode-ab.sh, SmolLM2-135M Q8_0, 2 threads, speed B / A: fp16 at
- * depth 1024 / 2048 / 4096 1.010 / 1.022, 1.016 / 1.042, fp32 at 2048 1.014; the bundled model's fp16 at 2048 1.009;
- * 2 / 3 / 9 KB at 2048: 0.997 / 1.018 / 0.951). */
+ * depth 1024 1.010, at 2048 1.022 and 1.016, at 4096 1.042; fp32 at 2048 1.014; the bundled model's fp16 at 2048
+ * 1.009; 2 / 3 / 9 KB at 2048: 0.997 / 1.018 / 0.951). */
 #define RUN_LEAD_BYTES 4096
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
