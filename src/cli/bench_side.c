@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -17,12 +16,7 @@
 #include "cli/cache_errors.h"
 #include "cli/report.h"
 #include "cli/report_json.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -103,10 +97,10 @@ static bool run_depth(side_run *r, int d) {
         for (int j = 0; j < K; j++) {
             const int start = (int)(i % K), k = (i / K) % 2 ? (start - j + K) % K : (start + j) % K;
             if (!step(r, k)) return false; /* untimed: this session's cache back in the CPU's caches */
-            const double t0 = now_s();
+            const double t0 = tg_monotonic_s();
             for (int64_t t = 1; t < a->turn; t++)
                 if (!step(r, k)) return false;
-            const double ms = (now_s() - t0) * 1e3 / (double)(a->turn - 1);
+            const double ms = (tg_monotonic_s() - t0) * 1e3 / (double)(a->turn - 1);
             turns_of(r, d, k)[i] = ms > 1e-9 ? ms : 1e-9; /* a ratio's divisor, never 0 */
         }
     for (int k = 0; k < K; k++) {

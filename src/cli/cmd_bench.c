@@ -25,6 +25,7 @@
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
 #include "cli/report.h"
+#include "util/clock.h"
 
 #define MAX_DEPTHS 16
 #define MAX_COUNT ((int64_t)1 << 40) /* the largest depth or checkpoint: depth + tokens cannot overflow */
@@ -83,12 +84,6 @@ typedef struct {
     int n_side;
     int64_t turn;
 } bench_args;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Parses "a,b,c" (non-negative integers) into out[max]; false on anything else. */
 static bool parse_list(const char *s, int64_t *out, int max, int *n) {
@@ -277,13 +272,13 @@ static bool fill_to(bench_run *r, tg_session *s, int64_t depth, uint64_t *state)
  * added to *t0 and *c0, the starts of the caller's clocks, so that it is not timed. */
 static void probe_pass(bench_run *r, result *t, double *t0, double *c0) {
     if (!t || r->probe.pid <= 0) return;
-    const double w = now_s(), c = cpu_now();
+    const double w = tg_monotonic_s(), c = cpu_now();
     double sec[TG_BANDWIDTH_PATTERNS];
     if (tg_bw_child_pass(&r->probe, sec)) {
         for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) t->probe_s[k] += sec[k];
         t->probe_passes++;
     }
-    *t0 += now_s() - w;
+    *t0 += tg_monotonic_s() - w;
     *c0 += cpu_now() - c;
 }
 
@@ -296,7 +291,7 @@ static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, dou
     uint64_t state = 0x2545f4914f6cdd1dull;
     int32_t id;
     tg_bench_random_ids(&id, 1, r->info.vocab_size, &state);
-    double t0 = now_s(), c0 = cpu_now();
+    double t0 = tg_monotonic_s(), c0 = cpu_now();
     for (int64_t i = 0; i < n; i++) {
         if (!tg_session_eval(s, &id, 1, NULL, r->logits, &err)) {
             tg_cli_word_error(&err, NULL);
@@ -306,11 +301,11 @@ static bool generate(bench_run *r, tg_session *s, int64_t n, double *stamps, dou
         id = tg_bench_argmax(r->logits, r->info.vocab_size);
         if ((i + 1) % PROBE_EVERY == 0 || i + 1 == n) probe_pass(r, probe_into, &t0, &c0);
         if (stamps) {
-            stamps[2 * i] = now_s() - t0;
+            stamps[2 * i] = tg_monotonic_s() - t0;
             stamps[2 * i + 1] = cpu_now() - c0;
         }
     }
-    *seconds = now_s() - t0;
+    *seconds = tg_monotonic_s() - t0;
     *cpu = cpu_now() - c0;
     return true;
 }
@@ -354,9 +349,9 @@ static bool run_tests(bench_run *r, result *res, int *n_res, double *stamps) {
             tg_session *s = new_session(r);
             if (!s) return false;
             tg_bench_random_ids(r->ids, a->prompt_tokens, r->info.vocab_size, &state);
-            double t0 = now_s(), c0 = cpu_now();
+            double t0 = tg_monotonic_s(), c0 = cpu_now();
             bool ok = tg_session_eval(s, r->ids, (size_t)a->prompt_tokens, NULL, r->logits, &err);
-            secs[rep] = now_s() - t0;
+            secs[rep] = tg_monotonic_s() - t0;
             cpus[rep] = cpu_now() - c0;
             tg_cache_report rep_c;
             tg_session_cache_report(s, &rep_c);

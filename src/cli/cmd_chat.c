@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -25,6 +24,7 @@
 #include "cli/report.h"
 #include "cli/stop_text.h"
 #include "cli/text.h"
+#include "util/clock.h"
 
 #define PROMPT_CHUNK 128  /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed */
 #define MAX_EOT 8         /* end-of-turn ids: EOS and the template's own markers */
@@ -75,12 +75,6 @@ static volatile sig_atomic_t interrupted = 0;
 static void on_sigint(int sig) {
     (void)sig;
     interrupted = 1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 typedef struct {
@@ -273,9 +267,9 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
                                 " more; bound the cache with --streaming-llm-window M",
                                 r->turn, (int64_t)n_ids, room);
     }
-    double t0 = now_s();
+    double t0 = tg_monotonic_s();
     ok = feed(r, ids, n_ids);
-    double t_prompt = now_s() - t0;
+    double t_prompt = tg_monotonic_s() - t0;
     tg_detok_skip_prompt(r->detok, ids, n_ids);
     for (size_t i = 0; i < n_ids; i++) tg_sampler_accept(r->sampler, ids[i]); /* the repeat penalty's history */
     free(ids);
@@ -289,7 +283,7 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     int64_t generated = 0;
     int status = TG_EXIT_OK;
     interrupted = 0;
-    t0 = now_s();
+    t0 = tg_monotonic_s();
     while (generated < a->n_tokens) {
         if (interrupted) {
             stop = "interrupted";
@@ -329,7 +323,7 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
         }
         if (hit) break;
     }
-    double t_gen = now_s() - t0;
+    double t_gen = tg_monotonic_s() - t0;
     const char *rest = NULL;
     size_t rest_len = 0;
     tg_detok_flush(r->detok, &rest, &rest_len);

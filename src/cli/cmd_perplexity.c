@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -23,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/interrupt.h"
 #include "cli/text.h"
+#include "util/clock.h"
 
 static const char USAGE[] =
     "usage: tinygpt perplexity [MODEL] FILE [options]\n"
@@ -74,12 +74,6 @@ typedef struct {
     tg_kv_precision base_precision;
     tg_cache_params cache;
 } ppl_args;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Parses the flags into a; returns TG_EXIT_OK to go on, -1 for --help, or the status to exit with. */
 static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
@@ -322,7 +316,7 @@ static bool score(ppl_eval *e, const float *lt, const float *lb, int64_t index, 
 
 static void progress(ppl_eval *e, bool final) {
     if (e->a->quiet) return;
-    const double t = now_s();
+    const double t = tg_monotonic_s();
     if (!final && t - e->t_progress < (e->tty ? 1.0 : 30.0)) return;
     e->t_progress = t;
     const double ppl = e->n_scored ? exp(e->sum_nll / (double)e->n_scored) : 0.0;
@@ -396,14 +390,14 @@ static bool eval_span(ppl_eval *e, int64_t start, int64_t n, bool only_last) {
     for (int64_t done = 0; done < n && ok && !tg_interrupted();) {
         const int64_t c = n - done < chunk ? n - done : chunk;
         const int32_t *in = e->ids + start + done;
-        double t0 = now_s();
+        double t0 = tg_monotonic_s();
         ok = tg_session_eval(st, in, (size_t)c, only_last ? NULL : e->lt, only_last ? e->lt : NULL, &err);
-        double t1 = now_s();
+        double t1 = tg_monotonic_s();
         e->t_test += t1 - t0;
         e->fed += c;
         if (ok && sb) {
             ok = tg_session_eval(sb, in, (size_t)c, only_last ? NULL : e->lb, only_last ? e->lb : NULL, &err);
-            e->t_base += now_s() - t1;
+            e->t_base += tg_monotonic_s() - t1;
         }
         if (!ok) {
             tg_cli_word_error(&err, NULL);
@@ -510,7 +504,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
     }
     if (status != TG_EXIT_OK) return status;
 
-    const double t_start = now_s();
+    const double t_start = tg_monotonic_s();
     tg_error err = {0};
     tg_model *model = tg_model_load(a.model_path, &err);
     if (!model) return tg_runtime_error("%s", err.msg);
@@ -582,7 +576,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
     }
     if (ok) {
         tg_interrupt_catch();
-        e.t_start = e.t_progress = now_s();
+        e.t_start = e.t_progress = tg_monotonic_s();
         ok = evaluate(&e);
         if (ok) progress(&e, true);
         else if (e.tty && !a.quiet) fputc('\n', stderr);
@@ -602,7 +596,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
             tg_runtime_error("writing %s: %s", a.attn_csv_path, strerror(errno));
         }
     }
-    if (ok) print_summary(&e, n_all, whole ? 0 : n_bytes, now_s() - t_start);
+    if (ok) print_summary(&e, n_all, whole ? 0 : n_bytes, tg_monotonic_s() - t_start);
     tg_attention_totals_free(&e.attn);
     free(e.lt);
     free(e.lb);

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -25,6 +24,7 @@
 #include "cli/sampling_flags.h"
 #include "cli/stop_text.h"
 #include "cli/text.h"
+#include "util/clock.h"
 
 #define PROMPT_CHUNK 128 /* prompt tokens per tg_session_eval, so that Ctrl-C is noticed during long prompts */
 
@@ -66,12 +66,6 @@ static const char USAGE[] =
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
     "\n";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* What has been written to stdout: the errno of a failed write, and whether the text ends inside a line. */
 typedef struct {
@@ -318,7 +312,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         if (a->sp_note[0]) fprintf(stderr, "tinygpt: sampling defaults from %s (flags override them)\n", a->sp_note);
     }
 
-    double t0 = now_s();
+    double t0 = tg_monotonic_s();
     size_t done = 0;
     while (done < n_prompt && !tg_interrupted()) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
@@ -328,7 +322,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         }
         done += n;
     }
-    double t_prompt = now_s() - t0;
+    double t_prompt = tg_monotonic_s() - t0;
 
     int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
     if (a->echo)
@@ -340,7 +334,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     const char *stop = NULL;
     bool context_full = false; /* stopped because an unbounded cache is full (said above, not as "stopped:") */
     int64_t generated = 0;
-    t0 = now_s();
+    t0 = tg_monotonic_s();
     double t_mark = t0; /* the last progress line */
     while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !tg_interrupted()) {
         int32_t id = tg_sampler_sample(r->sampler, r->logits);
@@ -357,7 +351,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             break;
         }
         if (a->progress > 0 && generated % a->progress == 0) {
-            double t = now_s();
+            double t = tg_monotonic_s();
             report_progress(r, generated, a->progress, t - t_mark);
             t_mark = t;
         }
@@ -376,7 +370,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             return tg_runtime_error("%s", err.msg);
         }
     }
-    double t_gen = now_s() - t0;
+    double t_gen = tg_monotonic_s() - t0;
     if (tg_interrupted()) stop = "interrupted";
 
     if (write_state == 0 && !r->stop.stopped) {

@@ -22,6 +22,7 @@
 #include "cli/text.h"
 #include "serve/http.h"
 #include "serve/scheduler.h"
+#include "util/clock.h"
 
 static const char USAGE[] =
     "usage: tinygpt serve [MODEL] [--host 127.0.0.1] [--port 8080] [options]\n"
@@ -228,8 +229,8 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
             sig == SIGTERM ? "SIGTERM" : "SIGINT", tg_sched_pending(sched), a->grace);
     atomic_store(&srv.draining, true);
     tg_sched_stop_admitting(sched);
-    const double t_end = tg_serve_now() + a->grace;
-    while (tg_sched_pending(sched) > 0 && tg_serve_now() < t_end) nanosleep(&(struct timespec){0, 20000000L}, NULL);
+    const double t_end = tg_monotonic_s() + a->grace;
+    while (tg_sched_pending(sched) > 0 && tg_monotonic_s() < t_end) nanosleep(&(struct timespec){0, 20000000L}, NULL);
     const int64_t left = tg_sched_pending(sched);
     if (left > 0) fprintf(stderr, "tinygpt serve: cancelling %" PRId64 " requests after the grace period\n", left);
     status = TG_EXIT_OK;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "serve/openai.h"
+#include "util/clock.h"
 
 #define WAIT_MS 50
 #define INVALID "invalid_request_error"
@@ -148,7 +149,7 @@ static tg_job *make_job(tg_server *srv, const tg_serve_request *r, tg_serve_erro
         tg_serve_fail(e, 500, "server_error", NULL, "out of memory");
         return NULL;
     }
-    j->t_submit = tg_serve_now();
+    j->t_submit = tg_monotonic_s();
     j->max_tokens = r->max_tokens > 0 ? r->max_tokens : srv->max_tokens;
     j->ignore_eos = r->ignore_eos;
     j->sp = r->sp;

@@ -8,12 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-double tg_serve_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 tg_job *tg_job_new(void) {
     tg_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;

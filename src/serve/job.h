@@ -63,7 +63,4 @@ void tg_job_append(tg_job *j, const char *text, size_t len, bool counted);
 void tg_job_finish(tg_job *j, const char *finish_reason);
 void tg_job_fail(tg_job *j, int status, const char *msg);
 
-/* Seconds on the monotonic clock. */
-double tg_serve_now(void);
-
 #endif

@@ -17,6 +17,7 @@
 
 #include "cli/stop_text.h"
 #include "serve/admission.h"
+#include "util/clock.h"
 #include "util/free_all.h"
 
 typedef struct {
@@ -148,7 +149,7 @@ static void session_sample(tg_sched *s, session *ss) {
     tg_job *j = ss->job;
     if (!ss->first_seen) {
         ss->first_seen = true;
-        tg_metrics_ttft(s->cfg.metrics, tg_serve_now() - j->t_submit);
+        tg_metrics_ttft(s->cfg.metrics, tg_monotonic_s() - j->t_submit);
     }
     const int32_t id = tg_sampler_sample(ss->sampler, ss->logits);
     if (id < 0) {
@@ -237,7 +238,7 @@ static void step(tg_sched *s) {
         session_sample(s, ss);
     }
     tg_metrics_tokens(s->cfg.metrics, prompt_tokens, s->rate_tokens - tokens_before);
-    const double now = tg_serve_now();
+    const double now = tg_monotonic_s();
     double rate = -1;
     if (now - s->rate_t0 >= 1.0) {
         rate = (double)s->rate_tokens / (now - s->rate_t0);
@@ -297,7 +298,7 @@ static void *sched_main(void *arg) {
 
         int64_t released = 0, ended = 0;
         if (s->n_sessions == 0) {
-            s->rate_t0 = tg_serve_now();
+            s->rate_t0 = tg_monotonic_s();
             s->rate_tokens = 0;
         }
         for (int64_t i = 0; i < n_new; i++) {

@@ -15,9 +15,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "tinygpt.h"
+#include "util/clock.h"
 #include "util/thread_pool.h"
 
 /* One read pattern of a thread's share: `streams` interleaved sub-ranges read 64 bytes at a time, each prefetched
@@ -67,12 +67,6 @@ static void share(void *ctx, int t) {
     r->acc[t] = x;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 tg_bandwidth_probe *tg_bandwidth_probe_new(int64_t mib, int n_threads) {
     if (mib <= 0 || (uint64_t)mib > SIZE_MAX / (1024 * 1024)) return NULL;
     if (n_threads <= 0) n_threads = tg_threads_all_cores();
@@ -101,9 +95,9 @@ void tg_bandwidth_probe_pass(tg_bandwidth_probe *p, double seconds[TG_BANDWIDTH_
     volatile uint64_t sink = 0;
     for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) {
         p->run.pattern = patterns[k];
-        const double t0 = now_s();
+        const double t0 = tg_monotonic_s();
         tg_pool_run(p->pool, share, &p->run);
-        seconds[k] = now_s() - t0;
+        seconds[k] = tg_monotonic_s() - t0;
         for (int i = 0; i < p->run.threads; i++) sink ^= p->run.acc[i];
     }
     (void)sink;

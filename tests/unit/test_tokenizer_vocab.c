@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
+#include "util/clock.h"
 
 static char *read_all(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -258,12 +258,6 @@ static void test_invalid_utf8_real_vocabs(void **state) {
     if (!done) skip();
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Under valgrind (make test-valgrind) everything runs some 20-50 times slower. */
 static bool under_valgrind(void) {
     const char *p = getenv("LD_PRELOAD");
@@ -297,9 +291,9 @@ static void test_long_text_100k(void **state) {
         int32_t *ids = NULL;
         size_t n = 0;
         tg_error err = {0};
-        const double t0 = now_s();
+        const double t0 = tg_monotonic_s();
         assert_true(tg_tokenizer_encode(t, text, len, false, &ids, &n, &err));
-        const double dt = now_s() - t0;
+        const double dt = tg_monotonic_s() - t0;
         print_message("%s: 100 KB -> %zu tokens in %.3f s\n", files[f], n, dt);
         assert_true(n > 10000);
         /* a guard against a quadratic encoder (minutes on 100 KB), not a speed test: speed is bench/'s */
