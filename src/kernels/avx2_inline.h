@@ -52,6 +52,20 @@ TG_INLINE void tg_prefetch_next_l2(uintptr_t *next, size_t bytes) {
     *next += bytes;
 }
 
+/* tg_prefetch_next_l2 issuing each line once: the lines that START in [*next, *next + bytes) (a line that straddles
+ * the step's start was the previous step's). tg_prefetch_next_l2 prefetches from *next itself, so a step whose bytes
+ * are not a multiple of 64 touches its last line again in the next step (Q8_0's sixteen rows: 544 bytes, 9
+ * prefetches a step for 8.5 lines). For gemv_avx2.c's sixteen-row Q8_0 / Q4_0 kernel only: on session 25's Zen 5
+ * guest (bench/decode-ab.sh, 2 threads, depth 0, speed B / A against tg_prefetch_next_l2) SmolLM2-135M Q8_0 1.059 /
+ * 1.059, TinyLlama-1.1B Q8_0 1.077 / 1.041, Q4_0 1.045, SmolLM2-135M Q4_0 0.971 / 0.975; for the float rows (128-byte
+ * steps, the same count of lines one line later) it measured slower (TinyLlama-1.1B F16 0.959 / 0.939, SmolLM2-135M
+ * F16 0.976 / 0.992 / 0.956), for the K-quant pairs within the spread (Q4_K_M 1.024, Q6_K 1.015). */
+TG_INLINE void tg_prefetch_lines_l2(uintptr_t *next, size_t bytes) {
+    const uintptr_t end = *next + bytes;
+    for (uintptr_t a = (*next + 63) & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T1);
+    *next = end;
+}
+
 /* Where a kernel's stream starts, for a group of rows at w of `group` bytes: the first whole group at least `lead`
  * bytes on (at least the next group). */
 TG_INLINE uintptr_t tg_stream_start(const uint8_t *w, size_t group, size_t lead) {

@@ -190,11 +190,11 @@ TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
     __m512 acc = _mm512_setzero_ps();
-    /* the sixteen rows about STREAM_LEAD bytes ahead (stream_start), streamed in as these are read */
+    /* the sixteen rows about STREAM_LEAD bytes ahead (stream_start), streamed in as these are read, a line once */
     uintptr_t next = stream_start(w, 16 * ws);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * bw;
-        tg_prefetch_next_l2(&next, 16 * bw);
+        tg_prefetch_lines_l2(&next, 16 * bw);
         __m512i xq = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)x[b].q));
         __m512i d[8];
         for (int r = 0; r < 8; r++) {
