@@ -47,6 +47,14 @@
  * depth 1024 1.010, at 2048 1.022 and 1.016, at 4096 1.042; fp32 at 2048 1.014; the bundled model's fp16 at 2048
  * 1.009; 2 / 3 / 9 KB at 2048: 0.997 / 1.018 / 0.951). */
 #define RUN_LEAD_BYTES 4096
+/* Values beside keys: a float run of keys fetches the same tokens' value rows into L2 with its own rows (the run
+ * kernels' tg_attn_rows.beside), so that the value pass after the softmax reads them from L2 rather than starting a
+ * second stream from memory (a share's values are 64 KB at depth 1024 on the SmolLM2-135M shape: the L2 holds them).
+ * Session 26, bench/decode-ab.sh, 2 threads, speed B / A: SmolLM2-135M Q8_0 fp16 at depth 1024 1.001 / 1.029, 2048
+ * 1.020 / 1.010, 4096 1.094; SmolLM2-135M Q4_0 fp16 at 2048 1.016; the bundled model's fp16 at 2048 1.094, at 4096
+ * 1.139; bench/attention.c (one thread, SmolLM2-135M shape, depth 1024) 1.186 -> 1.014 ms per token. The value pass
+ * keeps its own stream (without it: SmolLM2-135M 0.964 at 1024). The integer kernels' tiles gained nothing from the
+ * same (int8 / int4 at 2048: 0.981 / 1.003): they are bound by their instructions, not by the reads. */
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
 typedef struct {
@@ -188,14 +196,16 @@ static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segmen
 }
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
- * sc[j * ld + i]). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
+ * sc[j * ld + i]). values (keys only, or NULL): the value rows of the same tokens, which a float run of keys fetches
+ * into L2 beside its own (see RUN_LEAD_BYTES). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
  * widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
  * tiles that follow in the same pass. */
 static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
-                        int64_t ld, float *o, float *tile, float *grid, float *qfold) {
+                        int64_t ld, float *o, float *tile, float *grid, float *qfold, const tg_segment *values) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
     bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
+    (void)values; /* fetched by the AVX2 run kernels only */
     const bool repo = repositioned(vw, keys, is_sink);
     const bool int_path = int_path_of(vw, keys, is_sink, g);
     if (g->kind == TG_SEG_CODES && g->gscale && !int_path) {
@@ -220,7 +230,9 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
 #if TG_HAVE_AVX2
     if (simd && !repo && tg_attn_avx2_runs(g->kind, D)) { /* plain float rows: the run kernels take them whole */
         const int64_t lead = RUN_LEAD_BYTES / (D * (g->kind == TG_SEG_F32 ? 4 : 2));
-        const tg_attn_rows rows = {g->kind, g->p, g->stride, g->count, lead > BLK ? lead : BLK};
+        const bool beside = values && values->kind == g->kind && !values->tiled && values->count >= g->count;
+        const tg_attn_rows rows = {g->kind, g->p, g->stride, g->count, lead > BLK ? lead : BLK,
+                                   beside ? values->p : NULL, beside ? values->stride : 0};
         if (keys) tg_attn_avx2_scores_rows(&rows, qh, vw->gq, D, sc, ld);
         else tg_attn_avx2_values_rows(&rows, sc, ld, vw->gq, D, o);
         return g->count;
@@ -286,7 +298,7 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
     if (s1 >= s0) {
         tg_segment g;
         tg_store_sink_segment(vw->c, vw->L, keys, h, s0, s1, &g);
-        run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        run_segment(vw, keys, true, &g, qh, sc + t, ld, o, tile, grid, qfold, NULL);
         t += g.count;
     }
     /* each segment looked up before the one ahead of it runs: where the integer kernels take it, its first tile and
@@ -312,7 +324,10 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
             }
 #endif
         }
-        const int64_t done = run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold);
+        tg_segment values; /* the key pass's float runs fetch these tokens' value rows beside their own */
+        if (keys && !g_int) tg_store_segment(vw->c, vw->L, false, h, n, b, &values);
+        const int64_t done =
+            run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold, keys && !g_int ? &values : NULL);
         t += done;
         n += done;
         if (more) {

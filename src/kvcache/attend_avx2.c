@@ -354,12 +354,16 @@ void tg_attn_avx2_fold(const float *qh, int gq, int64_t D, const float *grid, fl
 #define RUN_ROWS 32
 
 /* Rows [*fetched, until) of the run fetched into L2, each row's every line (into L2, not L1: attend.c's
- * RUN_LEAD_BYTES). */
+ * RUN_LEAD_BYTES), and with them the same rows of s->beside. */
 TG_INLINE void fetch_rows(const tg_attn_rows *s, size_t row_bytes, int64_t *fetched, int64_t until) {
     if (until > s->count) until = s->count;
-    for (; *fetched < until; ++*fetched)
+    for (; *fetched < until; ++*fetched) {
         for (size_t off = 0; off < row_bytes; off += 64)
             _mm_prefetch((const char *)s->p + (size_t)*fetched * s->stride + off, _MM_HINT_T1);
+        if (s->beside)
+            for (size_t off = 0; off < row_bytes; off += 64)
+                _mm_prefetch((const char *)s->beside + (size_t)*fetched * s->beside_stride + off, _MM_HINT_T1);
+    }
 }
 
 TG_INLINE size_t row_bytes_of(int kind, int64_t D) { return (size_t)D * (kind == TG_SEG_F32 ? 4 : 2); }

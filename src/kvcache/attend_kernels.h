@@ -101,12 +101,16 @@ void tg_attn_avx2_values(const tg_attn_block *b, const float *p, int64_t ld, int
 void tg_attn_avx2_widen(const tg_attn_block *b, int r, int64_t D, float *out);
 
 /* A plain segment's float rows as the run kernels read them: row i (i < count) of kind TG_SEG_F32 / F16 / BF16 at
- * p + i * stride, each fetched into L2 `lead` rows before the kernels reach it (the first ones as the run starts). */
+ * p + i * stride, each fetched into L2 `lead` rows before the kernels reach it (the first ones as the run starts).
+ * beside (or NULL): the same tokens' rows of the other stream (a key run's values, beside_stride apart, at least
+ * count of them), fetched into L2 with them, so that the value pass that follows the softmax finds them there. */
 typedef struct {
     int kind;
     const uint8_t *p;
     size_t stride;
     int64_t count, lead;
+    const uint8_t *beside;
+    size_t beside_stride;
 } tg_attn_rows;
 
 /* Whether the run kernels take float rows of this kind and head dim (builds with AVX-512, D % 16 == 0). */

@@ -114,10 +114,12 @@ static void test_runs_equal_blocks(void **state) {
                         tg_attn_avx2_scores(&b, q, gq, D, sa + i0, ld);
                         tg_attn_avx2_values(&b, p + i0, ld, gq, D, oa);
                     }
-                    /* the run kernels, the whole segment */
+                    /* the run kernels, the whole segment (the key pass fetching the same rows again beside its
+                     * own, as it fetches a run's values: prefetches only, the same bits) */
                     if (runs) {
-                        const tg_attn_rows s = {kinds[ki], rows, stride, n, 32};
-                        tg_attn_avx2_scores_rows(&s, q, gq, D, sb, ld);
+                        const tg_attn_rows s = {kinds[ki], rows, stride, n, 32, NULL, 0};
+                        const tg_attn_rows sk = {kinds[ki], rows, stride, n, 32, rows, stride};
+                        tg_attn_avx2_scores_rows(&sk, q, gq, D, sb, ld);
                         tg_attn_avx2_values_rows(&s, p, ld, gq, D, ob);
                     }
                     const float *got_s[2] = {sa, sb}, *got_o[2] = {oa, ob};
