@@ -197,8 +197,8 @@ static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segmen
 
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
  * sc[j * ld + i]). values (keys only, or NULL): the value rows of the same tokens, which a float run of keys fetches
- * into L2 beside its own (see RUN_LEAD_BYTES). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the slot_rope reference) are
- * widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
+ * into L2 beside its own (see RUN_LEAD_BYTES). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the
+ * slot_rope reference) are widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
  * tiles that follow in the same pass. */
 static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
                         int64_t ld, float *o, float *tile, float *grid, float *qfold, const tg_segment *values) {
