@@ -198,8 +198,8 @@ static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segmen
 /* Scores (keys) or value sums (values) over one segment; its rows' scores start at sc (row i of query head j at
  * sc[j * ld + i]). values (keys only, or NULL): the value rows of the same tokens, which a float run of keys fetches
  * into L2 beside its own (see RUN_LEAD_BYTES). Keys stored pre-RoPE (re-positioned sinks: is_sink; every key of the
- * slot_rope reference) are widened into tile and rotated first. Returns the rows done: g->count, or g->run where the integer kernels take the
- * tiles that follow in the same pass. */
+ * slot_rope reference) are widened into tile and rotated first. Returns the rows done: g->count, or g->run where the
+ * integer kernels take the tiles that follow in the same pass. */
 static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_segment *g, const float *qh, float *sc,
                         int64_t ld, float *o, float *tile, float *grid, float *qfold, const tg_segment *values) {
     const tg_kvcache *c = vw->c;
@@ -324,10 +324,12 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
             }
 #endif
         }
-        tg_segment values; /* the key pass's float runs fetch these tokens' value rows beside their own */
-        if (keys && !g_int) tg_store_segment(vw->c, vw->L, false, h, n, b, &values);
+        /* a float run of keys fetches these tokens' value rows beside its own: looked up for float keys only */
+        tg_segment values;
+        const bool with_values = keys && !g.tiled && g.kind != TG_SEG_CODES;
+        if (with_values) tg_store_segment(vw->c, vw->L, false, h, n, b, &values);
         const int64_t done =
-            run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold, keys && !g_int ? &values : NULL);
+            run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold, with_values ? &values : NULL);
         t += done;
         n += done;
         if (more) {
