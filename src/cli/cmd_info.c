@@ -91,7 +91,7 @@ static int print_cache_table(FILE *out, const tg_model *model, const tg_model_in
     fprintf(out, "x = ratio to an unbounded bf16 cache at the same T; T beyond the context (%d) is extrapolated\n",
            info->context_length);
     fprintf(out, "unbounded = a cache sized for T tokens: one that holds T of a longer context has grown in chunks of "
-                 "128+ tokens, so it allocates T rounded up to its chunk\n\n");
+                 "512+ tokens, so it allocates T rounded up to its chunk\n\n");
     fprintf(out, "%-19s %-5s", "policy", "prec");
     for (size_t j = 0; j < N_T; j++) {
         char head[16];

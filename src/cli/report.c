@@ -88,7 +88,8 @@ void tg_report_cache(FILE *f, const tg_cache_report *r) {
         tg_fmt_bytes((double)r->bytes_total / (double)r->allocated_for, 1, per, sizeof per);
         fprintf(f, " · %s/token", per);
     }
-    if (r->chunk_tokens > 0) fprintf(f, " (grows by %" PRId64 " tokens)", r->chunk_tokens);
+    if (r->chunk_tokens > 0 && r->allocated_for < r->capacity) /* room left to grow into */
+        fprintf(f, " (grows by %" PRId64 " tokens)", r->chunk_tokens);
     if (r->bytes_if_bf16 > 0) {
         /* what caches of those precisions with the same sinks, window and context allocate */
         char bf16[32], fp32[32];

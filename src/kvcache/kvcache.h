@@ -11,7 +11,7 @@
  *  - StreamingLLM: the first `sink` tokens (at the residual precision under KIVI) and the recent window; the middle is dropped in whole
  *    blocks (G tokens when a KIVI group exists, else 1), so stored <= sink + window + G - 1. Ring buffers, O(1).
  *  - A bounded cache allocates every buffer once, in tg_kvcache_new; nothing grows afterwards. An unbounded one
- *    (no window) allocates its rows and groups in chunks of 128 or more tokens as they arrive (tg_kvcache_reserve,
+ *    (no window) allocates its rows and groups in chunks of 512 or more tokens as they arrive (tg_kvcache_reserve,
  *    or the append that needs one), never moving what it holds, so its bytes follow the tokens held; the memory
  *    limit (tg_cache_params.max_memory) is checked at every chunk. (Group size 0 doubles one block of rows
  *    instead, moving what it holds: O(1) amortised, its rows one segment.) */

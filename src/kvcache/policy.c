@@ -86,10 +86,16 @@ static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
     return G;
 }
 
-/* Tokens per chunk of an unbounded cache with this context: 128, doubled while the context holds more than 256
- * chunks (so the chunk tables stay small and a chunk stays well below 1 % of a full cache). */
+/* Tokens per chunk of an unbounded cache with this context: 512 (TG_ATTN_SPLIT_TOKENS: a share of the attention then
+ * crosses at most one chunk end), doubled while the context holds more than 256 chunks (so the chunk tables stay
+ * small). A segment ends at a chunk's end, and with it the kernels' prefetch lead and the query / weight pipelines of
+ * the integer kernels: with chunks of 128 tokens (to session 26), a 512-token share was four segments. Session 27,
+ * bench/decode-ab.sh at depth 2048, 2 threads, speed B / A against 128: SmolLM2-135M Q4_0 int4 1.044 (256) / 1.092
+ * (512) / 1.086 (1024), fp16 1.040 / 1.094 / 1.109, int8 1.097 (512); the bundled model int4 1.073, fp16 1.156 (512).
+ * The price: an unbounded cache holds up to 511 tokens more than it needs, where it held up to 127 (a bounded one
+ * allocates everything up front anyway). */
 static int64_t chunk_tokens(int64_t context) {
-    int64_t c = 128;
+    int64_t c = 512;
     while (c < context / 256 && c < ((int64_t)1 << 24)) c *= 2;
     return c;
 }

@@ -86,7 +86,7 @@ bounded 1 "/dev/zero: larger than the 64 MiB limit for a text file" compare "$ti
 bounded 1 "but the machine has" sample "$bundled" --prompt hi --tokens 1 --streaming-llm-window 2147483647
 grep -qE 'KV cache needs 24\.00 TiB but the machine has [0-9.]+ [GMT]iB of memory \(--max-memory to change the limit\)' \
     "$tmp/err" && ok || bad "4e message: $(cat "$tmp/err")"
-bounded 1 "KV cache needs 1.50 MiB to hold 128 tokens, more than --max-memory 1.00 MiB" sample "$bundled" \
+bounded 1 "KV cache needs 6.00 MiB to hold 512 tokens, more than --max-memory 1.00 MiB" sample "$bundled" \
     --prompt hi --tokens 1 --max-memory 1M
 bounded 1 "KV cache needs 5.91 MiB, more than --max-memory 1.00 MiB" sample "$bundled" --prompt hi --tokens 1 \
     --max-memory 1M --streaming-llm-window 500

@@ -620,7 +620,7 @@ static void test_memory_never_grows(void **state) {
 static void test_unbounded_grows_in_chunks(void **state) {
     (void)state;
     for (int kp = TG_KV_FP32; kp <= TG_KV_INT2; kp++) {
-        const int64_t ctx = 1000, H = 2, D = 8;
+        const int64_t ctx = 1800, H = 2, D = 8; /* chunks of 512 tokens: three whole and a shorter last one */
         tg_cache_shape shape = small_shape(2, 4, (int)H, (int)D, ctx);
         tg_cache_params p = tg_cache_default_params();
         p.key_precision = p.value_precision = (tg_kv_precision)kp;
@@ -630,7 +630,7 @@ static void test_unbounded_grows_in_chunks(void **state) {
         assert_non_null(c);
         tg_cache_report r;
         tg_kvcache_report(c, 0, &r);
-        assert_int_equal(r.chunk_tokens, 128);
+        assert_int_equal(r.chunk_tokens, 512);
         const size_t fixed = r.bytes_total; /* int2's residual ring of one group: the only part allocated up front */
         assert_int_equal(fixed, r.bytes_residual);
         uint64_t seed = 11;
@@ -652,13 +652,13 @@ static void test_unbounded_grows_in_chunks(void **state) {
             tg_kvcache_alloc_stats(c, &store, &meta, &n_allocs);
             tg_kvcache_report(c, t + 1, &r);
             assert_int_equal(r.bytes_total, store);
-            assert_true(r.allocated_for >= t + 1 && r.allocated_for - (t + 1) < 128 + 32);
+            assert_true(r.allocated_for >= t + 1 && r.allocated_for - (t + 1) < 512 + 32);
             assert_true(r.bytes_in_use <= r.bytes_total);
             if (store != last_store) { /* a chunk boundary: exactly the bytes of a cache sized for what it holds */
                 assert_true(n_allocs > last_allocs);
                 tg_cache_shape sized = shape;
                 sized.context_length = r.allocated_for;
-                if (r.allocated_for % 128 == 0 || r.allocated_for == ctx)
+                if (r.allocated_for % 512 == 0 || r.allocated_for == ctx)
                     assert_int_equal(store, tg_kvcache_bytes_for(&sized, &p, r.allocated_for, &err));
             } else {
                 assert_int_equal(n_allocs, last_allocs); /* within a chunk, appends allocate nothing */
@@ -718,7 +718,7 @@ static void test_unbounded_grows_in_chunks(void **state) {
         assert_false(tg_kvcache_reserve(c, first + 1, &err));
         assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
         char want[96];
-        snprintf(want, sizeof want, "to hold %lld tokens, more than the memory limit", (long long)(first + 128));
+        snprintf(want, sizeof want, "to hold %lld tokens, more than the memory limit", (long long)(first + 512));
         if (!strstr(err.msg, want)) fail_msg("%s: %s", tg_kv_precision_name(p.key_precision), err.msg);
         for (int64_t t = 0; t < first; t++) assert_true(tg_kvcache_append(c, 0, t, k, v));
         assert_false(tg_kvcache_append(c, 0, first, k, v));
@@ -728,11 +728,11 @@ static void test_unbounded_grows_in_chunks(void **state) {
 }
 
 /* Group size 0 (whole-history key grids) grows by doubling its one block of rows instead (its rows stay one
- * segment): 128, 256, 512 rows as tokens arrive, and attention bit for bit like a cache reserved whole up front. */
+ * segment): 512, 1024, 2048 rows as tokens arrive, and attention bit for bit like a cache reserved whole up front. */
 static void test_unbounded_whole_doubles(void **state) {
     (void)state;
     for (int kp = TG_KV_INT8; kp <= TG_KV_INT2; kp++) {
-        const int64_t ctx = 1000;
+        const int64_t ctx = 2500;
         tg_cache_shape shape = small_shape(2, 4, 2, 8, ctx);
         tg_cache_params p = tg_cache_default_params();
         p.key_precision = p.value_precision = (tg_kv_precision)kp;
@@ -747,7 +747,7 @@ static void test_unbounded_whole_doubles(void **state) {
         assert_int_equal(r.bytes_total, 0);
         uint64_t seed = 21;
         float k[16], v[16], q[32], out[32], ref[32];
-        for (int64_t t = 0; t < 1100; t++) {
+        for (int64_t t = 0; t < ctx + 100; t++) {
             for (int i = 0; i < 16; i++) {
                 k[i] = frand(&seed);
                 v[i] = frand(&seed);
@@ -762,7 +762,7 @@ static void test_unbounded_whole_doubles(void **state) {
                 assert_memory_equal(out, ref, sizeof out);
             }
             tg_kvcache_report(a, t + 1, &r);
-            const int64_t want = t < 128 ? 128 : t < 256 ? 256 : t < 512 ? 512 : ctx;
+            const int64_t want = t < 512 ? 512 : t < 1024 ? 1024 : t < 2048 ? 2048 : ctx;
             assert_int_equal(r.allocated_for, want);
             size_t store, meta;
             int64_t n;
