@@ -326,7 +326,7 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
         }
         /* a float run of keys fetches these tokens' value rows beside its own: looked up for float keys only */
         tg_segment values;
-        const bool with_values = keys && !g.tiled && g.kind != TG_SEG_CODES;
+        const bool with_values = TG_HAVE_AVX2 && vw->c->simd && keys && !g.tiled && g.kind != TG_SEG_CODES;
         if (with_values) tg_store_segment(vw->c, vw->L, false, h, n, b, &values);
         const int64_t done =
             run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold, with_values ? &values : NULL);

@@ -86,7 +86,7 @@ static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
     return G;
 }
 
-/* Tokens per chunk of an unbounded cache with this context: 512 (TG_ATTN_SPLIT_TOKENS: a share of the attention then
+/* Tokens per chunk of an unbounded cache with this context: TG_ATTN_SPLIT_TOKENS (512: a share of the attention then
  * crosses at most one chunk end), doubled while the context holds more than 256 chunks (so the chunk tables stay
  * small). A segment ends at a chunk's end, and with it the kernels' prefetch lead and the query / weight pipelines of
  * the integer kernels: with chunks of 128 tokens (to session 26), a 512-token share was four segments. Session 27,
@@ -95,7 +95,7 @@ static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
  * The price: an unbounded cache holds up to 511 tokens more than it needs, where it held up to 127 (a bounded one
  * allocates everything up front anyway). */
 static int64_t chunk_tokens(int64_t context) {
-    int64_t c = 512;
+    int64_t c = TG_ATTN_SPLIT_TOKENS;
     while (c < context / 256 && c < ((int64_t)1 << 24)) c *= 2;
     return c;
 }
