@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
             printf("%-6s (no encoder or no memory: skipped)\n", tg_dtype_name(type));
             continue;
         }
-        tg_tensor w = {type, rows, cols, data};
+        tg_tensor w = {type, rows, cols, data, 0};
         /* check first (relative to the largest |y|, a few hundred rows are enough) */
         tg_tensor head = w;
         head.rows = rows < 256 ? rows : 256;

@@ -385,7 +385,7 @@ static int64_t unit_rows(const tg_tensor *w, int n, int threads) {
         if (r > 256) r = 256;
         if (threads > 1 && (w->rows + r - 1) / r < 2 * threads) r = (w->rows + 2 * threads - 1) / (2 * threads);
     }
-    const int64_t g = n == 1 ? decode_row_group(w->type) : 8;
+    const int64_t g = n == 1 ? decode_row_group(w->type) : w->row_group > 8 ? w->row_group : 8; /* repacked: groups */
     r = (r + g - 1) / g * g;
     return r < g ? g : r;
 }

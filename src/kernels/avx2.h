@@ -97,6 +97,13 @@ TG_AVX512_DECLARE_KQUANT(q4_k)
 TG_AVX512_DECLARE_KQUANT(q5_k)
 TG_AVX512_DECLARE_KQUANT(q6_k)
 #undef TG_AVX512_DECLARE_KQUANT
+/* Q8_0 / Q4_0 in the repacked layout (repack.h, gemv_repacked_avx512.c): y[t * ldy + r] = row r . token t for the
+ * rows of `groups` whole groups of sixteen at w (the file's row bytes rb) and t < n, token t's nb blocks at
+ * x + t * nb; one arithmetic order per (row, token), the bits of tg_avx2_gemv_q8_0 / _q4_0 on the file's layout. */
+void tg_avx512_repacked_q8_0(const uint8_t *w, size_t rb, int64_t groups, const tg_q8x_block *x, int64_t nb,
+                             int64_t n, float *y, size_t ldy);
+void tg_avx512_repacked_q4_0(const uint8_t *w, size_t rb, int64_t groups, const tg_q8x_block *x, int64_t nb,
+                             int64_t n, float *y, size_t ldy);
 #else
 #define TG_HAVE_KQ512 0
 #endif

@@ -22,6 +22,7 @@
 
 #include "kernels/avx2.h"
 #include "kernels/quant.h"
+#include "kernels/repack.h"
 #include "kernels/types.h"
 #include "util/thread_pool.h"
 
@@ -37,47 +38,63 @@
  * equals it; types.c's rows have 1 or 32), so a row is decoded piecewise on the stack without allocating. */
 #define TG_DECODE_CHUNK 256
 
-/* The elements [j0, j0 + chunk) of a row into buf, chunk = min(TG_DECODE_CHUNK, cols - j0) rounded to blocks. */
-static int64_t decode_chunk(const tg_weight_type *wt, const uint8_t *row, int64_t j0, int64_t cols, float *buf) {
-    int64_t n = cols - j0 < TG_DECODE_CHUNK ? cols - j0 : TG_DECODE_CHUNK;
+/* The elements [j0, j0 + chunk) of row r into buf, chunk = min(TG_DECODE_CHUNK, cols - j0) rounded to blocks; a
+ * repacked row block by block, each as the file held it (tg_repack_block). */
+static int64_t decode_chunk(const tg_weight_type *wt, const tg_tensor *w, int64_t r, int64_t j0, float *buf) {
+    const int64_t n = w->cols - j0 < TG_DECODE_CHUNK ? w->cols - j0 : TG_DECODE_CHUNK;
+    if (r < tg_repack_plain_from(w)) {
+        uint8_t blk[64]; /* a Q8_0 / Q4_0 block */
+        for (int64_t j = 0; j < n; j += wt->block_elems) {
+            tg_repack_block(w, r, (j0 + j) / wt->block_elems, blk);
+            wt->decode_row(blk, buf + j, wt->block_elems);
+        }
+        return n;
+    }
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * tg_row_bytes(w->type, w->cols);
     wt->decode_row(row + (size_t)(j0 / wt->block_elems) * wt->block_bytes, buf, n);
     return n;
 }
 
-void tg_matvec_ref(const tg_tensor *w, const float *x, float *y) {
-    const tg_weight_type *wt = tg_weight_type_of(w->type);
-    const size_t rb = tg_row_bytes(w->type, w->cols);
-    const uint8_t *base = w->data;
+/* Row r of w . x, exact up to one rounding (the reference). */
+static float ref_dot(const tg_weight_type *wt, const tg_tensor *w, int64_t r, const float *x) {
     float buf[TG_DECODE_CHUNK];
-    for (int64_t r = 0; r < w->rows; r++) {
-        const uint8_t *row = base + (size_t)r * rb;
-        double s = 0.0;
-        for (int64_t j0 = 0, n; j0 < w->cols; j0 += n) {
-            n = decode_chunk(wt, row, j0, w->cols, buf);
-            for (int64_t j = 0; j < n; j++) s += (double)buf[j] * (double)x[j0 + j];
-        }
-        y[r] = (float)s;
+    double s = 0.0;
+    for (int64_t j0 = 0, n; j0 < w->cols; j0 += n) {
+        n = decode_chunk(wt, w, r, j0, buf);
+        for (int64_t j = 0; j < n; j++) s += (double)buf[j] * (double)x[j0 + j];
     }
+    return (float)s;
+}
+
+/* y[t * ldy + r - r0] for r in [r0, r1), t < n: the reference for every activation row. */
+static void ref_rows(const tg_weight_type *wt, const tg_tensor *w, const float *x, int64_t n, int64_t r0, int64_t r1,
+                     float *y, size_t ldy) {
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t r = r0; r < r1; r++)
+            y[(size_t)t * ldy + (size_t)(r - r0)] = ref_dot(wt, w, r, x + (size_t)t * (size_t)w->cols);
+}
+
+void tg_matvec_ref(const tg_tensor *w, const float *x, float *y) {
+    ref_rows(tg_weight_type_of(w->type), w, x, 1, 0, w->rows, y, 0);
 }
 
 void tg_tensor_get_row(const tg_tensor *w, int64_t r, float *out) {
-    const size_t rb = tg_row_bytes(w->type, w->cols);
-    tg_dequantize_row(w->type, (const uint8_t *)w->data + (size_t)r * rb, out, w->cols);
+    const tg_weight_type *wt = tg_weight_type_of(w->type);
+    for (int64_t j0 = 0, n; j0 < w->cols; j0 += n) n = decode_chunk(wt, w, r, j0, out + j0);
 }
 
 /* The generic path of a type without fast kernels (every type when the target lacks AVX2), for float activations:
  * y[t * ldy + r] = row r . activation t for r < nr, t < nt, accumulated in fp32 in column order; the same order for
  * one activation or many, so prefill still gives the bits of decoding. */
-static void scalar_rows(const tg_weight_type *wt, const uint8_t *w, size_t ws, int64_t nr, const float *x, size_t xs,
-                        int64_t nt, int64_t cols, float *y, size_t ldy) {
+static void scalar_rows(const tg_weight_type *wt, const tg_tensor *w, int64_t r0, int64_t nr, const float *x,
+                        size_t xs, int64_t nt, int64_t cols, float *y, size_t ldy) {
     float buf[TG_DECODE_CHUNK];
     for (int64_t r = 0; r < nr; r++) {
-        const uint8_t *row = w + (size_t)r * ws;
         for (int64_t t = 0; t < nt; t++) {
             const float *xt = x + (size_t)t * xs;
             float s = 0.0f;
             for (int64_t j0 = 0, n; j0 < cols; j0 += n) {
-                n = decode_chunk(wt, row, j0, cols, buf);
+                n = decode_chunk(wt, w, r0 + r, j0, buf);
                 for (int64_t j = 0; j < n; j++) s += buf[j] * xt[j0 + j];
             }
             y[(size_t)t * ldy + (size_t)r] = s;
@@ -165,15 +182,28 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
     const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * rb;
     const int64_t nr = r1 - r0;
     const bool unprepared = (wt->act == TG_ACT_Q8X && !a->xq) || (wt->act == TG_ACT_Q8K && !a->xk);
-    if (wt->act != TG_ACT_F32 && (!wt->gemv || unprepared)) { /* no kernels, or x not in their form: exact reference */
-        for (int64_t t = 0; t < a->n; t++) {
-            tg_tensor part = {w->type, nr, cols, wdata};
-            tg_matvec_ref(&part, a->x + (size_t)t * (size_t)cols, y + (size_t)t * ldy);
+    const int64_t plain = tg_repack_plain_from(w);
+    if (r0 < plain) { /* repacked rows: whole groups in their kernel; a start off a group, a part of one or no
+                       * prepared activation through the reference */
+        const int64_t G = w->row_group, end = r1 < plain ? r1 : plain;
+        int64_t next;
+        if (wt->repacked && !unprepared && r0 % G == 0 && end - r0 >= G) {
+            const int64_t groups = (end - r0) / G;
+            wt->repacked(wdata, rb, groups, a->xq, cols / TG_QK, a->n, y, ldy);
+            next = r0 + groups * G;
+        } else {
+            next = !unprepared && (r0 / G + 1) * G < end ? (r0 / G + 1) * G : end;
+            ref_rows(wt, w, a->x, a->n, r0, next, y, ldy);
         }
+        tg_matmul_rows(w, a, next, r1, y + (next - r0), ldy);
+        return;
+    }
+    if (wt->act != TG_ACT_F32 && (!wt->gemv || unprepared)) { /* no kernels, or x not in their form: exact reference */
+        ref_rows(wt, w, a->x, a->n, r0, r1, y, ldy);
         return;
     }
     if (!wt->gemv) { /* a float-activation type without fast kernels */
-        scalar_rows(wt, wdata, rb, nr, a->x, (size_t)cols, a->n, cols, y, ldy);
+        scalar_rows(wt, w, r0, nr, a->x, (size_t)cols, a->n, cols, y, ldy);
         return;
     }
     const bool quant = wt->act == TG_ACT_Q8X;
@@ -267,7 +297,7 @@ static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, tg_pool *p
     int64_t block = rb ? (int64_t)(TG_ROW_BLOCK_BYTES / rb) : 0;
     if (block < 16) block = 16;
     if (block > 256) block = 256;
-    block -= block % 8;
+    block -= block % (w->row_group > 8 ? w->row_group : 8); /* whole groups of repacked rows */
     blocks_run b = {w, a, y, block, (rows + block - 1) / block, tg_pool_threads(pool)};
     if (b.threads == 1 || b.n_blocks == 1 || rows * cols * n < TG_PARALLEL_MIN_WORK) {
         b.threads = 1;

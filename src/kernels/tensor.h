@@ -28,11 +28,13 @@ typedef enum {
 
 /* A row-major matrix [rows, cols]: row r starts at data + r * tg_row_bytes(type, cols). A vector is rows = 1.
  * Weight matrices are [out_features, in_features] (GGUF ne0 = cols). data points into a mapping or an owned
- * buffer that outlives the view. */
+ * buffer that outlives the view. row_group 16 (TG_REPACK_ROWS): the rows are repacked in groups of sixteen for the
+ * AVX-512 kernels (kernels/repack.h: the same bytes per group of rows, in another order); 0: as above. */
 typedef struct {
     tg_dtype type;
     int64_t rows, cols;
     const void *data;
+    int row_group;
 } tg_tensor;
 
 /* Bytes of one row of `cols` elements; 0 if cols is not a multiple of the type's block size (or type is invalid). */

@@ -100,22 +100,27 @@ static void encode_q4_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_r
 /* ---- the table ---- */
 
 #if TG_HAVE_AVX2
-#define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL, 8
-/* Q8_0 / Q4_0: gemv_avx2.c's sixteen-row kernel where AVX-512 VNNI is there (quant_rows16), else eight rows */
-#define FAST_Q32(t) tg_avx2_gemv_##t, NULL, tg_avx2_gemm_##t, NULL, NULL, TG_HAVE_KQ512 ? 16 : 8
-#define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL, 8
-#define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t, 8
+#define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL, 8, NULL
+/* Q8_0 / Q4_0: gemv_avx2.c's sixteen-row kernel where AVX-512 VNNI is there (quant_rows16), and the repacked
+ * layout's (gemv_repacked_avx512.c), else eight rows */
 #if TG_HAVE_KQ512
-#define FAST_K512(t) tg_avx512_gemv_##t, NULL, NULL, NULL, tg_avx512_gemm_q8k_##t, 8
+#define FAST_Q32(t) tg_avx2_gemv_##t, NULL, tg_avx2_gemm_##t, NULL, NULL, 16, tg_avx512_repacked_##t
+#else
+#define FAST_Q32(t) tg_avx2_gemv_##t, NULL, tg_avx2_gemm_##t, NULL, NULL, 8, NULL
+#endif
+#define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL, 8, NULL
+#define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t, 8, NULL
+#if TG_HAVE_KQ512
+#define FAST_K512(t) tg_avx512_gemv_##t, NULL, NULL, NULL, tg_avx512_gemm_q8k_##t, 8, NULL
 #else
 #define FAST_K512(t) FAST_K(t)
 #endif
 #else
-#define FAST_K512(t) NULL, NULL, NULL, NULL, NULL, 8
-#define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL, 8
-#define FAST_Q32(t) NULL, NULL, NULL, NULL, NULL, 8
-#define FAST_X(t) NULL, NULL, NULL, NULL, NULL, 8
-#define FAST_K(t) NULL, NULL, NULL, NULL, NULL, 8
+#define FAST_K512(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
+#define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL, 8, NULL
+#define FAST_Q32(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
+#define FAST_X(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
+#define FAST_K(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
 #endif
 
 static const tg_weight_type table[TG_DT_COUNT] = {

@@ -36,6 +36,11 @@ typedef void (*tg_gemm_q8x_fn)(const uint8_t *w, size_t w_stride, int64_t nr, co
 /* Prefill for TG_ACT_Q8X types that take the activation rows as they are: token t's nb blocks at xq + t * nb. */
 typedef void (*tg_gemm_q8x_rows_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,
                                     int64_t n, float *y, size_t ldy);
+/* Decode and prefill for TG_ACT_Q8X types over weights in the repacked layout (kernels/repack.h): y[t * ldy + r] for
+ * the rows of `groups` whole groups of sixteen at w (rb: the file's bytes per row) and t < n; token t's nb blocks at
+ * x + t * nb. */
+typedef void (*tg_repacked_fn)(const uint8_t *w, size_t rb, int64_t groups, const tg_q8x_block *x, int64_t nb,
+                               int64_t n, float *y, size_t ldy);
 /* Prefill for TG_ACT_Q8K types: y[t * ldy + r] for r < nr, t < n; token t's nsup super-blocks at xk + t * nsup. Each
  * weight super-block is read once for several tokens. */
 typedef void (*tg_gemm_q8k_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
@@ -69,6 +74,9 @@ typedef struct {
     /* Rows the fast gemv takes at once (8 or 16): a decode step's units of rows are multiples of it, so that no
      * unit ends in rows that a narrower kernel must take. */
     int gemv_rows;
+    /* The kernel of the repacked layout (kernels/repack.h), where this build has one: the model loader then repacks
+     * the type's matrices. NULL: the file's layout only. */
+    tg_repacked_fn repacked;
 } tg_weight_type;
 
 /* The row of `type`; NULL if type is not a tg_dtype below TG_DT_COUNT. */

@@ -1,5 +1,6 @@
 /* mapped_file.c — a read-only memory map of a whole file. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise */
 #include "util/mapped_file.h"
 
 #include <errno.h>
@@ -35,4 +36,11 @@ void tg_mapped_file_close(tg_mapped_file *f) {
         f->data = NULL;
         f->size = 0;
     }
+}
+
+void tg_mapped_release(const void *p, size_t n) {
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || !p) return;
+    const uintptr_t ps = (uintptr_t)page, a = ((uintptr_t)p + ps - 1) / ps * ps, e = ((uintptr_t)p + n) / ps * ps;
+    if (e > a) (void)madvise((void *)a, e - a, MADV_DONTNEED); /* advice: its failure changes nothing read */
 }

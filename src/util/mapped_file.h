@@ -17,5 +17,9 @@ typedef struct {
 bool tg_mapped_file_open(tg_mapped_file *f, const char *path, tg_error *err);
 /* Unmaps; safe on a zeroed or already closed struct. */
 void tg_mapped_file_close(tg_mapped_file *f);
+/* Gives back the whole pages inside [p, p + n) of a read-only private file mapping (MADV_DONTNEED) whose bytes there
+ * the caller no longer reads: they stop counting towards the process's memory and, if touched again, are read from
+ * the file again. Not for anonymous memory (its pages would read back as zeros). */
+void tg_mapped_release(const void *p, size_t n);
 
 #endif

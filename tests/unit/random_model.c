@@ -45,7 +45,7 @@ static void *keep(random_model *s, size_t bytes) {
 static tg_tensor matrix(random_model *s, int64_t rows, int64_t cols, float scale, tg_dtype type) {
     float *f = must(malloc((size_t)(rows * cols) * sizeof *f));
     for (int64_t i = 0; i < rows * cols; i++) f[i] = rnd(s) * scale;
-    tg_tensor t = {type, rows, cols, NULL};
+    tg_tensor t = {type, rows, cols, NULL, 0};
     if (type == TG_DT_F32) {
         float *d = keep(s, (size_t)(rows * cols) * sizeof *d);
         memcpy(d, f, (size_t)(rows * cols) * sizeof *d);

@@ -44,7 +44,7 @@ static float *take(synth *s, size_t n) {
 static tg_tensor rand_matrix(synth *s, int64_t rows, int64_t cols, float scale) {
     float *p = take(s, (size_t)(rows * cols));
     for (int64_t i = 0; i < rows * cols; i++) p[i] = rnd(s) * scale;
-    tg_tensor t = {TG_DT_F32, rows, cols, p};
+    tg_tensor t = {TG_DT_F32, rows, cols, p, 0};
     return t;
 }
 

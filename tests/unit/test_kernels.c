@@ -150,7 +150,7 @@ static void test_q8_0_dequant_exact(void **state) {
     for (int j = 0; j < 32; j++) assert_true(out[j] == 0.5f * (float)(-128 + j));
     for (int j = 0; j < 32; j++) assert_true(out[32 + j] == -0.25f * (float)(j % 2 ? (j + 1) / 2 : -(j / 2)));
     /* the same values through the tensor view and through the reference matvec with unit vectors */
-    tg_tensor t = {TG_DT_Q8_0, 1, 64, p};
+    tg_tensor t = {TG_DT_Q8_0, 1, 64, p, 0};
     float row[64];
     tg_tensor_get_row(&t, 0, row);
     assert_memory_equal(row, out, sizeof out);
@@ -186,7 +186,7 @@ static void test_q4_0_dequant_exact(void **state) {
         assert_true(out[48 + j] == -2.0f * (float)(((j * 3 + 1) & 15) - 8));
     }
     assert_true(out[0] == -2.0f && out[15] == 1.75f && out[16] == 1.75f && out[31] == -2.0f);
-    tg_tensor t = {TG_DT_Q4_0, 1, 64, buf};
+    tg_tensor t = {TG_DT_Q4_0, 1, 64, buf, 0};
     float e[64] = {0}, y;
     for (int j = 0; j < 64; j += 5) {
         e[j] = 1.0f;
@@ -203,7 +203,7 @@ static void test_float_types_get_row(void **state) {
     uint8_t buf[3 * 4 + 1];
     uint16_t h[3] = {0x3c00, 0xc000, 0x0001}; /* 1, -2, smallest subnormal */
     memcpy(buf + 1, h, 6);
-    tg_tensor t = {TG_DT_F16, 1, 3, buf + 1};
+    tg_tensor t = {TG_DT_F16, 1, 3, buf + 1, 0};
     float out[3];
     tg_tensor_get_row(&t, 0, out);
     assert_true(out[0] == 1.0f && out[1] == -2.0f && out[2] == 0x1.0p-24f);
@@ -469,7 +469,7 @@ static double dot_with_qx(const tg_tensor *w, int64_t r, const float *x, float *
 
 static void check_matvec(rng_t *r, tg_dtype type, int64_t rows, int64_t cols) {
     void *base;
-    tg_tensor w = {type, rows, cols, make_matrix(r, type, rows, cols, (int)(rows & 1), &base)};
+    tg_tensor w = {type, rows, cols, make_matrix(r, type, rows, cols, (int)(rows & 1), &base), 0};
     float *x = make_vec(r, cols);
     float *ref = malloc((size_t)rows * sizeof(float));
     float *y1 = malloc((size_t)rows * sizeof(float));
@@ -550,7 +550,7 @@ static void test_matvec_threaded_sizes(void **state) {
 
 static void check_matmul(rng_t *r, tg_dtype type, int64_t rows, int64_t cols, int64_t n, int threads) {
     void *base;
-    tg_tensor w = {type, rows, cols, make_matrix(r, type, rows, cols, 0, &base)};
+    tg_tensor w = {type, rows, cols, make_matrix(r, type, rows, cols, 0, &base), 0};
     float *x = make_vec(r, n * cols);
     float *y = malloc((size_t)(n * rows) * sizeof(float));
     float *yv = malloc((size_t)rows * sizeof(float));
@@ -602,7 +602,7 @@ static void test_matmul_rows_splits(void **state) {
         const tg_dtype type = (tg_dtype)ty;
         const int64_t cols = cols_for(type, 160, 77);
         void *base;
-        tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 1, &base)};
+        tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 1, &base), 0};
         for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
             const int64_t n = ns[k];
             float *x = make_vec(&r, n * cols);
@@ -635,7 +635,7 @@ static void test_matmul_rows_other_form(void **state) {
     const tg_dtype pairs[][2] = {{TG_DT_Q4_K, TG_DT_Q8_0}, {TG_DT_Q8_0, TG_DT_Q6_K}, {TG_DT_Q4_1, TG_DT_Q5_K}};
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
         void *base;
-        tg_tensor w = {pairs[k][0], rows, cols, make_matrix(&r, pairs[k][0], rows, cols, 0, &base)};
+        tg_tensor w = {pairs[k][0], rows, cols, make_matrix(&r, pairs[k][0], rows, cols, 0, &base), 0};
         float *x = make_vec(&r, cols), want[9], got[9];
         const size_t sb = tg_act_scratch_bytes(1, cols);
         uint8_t *scratch = malloc(sb + 1);
@@ -671,7 +671,7 @@ static void test_matmul_rows_mixed_forms(void **state) {
             tg_act a = tg_act_prepare_types(sets[k], 3, x, n, cols, sb ? scratch : NULL);
             for (int i = 0; i < 3; i++) {
                 void *base;
-                tg_tensor w = {sets[k][i], rows, cols, make_matrix(&r, sets[k][i], rows, cols, 0, &base)};
+                tg_tensor w = {sets[k][i], rows, cols, make_matrix(&r, sets[k][i], rows, cols, 0, &base), 0};
                 float want[9 * 13], got[9 * 13];
                 tg_matmul(&w, x, n, want, NULL);
                 tg_matmul_rows(&w, &a, 0, rows, got, (size_t)rows);
@@ -700,7 +700,7 @@ static void test_matmul_rows_wide(void **state) {
             const tg_dtype type = types[ti];
             const int64_t cols = colss[ci];
             void *base;
-            tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 0, &base)};
+            tg_tensor w = {type, rows, cols, make_matrix(&r, type, rows, cols, 0, &base), 0};
             const size_t wb = tg_wide_bytes(rows, cols);
             assert_true(ci == 0 ? wb >= (size_t)(rows * cols) * sizeof(float) || wb == 0 : wb == 0);
             float *wide = wb ? aligned_alloc(64, (wb + 63) / 64 * 64) : NULL;
@@ -779,7 +779,7 @@ static void test_kquant_512_equals_256(void **state) {
 static void test_matmul_empty(void **state) {
     (void)state;
     float w[4] = {1, 2, 3, 4}, x[2] = {1, 1}, y[2] = {-7, -7};
-    tg_tensor t = {TG_DT_F32, 2, 2, w};
+    tg_tensor t = {TG_DT_F32, 2, 2, w, 0};
     tg_matmul(&t, x, 0, y, teams[2]);
     assert_true(y[0] == -7.0f && y[1] == -7.0f);
     tg_matvec(&t, x, y, NULL); /* no team: the calling thread */
