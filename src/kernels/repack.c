@@ -12,6 +12,16 @@ bool tg_repack_available(tg_dtype type) {
     return wt && wt->repacked && (type == TG_DT_Q8_0 || type == TG_DT_Q4_0);
 }
 
+/* dst[0..16) = src[0..16) XOR 0x80 in every byte (Q8_0's codes as the unsigned bytes dpbusd takes), eight at a time */
+static void flip16(uint8_t *dst, const uint8_t *src) {
+    for (int h = 0; h < 16; h += 8) {
+        uint64_t v;
+        memcpy(&v, src + h, 8);
+        v ^= 0x8080808080808080ull;
+        memcpy(dst + h, &v, 8);
+    }
+}
+
 /* Where the codes of row i (of 16) of a piece go: the unit's byte offset after the scales, for codes half h (Q8_0:
  * elements [16 h, 16 h + 16); Q4_0: h = 0, all sixteen bytes). Row i = 4 l + k sits in lane l of unit k (Q4_0) or
  * 2k + h (Q8_0). */
@@ -31,8 +41,8 @@ void tg_repack_rows(tg_dtype type, const uint8_t *src, uint8_t *dst, int64_t row
                 const uint8_t *blk = src + ((size_t)g * R + (size_t)i) * rb + (size_t)b * bw;
                 memcpy(piece + 2 * i, blk, 2);
                 if (q8) {
-                    for (int h = 0; h < 2; h++)
-                        for (int j = 0; j < 16; j++) piece[code_offset(true, i, h) + (size_t)j] = blk[2 + 16 * h + j] ^ 0x80;
+                    flip16(piece + code_offset(true, i, 0), blk + 2);
+                    flip16(piece + code_offset(true, i, 1), blk + 18);
                 } else {
                     memcpy(piece + code_offset(false, i, 0), blk + 2, 16);
                 }
@@ -55,8 +65,8 @@ void tg_repack_block(const tg_tensor *w, int64_t r, int64_t b, uint8_t *blk) {
     const uint8_t *piece = data + (size_t)(r / R) * R * rb + (size_t)b * R * bw;
     memcpy(blk, piece + 2 * i, 2);
     if (q8) {
-        for (int h = 0; h < 2; h++)
-            for (int j = 0; j < 16; j++) blk[2 + 16 * h + j] = piece[code_offset(true, i, h) + (size_t)j] ^ 0x80;
+        flip16(blk + 2, piece + code_offset(true, i, 0));
+        flip16(blk + 18, piece + code_offset(true, i, 1));
     } else {
         memcpy(blk + 2, piece + code_offset(false, i, 0), 16);
     }

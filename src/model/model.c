@@ -13,11 +13,9 @@
 #include <unistd.h>
 
 #include "kernels/matmul.h"
-#include "kernels/repack.h"
 #include "kernels/types.h"
 #include "util/checked.h"
 #include "util/error.h"
-#include "util/mapped_file.h"
 #include "util/model_file.h"
 
 /* Largest layer count we accept from a file: far beyond any real model, small enough that per-layer arrays
@@ -281,43 +279,6 @@ static bool check_weights_finite(const tg_model *m, const char *path, tg_error *
     return true;
 }
 
-/* ---- the repacked layout ---- */
-
-/* w in the repacked layout (kernels/repack.h) in a buffer of the model's, where this build has kernels for it
- * (Q8_0 / Q4_0 with AVX-512 VNNI; a matrix of at least one group of rows); the file's pages of it are then given
- * back, so that the process holds the weights once (the same bytes, in another order). Session 28, TinyLlama-1.1B
- * shape, 2 threads: docs/PERFORMANCE.md. */
-static bool repack_matrix(tg_model *m, tg_tensor *w, tg_error *err) {
-    if (!w->data || w->rows < TG_REPACK_ROWS || !tg_repack_available(w->type)) return true;
-    const size_t bytes = (size_t)w->rows * tg_row_bytes(w->type, w->cols); /* the file holds them: no overflow */
-    uint8_t *dst = tg_model_alloc(m, bytes);
-    if (!dst) return tg_fail(err, "out of memory for the repacked weights (%zu bytes)", bytes);
-    tg_repack_rows(w->type, w->data, dst, w->rows, w->cols);
-    if (m->gguf) tg_mapped_release(w->data, bytes); /* a view into the file's mapping */
-    w->data = dst;
-    w->row_group = TG_REPACK_ROWS;
-    return true;
-}
-
-/* Every matrix the decode multiplies, repacked where the build has kernels for it (the token embedding only when it
- * is also the output matrix: otherwise its rows are only looked up). */
-static bool repack_weights(tg_model *m, tg_error *err) {
-    if (m->hp.tied_embeddings) {
-        if (!repack_matrix(m, &m->tok_embd, err)) return false;
-        m->lm_head = m->tok_embd;
-    } else if (!repack_matrix(m, &m->lm_head, err)) {
-        return false;
-    }
-    for (int l = 0; l < m->hp.n_layers; l++) {
-        tg_layer_weights *w = &m->layers[l];
-        if (!repack_matrix(m, &w->wq, err) || !repack_matrix(m, &w->wk, err) || !repack_matrix(m, &w->wv, err) ||
-            !repack_matrix(m, &w->wo, err) || !repack_matrix(m, &w->w_gate, err) ||
-            !repack_matrix(m, &w->w_up, err) || !repack_matrix(m, &w->w_down, err))
-            return false;
-    }
-    return true;
-}
-
 /* ---- loading and freeing ---- */
 
 tg_model *tg_model_load(const char *path, tg_error *err) { return tg_model_load_for(path, TG_NEED_ALL, err); }
@@ -361,7 +322,7 @@ tg_model *tg_model_load_for(const char *path, tg_model_need need, tg_error *err)
     m->config_bos = -1;
     bool ok = is_dir ? tg_model_load_hf(m, path, need, err) : tg_model_load_gguf(m, path, err);
     /* TG_NEED_CONFIG describes the model without reading its weights' values */
-    if (ok && m->has_weights && need != TG_NEED_CONFIG) ok = check_weights_finite(m, path, err) && repack_weights(m, err);
+    if (ok && m->has_weights && need != TG_NEED_CONFIG) ok = check_weights_finite(m, path, err) && tg_model_repack(m, err);
     if (ok && m->has_weights) ok = tg_model_set_rope_freqs(m, err);
     if (!ok) {
         tg_model_free(m);
@@ -376,6 +337,7 @@ void tg_model_free(tg_model *m) {
     free(m->layers);
     free(m->hp.kv_source);
     owned_free(m->owned);
+    tg_model_repack_free(m);
     tg_gguf_close(m->gguf);
     tg_safetensors_close(m->st);
     free(m);

@@ -67,7 +67,17 @@ struct tg_model {
     tg_gguf *gguf;
     tg_safetensors *st;
     void *owned;                 /* any converted copies (norms etc.), freed with the model */
+    uint8_t *repacked;           /* the repacked matrices (tg_model_repack), repacked_bytes long; NULL: none */
+    size_t repacked_bytes;
 };
+
+/* Moves every matrix the decode multiplies whose type has repacked kernels in this build (kernels/repack.h) into the
+ * repacked layout, in one buffer of the model's (m->repacked), giving back the file's pages of each; the token
+ * embedding only when tied (it is then the output matrix). Weights must be bound and checked. False (err) only when
+ * the memory cannot be had. */
+bool tg_model_repack(struct tg_model *m, tg_error *err);
+/* Frees m->repacked (tg_model_free calls it). */
+void tg_model_repack_free(struct tg_model *m);
 
 /* Format-specific loaders (called by tg_model_load after it has decided what `path` is). */
 bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err);
