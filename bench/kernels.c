@@ -1,7 +1,8 @@
 /* bench/kernels.c — checks each fast matvec against the reference, then times matvec (GB/s of weights) and matmul
  * (GFLOP/s) per weight type. Not part of the tests. Matvec streams W from memory (copies of it totalling well over
  * the L3 cache), as decoding a real model does; "cpu GB/s" divides by CPU time per thread instead of wall time,
- * which is steadier on a shared machine.
+ * which is steadier on a shared machine. A type with kernels for the repacked layout (kernels/repack.h: Q8_0 / Q4_0
+ * with AVX-512 VNNI) is measured twice, in the file's layout and repacked ("Q8_0 rp"), as the model loader holds it.
  *
  * Threads: the production team (util/thread_pool.h), the one the forward pass runs on, so this measures the path
  * production runs.
@@ -29,6 +30,7 @@
 #include "kernels/ggml_blocks.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
+#include "kernels/repack.h"
 #include "kernels/types.h"
 #include "util/half.h"
 #include "util/thread_pool.h"
@@ -105,7 +107,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < cols * ntok; i++) x[i] = unit(&seed);
     printf("W [%lld, %lld], matmul over %lld tokens, %d threads\n", (long long)rows, (long long)cols,
            (long long)ntok, threads);
-    printf("%-6s %10s %9s %10s %12s %12s %10s %14s\n", "type", "max relerr", "mv ms", "mv GB/s", "mv cpu GB/s",
+    printf("%-8s %8s %9s %10s %12s %12s %10s %14s\n", "type", "max relerr", "mv ms", "mv GB/s", "mv cpu GB/s",
            "mm ms/token", "mm GFLOP/s", "mm cpu GFLOP/s");
     for (int t = 0; t < TG_DT_COUNT; t++) {
         tg_dtype type = (tg_dtype)t;
@@ -126,7 +128,15 @@ int main(int argc, char **argv) {
             printf("%-6s (no encoder or no memory: skipped)\n", tg_dtype_name(type));
             continue;
         }
+        for (int rp = 0; rp < (tg_repack_available(type) ? 2 : 1); rp++) { /* the file's layout, then repacked */
         tg_tensor w = {type, rows, cols, data, 0};
+        if (rp) {
+            uint8_t *packed = malloc(tg_row_bytes(type, cols) * (size_t)rows);
+            if (!packed) return 1;
+            tg_repack_rows(type, data, packed, rows, cols);
+            w.data = packed;
+            w.row_group = TG_REPACK_ROWS;
+        }
         /* check first (relative to the largest |y|, a few hundred rows are enough) */
         tg_tensor head = w;
         head.rows = rows < 256 ? rows : 256;
@@ -140,7 +150,7 @@ int main(int argc, char **argv) {
         int n_copies = (int)(pool_mib * 1048576.0 / bytes) + 1;
         uint8_t *pool = malloc((size_t)bytes * (size_t)n_copies);
         if (!pool) return 1;
-        for (int c = 0; c < n_copies; c++) memcpy(pool + (size_t)c * (size_t)bytes, data, (size_t)bytes);
+        for (int c = 0; c < n_copies; c++) memcpy(pool + (size_t)c * (size_t)bytes, w.data, (size_t)bytes);
         int reps = 0;
         double t0 = now_s(), c0 = cpu_s(), t1;
         do {
@@ -165,8 +175,12 @@ int main(int argc, char **argv) {
         double mm = (t1 - t0) / reps, mm_cpu = (cpu_s() - c0) / reps / threads;
         free(pool);
         const double flop = 2.0 * (double)rows * (double)cols * (double)ntok;
-        printf("%-6s %10.2e %9.3f %10.2f %12.2f %12.3f %10.2f %14.2f\n", tg_dtype_name(type), maxerr, mv * 1e3,
-               bytes / mv / 1e9, bytes / mv_cpu / 1e9, mm * 1e3 / (double)ntok, flop / mm / 1e9, flop / mm_cpu / 1e9);
+        char label[16];
+        snprintf(label, sizeof label, "%s%s", tg_dtype_name(type), rp ? " rp" : "");
+        printf("%-8s %8.2e %9.3f %10.2f %12.2f %12.3f %10.2f %14.2f\n", label, maxerr, mv * 1e3, bytes / mv / 1e9,
+               bytes / mv_cpu / 1e9, mm * 1e3 / (double)ntok, flop / mm / 1e9, flop / mm_cpu / 1e9);
+        if (rp) free((void *)w.data);
+        }
         free(data);
     }
     tg_pool_free(team);
