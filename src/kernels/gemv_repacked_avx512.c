@@ -61,8 +61,10 @@ TG_INLINE void group_tokens(const int Q8, const uint8_t *w, const tg_q8x_block *
             const tg_q8x_block *xb = x + (size_t)t * (size_t)nb + (size_t)b;
             const __m512i lo = lanes16(xb->q), hi = lanes16(xb->q + 16);
             __m512i s4[4];
-            for (int k = 0; k < 4; k++)
-                s4[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c[2 * k], lo), c[2 * k + 1], hi);
+            for (int k = 0; k < 4; k++) {
+                s4[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[2 * k], lo);
+                s4[k] = _mm512_dpbusd_epi32(s4[k], c[2 * k + 1], hi);
+            }
             __m512i s = hadd512(hadd512(s4[0], s4[1]), hadd512(s4[2], s4[3]));
             s = _mm512_sub_epi32(s, _mm512_set1_epi32(bias * xb->sum));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[t]);

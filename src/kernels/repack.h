@@ -3,9 +3,10 @@
  *
  * Why: in the file's layout (row after row of 34- or 18-byte blocks) a kernel that takes sixteen rows at once
  * gathers sixteen scattered fp16 scales per block (sixteen loads and inserts) and assembles each pair of rows'
- * codes from two places, so that it issued about three times the instructions of its loads and ran below the
- * memory's speed (docs/PERFORMANCE.md, "Session 28"). Repacked, block b of a group of sixteen rows is one
- * contiguous piece: the sixteen scales, then the sixteen rows' codes in the order the kernel's registers take them.
+ * codes from two places: it was bound by those instructions, not by the memory (bench/kernels.c, one thread: Q4_0
+ * 17.1 GB/s where Q4_K streamed 32.9; docs/PERFORMANCE.md, "Session 28"). Repacked, block b of a group of sixteen
+ * rows is one contiguous piece: the sixteen scales, then the sixteen rows' codes in the order the kernel's
+ * registers take them.
  *
  * The layout of a matrix of R rows and C columns (nb = C / 32 blocks a row, bw = 34 (Q8_0) or 18 (Q4_0) bytes a
  * block, the file's row bytes rb = nb * bw): rows [16 g, 16 g + 16) for g < R / 16 occupy the same bytes
