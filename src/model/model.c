@@ -322,7 +322,8 @@ tg_model *tg_model_load_for(const char *path, tg_model_need need, tg_error *err)
     m->config_bos = -1;
     bool ok = is_dir ? tg_model_load_hf(m, path, need, err) : tg_model_load_gguf(m, path, err);
     /* TG_NEED_CONFIG describes the model without reading its weights' values */
-    if (ok && m->has_weights && need != TG_NEED_CONFIG) ok = check_weights_finite(m, path, err) && tg_model_repack(m, err);
+    if (ok && m->has_weights && need != TG_NEED_CONFIG)
+        ok = check_weights_finite(m, path, err) && tg_model_repack(m, path, err);
     if (ok && m->has_weights) ok = tg_model_set_rope_freqs(m, err);
     if (!ok) {
         tg_model_free(m);

@@ -73,9 +73,9 @@ struct tg_model {
 
 /* Moves every matrix the decode multiplies whose type has repacked kernels in this build (kernels/repack.h) into the
  * repacked layout, in one buffer of the model's (m->repacked), giving back the file's pages of each; the token
- * embedding only when tied (it is then the output matrix). Weights must be bound and checked. False (err) only when
- * the memory cannot be had. */
-bool tg_model_repack(struct tg_model *m, tg_error *err);
+ * embedding only when tied (it is then the output matrix). Weights must be bound and checked. False (err names
+ * `path`) only when the memory cannot be had. */
+bool tg_model_repack(struct tg_model *m, const char *path, tg_error *err);
 /* Frees m->repacked (tg_model_free calls it). */
 void tg_model_repack_free(struct tg_model *m);
 

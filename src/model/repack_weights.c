@@ -32,10 +32,10 @@ static size_t matrices(tg_model *m, tg_tensor **out) {
     return n;
 }
 
-bool tg_model_repack(tg_model *m, tg_error *err) {
+bool tg_model_repack(tg_model *m, const char *path, tg_error *err) {
     const size_t cap = (size_t)m->hp.n_layers * 7 + 1; /* n_layers <= TG_MAX_LAYERS */
     tg_tensor **mats = malloc(cap * sizeof *mats);
-    if (!mats) return tg_fail(err, "out of memory");
+    if (!mats) return tg_fail(err, "%s: out of memory", path);
     const size_t n = matrices(m, mats);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -43,13 +43,13 @@ bool tg_model_repack(tg_model *m, tg_error *err) {
         const size_t bytes = (size_t)mats[i]->rows * tg_row_bytes(mats[i]->type, mats[i]->cols); /* in the file */
         if (!tg_add_size(total, (bytes + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN, &total)) {
             free(mats);
-            return tg_fail(err, "the weights to repack exceed the address space");
+            return tg_fail(err, "%s: the weights to repack exceed the address space", path);
         }
     }
     uint8_t *buf = total ? tg_pages_alloc(total) : NULL;
     if (total && !buf) {
         free(mats);
-        return tg_fail(err, "out of memory for the repacked weights (%zu bytes)", total);
+        return tg_fail(err, "%s: out of memory for the repacked weights (%zu bytes)", path, total);
     }
     m->repacked = buf;
     m->repacked_bytes = total;
