@@ -660,9 +660,6 @@ bool tg_gguf_tensor_view(const tg_gguf *g, const char *name, int64_t expect_rows
     if ((uintptr_t)t->data % align != 0)
         return tg_fail(err, "%s: tensor '%s' data is not aligned to %zu bytes (general.alignment = %zu)", g->path, name,
                        align, g->alignment);
-    out->type = dt;
-    out->rows = rows;
-    out->cols = cols;
-    out->data = t->data;
+    *out = (tg_tensor){dt, rows, cols, t->data, 0}; /* the file's layout */
     return true;
 }

@@ -422,9 +422,6 @@ bool tg_safetensors_view(const tg_safetensors *st, const char *name, int64_t exp
     if (!tg_tensor_check_shape(path, name, rows, cols, expect_rows, expect_cols, err)) return false;
     if ((uintptr_t)t->data % align != 0)
         return tg_fail(err, "%s: tensor '%s' data is not aligned to %zu bytes", path, name, align);
-    out->type = dt;
-    out->rows = rows;
-    out->cols = cols;
-    out->data = t->data;
+    *out = (tg_tensor){dt, rows, cols, t->data, 0}; /* the file's layout */
     return true;
 }
