@@ -372,6 +372,13 @@ static int64_t decode_row_group(tg_dtype type) {
     return wt && wt->gemv_rows > 8 ? wt->gemv_rows : 8;
 }
 
+/* The rows of a unit of w are a multiple of this: decode_row_group decoding, 8 for a chunk, and whole groups of a
+ * repacked matrix either way (its kernels take whole groups). */
+static int64_t row_granule(const tg_tensor *w, int n) {
+    const int64_t g = n == 1 ? decode_row_group(w->type) : 8;
+    return w->row_group > g ? w->row_group : g;
+}
+
 /* Rows per unit for a weight of `rows` rows: decoding wants several units per thread (balance without much hand-out
  * traffic); a chunk wants blocks whose weights stay in L2 while every token of the chunk passes over them. */
 static int64_t unit_rows(const tg_tensor *w, int n, int threads) {
@@ -385,7 +392,7 @@ static int64_t unit_rows(const tg_tensor *w, int n, int threads) {
         if (r > 256) r = 256;
         if (threads > 1 && (w->rows + r - 1) / r < 2 * threads) r = (w->rows + 2 * threads - 1) / (2 * threads);
     }
-    const int64_t g = n == 1 ? decode_row_group(w->type) : w->row_group > 8 ? w->row_group : 8; /* repacked: groups */
+    const int64_t g = row_granule(w, n);
     r = (r + g - 1) / g * g;
     return r < g ? g : r;
 }
@@ -429,7 +436,7 @@ static void balance_decode_units(mat_job *jobs, int n_jobs, int threads) {
         const double bytes = (double)jb->w->rows * (double)tg_row_bytes(jb->w->type, jb->w->cols);
         int64_t units = unit_bytes > 0 ? (int64_t)(bytes / unit_bytes + 0.5) : 1;
         if (units < 1) units = 1;
-        const int64_t g = decode_row_group(jb->w->type);
+        const int64_t g = row_granule(jb->w, 1);
         const int64_t ur = ((jb->w->rows + units - 1) / units + g - 1) / g * g;
         jb->ur = ur < g ? g : ur;
         jb->units = (jb->w->rows + jb->ur - 1) / jb->ur;
@@ -798,7 +805,9 @@ static void plan_layer(layer_jobs *lj, const struct tg_model *m, tg_forward *f, 
     if (n == 1 && hp->kv_source[l] == l) balance_decode_units(lj->qkv, 3, threads);
     job_init(&lj->wo, &w->wo, f->x, (size_t)d, n, threads);
     job_init(&lj->down, &w->w_down, f->x, (size_t)d, n, threads);
-    lj->ffn_rows = unit_rows(&w->w_gate, n, threads);
+    /* gate and up share their units: whole units of both (granules of 8 or 16, so the larger divides) */
+    const int64_t gu = row_granule(&w->w_up, n);
+    lj->ffn_rows = (unit_rows(&w->w_gate, n, threads) + gu - 1) / gu * gu;
 }
 
 /* warm_jobs for the gate / up step (run_ffn_up's units of `ur` rows): both matrices' first rows of this thread's

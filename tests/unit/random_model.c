@@ -123,8 +123,17 @@ random_model *random_model_new_typed(int ctx, tg_dtype type, uint64_t seed, bool
 
 const struct tg_model *random_model_get(const random_model *r) { return &r->m; }
 
+void random_model_repack(random_model *s) {
+    tg_error err = {0};
+    if (!tg_model_repack(&s->m, "random model", &err)) {
+        fprintf(stderr, "random_model: %s\n", err.msg);
+        abort();
+    }
+}
+
 void random_model_free(random_model *s) {
     if (!s) return;
+    tg_model_repack_free(&s->m);
     for (size_t i = 0; i < s->n_bufs; i++) free(s->bufs[i]);
     free(s->bufs);
     free(s);

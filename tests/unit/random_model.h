@@ -18,6 +18,9 @@ random_model *random_model_new(int ctx, uint64_t seed, bool llama3);
  * (quantised from the same random values). */
 random_model *random_model_new_typed(int ctx, tg_dtype type, uint64_t seed, bool llama3);
 const struct tg_model *random_model_get(const random_model *r);
+/* Its matrices in the repacked layout where the build has kernels for their type (tg_model_repack), as the model
+ * loader holds a file's. */
+void random_model_repack(random_model *r);
 void random_model_free(random_model *r);
 
 /* n token ids that repeat themselves with variations (attention has something to find), from seed. */

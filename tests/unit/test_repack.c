@@ -1,9 +1,11 @@
 /* test_repack.c — Q8_0 / Q4_0 weights in the repacked layout (kernels/repack.h) against the same weights in the
  * file's layout: every block reads back as the file held it, rows decode to the same floats, and the products
  * (decode, prefill of 2..19 tokens, any split of the rows at group boundaries, the threaded tg_matmul) have the
- * same bits — the layout changes where bytes are, never what is computed. Rows split off a group boundary, and an
- * activation not prepared for the kernels, take the exact reference (tg_matvec_ref's values). On a build without
- * the repacked kernels (no AVX-512 VNNI) the layout is still checked; the products are skipped. */
+ * same bits — the layout changes where bytes are, never what is computed; so do a whole model's logits, prefilled
+ * in one chunk on one thread and decoded token by token on two (the forward pass's units of whole groups). Rows
+ * split off a group boundary, and an activation not prepared for the kernels, take the exact reference
+ * (tg_matvec_ref's values). On a build without the repacked kernels (no AVX-512 VNNI) the layout is still checked;
+ * the products are skipped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +15,11 @@
 
 #include <cmocka.h>
 
+#include "forward/forward.h"
 #include "kernels/matmul.h"
 #include "kernels/repack.h"
 #include "kernels/types.h"
+#include "random_model.h"
 #include "util/half.h"
 #include "util/thread_pool.h"
 
@@ -167,11 +171,60 @@ static void test_off_the_groups_is_the_reference(void **state) {
     }
 }
 
+/* logits [n, vocab] of ids through a fresh unbounded cache: one chunk (threads 1) or token by token (threads 2) */
+static float *logits_of(const tg_model *m, const int32_t *ids, int n, bool chunk) {
+    tg_error err = {0};
+    const tg_cache_params p = tg_cache_default_params();
+    const tg_cache_shape shape = {
+        .n_layers = m->hp.n_layers, .n_heads = m->hp.n_heads, .n_kv_heads = m->hp.n_kv_heads,
+        .head_dim = m->hp.head_dim, .rope_theta = m->hp.rope_theta, .rope_style = m->hp.rope_style,
+        .context_length = m->hp.context_length, .kv_source = NULL, .layer_window = NULL,
+    };
+    tg_kvcache *c = tg_kvcache_new(&shape, &p, &err);
+    assert_non_null(c);
+    tg_forward *f = tg_forward_new(m, c, chunk ? n : 1, chunk ? 1 : 2, &err);
+    assert_non_null(f);
+    const int V = m->hp.vocab_size;
+    float *out = malloc((size_t)n * (size_t)V * sizeof *out), *last = malloc((size_t)V * sizeof *last);
+    assert_true(out && last);
+    if (chunk) tg_forward_chunk(f, c, ids, n, 0, out, last);
+    for (int t = 0; !chunk && t < n; t++) tg_forward_chunk(f, c, ids + t, 1, t, NULL, out + (size_t)t * (size_t)V);
+    free(last);
+    tg_forward_free(f);
+    tg_kvcache_free(c);
+    return out;
+}
+
+/* A model's matrices repacked (Q8_0): the logits of the file's layout, bit for bit, prefilled and decoded. */
+static void test_model_logits_have_the_files_bits(void **state) {
+    (void)state;
+    if (!tg_repack_available(TG_DT_Q8_0)) skip();
+    random_model *plain = random_model_new_typed(64, TG_DT_Q8_0, 5, false);
+    random_model *packed = random_model_new_typed(64, TG_DT_Q8_0, 5, false);
+    random_model_repack(packed);
+    const tg_model *mp = random_model_get(plain), *mr = random_model_get(packed);
+    assert_int_equal(mr->layers[0].w_gate.row_group, TG_REPACK_ROWS);
+    assert_int_equal(mr->lm_head.row_group, TG_REPACK_ROWS);
+    const int n = 40, V = mp->hp.vocab_size;
+    int32_t *ids = random_model_text(n, V, 9);
+    float *want = logits_of(mp, ids, n, true), *chunked = logits_of(mr, ids, n, true);
+    float *single = logits_of(mr, ids, n, false);
+    assert_memory_equal(want, chunked, (size_t)n * (size_t)V * sizeof *want);
+    assert_memory_equal(want, single, (size_t)n * (size_t)V * sizeof *want);
+    free(ids);
+    free(want);
+    free(chunked);
+    free(single);
+    random_model_free(plain);
+    random_model_free(packed);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocks_and_rows_read_back),
         cmocka_unit_test(test_products_have_the_files_bits),
         cmocka_unit_test(test_off_the_groups_is_the_reference),
+        cmocka_unit_test(test_model_logits_have_the_files_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
