@@ -129,57 +129,57 @@ int main(int argc, char **argv) {
             continue;
         }
         for (int rp = 0; rp < (tg_repack_available(type) ? 2 : 1); rp++) { /* the file's layout, then repacked */
-        tg_tensor w = {type, rows, cols, data, 0};
-        if (rp) {
-            uint8_t *packed = malloc(tg_row_bytes(type, cols) * (size_t)rows);
-            if (!packed) return 1;
-            tg_repack_rows(type, data, packed, rows, cols);
-            w.data = packed;
-            w.row_group = TG_REPACK_ROWS;
-        }
-        /* check first (relative to the largest |y|, a few hundred rows are enough) */
-        tg_tensor head = w;
-        head.rows = rows < 256 ? rows : 256;
-        tg_matvec_ref(&head, x, yr);
-        tg_matvec(&head, x, y, team);
-        double maxerr = 0.0, ymax = 0.0;
-        for (int64_t i = 0; i < head.rows; i++) ymax = fmax(ymax, fabs(yr[i]));
-        for (int64_t i = 0; i < head.rows; i++) maxerr = fmax(maxerr, fabs(y[i] - yr[i]) / ymax);
-        /* matvec: copies of W totalling >= pool_mib (512 MiB >> L3 by default), cycled through, about 0.5 s */
-        double bytes = (double)tg_row_bytes(type, cols) * (double)rows;
-        int n_copies = (int)(pool_mib * 1048576.0 / bytes) + 1;
-        uint8_t *pool = malloc((size_t)bytes * (size_t)n_copies);
-        if (!pool) return 1;
-        for (int c = 0; c < n_copies; c++) memcpy(pool + (size_t)c * (size_t)bytes, w.data, (size_t)bytes);
-        int reps = 0;
-        double t0 = now_s(), c0 = cpu_s(), t1;
-        do {
-            tg_tensor wc = w;
-            wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
-            tg_matvec(&wc, x, y, team);
-            reps++;
-            t1 = now_s();
-        } while (t1 - t0 < 0.5);
-        double mv = (t1 - t0) / reps, mv_cpu = (cpu_s() - c0) / reps / threads;
-        /* matmul over the same copies */
-        reps = 0;
-        t0 = now_s();
-        c0 = cpu_s();
-        do {
-            tg_tensor wc = w;
-            wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
-            tg_matmul(&wc, x, ntok, y, team);
-            reps++;
-            t1 = now_s();
-        } while (t1 - t0 < 0.3);
-        double mm = (t1 - t0) / reps, mm_cpu = (cpu_s() - c0) / reps / threads;
-        free(pool);
-        const double flop = 2.0 * (double)rows * (double)cols * (double)ntok;
-        char label[16];
-        snprintf(label, sizeof label, "%s%s", tg_dtype_name(type), rp ? " rp" : "");
-        printf("%-8s %8.2e %9.3f %10.2f %12.2f %12.3f %10.2f %14.2f\n", label, maxerr, mv * 1e3, bytes / mv / 1e9,
-               bytes / mv_cpu / 1e9, mm * 1e3 / (double)ntok, flop / mm / 1e9, flop / mm_cpu / 1e9);
-        if (rp) free((void *)w.data);
+            tg_tensor w = {type, rows, cols, data, 0};
+            if (rp) {
+                uint8_t *packed = malloc(tg_row_bytes(type, cols) * (size_t)rows);
+                if (!packed) return 1;
+                tg_repack_rows(type, data, packed, rows, cols);
+                w.data = packed;
+                w.row_group = TG_REPACK_ROWS;
+            }
+            /* check first (relative to the largest |y|, a few hundred rows are enough) */
+            tg_tensor head = w;
+            head.rows = rows < 256 ? rows : 256;
+            tg_matvec_ref(&head, x, yr);
+            tg_matvec(&head, x, y, team);
+            double maxerr = 0.0, ymax = 0.0;
+            for (int64_t i = 0; i < head.rows; i++) ymax = fmax(ymax, fabs(yr[i]));
+            for (int64_t i = 0; i < head.rows; i++) maxerr = fmax(maxerr, fabs(y[i] - yr[i]) / ymax);
+            /* matvec: copies of W totalling >= pool_mib (512 MiB >> L3 by default), cycled through, about 0.5 s */
+            double bytes = (double)tg_row_bytes(type, cols) * (double)rows;
+            int n_copies = (int)(pool_mib * 1048576.0 / bytes) + 1;
+            uint8_t *pool = malloc((size_t)bytes * (size_t)n_copies);
+            if (!pool) return 1;
+            for (int c = 0; c < n_copies; c++) memcpy(pool + (size_t)c * (size_t)bytes, w.data, (size_t)bytes);
+            int reps = 0;
+            double t0 = now_s(), c0 = cpu_s(), t1;
+            do {
+                tg_tensor wc = w;
+                wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
+                tg_matvec(&wc, x, y, team);
+                reps++;
+                t1 = now_s();
+            } while (t1 - t0 < 0.5);
+            double mv = (t1 - t0) / reps, mv_cpu = (cpu_s() - c0) / reps / threads;
+            /* matmul over the same copies */
+            reps = 0;
+            t0 = now_s();
+            c0 = cpu_s();
+            do {
+                tg_tensor wc = w;
+                wc.data = pool + (size_t)(reps % n_copies) * (size_t)bytes;
+                tg_matmul(&wc, x, ntok, y, team);
+                reps++;
+                t1 = now_s();
+            } while (t1 - t0 < 0.3);
+            double mm = (t1 - t0) / reps, mm_cpu = (cpu_s() - c0) / reps / threads;
+            free(pool);
+            const double flop = 2.0 * (double)rows * (double)cols * (double)ntok;
+            char label[16];
+            snprintf(label, sizeof label, "%s%s", tg_dtype_name(type), rp ? " rp" : "");
+            printf("%-8s %8.2e %9.3f %10.2f %12.2f %12.3f %10.2f %14.2f\n", label, maxerr, mv * 1e3, bytes / mv / 1e9,
+                   bytes / mv_cpu / 1e9, mm * 1e3 / (double)ntok, flop / mm / 1e9, flop / mm_cpu / 1e9);
+            if (rp) free((void *)w.data);
         }
         free(data);
     }
