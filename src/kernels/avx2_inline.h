@@ -27,6 +27,16 @@
 
 #define TG_INLINE static inline __attribute__((always_inline))
 
+#if TG_HAVE_KQ512
+/* hadd_epi32 within each 128-bit lane of two 512-bit registers: (a0 + a1, a2 + a3, b0 + b1, b2 + b3) per lane (the
+ * reductions of gemv_avx2.c's sixteen-row kernel and of the repacked kernels). */
+TG_INLINE __m512i hadd512(__m512i a, __m512i b) {
+    const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
+    return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0x88)),
+                            _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0xDD)));
+}
+#endif
+
 /* The decode kernels' prefetch. A kernel takes a group of rows through their blocks together (row r + 1 starts where
  * row r ends: the group is one stretch of memory) and meanwhile streams a later group into L1 in address order, at
  * the rate it consumes its own: *next is where that group's unprefetched bytes begin; each call prefetches `bytes`

@@ -146,13 +146,6 @@ TG_INLINE float quant_row1(tg_dtype type, const uint8_t *p, const tg_q8x_block *
 }
 
 #if TG_HAVE_KQ512
-/* hadd_epi32 within each 128-bit lane of two 512-bit registers: (a0 + a1, a2 + a3, b0 + b1, b2 + b3) per lane. */
-TG_INLINE __m512i hadd512(__m512i a, __m512i b) {
-    const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
-    return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0x88)),
-                            _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0xDD)));
-}
-
 /* Sixteen rows' block sums: d[i] holds row i's 8 partial sums in its lower half and row i + 8's in its upper half;
  * lane r of the result is row r's total (exact integer sums, so the order of the additions does not matter). */
 TG_INLINE __m512i reduce16_epi32(const __m512i d[8]) {

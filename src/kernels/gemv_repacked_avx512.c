@@ -25,13 +25,6 @@
  * an hour later, 1.04 / 1.16 / 1.07 / 1.09. 4 KB against 8 KB and 2 KB in one process: within 2 % either way. */
 #define STREAM_LEAD 4096
 
-/* hadd_epi32 within each 128-bit lane of two registers: (a0 + a1, a2 + a3, b0 + b1, b2 + b3) per lane. */
-TG_INLINE __m512i hadd512(__m512i a, __m512i b) {
-    const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
-    return _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0x88)),
-                            _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0xDD)));
-}
-
 /* 16 bytes at p in every 128-bit lane. */
 TG_INLINE __m512i lanes16(const void *p) { return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p)); }
 
