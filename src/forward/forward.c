@@ -85,6 +85,7 @@ struct tg_forward {
     size_t gwork_floats; /* tg_kvcache_group_work_floats of that cache for group_tokens */
     int *round_group;    /* [max_chunk] per round: whether its pieces run grouped (set by attn_prepare) */
     bool *round_defers;  /* [max_chunk] per round: whether a row of it has pending stores (set by attn_prepare) */
+    int *round_splits;   /* [max_chunk] per round: the most shares a row of it has (set by attn_prepare) */
     /* one call's rows: each row's cache and position, the rows of each attention round, the rows whose logits go to
      * the head (a batch of segments) */
     tg_kvcache **row_cache; /* [max_chunk] */
@@ -187,6 +188,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     f->gwork_floats = f->group_tokens > 0 ? tg_kvcache_group_work_floats(cache, f->group_tokens) : 0;
     f->round_group = calloc((size_t)max_chunk, sizeof *f->round_group);
     f->round_defers = calloc((size_t)max_chunk, sizeof *f->round_defers);
+    f->round_splits = calloc((size_t)max_chunk, sizeof *f->round_splits);
     f->row_cache = calloc((size_t)max_chunk, sizeof *f->row_cache);
     f->row_pos = calloc((size_t)max_chunk, sizeof *f->row_pos);
     f->round_rows = calloc((size_t)max_chunk, sizeof *f->round_rows);
@@ -202,7 +204,7 @@ tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, in
     bool ok = f->x && f->q && f->k && f->v && f->hg && f->hu && f->parts && f->splits && f->pending && f->alone &&
               f->steps && f->tb && f->shares &&
               f->row_cache && f->row_pos && f->round_rows && f->round_start && f->head_rows && f->head_out &&
-              f->round_group && f->round_defers;
+              f->round_group && f->round_defers && f->round_splits;
     const size_t wide_bytes = ok ? wide_scratch_bytes(m, max_chunk, f->n_threads) : 0;
     for (int i = 0; ok && i < f->n_threads; i++) {
         thread_buf *b = &f->tb[i];
@@ -253,6 +255,7 @@ void tg_forward_free(tg_forward *f) {
     free(f->round_start);
     free(f->round_group);
     free(f->round_defers);
+    free(f->round_splits);
     free(f->head_rows);
     free(f->head_out);
     free(f->steps);
@@ -279,6 +282,7 @@ typedef struct {
     int thread, threads;
     const char *warm[2]; /* decode: where this thread's share of the next matrix step starts (or NULL), ... */
     size_t warm_bytes[2]; /* ... and how much of it to bring into L2 while it waits at the end of this step */
+    int64_t finished;     /* units of the current step this thread has finished and not yet counted in `done` */
 } team;
 
 /* Whether the current step (of `total` units) still has units to hand out. */
@@ -293,8 +297,19 @@ static int64_t claim(team *tm, int64_t total) {
     return u < total ? u : -1;
 }
 
-/* Marks a claimed unit finished (its results visible to whoever sees the step complete). */
-static void finish(team *tm) { atomic_fetch_add_explicit(&tm->steps[tm->s].done, 1, memory_order_release); }
+/* Marks a claimed unit finished. The thread counts its units and adds them to the step's `done` once, when it has
+ * run out of units (publish, at step_end): no one reads `done` before then but to wait for the whole step, and one
+ * atomic add per thread and step replaces one per unit on a line both threads write (a decode token has about 70
+ * units a layer). */
+static void finish(team *tm) { tm->finished++; }
+
+/* Adds this thread's finished units of the current step to its `done` (their results visible to whoever sees the
+ * step complete). */
+static void publish(team *tm) {
+    if (tm->finished > 0)
+        atomic_fetch_add_explicit(&tm->steps[tm->s].done, tm->finished, memory_order_release);
+    tm->finished = 0;
+}
 
 /* Claims a unit of the current matrix step (of `total` units): the next of this thread's own share, else the last
  * one left in another thread's share; -1 when all are taken. */
@@ -333,6 +348,7 @@ static void warm_next(team *tm, int64_t total) {
 /* Waits until every unit of the current step is finished, then moves to the next step. Spins briefly, then yields
  * the CPU (the unit being waited for may belong to a thread that needs this core). */
 static void step_end(team *tm, int64_t total) {
+    publish(tm);
     warm_next(tm, total);
     for (int spin = 0; atomic_load_explicit(&tm->steps[tm->s].done, memory_order_acquire) < total; spin++) {
         if (spin < 4096) {
@@ -633,6 +649,7 @@ static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
         const tg_hparams *hp = &f->m->hp;
         const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
         bool defers = false;
+        int most = 1;
         for (int i = f->round_start[k]; i < f->round_start[k + 1]; i++) {
             const int t = f->round_rows[i];
             tg_kvcache *cache = f->row_cache[t];
@@ -645,7 +662,9 @@ static void attn_prepare(team *tm, tg_forward *f, int l, bool own_kv, int k) {
             }
             tg_kvcache_query(cache, l, f->row_pos[t], f->q + t * qd, f->q + t * qd);
             f->splits[t] = tg_kvcache_attend_splits(cache, l, f->row_pos[t]);
+            if (f->splits[t] > most) most = f->splits[t];
         }
+        f->round_splits[k] = most;
         f->round_group[k] = round_grouped(f, l, k);
         f->round_defers[k] = defers;
         finish(tm);
@@ -742,7 +761,9 @@ static void attn_groups(team *tm, tg_forward *f, int l, int k, float *gwork) {
     step_end(tm, units);
 }
 
-/* The pieces of round k's rows: units (row, kv-head, share). A row's pending stores (its kv-heads' KIVI rows of the
+/* The pieces of round k's rows: units (row, kv-head, share), as many shares per row and kv-head as the round's row
+ * with the most has (a decode token's shares of a depth-2048 cache: 4 units a kv-head, not TG_ATTN_MAX_SPLITS, each
+ * empty one a claim on the counter both threads take from). A row's pending stores (its kv-heads' KIVI rows of the
  * new token, f->pending) are made by the unit of the kv-head's last share, before it reads them, while the other
  * units attend to older tokens; in a round that has such stores the units run last shares first (share j from the
  * last, row, kv-head), so that no unit waits for them at the end. */
@@ -755,7 +776,8 @@ static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, floa
         attn_groups(tm, f, l, k, gwork);
         return;
     }
-    const int64_t units = (int64_t)rows * H * TG_ATTN_MAX_SPLITS;
+    const int S = f->round_splits[k]; /* shares per (row, kv-head) handed out: a row with fewer skips the rest */
+    const int64_t units = (int64_t)rows * H * S;
     for (int64_t u; (u = claim(tm, units)) >= 0;) {
         int t, h, j, s;
         if (f->round_defers[k]) { /* the last shares first: they store what the others need not wait for */
@@ -765,9 +787,9 @@ static void attn_pieces(team *tm, tg_forward *f, int l, int k, float *work, floa
             h = rh % H;
             s = f->splits[t] - 1 - j;
         } else { /* row, kv-head, share in order */
-            t = f->round_rows[i0 + (int)(u / (H * TG_ATTN_MAX_SPLITS))];
-            h = (int)(u / TG_ATTN_MAX_SPLITS % H);
-            s = (int)(u % TG_ATTN_MAX_SPLITS);
+            t = f->round_rows[i0 + (int)(u / ((int64_t)H * S))];
+            h = (int)(u / S % H);
+            s = (int)(u % S);
             j = f->splits[t] - 1 - s;
         }
         if (s >= 0 && s < f->splits[t]) {
