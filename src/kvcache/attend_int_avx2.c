@@ -303,15 +303,15 @@ SCORES_INSTANCE(1, 2)
 #endif
 #undef SCORES_INSTANCE
 
-/* The scores instance for tiles of G rows of codes of `bits` bits, with the VNNI instruction (at 512 bits where built
- * and G allows) or its emulation. */
-static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G) {
+/* The scores instance for tiles of G rows of codes of `bits` bits (head dim D), with the VNNI instruction (at 512 bits
+ * where built and G allows) or its emulation. */
+static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G, int64_t D) {
     static tg_attn_int_scores_fn *const table[2][3] = {{scores_v0_b8, scores_v0_b4, scores_v0_b2},
                                                        {scores_v1_b8, scores_v1_b4, scores_v1_b2}};
 #if TG_ATTN_INT512
-    if (vnni && G % 16 == 0) return tg_attn_int512_scores_for(bits);
+    if (vnni && G % 16 == 0) return tg_attn_int512_scores_for(bits, D);
 #else
-    (void)G;
+    (void)G, (void)D;
 #endif
     return table[vnni && HAVE_VNNI][bits == 8 ? 0 : bits == 4 ? 1 : 2];
 }
@@ -329,7 +329,7 @@ static tg_attn_int_prepare_fn *prepare_for(bool vnni, int bits, int64_t D) {
 void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
                       const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
     tg_attn_int_prepare_fn *const prepare = prepare_for(vnni, t->bits, D);
-    tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, t->G);
+    tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, t->G, D);
     const int64_t n = tiles_of(t);
     if (n > 1) tg_attn_int_prefetch_scales(gscale + gstride, gzero + gstride, D); /* the first pass folds it in */
     tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
@@ -353,7 +353,7 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
 
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni) {
-    scores_for(vnni, t->bits, t->G)(t, q, gq, D, sc, ld);
+    scores_for(vnni, t->bits, t->G, D)(t, q, gq, D, sc, ld);
 }
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */

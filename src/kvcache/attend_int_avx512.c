@@ -231,28 +231,39 @@ TG_INLINE void scores_all(const int bits, const tg_attn_tile *t, const tg_attn_i
     }
 }
 
-#define SCORES_INSTANCE(B)                                                                                            \
-    static __attribute__((noinline)) void scores_b##B(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq,    \
-                                                      int64_t D, float *sc, int64_t ld) {                             \
-        scores_all(B, t, q, gq, D, sc, ld);                                                                           \
+/* One instance per code width and head dim (32, 64, 128; 0: any other), as the query preparation: a constant head
+ * dim unrolls the chunk loop. */
+#define SCORES_INSTANCE(B, DD)                                                                                        \
+    static __attribute__((noinline)) void scores_b##B##_d##DD(const tg_attn_tile *t, const tg_attn_int_queries *q,    \
+                                                              int gq, int64_t D, float *sc, int64_t ld) {             \
+        scores_all(B, t, q, gq, DD ? DD : D, sc, ld);                                                                 \
     }
-SCORES_INSTANCE(8)
-SCORES_INSTANCE(4)
-SCORES_INSTANCE(2)
+#define SCORES_INSTANCE_D(B) SCORES_INSTANCE(B, 32) SCORES_INSTANCE(B, 64) SCORES_INSTANCE(B, 128) SCORES_INSTANCE(B, 0)
+SCORES_INSTANCE_D(8)
+SCORES_INSTANCE_D(4)
+SCORES_INSTANCE_D(2)
+#undef SCORES_INSTANCE_D
 #undef SCORES_INSTANCE
 
-tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits) {
-    return bits == 8 ? scores_b8 : bits == 4 ? scores_b4 : scores_b2;
+tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits, int64_t D) {
+    static tg_attn_int_scores_fn *const table[3][4] = {
+        {scores_b8_d32, scores_b8_d64, scores_b8_d128, scores_b8_d0},
+        {scores_b4_d32, scores_b4_d64, scores_b4_d128, scores_b4_d0},
+        {scores_b2_d32, scores_b2_d64, scores_b2_d128, scores_b2_d0},
+    };
+    const int b = bits == 8 ? 0 : bits == 4 ? 1 : 2, d = D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3;
+    return table[b][d];
 }
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
 /* attend_int_avx2.c's prepare_run, two heads a register (an odd last head alone: prepare_run_head). FULL: every row
- * of the run's 8-row vectors lies in the segment (no masks). */
+ * of the run's 8-row vectors lies in the segment (no masks); FULL == 2: and the run is all RUN rows (its vector count
+ * a constant, so that the weights stay in registers). */
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4, const float *p,
                            int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
     const float levels = bits == 8 ? (float)VAL_W8 : (float)VAL_W, step = 1.0f / levels;
-    const int64_t nv = (n4 + 1) / 2; /* 8-row vectors of the run */
+    const int64_t nv = FULL == 2 ? RUN / 8 : (n4 + 1) / 2; /* 8-row vectors of the run */
     __m512 sv[RUN / 8], zv[RUN / 8];
     __mmask8 mk[RUN / 8];
     for (int64_t v = 0; v < nv; v++) {
@@ -405,9 +416,10 @@ TG_INLINE void values_heads(const int bits, const tg_attn_tile *t, int64_t R, in
     for (; v < nvec; v++) values_vecs(bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-TG_INLINE void values_run(const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw, int gq, int64_t D,
-                          float *o) {
-    const int64_t n4 = run_quads(t, R, NULL);
+/* WHOLE: the run has all its RUN / 4 row quads (a constant trip count for the kernels' loops). */
+TG_INLINE void values_run(const int bits, const int WHOLE, const tg_attn_tile *t, int64_t R, const run_weights *rw,
+                          int gq, int64_t D, float *o) {
+    const int64_t n4 = WHOLE ? RUN / 4 : run_quads(t, R, NULL);
     const int most = bits == 2 ? 4 : 8; /* heads a pass: NQ * slots accumulators <= 16 */
     for (int j = 0; j < gq;) {
         const int nq = gq - j < most ? gq - j : most;
@@ -424,12 +436,14 @@ TG_INLINE void values_run(const int bits, const tg_attn_tile *t, int64_t R, cons
                                                            const uint16_t *tzero, const run_weights *rw) {            \
         int full;                                                                                                     \
         const int64_t n4 = run_quads(t, R, &full);                                                                    \
-        if (full) prepare_run(B, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);                                          \
+        if (full && n4 == RUN / 4) prepare_run(B, 2, t, R, n4, p, ld, gq, tscale, tzero, rw);                         \
+        else if (full) prepare_run(B, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);                                     \
         else prepare_run(B, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);                                               \
     }                                                                                                                 \
     static __attribute__((noinline)) void values_b##B(const tg_attn_tile *t, int64_t R, const run_weights *rw,        \
                                                       int gq, int64_t D, float *o) {                                  \
-        values_run(B, t, R, rw, gq, D, o);                                                                            \
+        if (run_quads(t, R, NULL) == RUN / 4) values_run(B, 1, t, R, rw, gq, D, o);                                   \
+        else values_run(B, 0, t, R, rw, gq, D, o);                                                                    \
     }
 RUN_INSTANCES(8)
 RUN_INSTANCES(4)
