@@ -490,6 +490,84 @@ static void test_forward_batch_equals_alone(void **state) {
     synth_free(s);
 }
 
+/* A batch whose rows have different numbers of attention shares (one cache past depth 1024: two a kv-head; one near
+ * its start: one), in fp32 and in int4 (whose new rows are stored by the pieces: the last shares first), gives the
+ * bits of each cache decoded alone, and in fp32 the naive model's logits (a share left out would fail both ways). The
+ * attention step hands out as many shares per row as its row with the most. */
+static void test_forward_batch_mixed_shares(void **state) {
+    (void)state;
+    synth_cfg cfg = base_cfg;
+    cfg.ctx = 1200;
+    cfg.head_dim = 32; /* the integer kernels' head dims are multiples of 32 */
+    synth *s = synth_new(&cfg, 11);
+    tg_cache_shape shape = {
+        .n_layers = s->m.hp.n_layers, .n_heads = s->m.hp.n_heads, .n_kv_heads = s->m.hp.n_kv_heads,
+        .head_dim = s->m.hp.head_dim, .rope_theta = s->m.hp.rope_theta, .rope_style = s->m.hp.rope_style,
+        .context_length = s->m.hp.context_length, .kv_source = NULL, .layer_window = NULL,
+    };
+    enum { DEEP = 1040, SHALLOW = 5, STEPS = 6, C = 64 };
+    const int V = cfg.vocab;
+    int32_t *ids = random_ids(DEEP + STEPS, V, 17);
+    float *want = malloc((size_t)V * sizeof(float)), *got[2] = {malloc((size_t)V * sizeof(float)),
+                                                                  malloc((size_t)V * sizeof(float))};
+    assert_non_null(want);
+    assert_non_null(got[0]);
+    assert_non_null(got[1]);
+    naive *ref = naive_new(&s->m);
+    for (int t = 0; t < DEEP; t++) naive_token(ref, ids[t], t, want);
+    const tg_kv_precision precs[] = {TG_KV_FP32, TG_KV_INT4};
+    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
+        tg_error err = {0};
+        tg_cache_params p = tg_cache_default_params();
+        p.key_precision = p.value_precision = precs[i];
+        tg_kvcache *batched[2], *alone[2];
+        for (int k = 0; k < 2; k++) {
+            batched[k] = tg_kvcache_new(&shape, &p, &err);
+            alone[k] = tg_kvcache_new(&shape, &p, &err);
+            if (!batched[k] || !alone[k]) fail_msg("%s: %s", tg_kv_precision_name(precs[i]), err.msg);
+        }
+        tg_forward *fb = tg_forward_new(&s->m, batched[0], C, 2, &err), *fa = tg_forward_new(&s->m, alone[0], C, 1, &err);
+        assert_non_null(fb);
+        assert_non_null(fa);
+        const int depth[2] = {DEEP, SHALLOW};
+        for (int k = 0; k < 2; k++) /* the same chunks into both caches of a pair */
+            for (int t = 0; t < depth[k]; t += C) {
+                const int n = depth[k] - t < C ? depth[k] - t : C;
+                tg_forward_chunk(fa, batched[k], ids + t, n, t, NULL, NULL);
+                tg_forward_chunk(fa, alone[k], ids + t, n, t, NULL, NULL);
+            }
+        assert_int_equal(tg_kvcache_attend_splits(batched[0], 0, DEEP), 2);
+        assert_int_equal(tg_kvcache_attend_splits(batched[1], 0, SHALLOW), 1);
+        for (int step = 0; step < STEPS; step++) {
+            tg_forward_seg seg[2];
+            for (int k = 0; k < 2; k++)
+                seg[k] = (tg_forward_seg){batched[k], ids + depth[k] + step, 1, depth[k] + step, got[k]};
+            assert_true(tg_forward_batch(fb, seg, 2));
+            for (int k = 0; k < 2; k++) {
+                tg_forward_chunk(fa, alone[k], ids + depth[k] + step, 1, depth[k] + step, NULL, want);
+                const double dd = max_abs_diff(want, got[k], V);
+                if (!(dd == 0.0))
+                    fail_msg("%s, cache %d, step %d: batched vs alone max diff %g", tg_kv_precision_name(precs[i]), k,
+                             step, dd);
+            }
+            if (precs[i] == TG_KV_FP32) {
+                naive_token(ref, ids[DEEP + step], DEEP + step, want);
+                const double dn = max_abs_diff(want, got[0], V);
+                if (!(dn <= LOGIT_TOL)) fail_msg("fp32, step %d: max |logit - naive| = %g > %g", step, dn, LOGIT_TOL);
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            tg_kvcache_free(batched[k]);
+            tg_kvcache_free(alone[k]);
+        }
+        tg_forward_free(fb);
+        tg_forward_free(fa);
+    }
+    free(ids), free(want), free(got[0]), free(got[1]);
+    naive_free(ref);
+    synth_free(s);
+}
+
 static void test_session_context_full(void **state) {
     (void)state;
     synth_cfg c = base_cfg;
@@ -604,6 +682,7 @@ int main(void) {
         cmocka_unit_test(test_forward_chunk_equals_single_tokens),
         cmocka_unit_test(test_forward_deep_decode_equals_chunks),
         cmocka_unit_test(test_forward_batch_equals_alone),
+        cmocka_unit_test(test_forward_batch_mixed_shares),
         cmocka_unit_test(test_session_context_full),
         cmocka_unit_test(test_session_streaming_past_context),
         cmocka_unit_test(test_session_bad_ids),
