@@ -358,11 +358,12 @@ void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
-/* FULL: every row of the run's 8-row vectors lies in the segment (no masks). */
+/* FULL: every row of the run's 8-row vectors lies in the segment (no masks); FULL == 2: and the run is all RUN rows
+ * (its vector count a constant, as attend_int_avx512.c's). */
 TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t, int64_t R, int64_t n4,
                            const float *p, int64_t ld, int gq, const uint16_t *tscale, const uint16_t *tzero,
                            const run_weights *rw) {
-    const int64_t nv = (n4 + 1) / 2; /* 8-row vectors of the run */
+    const int64_t nv = FULL == 2 ? RUN / 8 : (n4 + 1) / 2; /* 8-row vectors of the run */
     __m256 sv[RUN / 8], zv[RUN / 8];
     __m256i mk[RUN / 8];
     bool full[RUN / 8];
@@ -371,8 +372,9 @@ TG_INLINE void prepare_run(const int bits, const int FULL, const tg_attn_tile *t
         const int64_t r0 = R + 8 * v - t->t0;
         full[v] = FULL || (r0 >= 0 && r0 + 8 <= t->count);
         const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)r0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        mk[v] = _mm256_and_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)),
-                                 _mm256_cmpgt_epi32(_mm256_set1_epi32((int)t->count), idx));
+        mk[v] = FULL ? _mm256_setzero_si256()
+                     : _mm256_and_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)),
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)t->count), idx));
         sv[v] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tscale + r0)));
         zv[v] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(tzero + r0)));
     }
@@ -455,13 +457,15 @@ TG_INLINE void prepare_run_at(const int bits, const tg_attn_tile *t, int64_t R, 
                               const uint16_t *tscale, const uint16_t *tzero, const run_weights *rw) {
     int full;
     const int64_t n4 = run_quads(t, R, &full);
-    if (full) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);
+    if (full && n4 == RUN / 4) prepare_run(bits, 2, t, R, n4, p, ld, gq, tscale, tzero, rw);
+    else if (full) prepare_run(bits, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);
     else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);
 }
 
-TG_INLINE void values_run(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, const run_weights *rw,
-                          int gq, int64_t D, float *o) {
-    const int64_t n4 = run_quads(t, R, NULL);
+/* WHOLE: the run has all its RUN / 4 row quads (a constant trip count for the kernels' loops). */
+TG_INLINE void values_run(const int vnni, const int bits, const int WHOLE, const tg_attn_tile *t, int64_t R,
+                          const run_weights *rw, int gq, int64_t D, float *o) {
+    const int64_t n4 = WHOLE ? RUN / 4 : run_quads(t, R, NULL);
     int j = 0;
     for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, rw, j, D, o, 4);
     switch (gq - j) {
@@ -486,7 +490,8 @@ PREPARE_RUN_INSTANCE(2)
 #define VALUES_INSTANCE(V, B)                                                                                         \
     static __attribute__((noinline)) void values_v##V##_b##B(const tg_attn_tile *t, int64_t R, const run_weights *rw, \
                                                              int gq, int64_t D, float *o) {                           \
-        values_run(V, B, t, R, rw, gq, D, o);                                                                         \
+        if (run_quads(t, R, NULL) == RUN / 4) values_run(V, B, 1, t, R, rw, gq, D, o);                                \
+        else values_run(V, B, 0, t, R, rw, gq, D, o);                                                                 \
     }
 VALUES_INSTANCE(0, 8)
 VALUES_INSTANCE(0, 4)
