@@ -135,8 +135,7 @@ static tg_attn_int_prepare_fn *prepare_keys_for(int bits, int64_t D) {
         {prepare_keys_b4_d32, prepare_keys_b4_d64, prepare_keys_b4_d128, prepare_keys_b4_d0},
         {prepare_keys_b2_d32, prepare_keys_b2_d64, prepare_keys_b2_d128, prepare_keys_b2_d0},
     };
-    const int b = bits == 8 ? 0 : bits == 4 ? 1 : 2, d = D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3;
-    return table[b][d];
+    return table[width_row(bits)][dim_column(D)];
 }
 
 void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
@@ -313,7 +312,7 @@ static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G, int64_t
 #else
     (void)G, (void)D;
 #endif
-    return table[vnni && HAVE_VNNI][bits == 8 ? 0 : bits == 4 ? 1 : 2];
+    return table[vnni && HAVE_VNNI][width_row(bits)];
 }
 
 /* The query preparation for a key pass: at 512 bits where the VNNI kernels are (the same bits). */
@@ -529,7 +528,7 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
     static tg_attn_int_values_run_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
                                                            {values_v1_b8, values_v1_b4, values_v1_b2}};
     static tg_attn_int_prepare_run_fn *const prepares[3] = {prepare_run_b8, prepare_run_b4, prepare_run_b2};
-    const int b = t->bits == 8 ? 0 : t->bits == 4 ? 1 : 2;
+    const int b = width_row(t->bits);
     tg_attn_int_values_run_fn *values = table[vnni && HAVE_VNNI][b];
     tg_attn_int_prepare_run_fn *prepare = prepares[b];
 #if TG_ATTN_INT512

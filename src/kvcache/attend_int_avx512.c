@@ -158,8 +158,7 @@ tg_attn_int_prepare_fn *tg_attn_int512_prepare_for(int bits, int64_t D) {
         {prepare_keys_b4_d32, prepare_keys_b4_d64, prepare_keys_b4_d128, prepare_keys_b4_d0},
         {prepare_keys_b2_d32, prepare_keys_b2_d64, prepare_keys_b2_d128, prepare_keys_b2_d0},
     };
-    const int b = bits == 8 ? 0 : bits == 4 ? 1 : 2, d = D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3;
-    return table[b][d];
+    return table[width_row(bits)][dim_column(D)];
 }
 
 /* Scores of tile rows [rb, rb + 16 NB) for NQ heads, stored for the rows of [t0, t0 + count): NB * NQ (int8: twice
@@ -251,8 +250,7 @@ tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits, int64_t D) {
         {scores_b4_d32, scores_b4_d64, scores_b4_d128, scores_b4_d0},
         {scores_b2_d32, scores_b2_d64, scores_b2_d128, scores_b2_d0},
     };
-    const int b = bits == 8 ? 0 : bits == 4 ? 1 : 2, d = D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3;
-    return table[b][d];
+    return table[width_row(bits)][dim_column(D)];
 }
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */

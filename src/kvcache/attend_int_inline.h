@@ -35,6 +35,11 @@ TG_INLINE run_weights run_weights_in(int32_t *scratch, int gq, int k) {
     return (run_weights){base, base + 8 * gq, (float *)(void *)(base + 16 * gq), (float *)(void *)(base + 17 * gq)};
 }
 
+/* Where an instance table (rows: code widths 8, 4, 2; columns, where it has them: head dims 32, 64, 128, any other)
+ * keeps the instance for codes of `bits` bits and head dim D. */
+TG_INLINE int width_row(int bits) { return bits == 8 ? 0 : bits == 4 ? 1 : 2; }
+TG_INLINE int dim_column(int64_t D) { return D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3; }
+
 /* The per-tile kernels, one instance per code width (and head dim for the query preparation). */
 typedef void tg_attn_int_prepare_fn(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                                     tg_attn_int_queries *q);
