@@ -281,39 +281,47 @@ TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, in
     return (tg_attn_int_queries){base, base + (int64_t)gq * (D / 4), dq, dq + gq};
 }
 
-/* Instances, one per (dot-product form, code bits): out of line, each instantiated once (the per-call overhead is
- * paid once per tile, against a tile's rows * heads * head dim of work). */
-#define SCORES_INSTANCE(V, B)                                                                                         \
-    static __attribute__((noinline)) void scores_v##V##_b##B(const tg_attn_tile *t, const tg_attn_int_queries *q,     \
-                                                             int gq, int64_t D, float *sc, int64_t ld) {              \
-        scores_all(V, B, t, q, gq, D, sc, ld);                                                                        \
+/* Instances, one per (dot-product form, code bits, head dim 32 / 64 / 128 / any other): out of line, each
+ * instantiated once (the per-call overhead is paid once per tile, against a tile's rows * heads * head dim of work);
+ * a constant head dim unrolls the chunk loop. */
+#define SCORES_INSTANCE(V, B, DD)                                                                                     \
+    static __attribute__((noinline)) void scores_v##V##_b##B##_d##DD(const tg_attn_tile *t,                          \
+                                                                     const tg_attn_int_queries *q, int gq, int64_t D, \
+                                                                     float *sc, int64_t ld) {                         \
+        scores_all(V, B, t, q, gq, DD ? DD : D, sc, ld);                                                              \
     }
-SCORES_INSTANCE(0, 8)
-SCORES_INSTANCE(0, 4)
-SCORES_INSTANCE(0, 2)
+#define SCORES_INSTANCE_D(V, B)                                                                                       \
+    SCORES_INSTANCE(V, B, 32) SCORES_INSTANCE(V, B, 64) SCORES_INSTANCE(V, B, 128) SCORES_INSTANCE(V, B, 0)
+#define SCORES_ROW(V, B)                                                                                              \
+    {scores_v##V##_b##B##_d32, scores_v##V##_b##B##_d64, scores_v##V##_b##B##_d128, scores_v##V##_b##B##_d0}
+SCORES_INSTANCE_D(0, 8)
+SCORES_INSTANCE_D(0, 4)
+SCORES_INSTANCE_D(0, 2)
 #if HAVE_VNNI
-SCORES_INSTANCE(1, 8)
-SCORES_INSTANCE(1, 4)
-SCORES_INSTANCE(1, 2)
+SCORES_INSTANCE_D(1, 8)
+SCORES_INSTANCE_D(1, 4)
+SCORES_INSTANCE_D(1, 2)
+#define VNNI_ROWS {SCORES_ROW(1, 8), SCORES_ROW(1, 4), SCORES_ROW(1, 2)}
 #else /* the "instruction" is the emulation: one instance serves both */
-#define scores_v1_b8 scores_v0_b8
-#define scores_v1_b4 scores_v0_b4
-#define scores_v1_b2 scores_v0_b2
+#define VNNI_ROWS {SCORES_ROW(0, 8), SCORES_ROW(0, 4), SCORES_ROW(0, 2)}
 #endif
-#undef SCORES_INSTANCE
 
 /* The scores instance for tiles of G rows of codes of `bits` bits (head dim D), with the VNNI instruction (at 512 bits
  * where built and G allows) or its emulation. */
 static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G, int64_t D) {
-    static tg_attn_int_scores_fn *const table[2][3] = {{scores_v0_b8, scores_v0_b4, scores_v0_b2},
-                                                       {scores_v1_b8, scores_v1_b4, scores_v1_b2}};
+    static tg_attn_int_scores_fn *const table[2][3][4] = {{SCORES_ROW(0, 8), SCORES_ROW(0, 4), SCORES_ROW(0, 2)},
+                                                          VNNI_ROWS};
 #if TG_ATTN_INT512
     if (vnni && G % 16 == 0) return tg_attn_int512_scores_for(bits, D);
 #else
-    (void)G, (void)D;
+    (void)G;
 #endif
-    return table[vnni && HAVE_VNNI][width_row(bits)];
+    return table[vnni && HAVE_VNNI][width_row(bits)][dim_column(D)];
 }
+#undef VNNI_ROWS
+#undef SCORES_ROW
+#undef SCORES_INSTANCE_D
+#undef SCORES_INSTANCE
 
 /* The query preparation for a key pass: at 512 bits where the VNNI kernels are (the same bits). */
 static tg_attn_int_prepare_fn *prepare_for(bool vnni, int bits, int64_t D) {
