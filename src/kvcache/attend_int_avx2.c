@@ -542,7 +542,7 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
 #if TG_ATTN_INT512
     const int64_t lanes = D / (8 / t->bits); /* int32 lanes of a row quad: 16 a register, or two quads of 8 */
     if (vnni && (lanes % 16 == 0 || (lanes == 8 && t->bits != 8))) {
-        values = tg_attn_int512_values_run_for(t->bits);
+        values = tg_attn_int512_values_run_for(t->bits, D);
         prepare = tg_attn_int512_prepare_run_for(t->bits);
     }
 #endif

@@ -438,22 +438,31 @@ TG_INLINE void values_run(const int bits, const int WHOLE, const tg_attn_tile *t
         else if (full) prepare_run(B, 1, t, R, n4, p, ld, gq, tscale, tzero, rw);                                     \
         else prepare_run(B, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);                                               \
     }                                                                                                                 \
-    static __attribute__((noinline)) void values_b##B(const tg_attn_tile *t, int64_t R, const run_weights *rw,        \
-                                                      int gq, int64_t D, float *o) {                                  \
-        if (run_quads(t, R, NULL) == RUN / 4) values_run(B, 1, t, R, rw, gq, D, o);                                   \
-        else values_run(B, 0, t, R, rw, gq, D, o);                                                                    \
+    VALUES_INSTANCE(B, 32) VALUES_INSTANCE(B, 64) VALUES_INSTANCE(B, 128) VALUES_INSTANCE(B, 0)
+/* The value sums per code width and head dim (32, 64, 128; 0: any other), as the scores. */
+#define VALUES_INSTANCE(B, DD)                                                                                        \
+    static __attribute__((noinline)) void values_b##B##_d##DD(const tg_attn_tile *t, int64_t R,                       \
+                                                              const run_weights *rw, int gq, int64_t D, float *o) {   \
+        if (run_quads(t, R, NULL) == RUN / 4) values_run(B, 1, t, R, rw, gq, DD ? DD : D, o);                         \
+        else values_run(B, 0, t, R, rw, gq, DD ? DD : D, o);                                                          \
     }
 RUN_INSTANCES(8)
 RUN_INSTANCES(4)
 RUN_INSTANCES(2)
 #undef RUN_INSTANCES
+#undef VALUES_INSTANCE
 
 tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits) {
     return bits == 8 ? prepare_run_b8 : bits == 4 ? prepare_run_b4 : prepare_run_b2;
 }
 
-tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits) {
-    return bits == 8 ? values_b8 : bits == 4 ? values_b4 : values_b2;
+tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits, int64_t D) {
+    static tg_attn_int_values_run_fn *const table[3][4] = {
+        {values_b8_d32, values_b8_d64, values_b8_d128, values_b8_d0},
+        {values_b4_d32, values_b4_d64, values_b4_d128, values_b4_d0},
+        {values_b2_d32, values_b2_d64, values_b2_d128, values_b2_d0},
+    };
+    return table[width_row(bits)][dim_column(D)];
 }
 
 #undef BY_HEADS

@@ -157,7 +157,7 @@ TG_INLINE void prepare_run_head(const __m256 *pv, int64_t nv, const __m256 *sv, 
 tg_attn_int_prepare_fn *tg_attn_int512_prepare_for(int bits, int64_t D);
 tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits, int64_t D);
 tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits);
-tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits);
+tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits, int64_t D);
 #else
 #define TG_ATTN_INT512 0
 #endif
