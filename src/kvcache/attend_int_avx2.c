@@ -130,11 +130,7 @@ PREPARE_KEYS_D(2)
 
 /* The instance for codes of `bits` bits and head dim D. */
 static tg_attn_int_prepare_fn *prepare_keys_for(int bits, int64_t D) {
-    static tg_attn_int_prepare_fn *const table[3][4] = {
-        {prepare_keys_b8_d32, prepare_keys_b8_d64, prepare_keys_b8_d128, prepare_keys_b8_d0},
-        {prepare_keys_b4_d32, prepare_keys_b4_d64, prepare_keys_b4_d128, prepare_keys_b4_d0},
-        {prepare_keys_b2_d32, prepare_keys_b2_d64, prepare_keys_b2_d128, prepare_keys_b2_d0},
-    };
+    static tg_attn_int_prepare_fn *const table[3][4] = TG_ATTN_INT_TABLE(prepare_keys);
     return table[width_row(bits)][dim_column(D)];
 }
 
@@ -292,8 +288,6 @@ TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, in
     }
 #define SCORES_INSTANCE_D(V, B)                                                                                       \
     SCORES_INSTANCE(V, B, 32) SCORES_INSTANCE(V, B, 64) SCORES_INSTANCE(V, B, 128) SCORES_INSTANCE(V, B, 0)
-#define SCORES_ROW(V, B)                                                                                              \
-    {scores_v##V##_b##B##_d32, scores_v##V##_b##B##_d64, scores_v##V##_b##B##_d128, scores_v##V##_b##B##_d0}
 SCORES_INSTANCE_D(0, 8)
 SCORES_INSTANCE_D(0, 4)
 SCORES_INSTANCE_D(0, 2)
@@ -301,16 +295,15 @@ SCORES_INSTANCE_D(0, 2)
 SCORES_INSTANCE_D(1, 8)
 SCORES_INSTANCE_D(1, 4)
 SCORES_INSTANCE_D(1, 2)
-#define VNNI_ROWS {SCORES_ROW(1, 8), SCORES_ROW(1, 4), SCORES_ROW(1, 2)}
+#define VNNI_TABLE TG_ATTN_INT_TABLE(scores_v1)
 #else /* the "instruction" is the emulation: one instance serves both */
-#define VNNI_ROWS {SCORES_ROW(0, 8), SCORES_ROW(0, 4), SCORES_ROW(0, 2)}
+#define VNNI_TABLE TG_ATTN_INT_TABLE(scores_v0)
 #endif
 
 /* The scores instance for tiles of G rows of codes of `bits` bits (head dim D), with the VNNI instruction (at 512 bits
  * where built and G allows) or its emulation. */
 static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G, int64_t D) {
-    static tg_attn_int_scores_fn *const table[2][3][4] = {{SCORES_ROW(0, 8), SCORES_ROW(0, 4), SCORES_ROW(0, 2)},
-                                                          VNNI_ROWS};
+    static tg_attn_int_scores_fn *const table[2][3][4] = {TG_ATTN_INT_TABLE(scores_v0), VNNI_TABLE};
 #if TG_ATTN_INT512
     if (vnni && G % 16 == 0) return tg_attn_int512_scores_for(bits, D);
 #else
@@ -318,8 +311,7 @@ static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G, int64_t
 #endif
     return table[vnni && HAVE_VNNI][width_row(bits)][dim_column(D)];
 }
-#undef VNNI_ROWS
-#undef SCORES_ROW
+#undef VNNI_TABLE
 #undef SCORES_INSTANCE_D
 #undef SCORES_INSTANCE
 
@@ -469,10 +461,9 @@ TG_INLINE void prepare_run_at(const int bits, const tg_attn_tile *t, int64_t R, 
     else prepare_run(bits, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);
 }
 
-/* WHOLE: the run has all its RUN / 4 row quads (a constant trip count for the kernels' loops). */
-TG_INLINE void values_run(const int vnni, const int bits, const int WHOLE, const tg_attn_tile *t, int64_t R,
+/* n4: the run's row quads (run_quads; the constant RUN / 4 for a whole run, so that the kernels' loops unroll). */
+TG_INLINE void values_run(const int vnni, const int bits, const tg_attn_tile *t, int64_t R, int64_t n4,
                           const run_weights *rw, int gq, int64_t D, float *o) {
-    const int64_t n4 = WHOLE ? RUN / 4 : run_quads(t, R, NULL);
     int j = 0;
     for (; j + 4 <= gq; j += 4) values_heads(vnni, bits, t, R, n4, rw, j, D, o, 4);
     switch (gq - j) {
@@ -497,8 +488,9 @@ PREPARE_RUN_INSTANCE(2)
 #define VALUES_INSTANCE(V, B)                                                                                         \
     static __attribute__((noinline)) void values_v##V##_b##B(const tg_attn_tile *t, int64_t R, const run_weights *rw, \
                                                              int gq, int64_t D, float *o) {                           \
-        if (run_quads(t, R, NULL) == RUN / 4) values_run(V, B, 1, t, R, rw, gq, D, o);                                \
-        else values_run(V, B, 0, t, R, rw, gq, D, o);                                                                 \
+        const int64_t n4 = run_quads(t, R, NULL);                                                                     \
+        if (n4 == RUN / 4) values_run(V, B, t, R, RUN / 4, rw, gq, D, o);                                             \
+        else values_run(V, B, t, R, n4, rw, gq, D, o);                                                                \
     }
 VALUES_INSTANCE(0, 8)
 VALUES_INSTANCE(0, 4)

@@ -153,11 +153,7 @@ PREPARE_KEYS_D(2)
 #undef PREPARE_KEYS
 
 tg_attn_int_prepare_fn *tg_attn_int512_prepare_for(int bits, int64_t D) {
-    static tg_attn_int_prepare_fn *const table[3][4] = {
-        {prepare_keys_b8_d32, prepare_keys_b8_d64, prepare_keys_b8_d128, prepare_keys_b8_d0},
-        {prepare_keys_b4_d32, prepare_keys_b4_d64, prepare_keys_b4_d128, prepare_keys_b4_d0},
-        {prepare_keys_b2_d32, prepare_keys_b2_d64, prepare_keys_b2_d128, prepare_keys_b2_d0},
-    };
+    static tg_attn_int_prepare_fn *const table[3][4] = TG_ATTN_INT_TABLE(prepare_keys);
     return table[width_row(bits)][dim_column(D)];
 }
 
@@ -245,11 +241,7 @@ SCORES_INSTANCE_D(2)
 #undef SCORES_INSTANCE
 
 tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits, int64_t D) {
-    static tg_attn_int_scores_fn *const table[3][4] = {
-        {scores_b8_d32, scores_b8_d64, scores_b8_d128, scores_b8_d0},
-        {scores_b4_d32, scores_b4_d64, scores_b4_d128, scores_b4_d0},
-        {scores_b2_d32, scores_b2_d64, scores_b2_d128, scores_b2_d0},
-    };
+    static tg_attn_int_scores_fn *const table[3][4] = TG_ATTN_INT_TABLE(scores);
     return table[width_row(bits)][dim_column(D)];
 }
 
@@ -414,10 +406,9 @@ TG_INLINE void values_heads(const int bits, const tg_attn_tile *t, int64_t R, in
     for (; v < nvec; v++) values_vecs(bits, t, R, n4, v, rw, j0, D, o, NQ, 1);
 }
 
-/* WHOLE: the run has all its RUN / 4 row quads (a constant trip count for the kernels' loops). */
-TG_INLINE void values_run(const int bits, const int WHOLE, const tg_attn_tile *t, int64_t R, const run_weights *rw,
-                          int gq, int64_t D, float *o) {
-    const int64_t n4 = WHOLE ? RUN / 4 : run_quads(t, R, NULL);
+/* n4: the run's row quads (run_quads; the constant RUN / 4 for a whole run, so that the kernels' loops unroll). */
+TG_INLINE void values_run(const int bits, const tg_attn_tile *t, int64_t R, int64_t n4, const run_weights *rw, int gq,
+                          int64_t D, float *o) {
     const int most = bits == 2 ? 4 : 8; /* heads a pass: NQ * slots accumulators <= 16 */
     for (int j = 0; j < gq;) {
         const int nq = gq - j < most ? gq - j : most;
@@ -428,6 +419,14 @@ TG_INLINE void values_run(const int bits, const int WHOLE, const tg_attn_tile *t
     }
 }
 
+/* The value sums per code width and head dim (32, 64, 128; 0: any other), as the scores. */
+#define VALUES_INSTANCE(B, DD)                                                                                        \
+    static __attribute__((noinline)) void values_b##B##_d##DD(const tg_attn_tile *t, int64_t R,                       \
+                                                              const run_weights *rw, int gq, int64_t D, float *o) {   \
+        const int64_t n4 = run_quads(t, R, NULL);                                                                     \
+        if (n4 == RUN / 4) values_run(B, t, R, RUN / 4, rw, gq, DD ? DD : D, o);                                      \
+        else values_run(B, t, R, n4, rw, gq, DD ? DD : D, o);                                                         \
+    }
 #define RUN_INSTANCES(B)                                                                                              \
     static __attribute__((noinline)) void prepare_run_b##B(const tg_attn_tile *t, int64_t R, const float *p,          \
                                                            int64_t ld, int gq, const uint16_t *tscale,                \
@@ -439,13 +438,6 @@ TG_INLINE void values_run(const int bits, const int WHOLE, const tg_attn_tile *t
         else prepare_run(B, 0, t, R, n4, p, ld, gq, tscale, tzero, rw);                                               \
     }                                                                                                                 \
     VALUES_INSTANCE(B, 32) VALUES_INSTANCE(B, 64) VALUES_INSTANCE(B, 128) VALUES_INSTANCE(B, 0)
-/* The value sums per code width and head dim (32, 64, 128; 0: any other), as the scores. */
-#define VALUES_INSTANCE(B, DD)                                                                                        \
-    static __attribute__((noinline)) void values_b##B##_d##DD(const tg_attn_tile *t, int64_t R,                       \
-                                                              const run_weights *rw, int gq, int64_t D, float *o) {   \
-        if (run_quads(t, R, NULL) == RUN / 4) values_run(B, 1, t, R, rw, gq, DD ? DD : D, o);                         \
-        else values_run(B, 0, t, R, rw, gq, DD ? DD : D, o);                                                          \
-    }
 RUN_INSTANCES(8)
 RUN_INSTANCES(4)
 RUN_INSTANCES(2)
@@ -457,11 +449,7 @@ tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits) {
 }
 
 tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits, int64_t D) {
-    static tg_attn_int_values_run_fn *const table[3][4] = {
-        {values_b8_d32, values_b8_d64, values_b8_d128, values_b8_d0},
-        {values_b4_d32, values_b4_d64, values_b4_d128, values_b4_d0},
-        {values_b2_d32, values_b2_d64, values_b2_d128, values_b2_d0},
-    };
+    static tg_attn_int_values_run_fn *const table[3][4] = TG_ATTN_INT_TABLE(values);
     return table[width_row(bits)][dim_column(D)];
 }
 

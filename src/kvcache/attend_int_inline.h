@@ -39,6 +39,11 @@ TG_INLINE run_weights run_weights_in(int32_t *scratch, int gq, int k) {
  * keeps the instance for codes of `bits` bits and head dim D. */
 TG_INLINE int width_row(int bits) { return bits == 8 ? 0 : bits == 4 ? 1 : 2; }
 TG_INLINE int dim_column(int64_t D) { return D == 32 ? 0 : D == 64 ? 1 : D == 128 ? 2 : 3; }
+/* Such a table's initializer, for instances named NAME_b<width>_d<head dim, 0: any other>. */
+#define TG_ATTN_INT_TABLE(NAME)                                                                                       \
+    {{NAME##_b8_d32, NAME##_b8_d64, NAME##_b8_d128, NAME##_b8_d0},                                                    \
+     {NAME##_b4_d32, NAME##_b4_d64, NAME##_b4_d128, NAME##_b4_d0},                                                    \
+     {NAME##_b2_d32, NAME##_b2_d64, NAME##_b2_d128, NAME##_b2_d0}}
 
 /* The per-tile kernels, one instance per code width (and head dim for the query preparation). */
 typedef void tg_attn_int_prepare_fn(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
