@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/bandwidth_child.h"
 #include "cli/bench_tokens.h"
 #include "cli/cache_errors.h"
 #include "cli/report.h"
@@ -42,6 +43,9 @@ typedef struct {
     double *turn_ms;         /* [n_depths][n_precisions][rounds]: ms per timed token of each turn */
     int64_t *kv_read;        /* [n_depths][n_precisions]: KV bytes a token reads at the mean depth of the turns */
     size_t *kv_held;         /* [n_depths][n_precisions]: bytes the cache holds after them */
+    tg_bw_child probe;       /* pid 0: no bandwidth probe */
+    double *probe_s;         /* [n_depths][TG_BANDWIDTH_PATTERNS]: each pattern's seconds over the depth's passes */
+    int64_t *probe_passes;   /* [n_depths] */
 } side_run;
 
 static double *turns_of(const side_run *r, int d, int k) {
@@ -81,19 +85,38 @@ static bool fill_all(side_run *r, int64_t depth) {
     return true;
 }
 
+/* One pass of the bandwidth probe into depth index d's sums (a no-op without a probe). */
+static void probe_pass(side_run *r, int d) {
+    double sec[TG_BANDWIDTH_PATTERNS];
+    if (r->probe.pid <= 0 || !tg_bw_child_pass(&r->probe, sec)) return;
+    for (int k = 0; k < TG_BANDWIDTH_PATTERNS; k++) r->probe_s[d * TG_BANDWIDTH_PATTERNS + k] += sec[k];
+    r->probe_passes[d]++;
+}
+
+/* The read bandwidth (bytes per second) of the probe's passes around the rounds at depth index d; 0 without passes. */
+static double depth_bandwidth(const side_run *r, int d) {
+    return r->probe_passes[d] > 0
+               ? tg_bandwidth_rate(r->probe.bytes, r->probe_passes[d], r->probe_s + d * TG_BANDWIDTH_PATTERNS)
+               : 0.0;
+}
+
 /* The rounds at depth index d: each session one turn per round. Round i starts at session i mod K and goes up, or
  * down in the second K rounds of every 2K: each session takes every place in the order, and follows both of its
- * neighbours (a session's first token, untimed, may share the core with the previous session's idle workers). */
+ * neighbours (a session's first token, untimed, may share the core with the previous session's idle workers). With a
+ * probe, TG_SIDE_PROBE_PASSES passes before the rounds and as many after them, none between: a pass evicts the CPU's
+ * caches, which a model that fits in the last-level cache would then refill during the turns (one untimed token a
+ * turn does not cover it). */
 static bool run_depth(side_run *r, int d) {
     const tg_bench_side_args *a = r->a;
     const int K = a->n_precisions;
     if (!fill_all(r, a->depths[d])) return false;
+    for (int p = 0; p < TG_SIDE_PROBE_PASSES; p++) probe_pass(r, d);
     for (int k = 0; k < K; k++) {
         tg_error err = {0};
         const int64_t mean_depth = a->depths[d] + r->rounds * a->turn / 2;
         r->kv_read[d * K + k] = mean_depth > 0 ? (int64_t)tg_cache_bytes(a->model, &r->p[k], mean_depth, &err) : 0;
     }
-    for (int64_t i = 0; i < r->rounds; i++)
+    for (int64_t i = 0; i < r->rounds; i++) {
         for (int j = 0; j < K; j++) {
             const int start = (int)(i % K), k = (i / K) % 2 ? (start - j + K) % K : (start + j) % K;
             if (!step(r, k)) return false; /* untimed: this session's cache back in the CPU's caches */
@@ -103,6 +126,8 @@ static bool run_depth(side_run *r, int d) {
             const double ms = (tg_monotonic_s() - t0) * 1e3 / (double)(a->turn - 1);
             turns_of(r, d, k)[i] = ms > 1e-9 ? ms : 1e-9; /* a ratio's divisor, never 0 */
         }
+    }
+    for (int p = 0; p < TG_SIDE_PROBE_PASSES; p++) probe_pass(r, d);
     for (int k = 0; k < K; k++) {
         tg_cache_report rep;
         tg_session_cache_report(r->s[k], &rep);
@@ -134,6 +159,7 @@ static json_t *json_depth(const side_run *r, int d, double *scratch) {
     const double w = (double)a->info->weight_bytes;
     const int64_t *kv_read = r->kv_read + d * a->n_precisions;
     const size_t *kv_held = r->kv_held + d * a->n_precisions;
+    const double bw = depth_bandwidth(r, d);
     json_t *caches = json_array();
     for (int k = 0; caches && k < a->n_precisions; k++) {
         const side_stats st = stats_of(r, d, k, scratch);
@@ -147,10 +173,21 @@ static json_t *json_depth(const side_run *r, int d, double *scratch) {
             "kv_bytes_held", (json_int_t)kv_held[k], "speed_vs_first", st.speed, "speed_vs_first_q1", st.speed_q1,
             "speed_vs_first_q3", st.speed_q3, "byte_ratio_vs_first", (w + (double)kv_read[0]) / (w + (double)kv_read[k]),
             "turn_ms_per_token", turns);
+        if (c && bw > 0) { /* the roofline: the bandwidth over the bytes a token reads */
+            const double roof = bw / (w + (double)kv_read[k]);
+            if (json_object_set_new(c, "roofline_tokens_per_s", json_real(roof)) != 0 ||
+                json_object_set_new(c, "fraction_of_roofline", json_real(1e3 / st.ms / roof)) != 0)
+                c = (json_decref(c), NULL);
+        }
         if (json_array_append_new(caches, c) != 0) caches = (json_decref(caches), NULL);
     }
-    return json_pack("{s:I, s:I, s:o}", "depth", (json_int_t)a->depths[d], "rounds", (json_int_t)r->rounds, "caches",
-                     caches);
+    json_t *out = json_pack("{s:I, s:I, s:o}", "depth", (json_int_t)a->depths[d], "rounds", (json_int_t)r->rounds,
+                            "caches", caches);
+    if (out && bw > 0 &&
+        (json_object_set_new(out, "read_bandwidth_bytes_per_s", json_real(bw)) != 0 ||
+         json_object_set_new(out, "bandwidth_passes", json_integer((json_int_t)r->probe_passes[d])) != 0))
+        out = (json_decref(out), NULL);
+    return out;
 }
 
 static void print_table_depth(const side_run *r, int d, double *scratch) {
@@ -158,17 +195,19 @@ static void print_table_depth(const side_run *r, int d, double *scratch) {
     const double w = (double)a->info->weight_bytes;
     const int64_t *kv_read = r->kv_read + d * a->n_precisions;
     const size_t *kv_held = r->kv_held + d * a->n_precisions;
+    const double bw = depth_bandwidth(r, d);
     for (int k = 0; k < a->n_precisions; k++) {
         const side_stats st = stats_of(r, d, k, scratch);
-        char read[32], held[32], vs[48] = "-", bytes[16] = "-";
+        char read[32], held[32], vs[48] = "-", bytes[16] = "-", roof[16] = "-";
         tg_fmt_bytes(w + (double)kv_read[k], 1, read, sizeof read);
         tg_fmt_bytes((double)kv_held[k], 1, held, sizeof held);
         if (k > 0) {
             snprintf(vs, sizeof vs, "%.3f (%.3f-%.3f)", st.speed, st.speed_q1, st.speed_q3);
             snprintf(bytes, sizeof bytes, "%.3f", (w + (double)kv_read[0]) / (w + (double)kv_read[k]));
         }
-        printf("%7" PRId64 " %-6s %10.2f %10.3f %12s %12s   %-22s %11s\n", a->depths[d],
-               tg_kv_precision_name(a->precisions[k]), 1e3 / st.ms, st.ms, read, held, vs, bytes);
+        if (bw > 0) snprintf(roof, sizeof roof, "%.1f%%", 100.0 * (1e3 / st.ms) / (bw / (w + (double)kv_read[k])));
+        printf("%7" PRId64 " %-6s %10.2f %10.3f %12s %12s   %-22s %11s %12s\n", a->depths[d],
+               tg_kv_precision_name(a->precisions[k]), 1e3 / st.ms, st.ms, read, held, vs, bytes, roof);
     }
 }
 
@@ -194,11 +233,17 @@ static bool print_results(const side_run *r, int threads) {
         printf("threads    %d\n", threads);
         printf("turns      %" PRId64 " rounds of one turn per cache, %" PRId64 " tokens a turn (the first untimed), "
                "the order rotating\n", r->rounds, a->turn);
-        printf("\n%7s %-6s %10s %10s %12s %12s   %-22s %11s\n", "depth", "cache", "tokens/s", "ms/token",
-               "read/token", "KV held", "speed vs first (IQR)", "bytes ratio");
+        for (int d = 0; d < a->n_depths; d++)
+            if (depth_bandwidth(r, d) > 0)
+                printf("bandwidth  %.2f GB/s at depth %" PRId64 " (reads of %" PRId64 " MiB in %d patterns, the best "
+                       "one's mean over %" PRId64 " passes before and after the rounds)\n", depth_bandwidth(r, d) / 1e9,
+                       a->depths[d], a->bandwidth_mib, TG_BANDWIDTH_PATTERNS, r->probe_passes[d]);
+        printf("\n%7s %-6s %10s %10s %12s %12s   %-22s %11s %12s\n", "depth", "cache", "tokens/s", "ms/token",
+               "read/token", "KV held", "speed vs first (IQR)", "bytes ratio", "of roofline");
         for (int d = 0; d < a->n_depths; d++) print_table_depth(r, d, scratch);
         printf("\nspeed vs first: the median over rounds of the first cache's turn time over this cache's; bytes "
-               "ratio: the same for the bytes each token reads (weights + cache), what a read-bound decode allows\n");
+               "ratio: the same for the bytes each token reads (weights + cache), what a read-bound decode allows; "
+               "of roofline (with --bandwidth-mib): tokens/s over the bandwidth / the bytes a token reads\n");
     }
     free(scratch);
     return true;
@@ -239,7 +284,7 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
     if (a->n_precisions < 2 || a->n_precisions > TG_SIDE_MAX || a->n_depths < 1 || a->turn < 2 || a->tokens < a->turn)
         return tg_runtime_error("bench: --side-by-side: %d caches, %d depths, %" PRId64 " tokens in turns of %" PRId64
                                 ": nothing to measure", a->n_precisions, a->n_depths, a->tokens, a->turn);
-    side_run r = {.a = a, .rounds = a->tokens / a->turn};
+    side_run r = {.a = a, .rounds = a->tokens / a->turn, .probe = {.to_child = -1, .from_child = -1}};
     int status = TG_EXIT_ERROR;
     for (int k = 0; k < a->n_precisions; k++) {
         r.p[k] = a->base;
@@ -253,10 +298,17 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
     r.turn_ms = malloc(cells * (size_t)r.rounds * sizeof *r.turn_ms);
     r.kv_read = malloc(cells * sizeof *r.kv_read);
     r.kv_held = malloc(cells * sizeof *r.kv_held);
-    if (!r.ids || !r.logits || !r.turn_ms || !r.kv_read || !r.kv_held) {
+    r.probe_s = calloc((size_t)a->n_depths * TG_BANDWIDTH_PATTERNS, sizeof *r.probe_s);
+    r.probe_passes = calloc((size_t)a->n_depths, sizeof *r.probe_passes);
+    if (!r.ids || !r.logits || !r.turn_ms || !r.kv_read || !r.kv_held || !r.probe_s || !r.probe_passes) {
         tg_runtime_error("out of memory");
         goto done;
     }
+    /* before any session starts its threads: the child is forked from a process with one */
+    if (a->bandwidth_mib > 0 &&
+        !tg_bw_child_start(&r.probe, a->bandwidth_mib, a->threads > 0 ? a->threads : tg_threads_all_cores()))
+        fprintf(stderr, "tinygpt: bench: the read-bandwidth test could not start (%" PRId64 " MiB; fork or memory "
+                "failed): no roofline\n", a->bandwidth_mib);
     for (int k = 0; k < a->n_precisions; k++) {
         tg_error err = {0};
         r.s[k] = tg_session_new(a->model, &r.p[k], a->threads, &err);
@@ -279,5 +331,8 @@ done:
     free(r.turn_ms);
     free(r.kv_read);
     free(r.kv_held);
+    free(r.probe_s);
+    free(r.probe_passes);
+    tg_bw_child_stop(&r.probe);
     return status;
 }

@@ -62,7 +62,10 @@ static const char USAGE[] =
     "                                 process, the order rotating: each P's median ms/token and, against the first,\n"
     "                                 the median and quartiles over rounds of the ratio of their turns' times, beside\n"
     "                                 the ratio of the bytes a token reads. Separate runs compare different seconds\n"
-    "                                 of a memory whose speed moves; this compares the same ones\n"
+    "                                 of a memory whose speed moves; this compares the same ones. The bandwidth\n"
+    "                                 test (and the rooflines) only with --bandwidth-mib given: "
+    STR(TG_SIDE_PROBE_PASSES) " passes before\n"
+    "                                 each depth's turns and " STR(TG_SIDE_PROBE_PASSES) " after them\n"
     "  --turn T                       --side-by-side: tokens per turn, the first untimed (default 4); each session\n"
     "                                 runs --tokens / T turns at each depth\n"
     "\n"
@@ -121,7 +124,7 @@ static int parse_side(const char *list, const tg_opt *opts, size_t n, bench_args
         const char *option, *why;
     } clash[] = {{"--kv-quantize", PRECISION}, {"--kv-quantize-keys", PRECISION}, {"--kv-quantize-values", PRECISION},
                  {"--prompt-tokens", GENERATION}, {"--repetitions", GENERATION}, {"--checkpoints", GENERATION},
-                 {"--bandwidth-mib", GENERATION}, {"--no-warmup", "its first token of a turn is untimed"}};
+                 {"--no-warmup", "its first token of a turn is untimed"}};
 #undef PRECISION
 #undef GENERATION
     for (size_t i = 0; i < n; i++)
@@ -199,6 +202,7 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
         if (tokens < turn || tokens % turn != 0)
             return tg_usage_error("bench", "--side-by-side: --tokens %" PRId64 " is not a whole number of turns "
                                   "(--turn %" PRId64 ")", tokens, turn);
+        if (!o[O_BW].seen) bw = 0; /* side by side, the probe runs only when asked for */
     } else if (o[O_TURN].seen) {
         return tg_usage_error("bench", "--turn needs --side-by-side");
     }
@@ -554,7 +558,8 @@ int tg_cmd_bench(int argc, char **argv) {
     if (a.n_side > 0) {
         tg_bench_side_args sa = {.model_path = a.model_path, .model = r.model, .info = &r.info, .base = a.cache,
                                  .n_precisions = a.n_side, .depths = a.depths, .n_depths = a.n_depths,
-                                 .tokens = a.tokens, .turn = a.turn, .threads = (int)a.threads, .json = a.json};
+                                 .tokens = a.tokens, .turn = a.turn, .threads = (int)a.threads,
+                                 .bandwidth_mib = a.bandwidth_mib, .json = a.json};
         memcpy(sa.precisions, a.side, sizeof a.side);
         sa.base.context = !bounded && need > r.info.context_length ? need : 0; /* no pp test: need alone */
         status = tg_bench_side_by_side(&sa);

@@ -112,12 +112,42 @@ for x in s:
     assert c[0]["kv_bytes_held"] > c[1]["kv_bytes_held"] and c[0]["kv_bytes_read_per_token"] > c[1]["kv_bytes_read_per_token"], c
 for a, b in zip(s[0]["caches"], s[1]["caches"]):  # each depth its own bytes: 20 + 4 against 40 + 4 tokens read
     assert b["kv_bytes_read_per_token"] > a["kv_bytes_read_per_token"] and b["bytes_per_token"] > a["bytes_per_token"], (a, b)
+for x in s:  # no probe unless --bandwidth-mib is given
+    assert "read_bandwidth_bytes_per_s" not in x and all("fraction_of_roofline" not in y for y in x["caches"]), x
 EOF
 else
     bad "bench --side-by-side failed: $(cat "$tmp/err")"
 fi
+# --side-by-side --bandwidth-mib: each depth's bandwidth from its passes (two before its rounds, two after) and each
+# cache's roofline (the bandwidth over its bytes a token) and its tokens/s as a fraction of it.
+if "$T" bench "$MODEL" --side-by-side fp16,int8 --tokens 4 --depth 0,6 --threads 2 --bandwidth-mib 8 --json \
+    >"$tmp/out" 2>"$tmp/err"; then
+    if python3 - "$tmp/out" <<'EOF'; then ok; else bad "bench --side-by-side --bandwidth-mib --json: $(cat "$tmp/out")"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["side_by_side"]
+assert [x["depth"] for x in s] == [0, 6], s
+for x in s:
+    bw = x["read_bandwidth_bytes_per_s"]
+    assert bw > 0 and x["bandwidth_passes"] == 4, x
+    for y in x["caches"]:
+        roof = y["roofline_tokens_per_s"]
+        assert abs(roof - bw / y["bytes_per_token"]) <= 1e-6 * roof, y
+        assert abs(y["fraction_of_roofline"] - y["tokens_per_s"] / roof) <= 1e-6 * y["fraction_of_roofline"], y
+EOF
+else
+    bad "bench --side-by-side --bandwidth-mib failed: $(cat "$tmp/err")"
+fi
+if "$T" bench "$MODEL" --side-by-side fp16,int8 --tokens 4 --depth 0,6 --bandwidth-mib 8 >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(grep -cE '^bandwidth  [0-9.]+ GB/s at depth (0|6) ' "$tmp/out")" = 2 ] &&
+    [ "$(grep -cE '^ +(0|6) (fp16|int8) .* [0-9.]+%$' "$tmp/out")" = 4 ]; then
+    ok
+else
+    bad "bench --side-by-side --bandwidth-mib table: $(cat "$tmp/out" "$tmp/err")"
+fi
 if "$T" bench "$MODEL" --side-by-side int8,fp32 --tokens 6 --turn 3 --depth 0,5 >"$tmp/out" 2>"$tmp/err" &&
-    [ "$(grep -cE '^ +(0|5) (int8|fp32) ' "$tmp/out")" = 4 ] && grep -q '^turns  .* 2 rounds' "$tmp/out"; then
+    [ "$(grep -cE '^ +(0|5) (int8|fp32) .* -$' "$tmp/out")" = 4 ] && grep -q '^turns  .* 2 rounds' "$tmp/out" &&
+    ! grep -q '^bandwidth' "$tmp/out"; then
     ok
 else
     bad "bench --side-by-side table: $(cat "$tmp/out" "$tmp/err")"
