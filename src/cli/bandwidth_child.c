@@ -3,6 +3,7 @@
 #include "cli/bandwidth_child.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +72,12 @@ bool tg_bw_child_pass(tg_bw_child *c, double seconds[TG_BANDWIDTH_PATTERNS]) {
     char req = 'p';
     return c->pid > 0 && transfer(c->to_child, &req, 1, true) &&
            transfer(c->from_child, seconds, TG_BANDWIDTH_PATTERNS * sizeof *seconds, false);
+}
+
+void tg_bw_child_start_or_warn(tg_bw_child *c, int64_t mib, int n_threads) {
+    if (!tg_bw_child_start(c, mib, n_threads > 0 ? n_threads : tg_threads_all_cores()))
+        fprintf(stderr, "tinygpt: bench: the read-bandwidth test could not start (%" PRId64 " MiB; fork or memory "
+                "failed): no roofline\n", mib);
 }
 
 void tg_bw_child_stop(tg_bw_child *c) {

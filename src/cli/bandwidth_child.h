@@ -20,6 +20,9 @@ typedef struct {
 /* Forks the child, which builds a probe of `mib` MiB on n_threads threads. False (c->pid 0) when fork, the pipes or
  * the probe failed; call it before the process starts threads of its own. */
 bool tg_bw_child_start(tg_bw_child *c, int64_t mib, int n_threads);
+/* tg_bw_child_start as `tinygpt bench` runs it (n_threads <= 0: all cores): when the child cannot start, one line
+ * on stderr says the run goes on without a roofline. */
+void tg_bw_child_start_or_warn(tg_bw_child *c, int64_t mib, int n_threads);
 /* One pass in the child: each pattern's seconds into seconds[]. False when the child is gone. */
 bool tg_bw_child_pass(tg_bw_child *c, double seconds[TG_BANDWIDTH_PATTERNS]);
 /* Ends the child and waits for it; a no-op when none was started. */

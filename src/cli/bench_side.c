@@ -305,10 +305,7 @@ int tg_bench_side_by_side(const tg_bench_side_args *a) {
         goto done;
     }
     /* before any session starts its threads: the child is forked from a process with one */
-    if (a->bandwidth_mib > 0 &&
-        !tg_bw_child_start(&r.probe, a->bandwidth_mib, a->threads > 0 ? a->threads : tg_threads_all_cores()))
-        fprintf(stderr, "tinygpt: bench: the read-bandwidth test could not start (%" PRId64 " MiB; fork or memory "
-                "failed): no roofline\n", a->bandwidth_mib);
+    if (a->bandwidth_mib > 0) tg_bw_child_start_or_warn(&r.probe, a->bandwidth_mib, a->threads);
     for (int k = 0; k < a->n_precisions; k++) {
         tg_error err = {0};
         r.s[k] = tg_session_new(a->model, &r.p[k], a->threads, &err);

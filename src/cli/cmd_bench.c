@@ -568,9 +568,7 @@ int tg_cmd_bench(int argc, char **argv) {
     }
     int threads = a.threads > 0 ? (int)a.threads : tg_threads_all_cores();
     /* before any session starts its threads: the child is forked from a process with one */
-    if (a.bandwidth_mib > 0 && !tg_bw_child_start(&r.probe, a.bandwidth_mib, threads))
-        fprintf(stderr, "tinygpt: bench: the read-bandwidth test could not start (%" PRId64
-                " MiB; fork or memory failed): no roofline\n", a.bandwidth_mib);
+    if (a.bandwidth_mib > 0) tg_bw_child_start_or_warn(&r.probe, a.bandwidth_mib, threads);
 
     size_t n_ids = (size_t)(a.prompt_tokens > TG_BENCH_FILL_CHUNK ? a.prompt_tokens : TG_BENCH_FILL_CHUNK);
     r.ids = malloc(n_ids * sizeof *r.ids);
