@@ -211,9 +211,15 @@ typedef struct {
 #define TG_KV_MAX_RESIDUAL (1 << 20)
 
 TG_API tg_cache_params tg_cache_default_params(void);
+/* The precisions the library stores a cache at: (tg_kv_precision)0 .. tg_kv_precision_count() - 1, in the order
+ * listings show them (fp32, fp16, bf16, int8, int4, int2). */
+TG_API int tg_kv_precision_count(void);
 /* "fp32" ... "int2" -> precision; false for an unknown name. */
 TG_API bool tg_kv_precision_parse(const char *name, tg_kv_precision *out);
+/* The name of p ("unknown" for a value that is no precision). */
 TG_API const char *tg_kv_precision_name(tg_kv_precision p);
+/* True for the precisions KIVI quantises to integer codes (int8, int4, int2); false for float rows or no precision. */
+TG_API bool tg_kv_precision_is_integer(tg_kv_precision p);
 /* Bytes that a cache for this model under params would allocate to hold a history of n_tokens tokens (the same
  * accounting as tg_cache_report.bytes_total). n_tokens may exceed the model's context (used to extrapolate the cache
  * table of `tinygpt info --cache-table`); a StreamingLLM policy stops growing at its bound (sink + window, plus one

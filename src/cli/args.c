@@ -178,7 +178,9 @@ static bool take_value(const char *cmd, tg_opt *o, const char *v) {
     case TG_OPT_PRECISION: {
         tg_kv_precision p;
         if (!tg_kv_precision_parse(v, &p)) {
-            tg_usage_error(cmd, "%s: expected one of fp32, fp16, bf16, int8, int4, int2, got '%s'", o->name, v);
+            char names[128];
+            tg_precision_names(names, sizeof names, ", ");
+            tg_usage_error(cmd, "%s: expected one of %s, got '%s'", o->name, names, v);
             return false;
         }
         *(tg_kv_precision *)o->dest = p;
@@ -260,7 +262,7 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
 
 /* ---- the KV cache flags --------------------------------------------------------------------------------------- */
 
-const char TG_CACHE_FLAGS_HELP[] =
+static const char CACHE_FLAGS_HELP[] =
     "KV cache:\n"
     "  --streaming-llm-window M       StreamingLLM: keep the sinks and the last M tokens (bounded memory, no\n"
     "                                 context limit)\n"
@@ -271,7 +273,7 @@ const char TG_CACHE_FLAGS_HELP[] =
     "                                 StreamingLLM paper's vanilla scheme)\n"
     "  --streaming-llm-reposition     the same as --streaming-llm-rope reposition (kept for older scripts)\n"
     "  --kv-budget BYTES              choose the largest window whose cache fits BYTES (e.g. 64M, 1G)\n"
-    "  --kv-quantize P                storage of keys and values: fp32 fp16 bf16 int8 int4 int2 (default fp32)\n"
+    "  --kv-quantize P                storage of keys and values: {precisions} (default fp32)\n"
     "  --kv-quantize-keys P           storage of keys only (overrides --kv-quantize)\n"
     "  --kv-quantize-values P         storage of values only (overrides --kv-quantize)\n"
     "  --kv-group-size G              KIVI key group along time (default: 32, or 16 / 8 for a window or context\n"
@@ -289,13 +291,30 @@ const char TG_CACHE_FLAGS_HELP[] =
     "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
     "                                 it grows by as tokens arrive (default: the machine's physical memory)\n";
 
+void tg_precision_names(char *buf, size_t size, const char *sep) {
+    size_t used = 0;
+    if (size) buf[0] = '\0';
+    for (int i = 0; i < tg_kv_precision_count() && used < size; i++) {
+        const int m = snprintf(buf + used, size - used, "%s%s", i ? sep : "", tg_kv_precision_name((tg_kv_precision)i));
+        if (m > 0) used += (size_t)m;
+    }
+}
+
 void tg_cache_flags_help(FILE *f, bool without_precision) {
-    for (const char *p = TG_CACHE_FLAGS_HELP; *p;) {
+    static const char MARK[] = "{precisions}";
+    char names[128];
+    tg_precision_names(names, sizeof names, " ");
+    for (const char *p = CACHE_FLAGS_HELP; *p;) {
         const char *nl = strchr(p, '\n');
         const size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
         const bool precision = strncmp(p, "  --kv-quantize ", 16) == 0 || strncmp(p, "  --kv-quantize-keys ", 21) == 0 ||
                                strncmp(p, "  --kv-quantize-values ", 23) == 0;
-        if (!(without_precision && precision)) fwrite(p, 1, n, f);
+        const char *mark = strstr(p, MARK);
+        if (mark && mark < p + n && !(without_precision && precision)) /* the library's precisions for the mark */
+            fprintf(f, "%.*s%s%.*s", (int)(mark - p), p, names, (int)(p + n - mark - (sizeof MARK - 1)),
+                    mark + sizeof MARK - 1);
+        else if (!(without_precision && precision))
+            fwrite(p, 1, n, f);
         p += n;
     }
 }

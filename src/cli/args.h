@@ -69,11 +69,12 @@ typedef struct {
 
 enum { TG_CACHE_OPT_COUNT = 13 };
 
-/* The --help text of the cache flags (one paragraph, ends with a newline). */
-extern const char TG_CACHE_FLAGS_HELP[];
-/* Prints TG_CACHE_FLAGS_HELP to f; without_precision leaves out --kv-quantize, --kv-quantize-keys and
- * --kv-quantize-values (for a command with its own --kv-quantize). */
+/* Prints the --help text of the cache flags (one paragraph, ends with a newline; the precisions named are the
+ * library's) to f; without_precision leaves out --kv-quantize, --kv-quantize-keys and --kv-quantize-values (for a
+ * command with its own --kv-quantize). */
 void tg_cache_flags_help(FILE *f, bool without_precision);
+/* The library's KV precisions' names (tg_kv_precision_count / _name), joined by sep, into buf (cut at size). */
+void tg_precision_names(char *buf, size_t size, const char *sep);
 
 /* Fills opts[0 .. TG_CACHE_OPT_COUNT) with the cache options, writing into f (zeroed first). The caller puts them
  * in its own table (after its own options) and parses as usual. */

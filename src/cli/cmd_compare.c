@@ -80,8 +80,9 @@ static bool parse_columns(const char *list, compare_args *a) {
         char *slash = strchr(item, '/');
         if (slash) *slash = '\0';
         if (!tg_kv_precision_parse(item, &c->k) || !tg_kv_precision_parse(slash ? slash + 1 : item, &c->v)) {
-            tg_usage_error("compare", "--kv-quantize: expected fp32 fp16 bf16 int8 int4 int2 or KEYS/VALUES, got "
-                                      "'%.*s'", (int)n, p);
+            char names[128];
+            tg_precision_names(names, sizeof names, " ");
+            tg_usage_error("compare", "--kv-quantize: expected %s or KEYS/VALUES, got '%.*s'", names, (int)n, p);
             return false;
         }
         if (c->k == c->v) snprintf(c->name, sizeof c->name, "%s", tg_kv_precision_name(c->k));
@@ -217,11 +218,6 @@ fail:
     return -1;
 }
 
-/* True for the precisions KIVI quantises (int8 / int4 / int2). */
-static bool is_quantized(tg_kv_precision p) {
-    return p == TG_KV_INT8 || p == TG_KV_INT4 || p == TG_KV_INT2;
-}
-
 static int run_compare(const compare_args *a, const tg_model *model, char **prompts, size_t n_prompts) {
     const int32_t vocab = tg_vocab_size(model);
     int64_t *match = calloc(n_prompts * (size_t)a->n_cols, sizeof *match);
@@ -292,7 +288,7 @@ static int run_compare(const compare_args *a, const tg_model *model, char **prom
             printf("%squantised columns: no full-precision KIVI residual (compare's default: what the quantisation "
                    "costs; sinks stay full precision)\n", a->markdown ? "" : "# ");
         for (int c = 0; c < a->n_cols; c++)
-            if (!quantized[c] && (is_quantized(a->cols[c].k) || is_quantized(a->cols[c].v)))
+            if (!quantized[c] && (tg_kv_precision_is_integer(a->cols[c].k) || tg_kv_precision_is_integer(a->cols[c].v)))
                 printf("%snote: %s never left the full-precision part (residual and sinks): it measures no "
                        "quantisation\n", a->markdown ? "" : "# ", a->cols[c].name);
         printf("%scells: tokens reproduced before the first divergence (of %" PRId64 ")\n\n",

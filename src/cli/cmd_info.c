@@ -29,9 +29,9 @@ static const char USAGE[] =
     "                  eos_ids, adds_bos, kv_bytes_per_token {precision: bytes} and with --cache-table\n"
     "                  cache_table [{policy, sink, window, precision, tokens, bytes, ratio_to_bf16}]\n";
 
-static const tg_kv_precision ALL_PRECISIONS[] = {TG_KV_FP32, TG_KV_FP16, TG_KV_BF16,
-                                                 TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
-enum { N_PRECISIONS = sizeof ALL_PRECISIONS / sizeof ALL_PRECISIONS[0] };
+/* Every precision the library has, in its order: (tg_kv_precision)0 .. N_PRECISIONS - 1. */
+#define N_PRECISIONS ((size_t)tg_kv_precision_count())
+#define ALL_PRECISIONS(i) ((tg_kv_precision)(i))
 
 static tg_cache_params params_for(tg_kv_precision p, int64_t sink, int64_t window) {
     tg_cache_params c = tg_cache_default_params();
@@ -51,7 +51,7 @@ static void print_bytes_per_token(FILE *out, const tg_model *model, const tg_mod
     }
     fprintf(out, "KV cache/token  ");
     for (size_t i = 0; i < N_PRECISIONS; i++) {
-        tg_cache_params c = params_for(ALL_PRECISIONS[i], 0, 0);
+        tg_cache_params c = params_for(ALL_PRECISIONS(i), 0, 0);
         tg_error err = {0};
         size_t bytes = tg_cache_bytes(model, &c, t, &err);
         if (bytes == 0) {
@@ -61,7 +61,7 @@ static void print_bytes_per_token(FILE *out, const tg_model *model, const tg_mod
         }
         char buf[32];
         tg_fmt_bytes((double)bytes / (double)t, 1, buf, sizeof buf);
-        fprintf(out, "%s %s %s", i ? " ·" : "", tg_kv_precision_name(ALL_PRECISIONS[i]), buf);
+        fprintf(out, "%s %s %s", i ? " ·" : "", tg_kv_precision_name(ALL_PRECISIONS(i)), buf);
     }
     fprintf(out, "  (full context of %" PRId64 " tokens; KIVI defaults: group from the cache's length, no "
                  "residual but one group for int2, sinks fp16)\n", t);
@@ -101,9 +101,9 @@ static int print_cache_table(FILE *out, const tg_model *model, const tg_model_in
     fputc('\n', out);
     for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
         for (size_t i = 0; i < N_PRECISIONS; i++) {
-            fprintf(out, "%-19s %-5s", policies[pi].name, tg_kv_precision_name(ALL_PRECISIONS[i]));
+            fprintf(out, "%-19s %-5s", policies[pi].name, tg_kv_precision_name(ALL_PRECISIONS(i)));
             for (size_t j = 0; j < N_T; j++) {
-                tg_cache_params c = params_for(ALL_PRECISIONS[i], policies[pi].sink, policies[pi].window);
+                tg_cache_params c = params_for(ALL_PRECISIONS(i), policies[pi].sink, policies[pi].window);
                 size_t bytes = tg_cache_bytes(model, &c, TS[j], &err);
                 if (bytes == 0) {
                     tg_cli_word_error(&err, &c);
@@ -173,7 +173,7 @@ static json_t *json_cache_table(const tg_model *model, tg_error *err) {
         const size_t bf16 = tg_cache_bytes(model, &b, TS[j], err);
         for (size_t pi = 0; rows && pi < sizeof policies / sizeof policies[0]; pi++) {
             for (size_t i = 0; rows && i < N_PRECISIONS; i++) {
-                tg_cache_params c = params_for(ALL_PRECISIONS[i], policies[pi].sink, policies[pi].window);
+                tg_cache_params c = params_for(ALL_PRECISIONS(i), policies[pi].sink, policies[pi].window);
                 const size_t bytes = bf16 ? tg_cache_bytes(model, &c, TS[j], err) : 0;
                 if (bytes == 0) {
                     tg_cli_word_error(err, &c);
@@ -182,7 +182,7 @@ static json_t *json_cache_table(const tg_model *model, tg_error *err) {
                 }
                 json_t *row = json_pack("{s:s, s:I, s:I, s:s, s:I, s:I, s:f}", "policy", policies[pi].name, "sink",
                                         (json_int_t)policies[pi].sink, "window", (json_int_t)policies[pi].window,
-                                        "precision", tg_kv_precision_name(ALL_PRECISIONS[i]), "tokens",
+                                        "precision", tg_kv_precision_name(ALL_PRECISIONS(i)), "tokens",
                                         (json_int_t)TS[j], "bytes", (json_int_t)bytes, "ratio_to_bf16",
                                         (double)bytes / (double)bf16);
                 if (!row || json_array_append_new(rows, row) != 0) {
@@ -212,9 +212,9 @@ static int print_info_json(const char *path, const tg_model *model, bool table) 
     for (size_t i = 0; eos_ids && i < n_eos; i++) json_array_append_new(eos_ids, json_integer(eos[i]));
     tg_error err = {0};
     for (size_t i = 0; per_token && in.context_length > 0 && in.n_kv_heads > 0 && i < N_PRECISIONS; i++) {
-        tg_cache_params c = params_for(ALL_PRECISIONS[i], 0, 0);
+        tg_cache_params c = params_for(ALL_PRECISIONS(i), 0, 0);
         const size_t bytes = tg_cache_bytes(model, &c, in.context_length, &err);
-        json_object_set_new(per_token, tg_kv_precision_name(ALL_PRECISIONS[i]),
+        json_object_set_new(per_token, tg_kv_precision_name(ALL_PRECISIONS(i)),
                             bytes ? json_real((double)bytes / (double)in.context_length) : json_null());
     }
     json_t *rows = table && in.n_kv_heads > 0 ? json_cache_table(model, &err) : NULL;

@@ -499,7 +499,7 @@ int tg_cmd_perplexity(int argc, char **argv) {
     int status = parse_ppl_args(argc, argv, &a);
     if (status < 0) {
         fputs(USAGE, stdout);
-        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        tg_cache_flags_help(stdout, false);
         return TG_EXIT_OK;
     }
     if (status != TG_EXIT_OK) return status;

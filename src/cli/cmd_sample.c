@@ -424,7 +424,7 @@ int tg_cmd_sample(int argc, char **argv) {
     if (status == TG_EXIT_OK) status = sample_main(&a);
     else if (status < 0) {
         fputs(USAGE, stdout);
-        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        tg_cache_flags_help(stdout, false);
         status = TG_EXIT_OK;
     }
     free(a.prompt_owned);

@@ -254,7 +254,7 @@ int tg_cmd_serve(int argc, char **argv) {
     int status = parse_serve_args(argc, argv, &a);
     if (status < 0) {
         fputs(USAGE, stdout);
-        fputs(TG_CACHE_FLAGS_HELP, stdout);
+        tg_cache_flags_help(stdout, false);
         fputs("(in serve, --kv-budget is the budget of all sessions together; a session's own budget is\n"
               "--kv-session-budget)\n",
               stdout);

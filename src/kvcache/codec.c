@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-#include "kernels/vec.h"
 #include "util/checked.h"
 #include "util/half.h"
 
@@ -65,13 +64,21 @@ void tg_segment_codes(tg_segment *g, const tg_store_geom *sg, const uint16_t *sc
     }
 }
 
+/* The float precision whose rows are segments of this kind; NULL for codes. */
+static const tg_kv_traits *plain_of_kind(int kind) {
+    for (int i = 0; i < tg_kv_precision_count(); i++) {
+        const tg_kv_traits *t = tg_kv_traits_of((tg_kv_precision)i);
+        if (!t->is_integer && t->seg_kind == kind) return t;
+    }
+    return NULL;
+}
+
 void tg_segment_widen(const tg_segment *g, int64_t i, int64_t D, float *out) {
     const uint8_t *row = g->p + (size_t)i * g->stride;
-    switch (g->kind) {
-    case TG_SEG_F32: tg_plain_get(TG_KV_FP32, row, out, D); return;
-    case TG_SEG_F16: tg_plain_get(TG_KV_FP16, row, out, D); return;
-    case TG_SEG_BF16: tg_plain_get(TG_KV_BF16, row, out, D); return;
-    default: break;
+    const tg_kv_traits *plain = plain_of_kind(g->kind);
+    if (plain) {
+        plain->get(row, out, D);
+        return;
     }
     if (g->tiled) {
         const bool keys = g->gscale != NULL;
@@ -94,22 +101,14 @@ void tg_segment_widen(const tg_segment *g, int64_t i, int64_t D, float *out) {
 
 /* ---- plain rows ------------------------------------------------------------------------------------------------- */
 
-size_t tg_plain_elem_bytes(tg_kv_precision p) { return p == TG_KV_FP32 ? sizeof(float) : sizeof(uint16_t); }
+size_t tg_plain_elem_bytes(tg_kv_precision p) { return tg_kv_traits_of(p)->unit_bytes; }
 
-int tg_plain_seg_kind(tg_kv_precision p) {
-    return p == TG_KV_FP32 ? TG_SEG_F32 : p == TG_KV_FP16 ? TG_SEG_F16 : TG_SEG_BF16;
-}
+int tg_plain_seg_kind(tg_kv_precision p) { return tg_kv_traits_of(p)->seg_kind; }
 
-void tg_plain_put(tg_kv_precision p, const float *x, uint8_t *dst, int64_t n) {
-    if (p == TG_KV_FP32) memcpy(dst, x, (size_t)n * sizeof(float));
-    else if (p == TG_KV_FP16) tg_f32_to_f16_row(x, (uint16_t *)(void *)dst, n);
-    else tg_f32_to_bf16_row(x, (uint16_t *)(void *)dst, n);
-}
+void tg_plain_put(tg_kv_precision p, const float *x, uint8_t *dst, int64_t n) { tg_kv_traits_of(p)->put(x, dst, n); }
 
 void tg_plain_get(tg_kv_precision p, const uint8_t *src, float *out, int64_t n) {
-    if (p == TG_KV_FP32) memcpy(out, src, (size_t)n * sizeof(float));
-    else if (p == TG_KV_FP16) tg_f16_to_f32_row((const uint16_t *)(const void *)src, out, n);
-    else tg_bf16_to_f32_row((const uint16_t *)(const void *)src, out, n);
+    tg_kv_traits_of(p)->get(src, out, n);
 }
 
 size_t tg_mul4(bool *ok, size_t a, size_t b, size_t c, size_t d) {

@@ -17,6 +17,7 @@
 
 #include "kvcache/attend_kernels.h"
 #include "kvcache/cache_internal.h"
+#include "kvcache/precision.h"
 
 /* Rows of one kv-head that sit at a fixed stride and share one way of widening (TG_SEG_* of attend_kernels.h). */
 typedef struct {

@@ -39,7 +39,7 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
     /* the group's G rows [G][H * D], contiguous in the ring (res_cap % G == 0) */
     const uint8_t *ring = s->resid + (size_t)(r0 * H * D) * c->g.resid_elem;
     const float *group = (const float *)(const void *)ring;
-    if (c->g.resid_precision != TG_KV_FP32) {
+    if (tg_kv_traits_of(c->g.resid_precision)->seg_kind != TG_SEG_F32) { /* not fp32 rows readable in place */
         tg_plain_get(c->g.resid_precision, ring, c->group_f32, G * H * D);
         group = c->group_f32;
     }

@@ -1,11 +1,12 @@
-/* codec_plain.c — the plain store codec: fp32 / fp16 / bf16 rows, token n in row n mod row_cap, in chunks of rows
- * (a unit = one row of every kv-head), each chunk kv-head-major ([n_kv_heads][rows of the chunk][head_dim], so
- * attention streams one kv-head's rows); sinks at the same precision. */
+/* codec_plain.c — the plain store codec: rows of a float precision (fp32 / fp16 / bf16, converted by its traits
+ * row), token n in row n mod row_cap, in chunks of rows (a unit = one row of every kv-head), each chunk
+ * kv-head-major ([n_kv_heads][rows of the chunk][head_dim], so attention streams one kv-head's rows); sinks at the
+ * same precision. */
 #include "kvcache/codec.h"
 
 static bool plain_selects(const tg_cache_geom *g, tg_kv_precision p) {
     (void)g;
-    return p == TG_KV_FP32 || p == TG_KV_FP16 || p == TG_KV_BF16;
+    return !tg_kv_traits_of(p)->is_integer;
 }
 
 static bool plain_geometry(const tg_cache_geom *g, tg_store_geom *sg) {

@@ -1,27 +1,17 @@
-/* kivi.c — KIVI affine quantisation: the q-range table, fp16 (scale, zero) fitting, the row / channel quantisers
+/* kivi.c — KIVI affine quantisation: the q-range lookup, fp16 (scale, zero) fitting, the row / channel quantisers
  * and dequantisers. */
 #include "kvcache/kivi.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "kvcache/precision.h"
 #include "util/half.h"
 
-/* A collapsed or inverted range (bug class 3) fails to compile. */
-_Static_assert(TG_KIVI_INT8_QMAX - TG_KIVI_INT8_QMIN + 1 == 1 << 8, "int8 q-range must span 256 codes");
-_Static_assert(TG_KIVI_INT4_QMAX - TG_KIVI_INT4_QMIN + 1 == 1 << 4, "int4 q-range must span 16 codes");
-_Static_assert(TG_KIVI_INT2_QMAX - TG_KIVI_INT2_QMIN + 1 == 1 << 2, "int2 q-range must span 4 codes");
-
-static const tg_kivi_range kivi_ranges[] = {
-    {TG_KV_INT8, 8, TG_KIVI_INT8_QMIN, TG_KIVI_INT8_QMAX},
-    {TG_KV_INT4, 4, TG_KIVI_INT4_QMIN, TG_KIVI_INT4_QMAX},
-    {TG_KV_INT2, 2, TG_KIVI_INT2_QMIN, TG_KIVI_INT2_QMAX},
-};
-
+/* The q-ranges are rows of the precision table (precision.c). */
 const tg_kivi_range *tg_kivi_range_of(tg_kv_precision p) {
-    for (size_t i = 0; i < sizeof kivi_ranges / sizeof kivi_ranges[0]; i++)
-        if (kivi_ranges[i].precision == p) return &kivi_ranges[i];
-    return NULL;
+    const tg_kv_traits *t = tg_kv_traits_of(p);
+    return t && t->is_integer ? &t->range : NULL;
 }
 
 bool tg_kivi_is_quantized(tg_kv_precision p) { return tg_kivi_range_of(p) != NULL; }

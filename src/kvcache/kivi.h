@@ -36,9 +36,10 @@ typedef struct {
     int qmin, qmax; /* inclusive integer range; qmax - qmin + 1 == 1 << bits */
 } tg_kivi_range;
 
-/* The range entry of an integer precision; NULL for fp32/fp16/bf16 or an out-of-range value. */
+/* The range entry of an integer precision (its row of precision.h's table); NULL for a float precision or an
+ * out-of-range value. */
 const tg_kivi_range *tg_kivi_range_of(tg_kv_precision p);
-/* True for int8/int4/int2. */
+/* True for the integer precisions (int8 / int4 / int2). */
 bool tg_kivi_is_quantized(tg_kv_precision p);
 /* Bytes of one packed row of n elements (rounded up to whole bytes). */
 size_t tg_kivi_row_bytes(const tg_kivi_range *r, int64_t n);

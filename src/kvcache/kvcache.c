@@ -257,7 +257,7 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
         c->sink_sin = cache_alloc(c, (size_t)c->sink_rows * (D / 2) * sizeof(float), false, &ok);
     }
     c->sink_off = -1;
-    if (ok && g.grouped && g.res_cap > 0 && g.resid_precision != TG_KV_FP32)
+    if (ok && g.grouped && g.res_cap > 0 && tg_kv_traits_of(g.resid_precision)->seg_kind != TG_SEG_F32)
         c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
     if (ok && g.grouped && (g.k.tiled || g.v.tiled))
         c->tile_rows = cache_alloc(c, (size_t)g.group * D, false, &ok);

@@ -7,6 +7,7 @@
 
 #include "kvcache/codec.h"
 #include "kvcache/eviction.h"
+#include "kvcache/precision.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -32,24 +33,7 @@ tg_cache_params tg_cache_default_params(void) {
     return p;
 }
 
-static const char *const precision_names[] = {"fp32", "fp16", "bf16", "int8", "int4", "int2"};
-#define N_PRECISIONS ((int)(sizeof precision_names / sizeof precision_names[0]))
-
-bool tg_kv_precision_parse(const char *name, tg_kv_precision *out) {
-    if (!name) return false;
-    for (int i = 0; i < N_PRECISIONS; i++)
-        if (strcmp(name, precision_names[i]) == 0) {
-            if (out) *out = (tg_kv_precision)i;
-            return true;
-        }
-    return false;
-}
-
-const char *tg_kv_precision_name(tg_kv_precision p) {
-    return (int)p >= 0 && (int)p < N_PRECISIONS ? precision_names[p] : "unknown";
-}
-
-static bool precision_ok(tg_kv_precision p) { return (int)p >= 0 && (int)p < N_PRECISIONS; }
+static bool precision_ok(tg_kv_precision p) { return tg_kv_traits_of(p) != NULL; }
 
 /* ---- geometry ------------------------------------------------------------------------------------------------- */
 
@@ -74,15 +58,15 @@ static size_t store_total(const tg_store_geom *s, bool *ok) {
 /* The group size of TG_KV_GROUP_AUTO for a cache that holds up to `length` tokens (its window, or its context when
  * unbounded): KIVI's 32 with an explicit residual (which must be a multiple of it); otherwise the largest of 32, 16,
  * 8 that is at most length / 8, so that the partly filled group and the block slack of eviction stay a small part of
- * a short cache (the per-channel key scales cost 4 * head_dim / G bytes a token). int2 gets an automatic residual of
- * one group: G is halved (at least 8) while that fp16 group would be more than 1/16 of the cache (G * 16 > length),
- * so a cache of 512 tokens or more keeps G 32 with R 32 (better quality than G 16 with R 16, fewer bytes, half the
+ * a short cache (the per-channel key scales cost 4 * head_dim / G bytes a token). A precision with an automatic
+ * residual (auto_resid: int2's one group) halves G (at least 8) while that fp16 group would be more than 1/16 of the
+ * cache (G * 16 > length), so a cache of 512 tokens or more keeps G 32 with R 32 (better quality than G 16 with R 16, fewer bytes, half the
  * groups to attend: docs/kvcache.md), a shorter one G 16 with R 16 or less. */
-static int auto_group(const tg_cache_params *p, bool int2, int64_t length) {
+static int auto_group(const tg_cache_params *p, bool auto_resid, int64_t length) {
     if (p->residual > 0) return TG_KV_AUTO_GROUP_MAX;
     int G = TG_KV_AUTO_GROUP_MAX;
     while (G > 8 && (int64_t)G * 8 > length) G /= 2;
-    if (int2 && p->residual == TG_KV_RESIDUAL_AUTO && G > 8 && (int64_t)G * 16 > length) G /= 2;
+    if (auto_resid && p->residual == TG_KV_RESIDUAL_AUTO && G > 8 && (int64_t)G * 16 > length) G /= 2;
     return G;
 }
 
@@ -192,23 +176,27 @@ size_t tg_cache_geom_bytes_held(const tg_cache_geom *g, int64_t n) {
 /* Capacities for a given (already validated) window; window 0 = unbounded with g->context tokens: the eviction
  * policy sizes the history, the store codecs their buffers. */
 static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t window) {
-    const bool any_kivi = tg_kivi_is_quantized(p->key_precision) || tg_kivi_is_quantized(p->value_precision);
+    const tg_kv_traits *kt = tg_kv_traits_of(p->key_precision), *vt = tg_kv_traits_of(p->value_precision);
+    const bool any_kivi = kt->is_integer || vt->is_integer;
     g->eviction = tg_eviction_for(p, window);
     g->bounded = window > 0;
     g->window = window;
     g->reposition = g->bounded && p->rope_positions != TG_ROPE_POSITIONS_ORIGINAL;
-    const bool int2 = p->key_precision == TG_KV_INT2 || p->value_precision == TG_KV_INT2;
+    /* a precision that keeps an automatic residual (int2) also shapes the automatic group */
+    const int auto_resid = kt->auto_residual_groups > vt->auto_residual_groups ? kt->auto_residual_groups
+                                                                                : vt->auto_residual_groups;
     g->grouped = any_kivi && p->group_size != 0;
     g->group = !g->grouped           ? 0
                : p->group_size > 0 ? p->group_size
-                                   : auto_group(p, int2, window > 0 ? window : g->context);
-    /* TG_KV_RESIDUAL_AUTO: none for int8 / int4 (their targets hold without one), one group for int2 */
-    g->residual_asked = p->residual != TG_KV_RESIDUAL_AUTO ? p->residual : int2 ? g->group : 0;
+                                   : auto_group(p, auto_resid > 0, window > 0 ? window : g->context);
+    /* TG_KV_RESIDUAL_AUTO: the precisions' auto_residual_groups (none for int8 / int4: their targets hold without
+     * one; one group for int2) */
+    g->residual_asked = p->residual != TG_KV_RESIDUAL_AUTO ? p->residual : (int64_t)auto_resid * g->group;
     g->group_log2 = g->grouped ? log2_exact(g->group) : -1;
     g->block = g->grouped ? g->group : 1;
     g->residual = g->res_cap = g->n_units = 0;
     g->resid_precision = p->residual_precision;
-    g->resid_elem = tg_plain_elem_bytes(p->residual_precision);
+    g->resid_elem = tg_kv_traits_of(p->residual_precision)->unit_bytes;
     g->sink_precision = p->quantize_sinks ? TG_KV_FP32 : p->residual_precision;
     if (!g->eviction || !g->eviction->capacities(g, p)) return false;
     g->max_stored = g->sink + g->max_nonsink;
@@ -286,8 +274,7 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
     if (p->residual < TG_KV_RESIDUAL_AUTO || p->residual > MAX_RESIDUAL)
         return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL, "KV cache: KIVI residual of %d tokens: must be in 0..%d",
                             p->residual, MAX_RESIDUAL);
-    if (p->residual_precision != TG_KV_FP32 && p->residual_precision != TG_KV_FP16 &&
-        p->residual_precision != TG_KV_BF16)
+    if (!precision_ok(p->residual_precision) || tg_kv_traits_of(p->residual_precision)->is_integer)
         return tg_fail_code(err, TG_ERR_CACHE_RESIDUAL_PRECISION,
                             "KV cache: KIVI residual precision %s: must be fp32, fp16 or bf16",
                             tg_kv_precision_name(p->residual_precision));
