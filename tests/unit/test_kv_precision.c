@@ -16,7 +16,7 @@
 static void test_rows_in_enum_order(void **state) {
     (void)state;
     const int n = tg_kv_precision_count();
-    assert_int_equal(n, TG_KV_INT2 + 1);
+    assert_true(n >= TG_KV_INT2 + 1);
     for (int i = 0; i < n; i++) {
         const tg_kv_traits *t = tg_kv_traits_of((tg_kv_precision)i);
         assert_non_null(t);
