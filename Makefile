@@ -144,15 +144,36 @@ $(REL)/tools/%: tools/%.c $(REL)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
 
+# --- bench/*.c: measuring programs on the release library. `make bench-programs` builds them (decode_ab: both sides
+# from this tree, through bench/decode-ab.sh --build-only); tests/cli/test_bench_programs.sh runs each at tiny sizes,
+# built under the sanitizers. ---
+BENCH_MAIN := $(filter-out bench/decode_ab.c bench/decode_ab_side.c,$(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(REL)/bench/%) $(REL)/bench/decode_ab
+.PHONY: bench-programs
+bench-programs: $(BENCH_BIN)
+
+$(REL)/bench/%: bench/%.c $(REL)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(REL)/libtinygpt.a $(DEPS_LIBS)
+
+$(ASN)/bench/%: bench/%.c $(ASN)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(ASN)/libtinygpt.a $(DEPS_LIBS)
+
+$(REL)/bench/decode_ab: bench/decode_ab.c bench/decode_ab_side.c bench/decode-ab.sh $(REL)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	+bench/decode-ab.sh --build-only . . && cp build/decode-ab/decode_ab $@
+
 # the random-weight model writer, the GGUF decoder dump and greedy_logits under the sanitizers, for
 # tests/cli/test_ggml_types.sh and tests/cli/test_kquant_llamacpp.sh
 $(ASN)/tools/%: tools/%.c $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -o $@ $< $(ASN)/libtinygpt.a $(DEPS_LIBS)
 
-unit-tests: $(TEST_BIN) $(ASN)/tinygpt $(ASN)/tools/gen_random_gguf $(ASN)/tools/gguf_dequant $(ASN)/tools/greedy_logits
+unit-tests: $(TEST_BIN) $(ASN)/tinygpt $(ASN)/tools/gen_random_gguf $(ASN)/tools/gguf_dequant $(ASN)/tools/greedy_logits \
+    $(TOOL_BIN:$(REL)/%=$(ASN)/%) $(BENCH_MAIN:bench/%.c=$(ASN)/bench/%)
 
-test: check-generic unit-tests tinygpt examples
+test: check-generic unit-tests tinygpt examples $(REL)/bench/decode_ab
 	@tests/run.sh $(ASN)
 
 # Every source compiled without -march=native: the scalar paths that a machine without AVX2 (and the fuzz build)

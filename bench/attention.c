@@ -2,11 +2,10 @@
  * with random keys and values, per cache precision, on one thread (the forward pass gives each thread whole
  * kv-heads, so one thread's time per kv-head is what a team divides). Reports milliseconds of CPU per token and the
  * cache bytes that token reads; the weights' share of decoding is not in it (tinygpt bench measures the whole).
- * Not part of the tests. Precisions are interleaved per repetition; medians.
+ * Precisions are interleaved per repetition; medians. tests/cli/test_bench_programs.sh runs it at a tiny size.
  *
- * Build and run from the repository root, after `make tinygpt` (the release library):
- *   cc -std=c11 -O3 -march=native -pthread -Iinclude -Isrc bench/attention.c build/release/libtinygpt.a \
- *      -o build/bench_attention -lm && build/bench_attention [depth layers heads kv_heads head_dim reps precisions]
+ * Build and run from the repository root: `make bench-programs`, then
+ *   build/release/bench/attention [depth layers heads kv_heads head_dim reps precisions]
  * Defaults: the TinyLlama-1.1B shape (22 layers, 32 query heads, 4 kv-heads, head dim 64) at depth 16384, 5
  * repetitions of 8 tokens, "fp16,int8,int4,int2".
  */

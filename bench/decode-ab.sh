@@ -6,10 +6,13 @@
 # A revision's library is built from `git archive` in build/decode-ab/REV (kept for the next run); "." builds the
 # working tree's build/release/libtinygpt.a. Each side is linked with its library into one object whose every
 # symbol but ab_<side>_open / _step / _close is then made local, so both builds' tg_* functions coexist.
+# bench/decode-ab.sh --build-only REV_A REV_B: builds build/decode-ab/decode_ab and stops (`make bench-programs`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 3 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
-rev_a=$1 rev_b=$2 model=$3 kv=${4:-fp16} depth=${5:-0} tokens=${6:-512} threads=${7:-2}
+build_only=false
+if [ "${1:-}" = --build-only ]; then build_only=true; shift; fi
+[ $# -ge 3 ] || { $build_only && [ $# -eq 2 ]; } || { sed -n '2,9p' "$0" >&2; exit 2; }
+rev_a=$1 rev_b=$2 model=${3:-} kv=${4:-fp16} depth=${5:-0} tokens=${6:-512} threads=${7:-2}
 out=build/decode-ab
 mkdir -p "$out"
 flags=(-std=c11 -O2 -march=native -Wall -Wextra -Werror)
@@ -45,5 +48,6 @@ side a "$rev_a"
 side b "$rev_b"
 cc "${flags[@]}" bench/decode_ab.c "$out/side_a_local.o" "$out/side_b_local.o" -o "$out/decode_ab" -pthread \
     $(pkg-config --libs $(sed -n 's/^LIB_PKGS *:= *\([^#]*\).*/\1/p' Makefile)) -lm
+$build_only && exit 0
 echo "A = $rev_a, B = $rev_b"
 "$out/decode_ab" "$model" "$kv" "$depth" "$tokens" "$threads"

@@ -12,7 +12,8 @@
  * two caches compete for it, unlike in separate processes).
  *
  * This resolves differences of about a per cent that separate runs (bench/kv_speed.sh, interleaved processes) cannot
- * tell from the noise of this shared machine. Not part of the tests. */
+ * tell from the noise of this shared machine. `make bench-programs` builds it (both sides from this tree);
+ * tests/cli/test_bench_programs.sh runs it small. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

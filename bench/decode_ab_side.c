@@ -1,7 +1,7 @@
 /* bench/decode_ab_side.c — one side of bench/decode_ab.c: a session of one build of libtinygpt, filled to a depth,
  * that decodes a token per call. Compiled once per build with -DAB_SIDE=a or b and linked (ld -r) with that build's
  * libtinygpt.a, every symbol but the three below then made local (bench/decode-ab.sh), so two builds of the whole
- * engine live in one process. Uses only the public API (include/tinygpt.h). Not part of the tests. */
+ * engine live in one process. Uses only the public API (include/tinygpt.h). Built by bench/decode-ab.sh. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 
 #include <stdint.h>

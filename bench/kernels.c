@@ -1,20 +1,18 @@
 /* bench/kernels.c — checks each fast matvec against the reference, then times matvec (GB/s of weights) and matmul
- * (GFLOP/s) per weight type. Not part of the tests. Matvec streams W from memory (copies of it totalling well over
- * the L3 cache), as decoding a real model does; "cpu GB/s" divides by CPU time per thread instead of wall time,
- * which is steadier on a shared machine. A type with kernels for the repacked layout (kernels/repack.h: Q8_0 / Q4_0
- * with AVX-512 VNNI) is measured twice, in the file's layout and repacked ("Q8_0 rp"), as the model loader holds it.
+ * (GFLOP/s) per weight type (tests/cli/test_bench_programs.sh runs it at a tiny size). Matvec streams W from memory
+ * (copies of it totalling well over the L3 cache), as decoding a real model does; "cpu GB/s" divides by CPU time
+ * per thread instead of wall time, which is steadier on a shared machine. A type with kernels for the repacked
+ * layout (kernels/repack.h: Q8_0 / Q4_0 with AVX-512 VNNI) is measured twice, in the file's layout and repacked
+ * ("Q8_0 rp"), as the model loader holds it.
  *
  * Threads: the production team (util/thread_pool.h), the one the forward pass runs on, so this measures the path
  * production runs.
  *
- * Build and run from the repository root (release flags; the kernel sources are every .c file in src/kernels plus
- * src/util/error.c and src/util/thread_pool.c):
- *   cc -std=c11 -O3 -march=native -pthread -Iinclude -Isrc bench/kernels.c $(ls src/kernels/[a-z]*.c) \
- *      src/util/error.c src/util/thread_pool.c -o build/bench_kernels -lm && \
- *      build/bench_kernels [rows cols n_tokens threads pool_MiB types]
- * types: a comma-separated list of type names, any case (e.g. q8_0,f16), to run only those. Matmul cycles through the same
- * copies of W as matvec (from DRAM by default, as batched decoding of a large model reads them); "mm cpu GFLOP/s"
- * divides by CPU time per thread.
+ * Build and run from the repository root: `make bench-programs` (release flags, on the release library), then
+ *   build/release/bench/kernels [rows cols n_tokens threads pool_MiB types]
+ * types: a comma-separated list of type names, any case (e.g. q8_0,f16), to run only those. Matmul cycles through
+ * the same copies of W as matvec (from DRAM by default, as batched decoding of a large model reads them); "mm cpu
+ * GFLOP/s" divides by CPU time per thread.
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 

@@ -1,5 +1,6 @@
 /* bench/read_patterns.c — how fast the memory streams a weight matrix in the orders the decode kernels read it, with
- * no arithmetic: what bounds a GEMV kernel whose loads are its only cost. Not part of the tests.
+ * no arithmetic: what bounds a GEMV kernel whose loads are its only cost. tests/cli/test_bench_programs.sh runs it
+ * small.
  *
  * A decode kernel takes a group of R contiguous rows (row bytes W) through their blocks together: block b of row 0,
  * block b of row 1, ..., then block b + 1. Patterns, each over a buffer of contiguous rows split between the threads:
@@ -16,9 +17,8 @@
  * Each thread reads its half with 64-byte loads folded by XOR. Prints the median and best GB/s per pattern and thread
  * count over interleaved repetitions.
  *
- * Build and run from the repository root:
- *   cc -std=c11 -O2 -march=native -pthread bench/read_patterns.c -o build/bench_read_patterns && \
- *      build/bench_read_patterns [row_bytes rows_per_group block_bytes buffer_MiB reps]
+ * Build and run from the repository root: `make bench-programs`, then (tests/cli/test_bench_programs.sh runs it small)
+ *   build/release/bench/read_patterns [row_bytes rows_per_group block_bytes buffer_MiB reps]
  * Defaults: 1152 4 128 1024 7 (a 2048-column Q4_K row, the Q4_K kernel's two pairs, half a super-block's codes).
  * The Q8_0 kernel's groups: 2176 16 64; a Q6_K kernel's: 1680 8 256 (block bytes need not match a format's: the
  * pattern is what matters).

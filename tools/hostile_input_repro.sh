@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# issue11_repro.sh BIN — runs the reproducers of issue 11 (hostile input) with the tinygpt binary BIN from the
-# repository root and prints each command, the first lines of its output, its exit status, time and max RSS.
+# hostile_input_repro.sh BIN — runs the hostile-input reproducers of issue 11 (tests/cli/test_hostile_*.sh hold
+# them as tests) with the tinygpt binary BIN from the repository root and prints each command, the first lines of
+# its output, its exit status, time and max RSS (to compare any binary, an old one too, case by case).
 # MAXMEM="--max-memory 1T" lets 4c run past the memory check on binaries that have it.
-B=$(realpath "${1:?usage: tools/issue11_repro.sh BIN}"); cd "$(dirname "$0")/.." || exit 2; D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
+B=$(realpath "${1:?usage: tools/hostile_input_repro.sh BIN}"); cd "$(dirname "$0")/.." || exit 2; D=$(mktemp -d); trap 'rm -rf "$D"' EXIT
 python3 - "$D" <<'PY'
 import json, os, shutil, sys
 d = sys.argv[1]

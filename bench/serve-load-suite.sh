@@ -9,7 +9,7 @@
 # then tools/plot_serve_load.sh. Each part writes OUT/NAME.txt (the table), OUT/NAME.runs (every run with the load
 # average) and OUT/NAME.tsv (for the plot).
 #
-# usage: bench/serve-load-issue17.sh [flagship] [tinyllama] [steady] [rss]      (none named: all four; ~30 min on 2 cores)
+# usage: bench/serve-load-suite.sh [flagship] [tinyllama] [steady] [rss]      (none named: all four; ~30 min on 2 cores)
 # env:   TG_LLAMACPP_DIR (default bench/.peer/llama.cpp, built by bench/build-llamacpp.sh), TG_BENCH_MODELS_DIR
 #        (where the TinyLlama Q8_0 file is kept, default bench/.models), OUT (default docs/serving), REPEAT (3)
 set -eu
@@ -20,7 +20,7 @@ out=${OUT:-docs/serving}
 repeat=${REPEAT:-3}
 parts=${*:-flagship tinyllama steady rss}
 for p in $parts; do
-    case $p in flagship|tinyllama|steady|rss) ;; *) echo "serve-load-issue17.sh: unknown part '$p' (flagship, tinyllama, steady, rss)" >&2; exit 2 ;; esac
+    case $p in flagship|tinyllama|steady|rss) ;; *) echo "serve-load-suite.sh: unknown part '$p' (flagship, tinyllama, steady, rss)" >&2; exit 2 ;; esac
 done
 mkdir -p "$out" "$models"
 make -j2 tinygpt build/release/tools/gen_random_gguf >/dev/null
