@@ -73,11 +73,9 @@ static int auto_group(const tg_cache_params *p, bool auto_resid, int64_t length)
 /* Tokens per chunk of an unbounded cache with this context: TG_ATTN_SPLIT_TOKENS (512: a share of the attention then
  * crosses at most one chunk end), doubled while the context holds more than 256 chunks (so the chunk tables stay
  * small). A segment ends at a chunk's end, and with it the kernels' prefetch lead and the query / weight pipelines of
- * the integer kernels: with chunks of 128 tokens (to session 26), a 512-token share was four segments. Session 27,
- * bench/decode-ab.sh at depth 2048, 2 threads, speed B / A against 128: SmolLM2-135M Q4_0 int4 1.044 (256) / 1.092
- * (512) / 1.086 (1024), fp16 1.040 / 1.094 / 1.109, int8 1.097 (512); the bundled model int4 1.073, fp16 1.156 (512).
- * The price: an unbounded cache holds up to 511 tokens more than it needs, where it held up to 127 (a bounded one
- * allocates everything up front anyway). */
+ * the integer kernels, so a share that crosses several chunk ends pays for each; chunks of a share's size decode
+ * faster at depth than smaller ones (docs/PERFORMANCE.md, Session 27). The price: an unbounded cache holds up to
+ * 511 tokens more than it needs (a bounded one allocates everything up front anyway). */
 static int64_t chunk_tokens(int64_t context) {
     int64_t c = TG_ATTN_SPLIT_TOKENS;
     while (c < context / 256 && c < ((int64_t)1 << 24)) c *= 2;
