@@ -60,8 +60,8 @@ static size_t store_total(const tg_store_geom *s, bool *ok) {
  * 8 that is at most length / 8, so that the partly filled group and the block slack of eviction stay a small part of
  * a short cache (the per-channel key scales cost 4 * head_dim / G bytes a token). A precision with an automatic
  * residual (auto_resid: int2's one group) halves G (at least 8) while that fp16 group would be more than 1/16 of the
- * cache (G * 16 > length), so a cache of 512 tokens or more keeps G 32 with R 32 (better quality than G 16 with R 16, fewer bytes, half the
- * groups to attend: docs/kvcache.md), a shorter one G 16 with R 16 or less. */
+ * cache (G * 16 > length), so a cache of 512 tokens or more keeps G 32 with R 32 (better quality than G 16 with
+ * R 16, fewer bytes, half the groups to attend: docs/kvcache.md), a shorter one G 16 with R 16 or less. */
 static int auto_group(const tg_cache_params *p, bool auto_resid, int64_t length) {
     if (p->residual > 0) return TG_KV_AUTO_GROUP_MAX;
     int G = TG_KV_AUTO_GROUP_MAX;
