@@ -29,32 +29,21 @@
 
 #define BLK TG_ATTN_BLK
 /* Blocks the block kernels prefetch a segment's rows into L1 ahead of the block being worked on (the first ones as the
- * segment starts): sinks, residual rings, codes that are not tiled, head dims the run kernels do not take. Up to
- * session 18 the run kernels' lead too. One block (1 KB of fp16 rows at head dim 64) was too short a lead for DRAM:
- * SmolLM2-135M Q8_0 fp16 cache, 2 threads, 256 tokens, medians of 4 interleaved runs, 1 -> 2 / 4 / 8 blocks with the
- * start prefetched: depth 2048 125.1 -> 147.8 / 146.1 / 138.0 tokens/s, depth 4096 94.4 -> 106.6 / 111.3 / 102.9; the
- * bundled model (medians of 5) 660.7 -> 707.3 (2048), 366.8 -> 437.8 (4096) at 4. The integer kernels' tiles gained
- * nothing from a longer lead into L1 (2, 4, 8 KB ahead: within the spread or slower; session 13,
- * docs/PERFORMANCE.md). */
+ * segment starts): sinks, residual rings, codes that are not tiled, head dims the run kernels do not take. One block
+ * (1 KB of fp16 rows at head dim 64) is too short a lead for rows that come from DRAM; four were the best of the
+ * leads tried, and the integer kernels' tiles gain nothing from a longer lead into L1 (docs/PERFORMANCE.md,
+ * Session 13). */
 #define PF_BLOCKS 4
 /* The run kernels' lead (tg_attn_rows.lead): the rows covering at least this many bytes (at least a block), fetched
  * into L2 (attend_avx2.c's fetch_rows) rather than PF_BLOCKS blocks into L1. In L1 the prefetches queue for this
- * core's few L1 miss buffers, where the loads wait too. Session 19, bench/attention.c at depth 4096, one thread, CPU
- * ms per token, medians of 9 interleaved runs, L1 (4 blocks) -> L2 at 2 / 4 / 6 / 8 KB: SmolLM2-135M shape (head dim
- * 64) fp16 11.98 -> 12.30 / 10.06 / 9.62 / 10.40, fp32 22.00 -> 20.01 / 15.28 / 14.33 / 15.97; the bundled model's
- * (head dim 32) fp16 3.41 -> 3.67 / 3.09 / 2.64 / 2.71, fp32 5.80 -> 5.61 / 4.48 / 3.91 / 4.13. On session 25's Zen 5
- * guest 4 KB beat 6 KB in the whole decode (bench/decode-ab.sh, SmolLM2-135M Q8_0, 2 threads, speed B / A: fp16 at
- * depth 1024 1.010, at 2048 1.022 and 1.016, at 4096 1.042; fp32 at 2048 1.014; the bundled model's fp16 at 2048
- * 1.009; 2 / 3 / 9 KB at 2048: 0.997 / 1.018 / 0.951). */
+ * core's few L1 miss buffers, where the loads wait too. A few KB into L2 is what attention alone and the whole decode
+ * both did best with, on both guests measured (docs/PERFORMANCE.md, Sessions 19 and 25). */
 #define RUN_LEAD_BYTES 4096
 /* Values beside keys: a float run of keys fetches the same tokens' value rows into L2 with its own rows (the run
  * kernels' tg_attn_rows.beside), so that the value pass after the softmax reads them from L2 rather than starting a
  * second stream from memory (a share's values are 64 KB at depth 1024 on the SmolLM2-135M shape: the L2 holds them).
- * Session 26, bench/decode-ab.sh, 2 threads, speed B / A: SmolLM2-135M Q8_0 fp16 at depth 1024 1.001 / 1.029, 2048
- * 1.020 / 1.010, 4096 1.094; SmolLM2-135M Q4_0 fp16 at 2048 1.016; the bundled model's fp16 at 2048 1.094, at 4096
- * 1.139; bench/attention.c (one thread, SmolLM2-135M shape, depth 1024) 1.186 -> 1.014 ms per token. The value pass
- * keeps its own stream (without it: SmolLM2-135M 0.964 at 1024). The integer kernels' tiles gained nothing from the
- * same (int8 / int4 at 2048: 0.981 / 1.003): they are bound by their instructions, not by the reads. */
+ * The value pass keeps its own stream as well (dropping it was slower). The integer kernels' tiles gain nothing from
+ * the same: they are bound by their instructions, not by the reads (docs/PERFORMANCE.md, Session 26). */
 
 /* What one query may see in a layer: sinks [s0, s1], non-sink tokens [lo, hi] (each empty when first > last). */
 typedef struct {
