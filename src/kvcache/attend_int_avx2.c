@@ -248,21 +248,13 @@ void tg_attn_int_prefetch_scales(const uint16_t *scale, const uint16_t *zero, in
 }
 
 /* How far ahead a segment's tiles are fetched: the tiles covering at least this many bytes (at least one), into L2.
- * Up to session 18 the next tile only, into L1 (a third of the value kernel's time at depth 4096 had waited on a
- * tile's first lines without it); in L1 the prefetches queue for this core's few L1 miss buffers, where the loads
- * wait too. Session 19, bench/attention.c at depth 4096, one thread, CPU ms per token, medians of 9 interleaved
- * runs: SmolLM2-135M shape int8 11.74 -> 7.28 (L2, 4 KB ahead) / 7.23 (L2, one tile) / 7.89 (L2, 6 KB), int4 5.95 ->
- * 5.20 / 5.46 / 5.82; the bundled model's shape int8 2.36 -> 2.22 / 2.40 / 2.12, int4 1.82 -> 1.78 / 2.01 / 1.74; 4 KB
- * ahead into L1 was no faster than one tile (11.89, 6.75). */
+ * Without a lead the value kernel waits on each tile's first lines; into L1 the prefetches queue for this core's few
+ * L1 miss buffers, where the loads wait too, so a few KB into L2 is the lead (docs/PERFORMANCE.md, Session 19). */
 #define TILE_LEAD_BYTES 4096
 
 /* While tile j of a segment's n is worked on, tile j + k (k tiles: TILE_LEAD_BYTES) comes in, in two halves (half 0,
  * then 1) with the next tile's query or run preparation between them; the first calls fetch tiles 1 .. k. Issued at
- * once, a tile's prefetches had waited for miss buffers, and the core with them (session 24: `perf annotate` put 70 %
- * of the key and value passes' own samples on the instruction after a prefetch). Halves against whole tiles,
- * bench/decode-ab.sh, SmolLM2-135M Q8_0, speed B / A: int8 at depth 2048 1.030 / 1.027 / 1.035, int4 at 4096 1.030;
- * int4 at 2048 1.002, the TinyLlama-1.1B shape's int4 at 4096 1.000; halves with a 2 KB lead were slower (0.977,
- * 0.982). */
+ * once, a tile's prefetches wait for miss buffers, and the core with them (docs/PERFORMANCE.md, Session 24). */
 TG_INLINE void prefetch_next_tiles(const tg_attn_tile *t, int64_t D, int64_t j, int64_t n, int half) {
     const int64_t bytes = t->G * D * t->bits / 8, k = bytes < TILE_LEAD_BYTES ? TILE_LEAD_BYTES / bytes : 1;
     for (int64_t i = j == 0 ? 1 : j + k; i <= j + k && i < n; i++)
