@@ -20,22 +20,15 @@
 #include "kernels/avx2_inline.h"
 
 /* How far ahead the kernels stream their next rows into L2: whole groups of rows, at least this many bytes. For
- * quant_rows16 (groups of sixteen rows): one group of short rows was too short a lead (SmolLM2-135M Q8_0: 9.8 KB;
- * Q4_0: 5.2 KB); groups of TinyLlama-1.1B's rows are longer and stay one ahead. Medians of 5 interleaved rounds, 1
- * thread, tokens/s, lead 1 group / 12 / 16 / 24 KB: SmolLM2 Q8_0 85.2 / 92.2 / 92.4 / 93.6, Q4_0 126.1 / 152.0 / 144.0
- * / 148.4; 2 threads (7 rounds): Q8_0 145.6 / 144.2 / 146.7 / 145.5, Q4_0 228.6 / 238.3 / 230.5 / 223.8. For
- * float_rows (groups of eight; session 22, bench/decode-ab.sh against its strided prefetch of the next eight rows'
- * same columns, speed B / A, lead 3 / 6 / 12 / 24 KB): bundled model (depth 1024) 0.96 / 1.10 / 1.12 / -, (depth 0) -
- * / 1.16 / 1.10 / 1.11; TinyLlama-1.1B F16 1.05 / 1.04 / 1.05 / -; SmolLM2-135M F16 - / 0.99 / 0.98 / 0.99. */
+ * quant_rows16 (groups of sixteen rows): one group of short rows (SmolLM2-135M's Q8_0 and Q4_0) is too short a lead;
+ * groups of longer rows (TinyLlama-1.1B's) stay one ahead. float_rows (groups of eight) gains from the same lead over
+ * a strided prefetch of the next rows' columns. docs/PERFORMANCE.md, Session 22, has the leads tried. */
 #define STREAM_LEAD ((size_t)12 * 1024)
 
 /* Where the stream of a kernel's next rows starts, for a group of rows at w of `group` bytes: the whole number of
- * groups nearest STREAM_LEAD bytes on, at least one. Rounding up instead (tg_stream_start) put SmolLM2-135M's
- * 9.8 KB groups of sixteen Q8_0 rows, and its 9.2 KB groups of eight F16 rows, two groups ahead; on session 25's
- * Zen 5 guest one group ahead was faster, while Q4_0's 5.2 KB groups one ahead were slower (0.858) and two ahead as
- * fast as three (1.005). bench/decode-ab.sh against rounding up, speed B / A, 2 threads: SmolLM2-135M Q8_0 1.079 at
- * depth 0, fp16 cache 1.063 at depth 1024, int8 / int4 at depth 2048 1.060 / 1.058; F16 1.006, Q4_0 1.017; the
- * bundled model and TinyLlama-1.1B keep their groups. */
+ * groups nearest STREAM_LEAD bytes on, at least one. Rounding up instead (tg_stream_start) puts SmolLM2-135M's
+ * groups of sixteen Q8_0 rows and of eight F16 rows two groups ahead, where one is better, while its shorter Q4_0
+ * groups still need two (docs/PERFORMANCE.md, Session 25). */
 TG_INLINE uintptr_t stream_start(const uint8_t *w, size_t group) {
     const size_t groups = (STREAM_LEAD + group / 2) / group;
     return (uintptr_t)w + (groups > 1 ? groups : 1) * group;
@@ -43,7 +36,7 @@ TG_INLINE uintptr_t stream_start(const uint8_t *w, size_t group) {
 
 /* Float rows: R (8, 4 or 1) at a time, one accumulator each (R independent FMA chains), streaming the rows about
  * STREAM_LEAD bytes ahead (stream_start) into L2 in address order as these are read (short rows defeat the hardware
- * prefetcher; until session 22 each step prefetched the same columns of the next R rows). */
+ * prefetcher; a step that prefetches the same columns of the next R rows reads them in a strided order). */
 TG_INLINE void float_rows(tg_dtype type, const uint8_t *w, size_t ws, const float *x, int64_t cols, float *y,
                           const int R) {
     const int64_t c8 = cols & ~(int64_t)7;
@@ -107,8 +100,8 @@ TG_INLINE void quant_rows8(tg_dtype type, const uint8_t *w, size_t ws, const tg_
     const int32_t bias = tg_qbias(type);
     const size_t ahead = 8 * ws; /* the same blocks of the next eight rows */
     /* One prefetch per row every 64 / bw blocks (Q8_0 every block, Q4_0 every third: 54 bytes, so that no line is
-     * skipped): prefetching each 18-byte Q4_0 block, 3.5 per cache line, made TinyLlama-1.1B Q4_0 decode 38.2 tokens/s
-     * against 46.8 (2 threads, medians of 4 interleaved runs; every fourth block, which skips lines: 38.8). */
+     * skipped): prefetching each 18-byte Q4_0 block, 3.5 per cache line, issues several prefetches per line and
+     * slows the decode; every fourth block skips lines. */
     const int64_t pf_every = (int64_t)(64 / bw);
     const uint8_t *p[8];
     for (int r = 0; r < 8; r++) p[r] = w + (size_t)r * ws;
@@ -171,14 +164,10 @@ TG_INLINE __m512i qload2(tg_dtype type, const uint8_t *a, const uint8_t *b) {
 
 /* Quantised rows, sixteen at a time, two rows per 512-bit register: per block the integer sums of quant_rows8 (VNNI
  * dpbusd, the same biases), one conversion and one FMA for sixteen rows, each lane the float operations of
- * quant_rows8's lane for its row (the same bits). TinyLlama-1.1B decode, 2 threads, medians of 5 interleaved runs
- * against quant_rows8 alone: Q4_0 46.5 -> 53.4 tokens/s (58-63 in the quiet rounds), Q8_0 36.1 -> 36.9 (memory-bound
- * already). The scales as quant_rows8 reads them: a 512-bit gather of the sixteen measured slower. The next sixteen
- * rows stream into L2 meanwhile (tg_prefetch_next_l2). Session 12 streamed them into L1 (TinyLlama-1.1B Q4_0 65.8 ->
- * 77.7 tokens/s against prefetching each block of them into L2, Q8_0 and SmolLM2-135M Q8_0 within that guest's
- * noise); on session 16's guest the L1 stream halved Q8_0: 2 threads, 5 interleaved rounds, medians, tokens/s,
- * L1 / L2 stream — TinyLlama-1.1B Q8_0 15.6 / 31.1, Q4_0 28.4 / 42.2, SmolLM2-135M Q8_0 93.9 / 145.3, Q4_0 167.9 /
- * 183.2 (quant_rows8 alone, its strided prefetch into L2: 28.4 and 40.8 on the TinyLlama files). */
+ * quant_rows8's lane for its row (the same bits): fewer conversions and FMAs per row than quant_rows8, which helps
+ * where the decode is not yet bound by memory (Q4_0). The scales as quant_rows8 reads them: a 512-bit gather of the
+ * sixteen is slower. The next sixteen rows stream into L2 meanwhile (tg_prefetch_next_l2), not into L1, where the
+ * prefetches wait for the core's few L1 miss buffers (docs/PERFORMANCE.md, Sessions 12 and 16). */
 TG_INLINE void quant_rows16(tg_dtype type, const uint8_t *w, size_t ws, const tg_q8x_block *x, int64_t nb, float *y) {
     const size_t bw = type == TG_DT_Q8_0 ? sizeof(tg_block_q8_0) : sizeof(tg_block_q4_0);
     const int32_t bias = tg_qbias(type);
