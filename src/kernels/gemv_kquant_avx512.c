@@ -22,8 +22,8 @@
 #include "kernels/ggml_blocks.h"
 #include "kernels/kquant_inline.h"
 
-/* Tokens per pass of the prefill kernel. 8 measured no faster (session 24, TinyLlama-1.1B-shape Q4_K_M pp512, 2
- * threads, 5 interleaved runs: 250.7 against 255.3 tokens/s). */
+/* Tokens per pass of the prefill kernel: 8 is no faster (docs/PERFORMANCE.md, Session 24), and a pass of 4 keeps
+ * fewer accumulators live. */
 #define KQ5_TOKENS 4
 
 /* The two rows' bytes side by side: a's in the lower half of a 512-bit register (the lower 128-bit lane of a 256-bit
@@ -31,8 +31,7 @@
  * lower elements are masked off, so nothing below b is read (a masked load neither reads nor faults on them). The
  * span's start is computed as an integer, so no pointer arithmetic leaves the weights (the conversion back to a
  * pointer is implementation-defined; gcc and clang keep the address). An insert is one more shuffle instruction;
- * the masked load measured faster: the decode kernels from L2 (bench/kquant-ab.sh --avx512), Q4_K 1.056x with the
- * codes' pairs, 1.066x with the scales' pair too. */
+ * the masked load is faster (docs/PERFORMANCE.md, K-quant files, Session 21). */
 TG_INLINE const void *span_ending_at(const uint8_t *p, size_t len, size_t span) {
     return (const void *)((uintptr_t)(const void *)p + len - span);
 }
@@ -66,8 +65,8 @@ TG_INLINE __m512i hi_nibbles512(__m512i q) {
 TG_INLINE __m512i dot2_512(__m512i isum, __m512i wa, __m512i wb, const int8_t *x, __m512i sc) {
     const __m512i pa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, both512(x));
     const __m512i pb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, both512(x + 32));
-    /* bytes 2, 3 of each dword take pb's bytes 0, 1: pa's low word with pb's above it, in one instruction (a shift
-     * and a blend before: Q4_K / Q5_K 1.5 % slower from L2, Q6_K the same) */
+    /* bytes 2, 3 of each dword take pb's bytes 0, 1: pa's low word with pb's above it, in one instruction (rather
+     * than a shift and a blend) */
     const __m512i low_word_up = _mm512_broadcast_i32x4(_mm_setr_epi32(0x01000000, 0x05040000, 0x09080000, 0x0D0C0000));
     const __m512i pair = _mm512_mask_shuffle_epi8(pa, (__mmask64)0xCCCCCCCCCCCCCCCCull, pb, low_word_up);
     return _mm512_dpwssd_epi32(isum, pair, sc);
@@ -176,22 +175,15 @@ TG_INLINE void pair_q6_k(const uint8_t *pa, const uint8_t *pb, const kq5_tokens 
 
 /* Decode takes PAIRS pairs of rows side by side through the super-blocks (KQ5_PAIR's argument, at most KQ5_PAIRS_MAX)
  * while the rows KQ5_LEAD_BYTES or more ahead stream into L2 (tg_prefetch_next_l2). Each pair's arithmetic is rows2's,
- * so the results keep their bits whatever PAIRS is. In session 11, when each super-block was prefetched eight rows
- * ahead into L2, more pairs were faster (one pair alone left the core waiting on memory; `tinygpt bench`, one / two /
- * three / four pairs: Q6_K 38.9 / 49.2 / 51.4 / 53.1 tokens/s), and two pairs of Q4_K / Q5_K and four of Q6_K stayed
- * after the address-order stream replaced that prefetch (session 12). With that stream one pair is the fastest: session
- * 16, TinyLlama-1.1B-shape files, 2 threads, 5 interleaved rounds, medians, tokens/s — Q4_K_M 37.4 with one pair of
- * each type against 31.7 with two of Q4_K and four of Q6_K, Q6_K 26.9 against 18.5; the stream into L2 instead of L1:
- * Q4_K_M 30.5 (one pair) and 34.9 (two and four), Q6_K 26.0 and 28.4. */
+ * so the results keep their bits whatever PAIRS is. More pairs hide memory latency when the rows are prefetched in a
+ * strided order; with the address-order stream one pair of each type is the fastest (docs/PERFORMANCE.md, K-quant
+ * files, Sessions 11, 12 and 16). */
 #define KQ5_PAIRS_MAX 4
 
-/* How far ahead decode streams: whole groups of 2 * PAIRS rows, at least this many bytes. Up to session 18 the next
- * group (3.4 KB of a 2048-column Q6_K pair, 2.3 KB of Q4_K) into L1. Into L2 with that lead, Q4_K_M fell from 44.0 to
- * 32.7 tokens/s; with more lead it rose past L1's. Session 19, TinyLlama-1.1B-shape files, 2 threads, depth 0,
- * medians of 9 interleaved rounds (bench/kv_speed.sh), tokens/s, L1 next group -> L2 at 4 / 6 / 8 KB: Q6_K 29.7 ->
- * 34.2 / 41.6 / 41.9, Q4_K_M 44.9 -> 44.6 / 49.0 / 48.4 (at 12 KB, 7 rounds: 32.0 and 42.1 against 39.0 and 44.6 at
- * 6). In L1 the prefetches queue for this core's few L1 miss buffers, where the loads wait too; a longer lead into
- * L1 was slower (8 KB, 7 rounds: Q6_K 27.8, Q4_K_M 42.9). */
+/* How far ahead decode streams: whole groups of 2 * PAIRS rows, at least this many bytes, into L2. The next group
+ * alone (a few KB of a 2048-column pair) is too short a lead for L2; into L1 the prefetches queue for this core's few
+ * L1 miss buffers, where the loads wait too, so a longer lead there is slower (docs/PERFORMANCE.md, K-quant files,
+ * Session 19). */
 #define KQ5_LEAD_BYTES 6144
 
 /* y[t * ldy] = row a . token t, y[t * ldy + 1] = row b . token t (b == a for an odd last row: only a's is stored);
