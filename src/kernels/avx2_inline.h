@@ -42,9 +42,9 @@ TG_INLINE __m512i hadd512(__m512i a, __m512i b) {
  * the rate it consumes its own: *next is where that group's unprefetched bytes begin; each call prefetches `bytes`
  * from there, a line at a time, and moves on. Called once per block step with bytes = the group's bytes per step
  * (the rows times one block), it has covered that group when the current one is done. Address order is what the
- * memory system streams best: prefetching each step's blocks of the rows one group ahead (the kernels' scheme up to
- * session 11) issues the same lines in a strided order, and bench/read_patterns.c, reading alone in both orders,
- * measured the strided one 8-47 % slower on the EPYC guest (medians; docs/PERFORMANCE.md, session 12). A
+ * memory system streams best: prefetching each step's blocks of the rows one group ahead issues the same lines in a
+ * strided order, which bench/read_patterns.c, reading alone in both orders, finds slower (docs/PERFORMANCE.md,
+ * K-quant files, Session 12). A
  * prefetch never faults, so it may run past the matrix (into the next call's rows, which is where the thread goes);
  * the stream's position is an integer address, so no pointer is formed outside the weights. */
 TG_INLINE void tg_prefetch_next(uintptr_t *next, size_t bytes) {
@@ -53,10 +53,9 @@ TG_INLINE void tg_prefetch_next(uintptr_t *next, size_t bytes) {
 }
 
 /* tg_prefetch_next into L2, for the AVX-512 decode kernels (the sixteen-row Q8_0 / Q4_0 one, the K-quant pairs): a
- * prefetch into L1 waits for one of the core's few L1 miss buffers, as the loads do. On session 16's guest streaming
- * sixteen rows into L1 halved the decode of Q8_0 files (TinyLlama-1.1B: 15.6 tokens/s against 31.1 into L2;
- * gemv_avx2.c's quant_rows16); session 19 moved the K-quant pairs' stream too (gemv_kquant_avx512.c). Into L2 the
- * stream needs a longer lead than one group: tg_stream_start. */
+ * prefetch into L1 waits for one of the core's few L1 miss buffers, as the loads do, which can starve a decode bound
+ * by memory (docs/PERFORMANCE.md, Sessions 16 and 19). Into L2 the stream needs a longer lead than one group:
+ * tg_stream_start. */
 TG_INLINE void tg_prefetch_next_l2(uintptr_t *next, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(*next + o), _MM_HINT_T1);
     *next += bytes;
@@ -65,11 +64,9 @@ TG_INLINE void tg_prefetch_next_l2(uintptr_t *next, size_t bytes) {
 /* tg_prefetch_next_l2 issuing each line once: the lines that START in [*next, *next + bytes) (a line that straddles
  * the step's start was the previous step's). tg_prefetch_next_l2 prefetches from *next itself, so a step whose bytes
  * are not a multiple of 64 touches its last line again in the next step (Q8_0's sixteen rows: 544 bytes, 9
- * prefetches a step for 8.5 lines). For gemv_avx2.c's sixteen-row Q8_0 / Q4_0 kernel only: on session 25's Zen 5
- * guest (bench/decode-ab.sh, 2 threads, depth 0, speed B / A against tg_prefetch_next_l2) SmolLM2-135M Q8_0 1.059 /
- * 1.059, TinyLlama-1.1B Q8_0 1.077 / 1.041, Q4_0 1.045, SmolLM2-135M Q4_0 0.971 / 0.975; for the float rows (128-byte
- * steps, the same count of lines one line later) it measured slower (TinyLlama-1.1B F16 0.959 / 0.939, SmolLM2-135M
- * F16 0.976 / 0.992 / 0.956), for the K-quant pairs within the spread (Q4_K_M 1.024, Q6_K 1.015). */
+ * prefetches a step for 8.5 lines). For gemv_avx2.c's sixteen-row Q8_0 / Q4_0 kernel only, where it helps; the
+ * float rows' 128-byte steps (the same count of lines, one line later) and the K-quant pairs do not gain from it
+ * (docs/PERFORMANCE.md, Session 25). */
 TG_INLINE void tg_prefetch_lines_l2(uintptr_t *next, size_t bytes) {
     const uintptr_t end = *next + bytes;
     for (uintptr_t a = (*next + 63) & ~(uintptr_t)63; a < end; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T1);
