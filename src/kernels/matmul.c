@@ -9,11 +9,10 @@
  * 256-element blocks (tg_q8k_block), the same bound with d per 256 elements. The scalar reference dequantises W
  * exactly and accumulates in double.
  *
- * Why the integer path for Q8_0/Q4_0 (bench/kernels.c, 4096 x 4096, one thread): decoding Q8_0 is memory-bound
- * either way (integer and dequantise-to-float-then-FMA both ~1.2 ms), Q4_0 decodes 1.75x faster with integers
- * (0.73 vs 1.28 ms), and prefill reaches 65-80 GFLOP/s against at most ~53 for the float types. matmul must match
- * matvec, so both use it. The GGUF block types gained the same 2-4x on decode and 3-10x on prefill over their
- * float-activation kernels (docs/PERFORMANCE.md, K-quant files). */
+ * Why the integer path for Q8_0/Q4_0: decoding Q8_0 is memory-bound either way (integer, or dequantise-to-float then
+ * FMA), Q4_0 decodes faster with integers, and prefill runs well above the float types' rate (bench/kernels.c;
+ * docs/PERFORMANCE.md). matmul must match matvec, so both use it. The GGUF block types gained the same way over
+ * their float-activation kernels (docs/PERFORMANCE.md, K-quant files). */
 #include "kernels/matmul.h"
 
 #include <stdbool.h>
