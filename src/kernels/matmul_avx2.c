@@ -10,8 +10,8 @@
  * broadcast dword of four weight codes against one 32-byte load gives eight tokens' partial dot products in eight
  * int32 lanes (VNNI dpbusd, or AVX2 maddubs + madd) and no horizontal reduction is ever needed; two groups of eight
  * share each unpacked weight block (16 tokens per pass over the weights, batched decoding's case). With AVX-512
- * VNNI two groups fill one 512-bit register and two registers share each block (32 tokens per pass): 1.7-1.9x the
- * pp512 of the 256-bit kernel on TinyLlama-1.1B Q4_0 / Q8_0 (docs/PERFORMANCE.md).
+ * VNNI two groups fill one 512-bit register and two registers share each block (32 tokens per pass), so each weight
+ * block is unpacked once for twice the tokens (docs/PERFORMANCE.md has the prefill rates).
  * Both follow the canonical arithmetic order of avx2_inline.h, so prefill gives the same bits as the decode kernel
  * for every (row, activation) pair, on every ISA. */
 #include "kernels/avx2.h"
