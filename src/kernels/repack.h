@@ -3,8 +3,8 @@
  *
  * Why: in the file's layout (row after row of 34- or 18-byte blocks) a kernel that takes sixteen rows at once
  * gathers sixteen scattered fp16 scales per block (sixteen loads and inserts) and assembles each pair of rows'
- * codes from two places: it was bound by those instructions, not by the memory (bench/kernels.c, one thread: Q4_0
- * 17.1 GB/s where Q4_K streamed 32.9; docs/PERFORMANCE.md, "Session 28"). Repacked, block b of a group of sixteen
+ * codes from two places: it was bound by those instructions, not by the memory (docs/PERFORMANCE.md, Session 28).
+ * Repacked, block b of a group of sixteen
  * rows is one contiguous piece: the sixteen scales, then the sixteen rows' codes in the order the kernel's
  * registers take them.
  *
