@@ -19,10 +19,8 @@
 
 #define MAX_TOKENS 8 /* tokens per pass over a group's pieces */
 /* How far ahead the pieces stream into L2 (tg_prefetch_lines_l2, a line once): the hardware prefetcher follows one
- * contiguous stream, but each decode unit starts cold without it. bench/decode-ab.sh against the file's layout, 2
- * threads, depth 0, TinyLlama-1.1B Q4_0 / Q8_0, SmolLM2-135M Q4_0 / Q8_0: no software prefetch 0.98 / 1.12 / 1.00 /
- * 1.17; 12 KB ahead 1.12 / 1.16 / 1.10 / 1.14; 24 KB 1.09 / 1.08 / 1.07 / 1.09; 4 KB 1.28 / 1.22 / 1.19 / 1.19 and,
- * an hour later, 1.04 / 1.16 / 1.07 / 1.09. 4 KB against 8 KB and 2 KB in one process: within 2 % either way. */
+ * contiguous stream, but each decode unit starts cold without it. A short lead did as well as any of the longer ones
+ * tried (docs/PERFORMANCE.md, Session 28). */
 #define STREAM_LEAD 4096
 
 /* 16 bytes at p in every 128-bit lane. */
