@@ -354,19 +354,14 @@ KQ_SUP2_EACH(q6_k)
 
 /* Decode streams the rows KQ_AHEAD rows ahead into L1 in address order while it computes (tg_prefetch_next: each step
  * prefetches the two rows' bytes per step of the pair KQ_AHEAD rows on): rows are short (a 2048-column Q4_K row is
- * 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the Q8_0 kernels found (gemv_avx2.c). Up to
- * session 16, 8 rows: bench/compare-llamacpp --kquant on the quiet machine gave Q4_K_M 24.4 / 26.7 / 25.0 tokens/s at
- * 4 / 8 / 16 rows ahead (Q6_K 20.5 / 20.9 / 21.0; 3 repetitions each: near noise), prefetching each step's blocks of
- * those rows into L2 as these kernels did up to session 11. Streaming instead (session 12, AVX-512 build, where Q2_K
- * and Q3_K take these kernels; 2 threads, medians of 6 interleaved runs): TinyLlama-1.1B Q3_K_M 60.3 -> 60.5, Q2_K
- * 64.3 -> 66.8 tokens/s, within noise: these kernels are bound by their instructions, and the schemes are now one. The
- * stream runs on past the call's last row (a prefetch never faults): the forward gives each thread a contiguous share
- * of a matrix's rows in several calls (forward.c), so the rows after one call are that thread's next call, which then
- * starts with its first rows in cache instead of missing on them. Session 17 measured the AVX2-only build (`make
- * ARCH=x86-64-v3`, where every K-quant type takes these kernels) on the EPYC guest: 4 rows ahead against 8,
- * TinyLlama-1.1B-shape files, 2 threads, interleaved, medians — Q4_K_M 38.0 against 35.0 tokens/s (9 rounds, 4 ahead
- * faster in all 9), Q6_K 31.7 against 27.0 (7 rounds); 2 ahead about as 4, 16 slower (Q4_K_M 33.3). On the AVX-512
- * build, where only Q2_K and Q3_K come here, Q3_K_M was the same at 2 / 4 / 8 (41.9 / 41.8 / 41.6). */
+ * 1152 bytes) next to what the hardware prefetcher needs to run ahead, as the Q8_0 kernels found (gemv_avx2.c). The
+ * address-order stream replaced a strided prefetch of each step's blocks at no cost (these kernels are bound by their
+ * instructions), so every decode kernel streams the same way. The stream runs on past the call's last row (a
+ * prefetch never faults): the forward gives each thread a contiguous share of a matrix's rows in several calls
+ * (forward.c), so the rows after one call are that thread's next call, which then starts with its first rows in
+ * cache instead of missing on them. Four rows ahead is what the AVX2-only build (where
+ * every K-quant type takes these kernels) decodes fastest with; the AVX-512 build's Q2_K / Q3_K do not mind
+ * (docs/PERFORMANCE.md, K-quant files, Session 17). */
 #define KQ_AHEAD 4
 
 /* ---- rows: one weight row against T tokens (token t's super-blocks at xk + t * xs), results y[t * ldy] ---- */
