@@ -371,18 +371,15 @@ static void matrix_step_end(team *tm, int64_t total) {
 /* ---- matrix steps --------------------------------------------------------------------------------------------------- */
 
 /* Units per thread of a decode step: a thread's share is taken in order (the prefetch running on from one unit into
- * the next); fewer, larger units mean fewer claims, more mean finer balance when one thread runs slower. On a quiet
- * machine (2026-12-02, depth 0, 2 threads, two interleaved rounds) 8 was above 4 on every file but one round of
- * Q4_K_M (SmolLM2-135M Q8_0 +0.5..3 %, TinyLlama-1.1B Q4_0 +3..8 %, Q8_0 +2 %, Q4_K_M -1..+4 %, bundled +3.5 %); 16
- * was faster still on the 32-block types but 4..9 % slower on Q4_K_M. (At load average 7-9, 4 / 8 / 16 were not told
- * apart.) */
+ * the next); fewer, larger units mean fewer claims, more mean finer balance when one thread runs slower. 8 is the
+ * count that did not lose on any weight type: fewer balanced worse, more cost the K-quant files their longer rows'
+ * claims (docs/PERFORMANCE.md). */
 #define DECODE_UNITS_PER_THREAD 8
 
 /* The rows of a decode unit are a multiple of this: what the type's fast gemv takes at once (at least eight), so
  * that a unit never ends in rows a narrower kernel must take. Sixteen for Q8_0 / Q4_0 on AVX-512 (their units had
- * ended in eight rows of the eight-row kernel, e.g. SmolLM2-135M's 576-row wo / down in units of 40): 1 thread, 5
- * interleaved rounds, medians, SmolLM2-135M Q8_0 79.5 -> 85.2 tokens/s, Q4_0 119.7 -> 126.1; 2 threads, 7 rounds:
- * Q4_0 201.0 -> 228.6, Q8_0 145.3 -> 145.6. */
+ * ended in eight rows of the eight-row kernel, e.g. SmolLM2-135M's 576-row wo / down in units of 40, which the wider
+ * kernel does faster). */
 static int64_t decode_row_group(tg_dtype type) {
     const tg_weight_type *wt = tg_weight_type_of(type);
     return wt && wt->gemv_rows > 8 ? wt->gemv_rows : 8;
@@ -465,10 +462,9 @@ static int64_t jobs_total(const mat_job *jobs, int n_jobs) {
     return total;
 }
 
-/* Bytes of a thread's next share brought into L2 while it waits at a step's end (warm_next). Session 22,
- * bench/decode-ab.sh (two builds in one process, median over pairs of turns; HEAD against itself 1.002 / 1.003):
- * SmolLM2-135M Q4_0 1.026x, bundled at depth 1024 1.016x, TinyLlama-1.1B Q8_0 1.001x — the short steps of the small
- * models gain, the large ones' first rows were a small part of a step. 64 KB measured no differently. */
+/* Bytes of a thread's next share brought into L2 while it waits at a step's end (warm_next): the short steps of the
+ * small models gain, the large ones' first rows are a small part of a step; more bytes do no better
+ * (docs/PERFORMANCE.md, Session 22). */
 #define WARM_BYTES (16 * 1024)
 
 /* Warm region i: rows [r0, r1) of w, at most `cap` bytes of them. */
