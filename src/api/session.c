@@ -13,9 +13,7 @@
 #include "util/error.h"
 
 /* Prompt tokens per forward call: each call streams every weight from memory once, so larger chunks read them
- * less often (pp512 on TinyLlama-1.1B F16, 2 threads: 64 -> 256 tokens gave 84-93 -> 109-119 tokens/s, the bundled
- * model +13 %), at the cost of scratch that grows with the chunk (peak RSS +70 MiB on TinyLlama-1.1B, +9 MiB on
- * SmolLM2-135M). The bits do not depend on it (chunked prefill == decoding token by token). */
+ * less often, at the cost of scratch that grows with the chunk (docs/PERFORMANCE.md has both). The bits do not depend on it (chunked prefill == decoding token by token). */
 #define TG_PREFILL_CHUNK 256
 
 struct tg_session {
