@@ -5,9 +5,8 @@
 #include <stddef.h>
 
 /* n zeroed bytes (n > 0) in pages of their own, 2 MiB pages advised where the kernel offers them (MADV_HUGEPAGE);
- * NULL if the memory cannot be had. Session 28, the repacked weights of TinyLlama-1.1B Q8_0 (1.1 GB), one load of
- * `tinygpt sample` each: 0.42-0.78 s with the advice (one run in five 3.0 s: the kernel compacting memory for the
- * pages), 0.8-2.1 s without (the sys time of 270,000 page faults); decoding 2-6 % faster with it. */
+ * NULL if the memory cannot be had. Large pages spare a gigabyte of weights hundreds of thousands of page faults at
+ * load and TLB misses while decoding (docs/PERFORMANCE.md, Session 28). */
 void *tg_pages_alloc(size_t n);
 /* Frees a tg_pages_alloc buffer of n bytes; NULL does nothing. */
 void tg_pages_free(void *p, size_t n);
