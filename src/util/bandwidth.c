@@ -9,9 +9,8 @@
  *
  * A pass reads the buffer once in each pattern and returns each read's seconds; the caller sums passes. A rate is a
  * pattern's bytes over its summed seconds — a mean over the passes, never the best single read: on a shared guest the
- * best of a few reads of a few hundred MiB can be 1.7 times their median (bench/read_patterns.c, docs/PERFORMANCE.md
- * session 13: the probe's own four-stream pattern 37.0 GB/s median, 61.9 best), a bound that no sustained read, the
- * probe's own included, comes near. */
+ * best of a few reads of a few hundred MiB can be far above their median (bench/read_patterns.c; docs/PERFORMANCE.md,
+ * Session 13), a bound that no sustained read, the probe's own included, comes near. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdlib.h>
