@@ -13,7 +13,8 @@
 #include "util/error.h"
 
 /* Prompt tokens per forward call: each call streams every weight from memory once, so larger chunks read them
- * less often, at the cost of scratch that grows with the chunk (docs/PERFORMANCE.md has both). The bits do not depend on it (chunked prefill == decoding token by token). */
+ * less often, at the cost of scratch that grows with the chunk (docs/PERFORMANCE.md has both). The bits do not
+ * depend on it (chunked prefill == decoding token by token). */
 #define TG_PREFILL_CHUNK 256
 
 struct tg_session {

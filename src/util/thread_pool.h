@@ -5,7 +5,7 @@
  * then sleep on a condition variable. Spinning keeps a run's start and end cheap on an idle machine; sleeping gives
  * the core to whoever needs it on a busy one. OpenMP's default in libgomp (spin for a long time between parallel
  * regions, settable only through OMP_WAIT_POLICY in the environment before the process starts) made two threads
- * four times slower than one on a machine with other work. */
+ * slower than one on a machine with other work. */
 #ifndef TG_UTIL_THREAD_POOL_H
 #define TG_UTIL_THREAD_POOL_H
 
