@@ -174,8 +174,13 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
                       int64_t n_gen, const int32_t *ref, int32_t *out, float *logits, tg_sampler *sampler,
                       int64_t *quantized) {
     tg_error err = {0};
-    tg_session *s = tg_session_new(model, p, threads, &err);
+    tg_generator_params gp = tg_generator_default_params();
+    gp.max_tokens = n_gen;
+    gp.ignore_eos = true; /* the reference runs its n_gen tokens whatever they are */
+    tg_generator *g = tg_generator_new(model, sampler, &gp, &err);
+    tg_session *s = g ? tg_session_new(model, p, threads, &err) : NULL;
     if (!s) {
+        tg_generator_free(g);
         tg_cli_word_error(&err, p);
         tg_runtime_error("%s", err.msg);
         return -1;
@@ -185,23 +190,21 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
         if (!tg_session_eval(s, ids + done, c, NULL, logits, &err)) goto fail;
         done += c;
     }
+    if (!tg_generator_start(g, ids, n_ids, false, NULL, NULL, &err)) goto fail;
     int64_t made = 0;
-    while (made < n_gen) {
-        int32_t id = tg_sampler_sample(sampler, logits);
-        if (id < 0) {
-            snprintf(err.msg, sizeof err.msg, "the model produced no finite logits");
-            goto fail;
-        }
-        if (ref && id != ref[made]) break;
-        out[made++] = id;
-        if (made == n_gen) break;
+    tg_gen_token t = {.stop = TG_GEN_GOING};
+    while (t.stop == TG_GEN_GOING) {
+        if (!tg_generator_step(g, logits, &t, &err)) goto fail;
+        if (ref && t.id != ref[made]) break;
+        out[made++] = t.id;
+        if (t.stop != TG_GEN_GOING) break;
         if (tg_session_remaining(s) < 1) {
             snprintf(err.msg, sizeof err.msg,
                      "the context is full after %" PRId64 " tokens; use fewer --tokens or a bounded cache",
                      (int64_t)n_ids + made);
             goto fail;
         }
-        if (!tg_session_eval(s, &id, 1, NULL, logits, &err)) goto fail;
+        if (!tg_session_eval(s, &t.id, 1, NULL, logits, &err)) goto fail;
     }
     if (quantized) {
         tg_cache_report r;
@@ -209,11 +212,13 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
         *quantized = r.quantized;
     }
     tg_session_free(s);
+    tg_generator_free(g);
     return made;
 fail:
     tg_cli_word_error(&err, NULL);
     tg_runtime_error("%s", err.msg);
     tg_session_free(s);
+    tg_generator_free(g);
     return -1;
 }
 

@@ -17,7 +17,7 @@
 #include "cli/args.h"
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
-#include "cli/chat_conv.h"
+#include "chat/conversation.h"
 #include "cli/cli.h"
 #include "cli/text.h"
 #include "serve/http.h"
