@@ -129,15 +129,17 @@ $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) \
 	    $(addprefix $(ASN)/,$(TOOL_PARTS_$*)) $(ASN)/libtinygpt.a $(DEPS_LIBS) -lcmocka
 
-# Tests of the tool's own parts link their objects (src/cli and src/serve are the tool's, not the library's):
-# TOOL_PARTS_<test> lists them, built under each build folder. test_regress replays the fuzz harnesses, each compiled
-# once with its libFuzzer entry points renamed (regress_<name>_one / regress_<name>_init).
+# Tests of the tool's own parts link their objects (src/cli and src/serve are the tool's, not the library's), and
+# tests that replay a fuzz harness link it, compiled once with its libFuzzer entry points renamed
+# (regress_<name>_one / regress_<name>_init): TOOL_PARTS_<test> lists them, built under each build folder.
 REGRESS_HARNESSES := gguf hf folder tokenizer_json tokenizer_text tokenize args cli_text
 TOOL_PARTS_test_regress := $(REGRESS_HARNESSES:%=fuzz/regress_%.o) src/cli/args.o src/cli/text.o
 TOOL_PARTS_test_cli_text := src/cli/text.o
 TOOL_PARTS_test_serve_parts := src/serve/admission.o src/serve/request.o src/serve/openai.o
+TOOL_PARTS_test_chat_template := fuzz/regress_chat_template.o
+TOOL_PARTS_TESTS := test_regress test_cli_text test_serve_parts test_chat_template
 REGRESS_NAMES = -DLLVMFuzzerTestOneInput=regress_$*_one -DLLVMFuzzerInitialize=regress_$*_init
-$(foreach t,test_regress test_cli_text test_serve_parts,$(eval $(ASN)/tests/$(t): $(addprefix $(ASN)/,$(TOOL_PARTS_$(t)))))
+$(foreach t,$(TOOL_PARTS_TESTS),$(eval $(ASN)/tests/$(t): $(addprefix $(ASN)/,$(TOOL_PARTS_$(t)))))
 
 $(ASN)/fuzz/regress_%.o: fuzz/fuzz_%.c $(ASN)/.flags
 	@mkdir -p $(dir $@)
@@ -196,7 +198,7 @@ $(VG)/tests/%: tests/unit/%.c $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) \
 	    $(addprefix $(VG)/,$(TOOL_PARTS_$*)) $(VG)/libtinygpt.a $(DEPS_LIBS) -lcmocka
-$(foreach t,test_regress,$(eval $(VG)/tests/$(t): $(addprefix $(VG)/,$(TOOL_PARTS_$(t)))))
+$(foreach t,$(TOOL_PARTS_TESTS),$(eval $(VG)/tests/$(t): $(addprefix $(VG)/,$(TOOL_PARTS_$(t)))))
 
 $(VG)/fuzz/regress_%.o: fuzz/fuzz_%.c
 	@mkdir -p $(dir $@)

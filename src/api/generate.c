@@ -18,9 +18,6 @@ static int64_t run_end(generate_run *r, int64_t result) {
     return result;
 }
 
-/* The generator's abort callback: the session's. */
-static bool session_aborted(void *user) { return tg_session_aborted(user); }
-
 int64_t tg_generate(tg_session *s, tg_sampler *sampler, const int32_t *prompt, size_t n_prompt,
                     int64_t max_tokens, tg_token_fn on_token, void *user, tg_error *err) {
     if (!s || !sampler) {
@@ -40,8 +37,6 @@ int64_t tg_generate(tg_session *s, tg_sampler *sampler, const int32_t *prompt, s
     }
     tg_generator_params gp = tg_generator_default_params();
     gp.max_tokens = max_tokens > 0 ? max_tokens : 0;
-    gp.abort = session_aborted;
-    gp.abort_user = s;
     r.gen = tg_generator_new(model, sampler, &gp, err);
     if (!r.gen) return run_end(&r, -1);
     if ((int64_t)n_prompt > tg_session_remaining(s)) {
@@ -58,12 +53,14 @@ int64_t tg_generate(tg_session *s, tg_sampler *sampler, const int32_t *prompt, s
         if (!tg_generator_step(r.gen, r.logits, &t, err)) return run_end(&r, -1);
         if (t.stop == TG_GEN_END || t.stop == TG_GEN_STOP_STRING) break;
         if (on_token && !on_token(t.id, t.text, t.len, user)) go_on = false;
-        if (t.stop == TG_GEN_ABORTED) {
+        if (tg_session_remaining(s) < 1) break; /* an unbounded cache is full */
+        /* the session's abort callback (not the generator's): asked once the token is handed out, after on_token,
+         * which it may watch */
+        if (tg_session_aborted(s)) {
             tg_fail_code(err, TG_ERR_ABORTED, "aborted after %lld generated tokens",
                          (long long)tg_generator_count(r.gen));
             return run_end(&r, -1);
         }
-        if (tg_session_remaining(s) < 1) break; /* an unbounded cache is full */
         /* the last token too (max_tokens or the callback's stop): the session then holds all the text */
         if (!tg_session_eval_token(s, t.id, r.logits, err)) return run_end(&r, -1);
     }
