@@ -109,16 +109,11 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
                        .hi = INT32_MAX},
     };
     tg_sampling_flags sf;
-    tg_sampling_flags_options(&sf, o + O_SAMPLING);
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_CACHE);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("chat", argc, argv, o, O_ALL, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_sampling_cache_parse("chat", argc, argv, o, O_OWN, &sf, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (o[O_MODEL].seen && n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
     a->model_path = tg_model_or_bundled(n_pos ? pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
     if (!a->model_path) return TG_EXIT_ERROR;
@@ -271,8 +266,8 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     int status = TG_EXIT_OK;
     interrupted = 0;
     t0 = tg_monotonic_s();
-    tg_gen_token t = {.stop = TG_GEN_GOING};
-    while (t.stop == TG_GEN_GOING || t.stop == TG_GEN_ABORTED) {
+    tg_gen_token t;
+    for (;;) {
         if (!tg_generator_step(r->g.gen, r->g.logits, &t, &err)) {
             status = tg_runtime_error("%s", err.msg);
             break;
@@ -303,7 +298,7 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
             status = tg_runtime_error("%s", err.msg);
             break;
         }
-        if (t.stop != TG_GEN_GOING) break;
+        if (t.stop != TG_GEN_GOING) break; /* --tokens, Ctrl-C */
     }
     double t_gen = tg_monotonic_s() - t0;
     if (status == TG_EXIT_OK) {
@@ -425,12 +420,7 @@ static int converse(const chat_args *a, chat_run *r) {
 int tg_cmd_chat(int argc, char **argv) {
     chat_args a = {0};
     int status = parse_chat_args(argc, argv, &a);
-    if (status < 0) {
-        fputs(USAGE, stdout);
-        fputs(TG_CACHE_FLAGS_HELP, stdout);
-        return TG_EXIT_OK;
-    }
-    if (status != TG_EXIT_OK) return status;
+    if (tg_help_printed(&status, USAGE) || status != TG_EXIT_OK) return status;
 
     chat_run r = {0};
     char msg[1200];

@@ -111,14 +111,10 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
     };
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("compare", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_cache_args_parse("compare", argc, argv, o, O_OWN, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (!prompts) return tg_usage_error("compare", "--prompts FILE is required");
     for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
         if (o[i].seen &&

@@ -130,16 +130,11 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
     };
     tg_sampling_flags sf;
-    tg_sampling_flags_options(&sf, o + O_SAMPLING);
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_CACHE);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("sample", argc, argv, o, O_ALL, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_sampling_cache_parse("sample", argc, argv, o, O_OWN, &sf, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (o[O_PROMPT].seen && o[O_PFILE].seen)
         return tg_usage_error("sample", "--prompt and --prompt-file: give one of them, not both");
     if (o[O_MODEL].seen && n_pos)
@@ -383,12 +378,7 @@ static bool interrupted(void *user) {
 int tg_cmd_sample(int argc, char **argv) {
     sample_args a = {0};
     int status = parse_sample_args(argc, argv, &a);
-    if (status == TG_EXIT_OK) status = sample_main(&a);
-    else if (status < 0) {
-        fputs(USAGE, stdout);
-        fputs(TG_CACHE_FLAGS_HELP, stdout);
-        status = TG_EXIT_OK;
-    }
+    if (!tg_help_printed(&status, USAGE) && status == TG_EXIT_OK) status = sample_main(&a);
     free(a.prompt_owned);
     return status;
 }
