@@ -430,8 +430,9 @@ typedef struct {
                                  * chat template's end-of-turn markers (tg_chat_end_ids); copied */
     size_t n_end_ids;
     bool ignore_eos;            /* neither EOS nor end_ids end a generation: they are handed out like any token */
-    tg_abort_fn abort;          /* asked after each token is handed out (not after the last); true ends the run
-                                 * with TG_GEN_ABORTED; NULL = never */
+    tg_abort_fn abort;          /* asked after each token is handed out, unless that token ended the run anyway;
+                                 * true ends it with TG_GEN_ABORTED; NULL = never (tg_generate asks the session's
+                                 * callback itself, after on_token) */
     void *abort_user;
 } tg_generator_params;
 
@@ -493,11 +494,13 @@ TG_API int64_t tg_generator_count(const tg_generator *g);
  * incomplete character, as U+FFFD) comes with id -1. Returning false stops the generation after this token. */
 typedef bool (*tg_token_fn)(int32_t id, const char *text, size_t len, void *user);
 
-/* `tinygpt sample`'s loop: evaluates prompt[n_prompt] (n_prompt >= 1; the sampler remembers it for the repeat
- * penalty), then samples up to max_tokens tokens, hands each to on_token (may be NULL) and evaluates it, so that the
- * session then holds the prompt and the generated text and a next call goes on from there. Stops before an
- * end-of-sequence id (tg_token_is_eos: neither handed out nor evaluated), when on_token returns false, and when an
- * unbounded cache is full (its last token handed out, not evaluated). The abort callback is asked between tokens.
+/* `tinygpt sample`'s loop on the generation step (a tg_generator with max_tokens, no stop strings, no end ids beyond
+ * EOS): evaluates prompt[n_prompt] (n_prompt >= 1; the sampler remembers it for the repeat penalty), then samples up
+ * to max_tokens tokens, hands each to on_token (may be NULL) and evaluates it, the last one too, so that the session
+ * then holds the prompt and the generated text and a next call goes on from there. Stops before an end-of-sequence
+ * id (tg_token_is_eos: neither handed out nor evaluated), when on_token returns false, and when an unbounded cache is
+ * full (its last token handed out, not evaluated). The session's abort callback is asked after each token is handed
+ * to on_token, before it is evaluated.
  * With a greedy sampler the text is that of `tinygpt sample --temperature 0 --no-echo`. Returns the number of tokens
  * handed out, or -1 with err filled: the prompt does not fit the context (TG_ERR_CONTEXT_FULL), TG_ERR_ABORTED, no
  * finite logits, out of memory. */
