@@ -126,15 +126,24 @@ $(ASN)/%.o: %.c $(ASN)/.flags
 
 $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a \
-	    $(DEPS_LIBS) -lcmocka
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(ASN_SUPPORT_OBJ) \
+	    $(addprefix $(ASN)/,$(TOOL_PARTS_$*)) $(ASN)/libtinygpt.a $(DEPS_LIBS) -lcmocka
 
-# test_serve_parts also links the server's pure parts (they live outside the library: src/serve is the tool's)
-SERVE_UNIT_OBJ := $(ASN)/src/serve/admission.o $(ASN)/src/serve/request.o $(ASN)/src/serve/openai.o
-$(ASN)/tests/test_serve_parts: tests/unit/test_serve_parts.c $(SERVE_UNIT_OBJ) $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
+# Tests of the tool's own parts link their objects (src/cli and src/serve are the tool's, not the library's), and
+# tests that replay a fuzz harness link it, compiled once with its libFuzzer entry points renamed
+# (regress_<name>_one / regress_<name>_init): TOOL_PARTS_<test> lists them, built under each build folder.
+REGRESS_HARNESSES := gguf hf folder tokenizer_json tokenizer_text tokenize args cli_text
+TOOL_PARTS_test_regress := $(REGRESS_HARNESSES:%=fuzz/regress_%.o) src/cli/args.o src/cli/text.o
+TOOL_PARTS_test_cli_text := src/cli/text.o
+TOOL_PARTS_test_serve_parts := src/serve/admission.o src/serve/request.o src/serve/openai.o
+TOOL_PARTS_test_chat_template := fuzz/regress_chat_template.o
+TOOL_PARTS_TESTS := test_regress test_cli_text test_serve_parts test_chat_template
+REGRESS_NAMES = -DLLVMFuzzerTestOneInput=regress_$*_one -DLLVMFuzzerInitialize=regress_$*_init
+$(foreach t,$(TOOL_PARTS_TESTS),$(eval $(ASN)/tests/$(t): $(addprefix $(ASN)/,$(TOOL_PARTS_$(t)))))
+
+$(ASN)/fuzz/regress_%.o: fuzz/fuzz_%.c $(ASN)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(SERVE_UNIT_OBJ) $(ASN_SUPPORT_OBJ) \
-	    $(ASN)/libtinygpt.a $(DEPS_LIBS) -lcmocka
+	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) $(REGRESS_NAMES) -MMD -MP -c $< -o $@
 
 # --- tools/*.c: stand-alone programs on the release library (bench/compare-llamacpp builds them) ---
 TOOL_BIN := $(patsubst tools/%.c,$(REL)/tools/%,$(wildcard tools/*.c))
@@ -208,8 +217,13 @@ $(VG)/%.o: %.c
 
 $(VG)/tests/%: tests/unit/%.c $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a \
-	    $(DEPS_LIBS) -lcmocka
+	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(VG_SUPPORT_OBJ) \
+	    $(addprefix $(VG)/,$(TOOL_PARTS_$*)) $(VG)/libtinygpt.a $(DEPS_LIBS) -lcmocka
+$(foreach t,$(TOOL_PARTS_TESTS),$(eval $(VG)/tests/$(t): $(addprefix $(VG)/,$(TOOL_PARTS_$(t)))))
+
+$(VG)/fuzz/regress_%.o: fuzz/fuzz_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) $(REGRESS_NAMES) -MMD -MP -c $< -o $@
 
 # docs/RESULTS.md and docs/results/*.svg: the cache's cost in quality on the bundled model (tools/results.sh;
 # about 30 minutes on 2 cores; `tools/results.sh --quick` is a smoke run of the pipeline)

@@ -412,6 +412,87 @@ TG_API void tg_sampler_accept(tg_sampler *s, int32_t id);
  * emptied (with tg_session_reset, a run then repeats exactly, sampled or greedy). */
 TG_API void tg_sampler_reset(tg_sampler *s);
 
+/* ---- the generation step: logits in, a token and its text out ---------------------------------------------------
+ * One step of every generation loop (tg_generate, `tinygpt sample` / `chat` / `compare`, the server): sample a
+ * token, end at an end-of-turn id, turn the token into text (never splitting a UTF-8 character), hold back text
+ * that might be the start of a stop string until it is decided, end at a stop string, at max_tokens and when the
+ * abort callback says so. The caller evaluates the tokens (a tg_session or a tg_batch) and prints the text.
+ *
+ * Which tokens the caller evaluates (one rule for every caller): a token handed out while the generation goes on
+ * (TG_GEN_GOING) is evaluated before the next step. A token that completes a stop string (TG_GEN_STOP_STRING) is
+ * never evaluated: its text is cut at the stop string, and the cache is not to hold text the output does not. An
+ * end-of-turn id (TG_GEN_END) is not handed out and not evaluated. A token that ends the run by max_tokens or the
+ * abort callback (TG_GEN_MAX_TOKENS, TG_GEN_ABORTED) is whole text: a caller that goes on from the session later
+ * (`tinygpt chat`, tg_generate after max_tokens) evaluates it, one that discards the session need not. */
+
+typedef struct tg_generator tg_generator;
+
+typedef struct {
+    int64_t max_tokens;         /* the most tokens handed out per generation; 0 = no limit */
+    const char *const *stops;   /* stop strings (copied; empty ones are ignored): the text ends before the first one
+                                 * that appears, and no byte of it is handed out */
+    size_t n_stops;
+    const int32_t *end_ids;     /* ids that end a generation besides the model's EOS ids (tg_token_is_eos), e.g. a
+                                 * chat template's end-of-turn markers (tg_chat_end_ids); copied */
+    size_t n_end_ids;
+    bool ignore_eos;            /* neither EOS nor end_ids end a generation: they are handed out like any token */
+    tg_abort_fn abort;          /* asked after each token is handed out, unless that token ended the run anyway;
+                                 * true ends it with TG_GEN_ABORTED; NULL = never (tg_generate asks the session's
+                                 * callback itself, after on_token) */
+    void *abort_user;
+} tg_generator_params;
+
+/* No limit, no stop strings, no extra end ids, EOS ends, no abort callback. */
+TG_API tg_generator_params tg_generator_default_params(void);
+
+/* A generator for model drawing from sampler (not owned: it must outlive the generator, and the caller frees it).
+ * Copies what p points to. NULL with err filled when the model has no tokenizer, a count is negative, or memory runs
+ * out. */
+TG_API tg_generator *tg_generator_new(const tg_model *model, tg_sampler *sampler, const tg_generator_params *p,
+                                      tg_error *err);
+TG_API void tg_generator_free(tg_generator *g);
+
+/* Begins a generation after the prompt ids[n] (which the caller evaluates): the sampler remembers them for the
+ * repeat penalty, the count of handed-out tokens and the stop strings start again. With echo the prompt's text is
+ * handed out in *text / *len (valid until the next call; both may be NULL when not echoing) and the generated text
+ * continues it; without, the prompt is skipped (tg_detok_skip_prompt). A generator may run many generations (the
+ * turns of a conversation). False with err filled when memory runs out. */
+TG_API bool tg_generator_start(tg_generator *g, const int32_t *ids, size_t n, bool echo, const char **text,
+                               size_t *len, tg_error *err);
+
+/* Why a generation ended, as a step reports it. */
+typedef enum {
+    TG_GEN_GOING = 0,   /* it goes on: evaluate the token, then step again */
+    TG_GEN_END,         /* an EOS id or an end id was sampled (not handed out: id -1) */
+    TG_GEN_STOP_STRING, /* the text reached a stop string (the text before it handed out) */
+    TG_GEN_MAX_TOKENS,  /* the token is the max_tokens-th */
+    TG_GEN_ABORTED,     /* the abort callback said to stop after this token */
+} tg_gen_stop;
+
+/* What one step hands out. */
+typedef struct {
+    int32_t id;       /* the sampled token, or -1 when none was handed out (TG_GEN_END) */
+    const char *text; /* the text now safe to show (len may be 0: held back, or an incomplete character); valid
+                       * until the next call on the generator */
+    size_t len;
+    tg_gen_stop stop;
+} tg_gen_token;
+
+/* Samples from logits[vocab] (the distribution after the last evaluated token) and fills *out. After a step that
+ * ended the generation (stop != TG_GEN_GOING) a further step does nothing but say so again (id -1, len 0). False
+ * with err filled when no logit is pickable ("the model produced no finite logits") or memory runs out. */
+TG_API bool tg_generator_step(tg_generator *g, const float *logits, tg_gen_token *out, tg_error *err);
+
+/* Ends the generation: out->text / out->len get the text still pending (an incomplete UTF-8 character, as U+FFFD)
+ * and the text held back for the stop strings (valid until the next call); out->id is -1. out->stop is
+ * TG_GEN_STOP_STRING when that text reached a stop string (it is then cut before it) or a step already reported one
+ * (len 0), else what the last step reported (TG_GEN_GOING when the caller ended the run for a reason of its own, e.g.
+ * a full context). False with err filled when memory runs out. */
+TG_API bool tg_generator_finish(tg_generator *g, tg_gen_token *out, tg_error *err);
+
+/* Tokens handed out since tg_generator_start. */
+TG_API int64_t tg_generator_count(const tg_generator *g);
+
 /* ---- generation: prompt in, tokens out through a callback ------------------------------------------------------ */
 
 /* Receives each generated token: its id and the text that is complete after it (a UTF-8 character is never split
@@ -419,11 +500,13 @@ TG_API void tg_sampler_reset(tg_sampler *s);
  * incomplete character, as U+FFFD) comes with id -1. Returning false stops the generation after this token. */
 typedef bool (*tg_token_fn)(int32_t id, const char *text, size_t len, void *user);
 
-/* `tinygpt sample`'s loop: evaluates prompt[n_prompt] (n_prompt >= 1; the sampler remembers it for the repeat
- * penalty), then samples up to max_tokens tokens, hands each to on_token (may be NULL) and evaluates it, so that the
- * session then holds the prompt and the generated text and a next call goes on from there. Stops before an
- * end-of-sequence id (tg_token_is_eos: neither handed out nor evaluated), when on_token returns false, and when an
- * unbounded cache is full (its last token handed out, not evaluated). The abort callback is asked between tokens.
+/* `tinygpt sample`'s loop on the generation step (a tg_generator with max_tokens, no stop strings, no end ids beyond
+ * EOS): evaluates prompt[n_prompt] (n_prompt >= 1; the sampler remembers it for the repeat penalty), then samples up
+ * to max_tokens tokens, hands each to on_token (may be NULL) and evaluates it, the last one too, so that the session
+ * then holds the prompt and the generated text and a next call goes on from there. Stops before an end-of-sequence
+ * id (tg_token_is_eos: neither handed out nor evaluated), when on_token returns false, and when an unbounded cache is
+ * full (its last token handed out, not evaluated). The session's abort callback is asked after each token is handed
+ * to on_token, before it is evaluated.
  * With a greedy sampler the text is that of `tinygpt sample --temperature 0 --no-echo`. Returns the number of tokens
  * handed out, or -1 with err filled: the prompt does not fit the context (TG_ERR_CONTEXT_FULL), TG_ERR_ABORTED, no
  * finite logits, out of memory. */
@@ -458,6 +541,12 @@ TG_API char *tg_chat_render(const tg_chat *c, const tg_chat_message *messages, s
  * the template's BOS string (as `tinygpt chat` does). */
 TG_API bool tg_chat_tokenize(const tg_chat *c, const tg_model *model, const char *text, size_t len, int32_t **ids,
                              size_t *n_ids, tg_error *err);
+/* The ids that end a reply in this template's conversations, at most max of them into ids[] (`tinygpt chat`'s): the
+ * tokenizer's EOS, then every common end-of-turn marker that the template mentions and the tokenizer encodes as one
+ * token (<|im_end|> of ChatML, <|eot_id|> of Llama 3, <|end|>, <end_of_turn>, <|endoftext|>). Every
+ * tg_token_is_eos id ends a reply too (tg_generator checks them itself): pass these as its end_ids. Returns the
+ * count; c NULL gives EOS alone. */
+TG_API size_t tg_chat_end_ids(const tg_chat *c, const tg_model *model, int32_t *ids, size_t max);
 
 /* ---- the machine -------------------------------------------------------------------------------------------- */
 

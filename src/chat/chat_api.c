@@ -12,6 +12,7 @@
 struct tg_chat {
     tg_chat_template *tmpl;
     tg_chat_source src; /* the model's template source and its BOS / EOS strings */
+    const char *text;   /* the template's source: src.text or a built-in's */
     char origin[400];   /* where the template came from, for messages */
 };
 
@@ -54,6 +55,7 @@ tg_chat *tg_chat_open(const char *model_path, const char *builtin, tg_error *err
     } else {
         snprintf(c->origin, sizeof c->origin, "%s", c->src.origin);
     }
+    c->text = text;
     tg_error why = {0};
     c->tmpl = tg_chat_template_compile(text, len, NULL, &why);
     if (!c->tmpl) {
@@ -121,4 +123,9 @@ bool tg_chat_tokenize(const tg_chat *c, const tg_model *model, const char *text,
     const size_t bos_len = bos ? strlen(bos) : 0;
     const bool has_bos = bos_len > 0 && len >= bos_len && memcmp(text, bos, bos_len) == 0;
     return tg_tokenize(model, text, len, tg_model_adds_bos(model) && !has_bos, ids, n_ids, err);
+}
+
+size_t tg_chat_end_ids(const tg_chat *c, const tg_model *model, int32_t *ids, size_t max) {
+    if (!model || (max > 0 && !ids)) return 0;
+    return tg_chat_source_end_ids(c ? c->text : NULL, model, ids, max);
 }

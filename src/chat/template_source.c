@@ -203,3 +203,21 @@ json_t *tg_chat_source_vars(const tg_chat_source *src, json_t *messages, bool ad
     }
     return vars;
 }
+
+size_t tg_chat_source_end_ids(const char *template_text, const tg_model *model, int32_t *ids, size_t max) {
+    static const char *const markers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
+    size_t n = 0;
+    int32_t eos = tg_token_eos(model);
+    if (eos >= 0 && n < max) ids[n++] = eos;
+    for (size_t i = 0; i < sizeof markers / sizeof markers[0] && n < max; i++) {
+        if (!template_text || !strstr(template_text, markers[i])) continue;
+        int32_t *tok = NULL;
+        size_t n_tok = 0;
+        tg_error err = {0};
+        if (tg_tokenize(model, markers[i], strlen(markers[i]), false, &tok, &n_tok, &err) && n_tok == 1 &&
+            tok[0] != eos)
+            ids[n++] = tok[0];
+        free(tok);
+    }
+    return n;
+}

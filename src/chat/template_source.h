@@ -32,4 +32,9 @@ void tg_chat_source_free(tg_chat_source *s);
  * undefined, not None). NULL when memory runs out. */
 json_t *tg_chat_source_vars(const tg_chat_source *src, json_t *messages, bool add_generation_prompt);
 
+/* The ids that end a reply, at most max of them into ids[]: EOS (the tokenizer's), then every common end-of-turn
+ * marker that template_text (NULL: none) mentions and the tokenizer encodes as one token (<|im_end|> of ChatML,
+ * <|eot_id|> of Llama 3, ...). Returns the count. */
+size_t tg_chat_source_end_ids(const char *template_text, const tg_model *model, int32_t *ids, size_t max);
+
 #endif

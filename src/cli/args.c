@@ -201,6 +201,30 @@ static bool take_value(const char *cmd, tg_opt *o, const char *v) {
     return false;
 }
 
+int tg_cache_args_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_before, tg_cache_flags *cf,
+                        const char **pos, size_t max_pos, size_t *n_pos) {
+    tg_cache_flags_options(cf, o + n_before);
+    return tg_args_parse_cmd(cmd, argc, argv, o, n_before + TG_CACHE_OPT_COUNT, pos, max_pos, n_pos);
+}
+
+bool tg_help_printed(int *status, const char *usage) {
+    if (*status >= 0) return false;
+    fputs(usage, stdout);
+    tg_cache_flags_help(stdout, false);
+    *status = TG_EXIT_OK;
+    return true;
+}
+
+int tg_args_parse_cmd(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
+                      size_t max_pos, size_t *n_pos) {
+    switch (tg_args_parse(cmd, argc, argv, opts, n_opts, pos, max_pos, n_pos)) {
+    case TG_ARGS_HELP: return -1;
+    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
+    case TG_ARGS_OK: break;
+    }
+    return TG_EXIT_OK;
+}
+
 tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
                              size_t max_pos, size_t *n_pos) {
     *n_pos = 0;

@@ -56,6 +56,10 @@ typedef enum {
  * On TG_ARGS_USAGE one line "tinygpt <cmd>: ..." has been printed on stderr. */
 tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
                              size_t max_pos, size_t *n_pos);
+/* tg_args_parse as a command's status: TG_EXIT_OK to go on, TG_EXIT_USAGE after a usage error (printed), or -1 for
+ * --help (the command prints its usage and exits 0). */
+int tg_args_parse_cmd(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
+                      size_t max_pos, size_t *n_pos);
 
 /* ---- the KV cache flags, shared by the commands that run a session ---------------------------------------------- */
 
@@ -69,9 +73,12 @@ typedef struct {
 
 enum { TG_CACHE_OPT_COUNT = 13 };
 
+/* After a command's argument parser: when *status is -1 (--help), prints usage and the cache flags' help on stdout,
+ * sets *status to TG_EXIT_OK and returns true (the command is done); otherwise returns false. */
+bool tg_help_printed(int *status, const char *usage);
 /* Prints the --help text of the cache flags (one paragraph, ends with a newline; the precisions named are the
- * library's) to f; without_precision leaves out --kv-quantize, --kv-quantize-keys and --kv-quantize-values (for a
- * command with its own --kv-quantize). */
+ * library's) to f; without_precision leaves out --kv-quantize, --kv-quantize-keys and
+ * --kv-quantize-values (for a command with its own --kv-quantize). */
 void tg_cache_flags_help(FILE *f, bool without_precision);
 /* The library's KV precisions' names (tg_kv_precision_count / _name), joined by sep, into buf (cut at size). */
 void tg_precision_names(char *buf, size_t size, const char *sep);
@@ -79,6 +86,10 @@ void tg_precision_names(char *buf, size_t size, const char *sep);
 /* Fills opts[0 .. TG_CACHE_OPT_COUNT) with the cache options, writing into f (zeroed first). The caller puts them
  * in its own table (after its own options) and parses as usual. */
 void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts);
+/* The parse of a command whose table o holds n_before options of its own, then the cache flags (filled here, into
+ * *cf): o must have room for n_before + TG_CACHE_OPT_COUNT entries. Returns as tg_args_parse_cmd. */
+int tg_cache_args_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_before, tg_cache_flags *cf,
+                        const char **pos, size_t max_pos, size_t *n_pos);
 
 /* The cache policy the parsed options ask for into *out: the library's defaults for every option not given (opts is
  * the table filled by tg_cache_flags_options, after tg_args_parse). False, with one usage line on stderr naming

@@ -177,14 +177,10 @@ static int parse_bench_args(int argc, char **argv, bench_args *a) {
         [O_TURN] = {.name = "--turn", .kind = TG_OPT_INT, .dest = &turn, .lo = 2, .hi = 1 << 20},
     };
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("bench", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_cache_args_parse("bench", argc, argv, o, O_OWN, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (!parse_list(depth, a->depths, MAX_DEPTHS, &a->n_depths))
         return tg_usage_error("bench", "--depth: expected up to %d non-negative integers (at most 2^40) separated "
                               "by commas, got '%s'", MAX_DEPTHS, depth);
@@ -534,12 +530,7 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
 int tg_cmd_bench(int argc, char **argv) {
     bench_args a = {0};
     int status = parse_bench_args(argc, argv, &a);
-    if (status < 0) {
-        fputs(USAGE, stdout);
-        tg_cache_flags_help(stdout, false);
-        return TG_EXIT_OK;
-    }
-    if (status != TG_EXIT_OK) return status;
+    if (tg_help_printed(&status, USAGE) || status != TG_EXIT_OK) return status;
 
     bench_run r = {.a = &a, .probe = {.to_child = -1, .from_child = -1}};
     tg_error err = {0};

@@ -18,11 +18,11 @@
 #include "cli/sampling_flags.h"
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
-#include "cli/chat_conv.h"
+#include "chat/conversation.h"
 #include "cli/cli.h"
+#include "cli/gen_run.h"
 #include "cli/line_input.h"
 #include "cli/report.h"
-#include "cli/stop_text.h"
 #include "cli/text.h"
 #include "util/clock.h"
 
@@ -109,16 +109,11 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
                        .hi = INT32_MAX},
     };
     tg_sampling_flags sf;
-    tg_sampling_flags_options(&sf, o + O_SAMPLING);
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_CACHE);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("chat", argc, argv, o, O_ALL, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_sampling_cache_parse("chat", argc, argv, o, O_OWN, &sf, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (o[O_MODEL].seen && n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
     a->model_path = tg_model_or_bundled(n_pos ? pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
     if (!a->model_path) return TG_EXIT_ERROR;
@@ -159,33 +154,23 @@ static bool buf_append(buf_t *b, const char *s, size_t n) {
 /* Everything a running conversation owns. */
 typedef struct {
     tg_chat_conv conv;
-    tg_model *model;
-    tg_session *session;
-    tg_sampler *sampler;
-    tg_detok *detok;
-    float *logits;
+    tg_gen_run g;       /* model, session, sampler, the generation step (end of turn, --stop, --tokens, Ctrl-C) */
     buf_t fed;          /* the text the cache holds, as rendered (the renders' prefixes and the replies) */
-    int32_t eot[MAX_EOT];
-    size_t n_eot;
+    bool stale;         /* the cache holds text the conversation does not (a reply cut at a stop string) */
     int turn;
     int write_errno;
 } chat_run;
 
 static void chat_free(chat_run *r) {
-    tg_detok_free(r->detok);
-    tg_sampler_free(r->sampler);
-    tg_session_free(r->session);
-    tg_model_free(r->model);
-    free(r->logits);
+    tg_gen_run_free(&r->g);
     free(r->fed.p);
     tg_chat_conv_close(&r->conv);
 }
 
-static bool is_eot(const chat_run *r, int32_t id) {
-    if (tg_token_is_eos(r->model, id)) return true; /* every EOS id of the model's files */
-    for (size_t i = 0; i < r->n_eot; i++)
-        if (r->eot[i] == id) return true;
-    return false;
+/* The generator's abort callback: Ctrl-C during the reply. */
+static bool reply_interrupted(void *user) {
+    (void)user;
+    return interrupted != 0;
 }
 
 static int emit(chat_run *r, const char *text, size_t len) {
@@ -201,7 +186,7 @@ static bool feed(chat_run *r, const int32_t *ids, size_t n) {
     tg_error err = {0};
     for (size_t done = 0; done < n;) {
         size_t k = n - done < PROMPT_CHUNK ? n - done : PROMPT_CHUNK;
-        if (!tg_session_eval(r->session, ids + done, k, NULL, r->logits, &err)) {
+        if (!tg_session_eval(r->g.session, ids + done, k, NULL, r->g.logits, &err)) {
             tg_cli_word_error(&err, NULL);
             tg_runtime_error("%s", err.msg);
             return false;
@@ -224,7 +209,7 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     const char *suffix = text;
     size_t suffix_len = len;
     if (r->fed.len > 0) {
-        if (len >= r->fed.len && memcmp(text, r->fed.p, r->fed.len) == 0) {
+        if (!r->stale && len >= r->fed.len && memcmp(text, r->fed.p, r->fed.len) == 0) {
             suffix = text + r->fed.len;
             suffix_len = len - r->fed.len;
         } else {
@@ -235,10 +220,11 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     }
     tg_error err = {0};
     if (rebuild) {
-        tg_session_free(r->session);
-        r->session = tg_session_new(r->model, &a->cache, a->threads, &err);
+        tg_session_free(r->g.session);
+        r->g.session = tg_session_new(r->g.model, &a->cache, a->threads, &err);
         r->fed.len = 0;
-        if (!r->session) {
+        r->stale = false;
+        if (!r->g.session) {
             free(text);
             tg_cli_word_error(&err, &a->cache);
             return tg_runtime_error("%s", err.msg);
@@ -246,10 +232,10 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     }
     bool first = r->fed.len == 0;
     const char *bos = r->conv.src.bos_token;
-    bool add_bos = first && tg_model_adds_bos(r->model) && !(bos && *bos && strncmp(text, bos, strlen(bos)) == 0);
+    bool add_bos = first && tg_model_adds_bos(r->g.model) && !(bos && *bos && strncmp(text, bos, strlen(bos)) == 0);
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    if (!tg_tokenize(r->model, suffix, suffix_len, add_bos, &ids, &n_ids, &err)) {
+    if (!tg_tokenize(r->g.model, suffix, suffix_len, add_bos, &ids, &n_ids, &err)) {
         free(text);
         return tg_runtime_error("%s", err.msg);
     }
@@ -260,7 +246,7 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
         free(ids);
         return tg_runtime_error("out of memory");
     }
-    int64_t room = tg_session_remaining(r->session);
+    int64_t room = tg_session_remaining(r->g.session);
     if ((int64_t)n_ids >= room) {
         free(ids);
         return tg_runtime_error("turn %d: the conversation needs %" PRId64 " more tokens but the context holds %" PRId64
@@ -270,96 +256,82 @@ static int assistant_turn(const chat_args *a, chat_run *r) {
     double t0 = tg_monotonic_s();
     ok = feed(r, ids, n_ids);
     double t_prompt = tg_monotonic_s() - t0;
-    tg_detok_skip_prompt(r->detok, ids, n_ids);
-    for (size_t i = 0; i < n_ids; i++) tg_sampler_accept(r->sampler, ids[i]); /* the repeat penalty's history */
+    ok = ok && tg_generator_start(r->g.gen, ids, n_ids, false, NULL, NULL, &err);
     free(ids);
-    if (!ok) return TG_EXIT_ERROR;
+    if (!ok) return err.msg[0] ? tg_runtime_error("%s", err.msg) : TG_EXIT_ERROR;
 
-    buf_t reply = {0}, shown = {0}; /* the reply's text as generated (in the cache) / as printed (in the messages) */
-    tg_stop_text filter;
-    tg_stop_text_init(&filter, a->stops.items, a->stops.n);
-    bool oom = false;
+    buf_t reply = {0}; /* the reply's text as printed, which goes into the conversation */
     const char *stop = "--tokens";
     int64_t generated = 0;
     int status = TG_EXIT_OK;
     interrupted = 0;
     t0 = tg_monotonic_s();
-    while (generated < a->n_tokens) {
-        if (interrupted) {
-            stop = "interrupted";
+    tg_gen_token t;
+    for (;;) {
+        if (!tg_generator_step(r->g.gen, r->g.logits, &t, &err)) {
+            status = tg_runtime_error("%s", err.msg);
             break;
         }
-        int32_t id = tg_sampler_sample(r->sampler, r->logits);
-        if (id < 0) {
-            status = tg_runtime_error("the model produced no finite logits");
-            break;
-        }
-        if (is_eot(r, id)) {
+        if (t.stop == TG_GEN_END) {
             stop = "end of turn";
             break;
         }
         generated++;
-        const char *piece = NULL;
-        size_t piece_len = 0;
-        tg_detok_push(r->detok, id, &piece, &piece_len);
-        const char *show = piece;
-        size_t show_len = piece_len;
-        const bool hit = filter.n_stops > 0 && tg_stop_text_push(&filter, piece, piece_len, &show, &show_len, &oom);
-        if (oom || !buf_append(&reply, piece, piece_len) || !buf_append(&shown, show, show_len)) {
+        if (!buf_append(&reply, t.text, t.len)) {
             status = tg_runtime_error("out of memory");
             break;
         }
-        if (hit) stop = "stop string";
-        if (emit(r, show, show_len) != 0) break;
-        /* every reply token goes into the cache, the last one too: the next turn's text starts after it */
-        if (tg_session_remaining(r->session) < 1) {
+        if (emit(r, t.text, t.len) != 0) break;
+        if (t.stop == TG_GEN_STOP_STRING) { /* not evaluated: the next turn re-reads the conversation */
+            stop = "stop string";
+            r->stale = true;
+            break;
+        }
+        if (t.stop == TG_GEN_ABORTED) stop = "interrupted";
+        /* every other reply token goes into the cache, the last one too: the next turn's text starts after it */
+        if (tg_session_remaining(r->g.session) < 1) {
             stop = "the context is full (--streaming-llm-window M keeps a conversation going)";
             break;
         }
-        if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) {
+        if (!tg_session_eval(r->g.session, &t.id, 1, NULL, r->g.logits, &err)) {
             tg_cli_word_error(&err, NULL);
             status = tg_runtime_error("%s", err.msg);
             break;
         }
-        if (hit) break;
+        if (t.stop != TG_GEN_GOING) break; /* --tokens, Ctrl-C */
     }
     double t_gen = tg_monotonic_s() - t0;
-    const char *rest = NULL;
-    size_t rest_len = 0;
-    tg_detok_flush(r->detok, &rest, &rest_len);
     if (status == TG_EXIT_OK) {
-        const char *show = rest, *held = NULL;
-        size_t show_len = rest_len, held_len = 0;
-        if (filter.n_stops > 0 && tg_stop_text_push(&filter, rest, rest_len, &show, &show_len, &oom))
-            stop = "stop string";
-        if (!oom && !buf_append(&reply, rest, rest_len)) oom = true;
-        if (!oom && !buf_append(&shown, show, show_len)) oom = true;
-        if (!oom && r->write_errno == 0) (void)emit(r, show, show_len);
-        tg_stop_text_flush(&filter, &held, &held_len); /* the held-back tail did not become a stop string */
-        if (!oom && !buf_append(&shown, held ? held : "", held_len)) oom = true;
-        if (oom) status = tg_runtime_error("out of memory");
-        else if (r->write_errno == 0 && emit(r, held, held_len) == 0) (void)emit(r, "\n", 1);
-        if (r->write_errno == EPIPE) status = -1; /* the reader has gone: end quietly */
-        else if (r->write_errno != 0) status = tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
+        if (!tg_generator_finish(r->g.gen, &t, &err)) {
+            status = tg_runtime_error("%s", err.msg);
+        } else {
+            if (t.stop == TG_GEN_STOP_STRING) {
+                stop = "stop string";
+                r->stale = true;
+            }
+            if (!buf_append(&reply, t.text, t.len)) status = tg_runtime_error("out of memory");
+            else if (r->write_errno == 0 && emit(r, t.text, t.len) == 0) (void)emit(r, "\n", 1);
+        }
+        if (status == TG_EXIT_OK && r->write_errno == EPIPE) status = -1; /* the reader has gone: end quietly */
+        else if (status == TG_EXIT_OK && r->write_errno != 0)
+            status = tg_runtime_error("writing to stdout: %s", strerror(r->write_errno));
     }
     if (status == TG_EXIT_OK) {
         /* The cache now holds the rendering and the reply's tokens (not the end-of-turn token: the next rendering
          * brings it, as text the tokenizer turns into the same special token). */
         if (!buf_append(&r->fed, reply.p ? reply.p : "", reply.len) ||
-            !tg_chat_conv_add(&r->conv, "assistant", shown.p ? shown.p : "", shown.len, msg, sizeof msg))
+            !tg_chat_conv_add(&r->conv, "assistant", reply.p ? reply.p : "", reply.len, msg, sizeof msg))
             status = tg_runtime_error("%s", "the reply could not be added to the conversation (out of memory or "
                                             "not UTF-8)");
     }
     free(reply.p);
-    free(shown.p);
-    tg_stop_text_free(&filter);
     if (!a->quiet && status == TG_EXIT_OK) {
         fprintf(stderr, "turn %d: prompt %zu new tokens%s in %.3f s, generated %" PRId64 " tokens in %.3f s "
                         "(%.1f tokens/s), stopped: %s, position %" PRId64 "\n",
                 r->turn, n_ids, rebuild ? " (re-read)" : "", t_prompt, generated, t_gen,
-                t_gen > 0 ? (double)generated / t_gen : 0.0, stop, tg_session_position(r->session));
+                t_gen > 0 ? (double)generated / t_gen : 0.0, stop, tg_session_position(r->g.session));
         tg_cache_report rep;
-        tg_session_cache_report(r->session, &rep);
+        tg_session_cache_report(r->g.session, &rep);
         tg_report_cache(stderr, &rep);
     }
     return status;
@@ -379,9 +351,16 @@ static int add_history(const chat_args *a, tg_chat_conv *c) {
     } else if (a->system && !tg_chat_conv_add(c, "system", a->system, strlen(a->system), msg, sizeof msg)) {
         return tg_usage_error("chat", "--system: %s", msg);
     }
-    if (a->messages_path && !tg_chat_conv_load_messages(c, a->messages_path, msg, sizeof msg))
-        return tg_usage_error("chat", "%s", msg);
-    return TG_EXIT_OK;
+    if (!a->messages_path) return TG_EXIT_OK;
+    char why[600];
+    size_t len = 0;
+    char *text = tg_read_text_file(a->messages_path, TG_TEXT_FILE_LIMIT, &len, why, sizeof why);
+    if (!text) return tg_usage_error("chat", "--messages %s", why);
+    char name[sizeof "--messages " + 512];
+    snprintf(name, sizeof name, "--messages %.512s", a->messages_path);
+    const bool ok = tg_chat_conv_add_json(c, text, len, name, msg, sizeof msg);
+    free(text);
+    return ok ? TG_EXIT_OK : tg_usage_error("chat", "%s", msg);
 }
 
 /* --print-prompt: the conversation (with stdin's user lines when stdin is not a terminal), rendered with the
@@ -422,8 +401,8 @@ static int converse(const chat_args *a, chat_run *r) {
         if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) break;
         if (strcmp(line, "/stats") == 0) {
             tg_cache_report rep;
-            tg_session_cache_report(r->session, &rep);
-            fprintf(stderr, "turns %d, position %" PRId64 "\n", r->turn, tg_session_position(r->session));
+            tg_session_cache_report(r->g.session, &rep);
+            fprintf(stderr, "turns %d, position %" PRId64 "\n", r->turn, tg_session_position(r->g.session));
             tg_report_cache(stderr, &rep);
             continue;
         }
@@ -441,12 +420,7 @@ static int converse(const chat_args *a, chat_run *r) {
 int tg_cmd_chat(int argc, char **argv) {
     chat_args a = {0};
     int status = parse_chat_args(argc, argv, &a);
-    if (status < 0) {
-        fputs(USAGE, stdout);
-        tg_cache_flags_help(stdout, false);
-        return TG_EXIT_OK;
-    }
-    if (status != TG_EXIT_OK) return status;
+    if (tg_help_printed(&status, USAGE) || status != TG_EXIT_OK) return status;
 
     chat_run r = {0};
     char msg[1200];
@@ -470,39 +444,34 @@ int tg_cmd_chat(int argc, char **argv) {
     free(probe);
 
     tg_error err = {0};
-    r.model = tg_model_load(a.model_path, &err);
-    if (!r.model) {
+    r.g.model = tg_model_load(a.model_path, &err);
+    if (!r.g.model) {
         chat_free(&r);
         return tg_runtime_error("%s", err.msg);
     }
     tg_model_info info;
-    tg_model_get_info(r.model, &info);
+    tg_model_get_info(r.g.model, &info);
     if (!info.has_weights) {
         chat_free(&r);
         return tg_runtime_error("%s has no weights: it can only --print-prompt", a.model_path);
     }
-    r.session = tg_session_new(r.model, &a.cache, a.threads, &err);
-    if (!r.session) {
-        tg_cli_word_error(&err, &a.cache);
+    int32_t eot[MAX_EOT];
+    tg_generator_params gp = tg_generator_default_params();
+    gp.max_tokens = a.n_tokens;
+    gp.stops = a.stops.items;
+    gp.n_stops = a.stops.n;
+    gp.end_ids = eot;
+    gp.n_end_ids = tg_chat_conv_end_ids(&r.conv, r.g.model, eot, MAX_EOT);
+    gp.abort = reply_interrupted;
+    status = tg_gen_run_open(&r.g, &a.cache, a.threads, &a.sp, &gp);
+    if (status != TG_EXIT_OK) {
         chat_free(&r);
-        return tg_runtime_error("%s", err.msg);
+        return status;
     }
-    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model), &err);
-    if (r.sampler) r.detok = tg_detok_new(r.model, &err);
-    if (!r.sampler || !r.detok) {
-        chat_free(&r);
-        return tg_runtime_error("%s", err.msg);
-    }
-    r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
-    if (!r.logits) {
-        chat_free(&r);
-        return tg_runtime_error("out of memory");
-    }
-    r.n_eot = tg_chat_conv_end_ids(&r.conv, r.model, r.eot, MAX_EOT);
     if (!a.quiet) {
         tg_cache_report rep;
-        tg_session_cache_report(r.session, &rep);
-        tg_report_banner(stderr, a.model_path, &info, &rep, &a.sp, tg_session_threads(r.session));
+        tg_session_cache_report(r.g.session, &rep);
+        tg_report_banner(stderr, a.model_path, &info, &rep, &a.sp, tg_session_threads(r.g.session));
         fprintf(stderr, "tinygpt: chat template: %s\n", r.conv.origin);
     }
 

@@ -112,14 +112,10 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
         [O_THREADS] = {.name = "--threads", .kind = TG_OPT_INT, .dest = &threads, .lo = 0, .hi = 4096},
     };
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("compare", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_cache_args_parse("compare", argc, argv, o, O_OWN, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (!prompts) return tg_usage_error("compare", "--prompts FILE is required");
     for (size_t i = O_OWN; i < O_OWN + TG_CACHE_OPT_COUNT; i++)
         if (o[i].seen &&
@@ -175,8 +171,13 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
                       int64_t n_gen, const int32_t *ref, int32_t *out, float *logits, tg_sampler *sampler,
                       int64_t *quantized) {
     tg_error err = {0};
-    tg_session *s = tg_session_new(model, p, threads, &err);
+    tg_generator_params gp = tg_generator_default_params();
+    gp.max_tokens = n_gen;
+    gp.ignore_eos = true; /* the reference runs its n_gen tokens whatever they are */
+    tg_generator *g = tg_generator_new(model, sampler, &gp, &err);
+    tg_session *s = g ? tg_session_new(model, p, threads, &err) : NULL;
     if (!s) {
+        tg_generator_free(g);
         tg_cli_word_error(&err, p);
         tg_runtime_error("%s", err.msg);
         return -1;
@@ -186,23 +187,21 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
         if (!tg_session_eval(s, ids + done, c, NULL, logits, &err)) goto fail;
         done += c;
     }
+    if (!tg_generator_start(g, ids, n_ids, false, NULL, NULL, &err)) goto fail;
     int64_t made = 0;
-    while (made < n_gen) {
-        int32_t id = tg_sampler_sample(sampler, logits);
-        if (id < 0) {
-            snprintf(err.msg, sizeof err.msg, "the model produced no finite logits");
-            goto fail;
-        }
-        if (ref && id != ref[made]) break;
-        out[made++] = id;
-        if (made == n_gen) break;
+    tg_gen_token t = {.stop = TG_GEN_GOING};
+    while (t.stop == TG_GEN_GOING) {
+        if (!tg_generator_step(g, logits, &t, &err)) goto fail;
+        if (ref && t.id != ref[made]) break;
+        out[made++] = t.id;
+        if (t.stop != TG_GEN_GOING) break;
         if (tg_session_remaining(s) < 1) {
             snprintf(err.msg, sizeof err.msg,
                      "the context is full after %" PRId64 " tokens; use fewer --tokens or a bounded cache",
                      (int64_t)n_ids + made);
             goto fail;
         }
-        if (!tg_session_eval(s, &id, 1, NULL, logits, &err)) goto fail;
+        if (!tg_session_eval(s, &t.id, 1, NULL, logits, &err)) goto fail;
     }
     if (quantized) {
         tg_cache_report r;
@@ -210,11 +209,13 @@ static int64_t greedy(const tg_model *model, const tg_cache_params *p, int threa
         *quantized = r.quantized;
     }
     tg_session_free(s);
+    tg_generator_free(g);
     return made;
 fail:
     tg_cli_word_error(&err, NULL);
     tg_runtime_error("%s", err.msg);
     tg_session_free(s);
+    tg_generator_free(g);
     return -1;
 }
 

@@ -253,11 +253,9 @@ int tg_cmd_info(int argc, char **argv) {
     };
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("info", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: fputs(USAGE, stdout); return TG_EXIT_OK;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_args_parse_cmd("info", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, &n_pos);
+    if (parsed < 0) fputs(USAGE, stdout);
+    if (parsed != TG_EXIT_OK) return parsed < 0 ? TG_EXIT_OK : parsed;
     char bundled[4200];
     const char *path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "info", bundled, sizeof bundled);
     if (!path) return TG_EXIT_ERROR;

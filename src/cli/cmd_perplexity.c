@@ -99,14 +99,10 @@ static int parse_ppl_args(int argc, char **argv, ppl_args *a) {
         [O_CONTEXT] = {.name = "--context", .kind = TG_OPT_INT, .dest = &context, .lo = 1, .hi = INT32_MAX},
     };
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_OWN);
     const char *pos[2];
     size_t n_pos = 0;
-    switch (tg_args_parse("perplexity", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 2, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_cache_args_parse("perplexity", argc, argv, o, O_OWN, &cf, pos, 2, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (n_pos < 1) return tg_usage_error("perplexity", "expected [MODEL] FILE (see tinygpt perplexity --help)");
     a->model_path = tg_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "perplexity", a->model_buf, sizeof a->model_buf);
     if (!a->model_path) return TG_EXIT_ERROR;
@@ -497,12 +493,7 @@ static void print_summary(const ppl_eval *e, size_t n_tokens, size_t n_bytes, do
 int tg_cmd_perplexity(int argc, char **argv) {
     ppl_args a = {0};
     int status = parse_ppl_args(argc, argv, &a);
-    if (status < 0) {
-        fputs(USAGE, stdout);
-        tg_cache_flags_help(stdout, false);
-        return TG_EXIT_OK;
-    }
-    if (status != TG_EXIT_OK) return status;
+    if (tg_help_printed(&status, USAGE) || status != TG_EXIT_OK) return status;
 
     const double t_start = tg_monotonic_s();
     tg_error err = {0};

@@ -18,11 +18,11 @@
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
 #include "cli/cli.h"
+#include "cli/gen_run.h"
 #include "cli/interrupt.h"
 #include "cli/report.h"
 #include "cli/report_json.h"
 #include "cli/sampling_flags.h"
-#include "cli/stop_text.h"
 #include "cli/text.h"
 #include "util/clock.h"
 
@@ -130,16 +130,11 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
     };
     tg_sampling_flags sf;
-    tg_sampling_flags_options(&sf, o + O_SAMPLING);
     tg_cache_flags cf;
-    tg_cache_flags_options(&cf, o + O_CACHE);
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("sample", argc, argv, o, O_ALL, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_sampling_cache_parse("sample", argc, argv, o, O_OWN, &sf, &cf, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (o[O_PROMPT].seen && o[O_PFILE].seen)
         return tg_usage_error("sample", "--prompt and --prompt-file: give one of them, not both");
     if (o[O_MODEL].seen && n_pos)
@@ -195,33 +190,23 @@ static void apply_generation_defaults(sample_args *a, const tg_model *model) {
 
 /* Everything the run owns, freed together. */
 typedef struct {
-    tg_model *model;
-    tg_session *session;
-    tg_sampler *sampler;
-    tg_detok *detok;
-    int32_t *ids;    /* [n_prompt] the prompt's token ids */
-    float *logits;   /* [vocab] the distribution after the last evaluated token */
-    tg_stop_text stop; /* the --stop filter of the generated text */
+    tg_gen_run g;     /* model, session, sampler, the generation step (EOS, --stop, --tokens, Ctrl-C), logits */
+    int32_t *ids;     /* [n_prompt] the prompt's token ids */
     stdout_state out; /* errno of a failed write to stdout, and whether the text ends inside a line */
 } sample_run;
 
 static void run_free(sample_run *r) {
-    tg_detok_free(r->detok);
-    tg_sampler_free(r->sampler);
-    tg_session_free(r->session);
-    tg_model_free(r->model);
+    tg_gen_run_free(&r->g);
     free(r->ids);
-    free(r->logits);
-    tg_stop_text_free(&r->stop);
 }
 
 /* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
 static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
     tg_error err = {0};
-    if (!tg_tokenize(r->model, a->prompt, a->prompt_len, tg_model_adds_bos(r->model), &r->ids, n, &err))
+    if (!tg_tokenize(r->g.model, a->prompt, a->prompt_len, tg_model_adds_bos(r->g.model), &r->ids, n, &err))
         return tg_runtime_error("%s", err.msg);
     if (*n > 0) return TG_EXIT_OK;
-    int32_t bos = tg_token_bos(r->model);
+    int32_t bos = tg_token_bos(r->g.model);
     if (bos < 0) {
         return tg_runtime_error("the prompt is empty and the model has no BOS token to start from; give --prompt TEXT");
     }
@@ -231,31 +216,6 @@ static int prompt_ids(const sample_args *a, sample_run *r, size_t *n) {
     r->ids[0] = bos;
     *n = 1;
     return TG_EXIT_OK;
-}
-
-/* Pushes id through the detokeniser and prints its text; 0, 1 (reader gone) or -1 (write error). */
-static int emit_token(sample_run *r, int32_t id) {
-    const char *text = NULL;
-    size_t len = 0;
-    tg_detok_push(r->detok, id, &text, &len);
-    return emit(text, len, &r->out);
-}
-
-/* A generated token: through the detokeniser and the --stop filter; 2 when a stop string appeared (the text before
- * it printed), else as emit_token. */
-static int emit_generated(sample_run *r, int32_t id) {
-    const char *text = NULL;
-    size_t len = 0;
-    tg_detok_push(r->detok, id, &text, &len);
-    if (r->stop.n_stops == 0) return emit(text, len, &r->out);
-    bool oom = false;
-    const bool stopped = tg_stop_text_push(&r->stop, text, len, &text, &len, &oom);
-    if (oom) {
-        r->out.write_errno = ENOMEM;
-        return -1;
-    }
-    int w = emit(text, len, &r->out);
-    return w == 0 && stopped ? 2 : w;
 }
 
 /* Resident memory of this process in KiB (from /proc/self/statm), or -1 where that is not available. */
@@ -281,7 +241,7 @@ static double cpu_seconds(void) {
 /* The --progress line: "progress: 10000 tokens, 812.3 tokens/s, rss 23456 KiB, cache 260 tokens, cpu 12.3 s". */
 static void report_progress(const sample_run *r, int64_t generated, int64_t since, double seconds) {
     tg_cache_report rep;
-    tg_session_cache_report(r->session, &rep);
+    tg_session_cache_report(r->g.session, &rep);
     fprintf(stderr, "progress: %" PRId64 " tokens, %.1f tokens/s, rss %lld KiB, cache %" PRId64 " tokens, cpu %.2f s\n",
             generated, seconds > 0 ? (double)since / seconds : 0.0, resident_kib(), rep.stored, cpu_seconds());
 }
@@ -289,9 +249,9 @@ static void report_progress(const sample_run *r, int64_t generated, int64_t sinc
 static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const char *model_path) {
     tg_error err = {0};
     tg_model_info info;
-    tg_model_get_info(r->model, &info);
+    tg_model_get_info(r->g.model, &info);
 
-    int64_t room = tg_session_remaining(r->session);
+    int64_t room = tg_session_remaining(r->g.session);
     if ((int64_t)n_prompt > room) {
         return tg_runtime_error("the prompt is %zu tokens but the context holds %" PRId64 "; bound the cache with "
                                 "--streaming-llm-window M (and --streaming-llm-sink N) or --kv-budget BYTES",
@@ -300,15 +260,15 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     /* the cache of the whole run now (an unbounded one grows by chunks; at most its context): a --max-memory it
      * would pass fails here, before the banner, in one line */
     const int64_t run = a->n_tokens > INT64_MAX - (int64_t)n_prompt ? INT64_MAX : (int64_t)n_prompt + a->n_tokens;
-    if (!tg_session_reserve(r->session, run, &err)) {
+    if (!tg_session_reserve(r->g.session, run, &err)) {
         tg_cli_word_error(&err, &a->cache);
         return tg_runtime_error("%s", err.msg);
     }
 
     tg_cache_report rep;
-    tg_session_cache_report(r->session, &rep);
+    tg_session_cache_report(r->g.session, &rep);
     if (!a->json) {
-        tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->session));
+        tg_report_banner(stderr, model_path, &info, &rep, &a->sp, tg_session_threads(r->g.session));
         if (a->sp_note[0]) fprintf(stderr, "tinygpt: sampling defaults from %s (flags override them)\n", a->sp_note);
     }
 
@@ -316,7 +276,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     size_t done = 0;
     while (done < n_prompt && !tg_interrupted()) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
-        if (!tg_session_eval(r->session, r->ids + done, n, NULL, r->logits, &err)) {
+        if (!tg_session_eval(r->g.session, r->ids + done, n, NULL, r->g.logits, &err)) {
             tg_cli_word_error(&err, NULL);
             return tg_runtime_error("%s", err.msg); /* before the echo: nothing on stdout */
         }
@@ -325,38 +285,37 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     double t_prompt = tg_monotonic_s() - t0;
 
     int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
-    if (a->echo)
-        for (size_t i = 0; i < n_prompt && write_state == 0; i++) write_state = emit_token(r, r->ids[i]);
-    else
-        tg_detok_skip_prompt(r->detok, r->ids, n_prompt);
-    for (size_t i = 0; i < n_prompt; i++) tg_sampler_accept(r->sampler, r->ids[i]); /* the repeat penalty's history */
+    const char *text = NULL;
+    size_t len = 0;
+    if (!tg_generator_start(r->g.gen, r->ids, n_prompt, a->echo, &text, &len, &err))
+        return tg_runtime_error("%s", err.msg);
+    write_state = emit(text, len, &r->out);
 
     const char *stop = NULL;
     bool context_full = false; /* stopped because an unbounded cache is full (said above, not as "stopped:") */
     int64_t generated = 0;
     t0 = tg_monotonic_s();
     double t_mark = t0; /* the last progress line */
-    while (done == n_prompt && write_state == 0 && generated < a->n_tokens && !tg_interrupted()) {
-        int32_t id = tg_sampler_sample(r->sampler, r->logits);
-        if (id < 0) return tg_runtime_error("the model produced no finite logits");
-        if (tg_token_is_eos(r->model, id) && !a->ignore_eos) {
+    tg_gen_token t = {.stop = TG_GEN_GOING};
+    while (done == n_prompt && write_state == 0 && !tg_interrupted()) {
+        if (!tg_generator_step(r->g.gen, r->g.logits, &t, &err)) return tg_runtime_error("%s", err.msg);
+        if (t.stop == TG_GEN_END) {
             stop = "end of sequence";
             break;
         }
         generated++;
-        write_state = emit_generated(r, id);
-        if (write_state == 2) {
-            write_state = 0;
-            stop = "stop string";
+        write_state = emit(t.text, t.len, &r->out);
+        if (t.stop == TG_GEN_STOP_STRING) {
+            if (write_state == 0) stop = "stop string";
             break;
         }
         if (a->progress > 0 && generated % a->progress == 0) {
-            double t = tg_monotonic_s();
-            report_progress(r, generated, a->progress, t - t_mark);
-            t_mark = t;
+            double now = tg_monotonic_s();
+            report_progress(r, generated, a->progress, now - t_mark);
+            t_mark = now;
         }
-        if (write_state != 0 || generated == a->n_tokens || tg_interrupted()) break;
-        if (tg_session_remaining(r->session) < 1) {
+        if (write_state != 0 || t.stop != TG_GEN_GOING) break; /* --tokens, Ctrl-C: the last token not evaluated */
+        if (tg_session_remaining(r->g.session) < 1) {
             if (!a->json)
                 fprintf(stderr,
                         "tinygpt: stopped after %" PRId64 " tokens: the context (%d tokens) is full; "
@@ -365,7 +324,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
             context_full = true;
             break;
         }
-        if (!tg_session_eval(r->session, &id, 1, NULL, r->logits, &err)) {
+        if (!tg_session_eval(r->g.session, &t.id, 1, NULL, r->g.logits, &err)) {
             tg_cli_word_error(&err, NULL);
             return tg_runtime_error("%s", err.msg);
         }
@@ -373,25 +332,17 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     double t_gen = tg_monotonic_s() - t0;
     if (tg_interrupted()) stop = "interrupted";
 
-    if (write_state == 0 && !r->stop.stopped) {
-        const char *text = NULL;
-        size_t len = 0;
-        tg_detok_flush(r->detok, &text, &len);
-        bool oom = false;
-        if (r->stop.n_stops > 0 && tg_stop_text_push(&r->stop, text, len, &text, &len, &oom)) stop = "stop string";
-        if (oom) return tg_runtime_error("out of memory");
-        write_state = emit(text, len, &r->out);
-        if (write_state == 0 && !r->stop.stopped) {
-            tg_stop_text_flush(&r->stop, &text, &len);
-            write_state = emit(text, len, &r->out);
-        }
+    if (write_state == 0 && t.stop != TG_GEN_STOP_STRING) {
+        if (!tg_generator_finish(r->g.gen, &t, &err)) return tg_runtime_error("%s", err.msg);
+        if (t.stop == TG_GEN_STOP_STRING) stop = "stop string";
+        write_state = emit(t.text, t.len, &r->out);
     }
     /* a final newline on a terminal, and wherever the report would otherwise be glued to the text (2>&1) */
     if (write_state == 0 && r->out.mid_line && (isatty(STDOUT_FILENO) || stdout_is_stderr()))
         write_state = emit("\n", 1, &r->out);
     if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->out.write_errno));
 
-    tg_session_cache_report(r->session, &rep);
+    tg_session_cache_report(r->g.session, &rep);
     if (a->json) {
         const char *why = "tokens"; /* why the generation ended: --tokens unless something else */
         if (stop) why = stop;
@@ -400,7 +351,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:i, s:o, s:o, s:s, s:o}", "model", model_path, "model_info",
                               tg_json_model_info(&info), "sampling", tg_json_sampler(&a->sp),
                               "sampling_defaults_from", a->sp_note[0] ? json_string(a->sp_note) : json_null(),
-                              "threads", tg_session_threads(r->session), "prompt",
+                              "threads", tg_session_threads(r->g.session), "prompt",
                               tg_json_speed((int64_t)done, t_prompt),
                               "generated", tg_json_speed(generated, t_gen), "stop", why, "cache",
                               tg_json_cache_report(&rep));
@@ -418,15 +369,16 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
 
 static int sample_main(sample_args *ap);
 
+/* The generator's abort callback: Ctrl-C. */
+static bool interrupted(void *user) {
+    (void)user;
+    return tg_interrupted();
+}
+
 int tg_cmd_sample(int argc, char **argv) {
     sample_args a = {0};
     int status = parse_sample_args(argc, argv, &a);
-    if (status == TG_EXIT_OK) status = sample_main(&a);
-    else if (status < 0) {
-        fputs(USAGE, stdout);
-        tg_cache_flags_help(stdout, false);
-        status = TG_EXIT_OK;
-    }
+    if (!tg_help_printed(&status, USAGE) && status == TG_EXIT_OK) status = sample_main(&a);
     free(a.prompt_owned);
     return status;
 }
@@ -441,10 +393,10 @@ static int sample_main(sample_args *ap) {
 
     sample_run r = {0};
     tg_error err = {0};
-    r.model = tg_model_load(a.model_path, &err);
-    if (!r.model) return tg_runtime_error("%s", err.msg);
+    r.g.model = tg_model_load(a.model_path, &err);
+    if (!r.g.model) return tg_runtime_error("%s", err.msg);
     tg_model_info info;
-    tg_model_get_info(r.model, &info);
+    tg_model_get_info(r.g.model, &info);
     if (!info.has_weights) {
         run_free(&r);
         return tg_runtime_error("%s has no weights (a vocab-only file): it can tokenize but not sample",
@@ -456,24 +408,17 @@ static int sample_main(sample_args *ap) {
         run_free(&r);
         return status;
     }
-    r.session = tg_session_new(r.model, &a.cache, a.threads, &err);
-    if (!r.session) {
-        tg_cli_word_error(&err, &a.cache);
+    apply_generation_defaults(&a, r.g.model);
+    tg_generator_params gp = tg_generator_default_params();
+    gp.max_tokens = a.n_tokens;
+    gp.stops = a.stops.items;
+    gp.n_stops = a.stops.n;
+    gp.ignore_eos = a.ignore_eos;
+    gp.abort = interrupted;
+    status = tg_gen_run_open(&r.g, &a.cache, a.threads, &a.sp, &gp);
+    if (status != TG_EXIT_OK) {
         run_free(&r);
-        return tg_runtime_error("%s", err.msg);
-    }
-    apply_generation_defaults(&a, r.model);
-    r.sampler = tg_sampler_new(&a.sp, tg_vocab_size(r.model), &err);
-    if (r.sampler) r.detok = tg_detok_new(r.model, &err);
-    if (!r.sampler || !r.detok) {
-        run_free(&r);
-        return tg_runtime_error("%s", err.msg);
-    }
-    tg_stop_text_init(&r.stop, a.stops.items, a.stops.n);
-    r.logits = malloc((size_t)tg_vocab_size(r.model) * sizeof *r.logits);
-    if (!r.logits) {
-        run_free(&r);
-        return tg_runtime_error("out of memory");
+        return status;
     }
 
     tg_interrupt_catch();

@@ -17,7 +17,7 @@
 #include "cli/args.h"
 #include "cli/bundled.h"
 #include "cli/cache_errors.h"
-#include "cli/chat_conv.h"
+#include "chat/conversation.h"
 #include "cli/cli.h"
 #include "cli/text.h"
 #include "serve/http.h"
@@ -106,11 +106,8 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
         if (strcmp(o[i].name, "--kv-budget") == 0) o[i].name = "--kv-session-budget";
     const char *pos[1];
     size_t n_pos = 0;
-    switch (tg_args_parse("serve", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos)) {
-    case TG_ARGS_HELP: return -1;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_args_parse_cmd("serve", argc, argv, o, O_OWN + TG_CACHE_OPT_COUNT, pos, 1, &n_pos);
+    if (parsed != TG_EXIT_OK) return parsed;
     if (o[O_MODEL].seen && n_pos)
         return tg_usage_error("serve", "--model and a MODEL argument: give one of them, not both");
     if (a->api_key && !a->api_key[0]) return tg_usage_error("serve", "--api-key: expected a non-empty key");
@@ -252,13 +249,11 @@ done:
 int tg_cmd_serve(int argc, char **argv) {
     serve_args a = {0};
     int status = parse_serve_args(argc, argv, &a);
-    if (status < 0) {
-        fputs(USAGE, stdout);
-        tg_cache_flags_help(stdout, false);
+    if (tg_help_printed(&status, USAGE)) {
         fputs("(in serve, --kv-budget is the budget of all sessions together; a session's own budget is\n"
               "--kv-session-budget)\n",
               stdout);
-        return TG_EXIT_OK;
+        return status;
     }
     if (status != TG_EXIT_OK) return status;
     /* SIGTERM and SIGINT are taken by sigwait in this thread: blocked before any thread starts */

@@ -27,11 +27,9 @@ int tg_cmd_tokenize(int argc, char **argv) {
     };
     const char *pos[2];
     size_t n_pos = 0;
-    switch (tg_args_parse("tokenize", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, &n_pos)) {
-    case TG_ARGS_HELP: fputs(USAGE, stdout); return TG_EXIT_OK;
-    case TG_ARGS_USAGE: return TG_EXIT_USAGE;
-    case TG_ARGS_OK: break;
-    }
+    const int parsed = tg_args_parse_cmd("tokenize", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, &n_pos);
+    if (parsed < 0) fputs(USAGE, stdout);
+    if (parsed != TG_EXIT_OK) return parsed < 0 ? TG_EXIT_OK : parsed;
     if (n_pos < 1) return tg_usage_error("tokenize", "expected [MODEL] TEXT (see tinygpt tokenize --help)");
     char bundled[4200];
     const char *path = tg_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "tokenize", bundled, sizeof bundled);

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cli/chat_conv.h"
+#include "chat/conversation.h"
 #include "serve/job.h"
 #include "serve/metrics.h"
 #include "serve/request.h"

@@ -94,26 +94,24 @@ char *tg_metrics_render(tg_metrics *m, const tg_metrics_gauges *g, size_t *len) 
     pthread_mutex_lock(&m->mu);
     const tg_metrics s = *m;
     pthread_mutex_unlock(&m->mu);
-    put(&b, "# HELP tinygpt_sessions_active Sessions being decoded (admitted, holding their KV cache).\n"
-            "# TYPE tinygpt_sessions_active gauge\ntinygpt_sessions_active %lld\n", (long long)g->active);
-    put(&b, "# HELP tinygpt_sessions_queued Requests waiting for KV budget or a session slot.\n"
-            "# TYPE tinygpt_sessions_queued gauge\ntinygpt_sessions_queued %lld\n", (long long)g->queued);
-    put(&b, "# HELP tinygpt_sessions_max Most sessions decoded at once (--max-sessions).\n"
-            "# TYPE tinygpt_sessions_max gauge\ntinygpt_sessions_max %lld\n", (long long)g->max_sessions);
-    put(&b, "# HELP tinygpt_queue_capacity Most requests waiting (--queue).\n"
-            "# TYPE tinygpt_queue_capacity gauge\ntinygpt_queue_capacity %lld\n", (long long)g->queue_cap);
-    put(&b, "# HELP tinygpt_kv_bytes_in_use KV cache bytes allocated by the active sessions.\n"
-            "# TYPE tinygpt_kv_bytes_in_use gauge\ntinygpt_kv_bytes_in_use %lld\n", (long long)g->kv_bytes_used);
-    put(&b, "# HELP tinygpt_kv_bytes_budget KV cache bytes all sessions together may hold (--kv-budget).\n"
-            "# TYPE tinygpt_kv_bytes_budget gauge\ntinygpt_kv_bytes_budget %lld\n", (long long)g->kv_budget);
-    put(&b, "# HELP tinygpt_prompt_tokens_total Prompt tokens evaluated.\n"
-            "# TYPE tinygpt_prompt_tokens_total counter\ntinygpt_prompt_tokens_total %lld\n",
-        (long long)s.prompt_tokens);
-    put(&b, "# HELP tinygpt_generated_tokens_total Tokens generated.\n"
-            "# TYPE tinygpt_generated_tokens_total counter\ntinygpt_generated_tokens_total %lld\n",
-        (long long)s.generated_tokens);
-    put(&b, "# HELP tinygpt_batch_steps_total Batched forward passes run.\n"
-            "# TYPE tinygpt_batch_steps_total counter\ntinygpt_batch_steps_total %lld\n", (long long)s.steps);
+    /* the integer series, one row each: name, help, type, value */
+    const struct {
+        const char *name, *help, *type;
+        long long value;
+    } rows[] = {
+        {"sessions_active", "Sessions being decoded (admitted, holding their KV cache).", "gauge", g->active},
+        {"sessions_queued", "Requests waiting for KV budget or a session slot.", "gauge", g->queued},
+        {"sessions_max", "Most sessions decoded at once (--max-sessions).", "gauge", g->max_sessions},
+        {"queue_capacity", "Most requests waiting (--queue).", "gauge", g->queue_cap},
+        {"kv_bytes_in_use", "KV cache bytes allocated by the active sessions.", "gauge", g->kv_bytes_used},
+        {"kv_bytes_budget", "KV cache bytes all sessions together may hold (--kv-budget).", "gauge", g->kv_budget},
+        {"prompt_tokens_total", "Prompt tokens evaluated.", "counter", s.prompt_tokens},
+        {"generated_tokens_total", "Tokens generated.", "counter", s.generated_tokens},
+        {"batch_steps_total", "Batched forward passes run.", "counter", s.steps},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        put(&b, "# HELP tinygpt_%s %s\n# TYPE tinygpt_%s %s\ntinygpt_%s %lld\n", rows[i].name, rows[i].help,
+            rows[i].name, rows[i].type, rows[i].name, rows[i].value);
     put(&b, "# HELP tinygpt_tokens_per_second Generated tokens per second, all sessions, over the last second.\n"
             "# TYPE tinygpt_tokens_per_second gauge\ntinygpt_tokens_per_second %.3f\n", s.tokens_per_s);
     put(&b, "# HELP tinygpt_http_responses_total Responses by HTTP status.\n"

@@ -4,8 +4,9 @@
  * the sessions (their caches, samplers, detokenisers) belong to the scheduler thread alone. Each step: take the
  * admitted jobs and make their sessions, drop the sessions whose clients have gone, build the batch (one decode row
  * per decoding session, then prompt chunks up to prefill_per_step), run it, sample, and hand the text to the jobs.
- * A session's answer follows `tinygpt sample` token for token: the same prompt ids, the same sampler, EOS and limits
- * checked in the same order, and logits that tg_batch guarantees are the single-session ones. */
+ * A session's answer follows `tinygpt sample` token for token: the same prompt ids, the same sampler, the same
+ * generation step (tg_generator: EOS, stop strings, max_tokens), and logits that tg_batch guarantees are the
+ * single-session ones. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "serve/scheduler.h"
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/stop_text.h"
 #include "serve/admission.h"
 #include "util/clock.h"
 #include "util/free_all.h"
@@ -24,15 +24,13 @@ typedef struct {
     tg_job *job;
     tg_sequence *seq;
     tg_sampler *sampler;
-    tg_detok *detok;
-    tg_stop_text stop;
+    tg_generator *gen;  /* over sampler: the job's end ids, stop strings and max_tokens */
     float *logits;      /* [vocab] */
     size_t prefilled;   /* prompt tokens evaluated */
     int32_t next_id;    /* the token to feed when decoding */
     bool decoding;      /* the prompt is in: next_id is fed each step */
     bool first_seen;    /* the first token has been sampled (time to first token recorded) */
     bool ended;         /* done this step: freed at the end of it */
-    int64_t generated;
 } session;
 
 struct tg_sched {
@@ -60,6 +58,14 @@ struct tg_sched {
 
 /* ---- the sessions (scheduler thread) ------------------------------------------------------------------------- */
 
+/* Frees what session_open made (each part may be NULL). */
+static void session_free_parts(session *ss) {
+    tg_generator_free(ss->gen);
+    tg_sampler_free(ss->sampler);
+    tg_sequence_free(ss->seq);
+    free(ss->logits);
+}
+
 /* Makes job's session; false when it cannot be had (the job is failed; the caller releases its bytes). */
 static bool session_open(tg_sched *s, tg_job *j, session *ss) {
     memset(ss, 0, sizeof *ss);
@@ -76,106 +82,73 @@ static bool session_open(tg_sched *s, tg_job *j, session *ss) {
                             "kv_quantize): ask for a smaller window");
         return false;
     }
+    tg_generator_params gp = tg_generator_default_params();
+    gp.max_tokens = j->max_tokens;
+    gp.stops = (const char *const *)j->stops;
+    gp.n_stops = j->n_stops;
+    gp.end_ids = j->end_ids;
+    gp.n_end_ids = j->n_end_ids;
+    gp.ignore_eos = j->ignore_eos;
     ss->sampler = tg_sampler_new(&j->sp, s->vocab, &err);
-    if (ss->sampler) ss->detok = tg_detok_new(s->cfg.model, &err);
+    if (ss->sampler) ss->gen = tg_generator_new(s->cfg.model, ss->sampler, &gp, &err);
     ss->logits = malloc((size_t)s->vocab * sizeof *ss->logits);
-    if (!ss->sampler || !ss->detok || !ss->logits) {
+    if (ss->gen && !tg_generator_start(ss->gen, j->ids, j->n_ids, false, NULL, NULL, &err)) {
+        tg_generator_free(ss->gen);
+        ss->gen = NULL;
+    }
+    if (!ss->sampler || !ss->gen || !ss->logits) {
         if (!ss->sampler) tg_job_fail(j, 400, err.msg); /* the sampling settings */
-        else tg_job_fail(j, 500, ss->detok ? "out of memory" : err.msg);
-        tg_detok_free(ss->detok);
-        tg_sampler_free(ss->sampler);
-        tg_sequence_free(ss->seq);
-        free(ss->logits);
+        else tg_job_fail(j, 500, ss->gen ? "out of memory" : err.msg);
+        session_free_parts(ss);
         return false;
     }
-    tg_detok_skip_prompt(ss->detok, j->ids, j->n_ids);
-    for (size_t i = 0; i < j->n_ids; i++) tg_sampler_accept(ss->sampler, j->ids[i]); /* the repeat penalty's history */
-    tg_stop_text_init(&ss->stop, (const char *const *)j->stops, j->n_stops);
     tg_job_set_running(j);
     return true;
 }
 
 static void session_close(session *ss) {
-    tg_stop_text_free(&ss->stop);
-    tg_detok_free(ss->detok);
-    tg_sampler_free(ss->sampler);
-    tg_sequence_free(ss->seq);
-    free(ss->logits);
+    session_free_parts(ss);
     tg_job_unref(ss->job);
     memset(ss, 0, sizeof *ss);
 }
 
-static bool is_end(const tg_sched *s, const tg_job *j, int32_t id) {
-    if (tg_token_is_eos(s->cfg.model, id)) return true;
-    for (size_t i = 0; i < j->n_end_ids; i++)
-        if (j->end_ids[i] == id) return true;
-    return false;
-}
-
-/* Text through the stop filter to the job; true when a stop string appeared. */
-static bool release_text(session *ss, const char *text, size_t len, bool counted) {
-    bool oom = false;
-    const char *out = text;
-    size_t out_len = len;
-    bool stopped = false;
-    if (ss->stop.n_stops > 0) stopped = tg_stop_text_push(&ss->stop, text, len, &out, &out_len, &oom);
-    if (oom) {
-        tg_job_fail(ss->job, 500, "out of memory in the stop filter");
-        ss->ended = true;
-        return true;
+/* The end of a generation: the detokeniser's and the stop filter's held bytes, then the finish reason ("stop" at
+ * an end id or a stop string, else "length"). */
+static void session_finish(session *ss) {
+    tg_gen_token t;
+    tg_error err = {0};
+    if (!tg_generator_finish(ss->gen, &t, &err)) {
+        tg_job_fail(ss->job, 500, err.msg);
+    } else {
+        tg_job_append(ss->job, t.text, t.len, false);
+        tg_job_finish(ss->job, t.stop == TG_GEN_END || t.stop == TG_GEN_STOP_STRING ? "stop" : "length");
     }
-    tg_job_append(ss->job, out, out_len, counted);
-    return stopped;
-}
-
-/* The end of a generation: the detokeniser's and the stop filter's held bytes, then the finish reason. */
-static void session_finish(session *ss, const char *reason) {
-    if (!ss->stop.stopped) {
-        const char *text = NULL;
-        size_t len = 0;
-        tg_detok_flush(ss->detok, &text, &len);
-        if (release_text(ss, text, len, false)) reason = "stop";
-        if (!ss->stop.stopped && ss->stop.n_stops > 0) {
-            tg_stop_text_flush(&ss->stop, &text, &len);
-            tg_job_append(ss->job, text, len, false);
-        }
-    }
-    tg_job_finish(ss->job, reason);
     ss->ended = true;
 }
 
-/* The logits after the session's last token: sample, stop or go on (in `tinygpt sample`'s order). */
+/* The logits after the session's last token: the generation step, then stop or go on (as `tinygpt sample`). */
 static void session_sample(tg_sched *s, session *ss) {
     tg_job *j = ss->job;
     if (!ss->first_seen) {
         ss->first_seen = true;
         tg_metrics_ttft(s->cfg.metrics, tg_monotonic_s() - j->t_submit);
     }
-    const int32_t id = tg_sampler_sample(ss->sampler, ss->logits);
-    if (id < 0) {
-        tg_job_fail(j, 500, "the model produced no finite logits");
+    tg_gen_token t;
+    tg_error err = {0};
+    if (!tg_generator_step(ss->gen, ss->logits, &t, &err)) {
+        tg_job_fail(j, 500, err.msg);
         ss->ended = true;
         return;
     }
-    if (is_end(s, j, id) && !j->ignore_eos) {
-        session_finish(ss, "stop");
+    if (t.id >= 0) {
+        s->rate_tokens++;
+        tg_job_append(j, t.text, t.len, true);
+    }
+    if (t.stop != TG_GEN_GOING || tg_sequence_remaining(ss->seq) < 1) {
+        session_finish(ss);
         return;
     }
-    ss->generated++;
-    s->rate_tokens++;
-    const char *text = NULL;
-    size_t len = 0;
-    tg_detok_push(ss->detok, id, &text, &len);
-    if (release_text(ss, text, len, true)) {
-        tg_job_finish(j, "stop");
-        ss->ended = true;
-        return;
-    }
-    if (ss->generated >= j->max_tokens || tg_sequence_remaining(ss->seq) < 1) {
-        session_finish(ss, "length");
-        return;
-    }
-    ss->next_id = id;
+    ss->next_id = t.id;
     ss->decoding = true;
 }
 

@@ -63,6 +63,19 @@ for kind in "" -static; do
         [ "$(grep -c . "$tmp/chat.out")" -eq 3 ] && cmp -s "$tmp/chat.out" "$tmp/chat.ref" && ok ||
         bad "chat$kind: $(tail -1 "$tmp/chat.err") / differs from tinygpt chat: $(head -c 300 "$tmp/chat.out")"
 done
+# stop strings through the library's generation step: the replies cut where tinygpt chat --stop cuts them (one stop
+# string a token of its own, one spanning tokens), and replies of 40 tokens
+"$T" chat "$C" --chat-template chatml --temperature 0 --tokens 40 --threads 1 --system "You are terse." \
+    --stop "sure" --stop "e modern" <"$tmp/turns" >"$tmp/stop.ref" 2>"$tmp/stop.err" || bad "tinygpt chat --stop failed"
+[ "$(grep -c 'stopped: stop string' "$tmp/stop.err")" -ge 2 ] && ok ||
+    bad "chat --stop: fewer than two replies cut at a stop string: $(grep turn "$tmp/stop.err")"
+"$E/chat" "$C" chatml 40 "You are terse." "sure" "e modern" <"$tmp/turns" >"$tmp/stop.out" 2>"$tmp/stop.e" &&
+    cmp -s "$tmp/stop.out" "$tmp/stop.ref" && ok ||
+    bad "chat with stop strings: $(tail -1 "$tmp/stop.e") / differs from tinygpt chat --stop: $(head -c 300 "$tmp/stop.out")"
+"$T" chat "$C" --chat-template chatml --temperature 0 --tokens 40 --threads 1 --system "You are terse." \
+    <"$tmp/turns" >"$tmp/long.ref" 2>/dev/null || bad "tinygpt chat (40 tokens) failed"
+"$E/chat" "$C" chatml 40 "You are terse." <"$tmp/turns" >"$tmp/long.out" 2>"$tmp/long.e" &&
+    cmp -s "$tmp/long.out" "$tmp/long.ref" && ok || bad "chat (40 tokens): differs from tinygpt chat: $(head -c 300 "$tmp/long.out")"
 "$E/chat" "$C" no-such 12 </dev/null 2>"$tmp/e" && bad "chat: an unknown template was accepted" ||
     { grep -q "no built-in chat template 'no-such'" "$tmp/e" && ok || bad "chat: unknown template: $(cat "$tmp/e")"; }
 

@@ -3,11 +3,10 @@
  * templates of ../shared/testdata/realmeta, the built-ins, one snippet per feature) must render byte for byte the
  * same, and fail where jinja2 failed. Then hostile templates (deep nesting, huge loops, output and memory bombs,
  * unclosed tags, unsupported features) must fail with one clear line, finding templates in model files, and the
- * fuzz seeds replayed through the harness. Run from the repository root (tests/run.sh does). */
-#define LLVMFuzzerTestOneInput chat_fuzz_one
-#include "../../fuzz/fuzz_chat_template.c"
-#undef LLVMFuzzerTestOneInput /* the harness first: it sets _GNU_SOURCE before any system header */
-
+ * fuzz seeds replayed through the harness (fuzz/fuzz_chat_template.c, linked in with its entry point renamed
+ * regress_chat_template_one: the Makefile's TOOL_PARTS_test_chat_template). Run from the repository root (tests/run.sh
+ * does). */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +23,8 @@
 #include "chat/chat_template.h"
 #include "chat/template_source.h"
 #include "gguf_builder.h"
+
+int regress_chat_template_one(const uint8_t *data, size_t size);
 
 /* The real model folders: $TG_SHARED_DIR/testdata/realmeta (default ../shared), as test_gguf.c finds them. */
 static const char *realmeta(const char *model) {
@@ -470,7 +471,7 @@ static void test_fuzz_seeds(void **state) {
         uint8_t buf[65536];
         size_t n = fread(buf, 1, sizeof buf, f);
         fclose(f);
-        assert_int_equal(chat_fuzz_one(buf, n), 0);
+        assert_int_equal(regress_chat_template_one(buf, n), 0);
         count++;
     }
     closedir(d);

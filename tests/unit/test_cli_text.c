@@ -1,5 +1,5 @@
-/* test_cli_text.c — unit tests of the CLI's text helpers (src/cli/text.c, compiled in here: it is not part of the
- * library): UTF-8 stepping with invalid bytes, table cells (the compare stack overflow: one lead byte followed by
+/* test_cli_text.c — unit tests of the CLI's text helpers (src/cli/text.c, linked in: it is the tool's, not the
+ * library's): UTF-8 stepping with invalid bytes, table cells (the compare stack overflow: one lead byte followed by
  * hundreds of continuation bytes), Markdown escaping, padding, line splitting and the size limit of text files. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/cli/text.c"
+#include "cli/text.h"
 
 static void test_char_len(void **state) {
     (void)state;

@@ -1,45 +1,17 @@
 /* test_regress.c — replays the inputs that once crashed a fuzz harness (tests/regress/<harness>/, kept after the
  * fix) and the seed corpora (fuzz/seeds/<harness>/) through the harnesses' own checks, in the sanitizer build:
- * any broken contract aborts, any memory or undefined-behaviour error is reported by ASan/UBSan. The harness
- * sources are compiled in here with their libFuzzer entry points renamed; src/cli/args.c and src/cli/text.c (not in
- * the library) too.
+ * any broken contract aborts, any memory or undefined-behaviour error is reported by ASan/UBSan. The harnesses are
+ * linked in, each compiled with its libFuzzer entry points renamed regress_<name>_one / regress_<name>_init (the
+ * Makefile's TOOL_PARTS_test_regress), with the tool's src/cli/args.c and src/cli/text.c that two of them test.
  * Run from the repository root (tests/run.sh does). */
-#define LLVMFuzzerTestOneInput regress_gguf_one
-#include "../../fuzz/fuzz_gguf.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput regress_hf_one
-#include "../../fuzz/fuzz_hf.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput regress_folder_one
-#include "../../fuzz/fuzz_folder.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput regress_tokenizer_json_one
-#include "../../fuzz/fuzz_tokenizer_json.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput regress_tokenizer_text_one
-#include "../../fuzz/fuzz_tokenizer_text.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput regress_tokenize_one
-#define LLVMFuzzerInitialize regress_tokenize_init
-#include "../../fuzz/fuzz_tokenize.c"
-#undef LLVMFuzzerTestOneInput
-#undef LLVMFuzzerInitialize
-#define LLVMFuzzerTestOneInput regress_args_one
-#define LLVMFuzzerInitialize regress_args_init
-#include "../../fuzz/fuzz_args.c"
-#undef LLVMFuzzerTestOneInput
-#undef LLVMFuzzerInitialize
-#define LLVMFuzzerTestOneInput regress_cli_text_one
-#define LLVMFuzzerInitialize regress_cli_text_init
-#include "../../fuzz/fuzz_cli_text.c"
-#undef LLVMFuzzerTestOneInput
-#undef LLVMFuzzerInitialize
-#include "../../src/cli/args.c"
-#include "../../src/cli/text.c"
-
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -50,6 +22,19 @@ const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "max_allocation_size_mb=1024"; }
 
 typedef int (*one_input_fn)(const uint8_t *data, size_t size);
+
+/* The harnesses' entry points (fuzz/fuzz_<name>.c), renamed by the Makefile. */
+int regress_gguf_one(const uint8_t *data, size_t size);
+int regress_hf_one(const uint8_t *data, size_t size);
+int regress_folder_one(const uint8_t *data, size_t size);
+int regress_tokenizer_json_one(const uint8_t *data, size_t size);
+int regress_tokenizer_text_one(const uint8_t *data, size_t size);
+int regress_tokenize_one(const uint8_t *data, size_t size);
+int regress_tokenize_init(int *argc, char ***argv);
+int regress_args_one(const uint8_t *data, size_t size);
+int regress_args_init(int *argc, char ***argv);
+int regress_cli_text_one(const uint8_t *data, size_t size);
+int regress_cli_text_init(int *argc, char ***argv);
 
 /* Feeds every regular file of dir to one(); returns how many (0 when dir is absent). */
 static size_t replay_dir(one_input_fn one, const char *dir) {

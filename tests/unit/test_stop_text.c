@@ -1,6 +1,6 @@
-/* test_stop_text.c — the --stop filter (src/cli/stop_text.c, compiled in here: it is not part of the library): the
- * text before a stop string is printed and nothing of the stop string, also when it arrives split over many pieces;
- * a tail that could start a stop string is held back until it cannot; several stop strings, the earliest wins. */
+/* test_stop_text.c — the stop-string filter (src/generate/stop_text.c, inside the library): the text before a stop
+ * string is printed and nothing of the stop string, also when it arrives split over many pieces; a tail that could
+ * start a stop string is held back until it cannot; several stop strings, the earliest wins. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/cli/stop_text.c"
+#include "generate/stop_text.h"
 
 /* Feeds pieces (NULL-terminated) and returns everything released (flushed at the end unless stopped). */
 static char *run(const char *const *stops, size_t n, const char *const *pieces, bool *stopped) {

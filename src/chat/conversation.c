@@ -1,11 +1,10 @@
-/* chat_conv.c — the conversation of `tinygpt chat`: template lookup and compilation, the messages, rendering. */
-#include "cli/chat_conv.h"
+/* conversation.c — the conversation of `tinygpt chat` and the server: template lookup and compilation, the
+ * messages, rendering, end-of-turn ids. */
+#include "chat/conversation.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "cli/text.h"
 
 /* "; choose a built-in with --chat-template NAME (chatml, ...)" */
 static void suggest_builtin(char *msg, size_t cap) {
@@ -77,29 +76,20 @@ bool tg_chat_conv_add(tg_chat_conv *c, const char *role, const char *content, si
     return true;
 }
 
-bool tg_chat_conv_load_messages(tg_chat_conv *c, const char *path, char *msg, size_t cap) {
-    char why[600];
-    size_t len = 0;
-    char *text = tg_read_text_file(path, TG_TEXT_FILE_LIMIT, &len, why, sizeof why);
-    if (!text) {
-        snprintf(msg, cap, "--messages %s", why);
-        return false;
-    }
+bool tg_chat_conv_add_json(tg_chat_conv *c, const char *text, size_t len, const char *name, char *msg, size_t cap) {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    free(text);
     if (!root) {
-        snprintf(msg, cap, "--messages %s: bad JSON at line %d, column %d: %s", path, je.line, je.column, je.text);
+        snprintf(msg, cap, "%s: bad JSON at line %d, column %d: %s", name, je.line, je.column, je.text);
         return false;
     }
     bool ok = json_is_array(root);
-    if (!ok) snprintf(msg, cap, "--messages %s: expected a JSON array of {\"role\", \"content\"} objects", path);
+    if (!ok) snprintf(msg, cap, "%s: expected a JSON array of {\"role\", \"content\"} objects", name);
     for (size_t i = 0; ok && i < json_array_size(root); i++) {
         json_t *m = json_array_get(root, i);
         json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
         if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
-            snprintf(msg, cap, "--messages %s: message %zu: expected an object with string \"role\" and \"content\"",
-                     path, i);
+            snprintf(msg, cap, "%s: message %zu: expected an object with string \"role\" and \"content\"", name, i);
             ok = false;
         } else if (json_array_append(c->messages, m) != 0) {
             snprintf(msg, cap, "out of memory");
@@ -132,20 +122,5 @@ const char *tg_chat_conv_last_role(const tg_chat_conv *c) {
 }
 
 size_t tg_chat_conv_end_ids(const tg_chat_conv *c, const tg_model *model, int32_t *ids, size_t max) {
-    static const char *const markers[] = {"<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
-    const char *template_text = c->builtin ? tg_chat_builtin(c->builtin) : c->src.text;
-    size_t n = 0;
-    int32_t eos = tg_token_eos(model);
-    if (eos >= 0 && n < max) ids[n++] = eos;
-    for (size_t i = 0; i < sizeof markers / sizeof markers[0] && n < max; i++) {
-        if (!template_text || !strstr(template_text, markers[i])) continue;
-        int32_t *tok = NULL;
-        size_t n_tok = 0;
-        tg_error err = {0};
-        if (tg_tokenize(model, markers[i], strlen(markers[i]), false, &tok, &n_tok, &err) && n_tok == 1 &&
-            tok[0] != eos)
-            ids[n++] = tok[0];
-        free(tok);
-    }
-    return n;
+    return tg_chat_source_end_ids(c->builtin ? tg_chat_builtin(c->builtin) : c->src.text, model, ids, max);
 }

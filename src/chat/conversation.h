@@ -1,8 +1,9 @@
-/* chat_conv.h — the conversation of `tinygpt chat`: the messages (a JSON array in OpenAI's format), the model's chat
- * template compiled once, and the rendered text of the whole conversation. Knows nothing of the model or the cache:
- * cmd_chat.c feeds the cache the part of each rendering that is new. */
-#ifndef TG_CLI_CHAT_CONV_H
-#define TG_CLI_CHAT_CONV_H
+/* conversation.h — the conversation of `tinygpt chat` and of the server's chat completions: the messages (a JSON
+ * array in OpenAI's format), the model's chat template compiled once, the rendered text of the whole conversation,
+ * and the ids that end a reply. Knows nothing of the cache: `tinygpt chat` feeds the cache the part of each
+ * rendering that is new. Library-internal (the tool's cli/ and serve/ use it); messages name the CLI's flags. */
+#ifndef TG_CHAT_CONVERSATION_H
+#define TG_CHAT_CONVERSATION_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -31,17 +32,16 @@ void tg_chat_conv_close(tg_chat_conv *c);
  * when the text is not UTF-8 or memory runs out. */
 bool tg_chat_conv_add(tg_chat_conv *c, const char *role, const char *content, size_t len, char *msg, size_t cap);
 
-/* Appends the messages of an OpenAI-format JSON file (an array of objects with string "role" and "content"), at
- * most 64 MiB. False with one line in msg naming the file and the message index on anything else. */
-bool tg_chat_conv_load_messages(tg_chat_conv *c, const char *path, char *msg, size_t cap);
+/* Appends the messages of OpenAI-format JSON text[len] (an array of objects with string "role" and "content"). False
+ * with one line in msg that starts with `name` (e.g. "--messages FILE") and names the message index on anything
+ * else. */
+bool tg_chat_conv_add_json(tg_chat_conv *c, const char *text, size_t len, const char *name, char *msg, size_t cap);
 
 /* Renders the conversation (add_generation_prompt as given). Returns the malloc'ed text (caller frees), or NULL with
  * one line in msg naming the template and `--chat-template NAME`. */
 char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap);
 
-/* The ids that end a reply, at most max of them into ids[]: EOS (the tokenizer's), then every common end-of-turn
- * marker that the template mentions and the tokenizer encodes as one token (<|im_end|> of ChatML, <|eot_id|> of
- * Llama 3, ...). Every tg_token_is_eos id ends a reply too (callers check it separately). Returns the count. */
+/* The ids that end a reply (tg_chat_end_ids of the conversation's template). */
 size_t tg_chat_conv_end_ids(const tg_chat_conv *c, const tg_model *model, int32_t *ids, size_t max);
 
 /* The role of the last message, or NULL when there is none. */

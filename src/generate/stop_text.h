@@ -1,8 +1,8 @@
-/* stop_text.h — `--stop STRING`: generated text passes through a filter that ends the output before the first
- * occurrence of any stop string, and holds back the tail that could still become one, so that no byte of a stop
- * string is ever printed. */
-#ifndef TG_CLI_STOP_TEXT_H
-#define TG_CLI_STOP_TEXT_H
+/* stop_text.h — stop strings (the generation step's; `--stop STRING`, the server's "stop"): generated text passes
+ * through a filter that ends the output before the first occurrence of any stop string, and holds back the tail that
+ * could still become one, so that no byte of a stop string is ever handed out. */
+#ifndef TG_GENERATE_STOP_TEXT_H
+#define TG_GENERATE_STOP_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +20,8 @@ typedef struct {
 /* Starts a filter over stops[0 .. n) (which must outlive it). */
 void tg_stop_text_init(tg_stop_text *f, const char *const *stops, size_t n);
 void tg_stop_text_free(tg_stop_text *f);
+/* Back to the start of a text (nothing held, not stopped), keeping the buffers. */
+void tg_stop_text_reset(tg_stop_text *f);
 
 /* Adds len bytes of generated text. *out / *out_len: the bytes that are now safe to print (valid until the next
  * call). Returns true when a stop string has appeared: *out then ends just before it and everything after is
@@ -29,5 +31,9 @@ bool tg_stop_text_push(tg_stop_text *f, const char *text, size_t len, const char
 
 /* The held-back bytes, at the end of generation (they turned out not to start a stop string). */
 void tg_stop_text_flush(tg_stop_text *f, const char **out, size_t *out_len);
+
+/* Grows the malloc'ed byte buffer *p of *cap bytes (doubling, from 64) to hold at least need; false when memory runs
+ * out (*p unchanged). */
+bool tg_text_reserve(char **p, size_t *cap, size_t need);
 
 #endif

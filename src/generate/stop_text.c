@@ -1,5 +1,6 @@
-/* stop_text.c — the --stop filter: search the held bytes for each stop string, release what cannot be part of one. */
-#include "cli/stop_text.h"
+/* stop_text.c — the stop-string filter: search the held bytes for each stop string, release what cannot be part of
+ * one. */
+#include "generate/stop_text.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +18,12 @@ void tg_stop_text_free(tg_stop_text *f) {
     memset(f, 0, sizeof *f);
 }
 
-static bool reserve(char **p, size_t *cap, size_t need) {
+void tg_stop_text_reset(tg_stop_text *f) {
+    f->held_len = 0;
+    f->stopped = false;
+}
+
+bool tg_text_reserve(char **p, size_t *cap, size_t need) {
     if (need <= *cap) return true;
     size_t c = *cap ? *cap : 64;
     while (c < need) {
@@ -45,8 +51,8 @@ bool tg_stop_text_push(tg_stop_text *f, const char *text, size_t len, const char
     *out_len = 0;
     *out_of_memory = false;
     if (f->stopped) return true;
-    if (len > SIZE_MAX - f->held_len || !reserve(&f->held, &f->held_cap, f->held_len + len) ||
-        !reserve(&f->out, &f->out_cap, f->held_len + len + 1)) {
+    if (len > SIZE_MAX - f->held_len || !tg_text_reserve(&f->held, &f->held_cap, f->held_len + len) ||
+        !tg_text_reserve(&f->out, &f->out_cap, f->held_len + len + 1)) {
         *out_of_memory = true;
         return false;
     }
