@@ -6,7 +6,7 @@
 
 /* Units per thread of a decode step: a thread's share is taken in order (the prefetch running on from one unit into
  * the next); fewer, larger units mean fewer claims, more mean finer balance when one thread runs slower. 8 was
- * measured above 4 on most files and 16 slower on Q4_K_M (docs/PERFORMANCE.md). */
+ * measured above 4 on most files and 16 slower on Q4_K_M (the numbers: `git log src/forward/plan.c`). */
 #define DECODE_UNITS_PER_THREAD 8
 
 /* Bytes of a thread's next share brought into L2 while it waits at a step's end (tg_step_end): the short steps of
@@ -14,7 +14,8 @@
 #define WARM_BYTES (16 * 1024)
 
 /* The rows of a decode unit are a multiple of this: what the type's fast gemv takes at once (at least eight), so
- * that a unit never ends in rows a narrower kernel must take (sixteen for Q8_0 / Q4_0 on AVX-512). */
+ * that a unit never ends in rows a narrower kernel must take (sixteen for Q8_0 / Q4_0 on AVX-512, where units had
+ * ended in eight rows of the eight-row kernel; the numbers: `git log src/forward/plan.c`). */
 static int64_t decode_row_group(tg_dtype type) {
     const tg_weight_type *wt = tg_weight_type_of(type);
     return wt && wt->gemv_rows > 8 ? wt->gemv_rows : 8;
