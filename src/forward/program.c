@@ -74,8 +74,26 @@ static bool layer(tg_program *p, const struct tg_model *m, int l) {
     return ok;
 }
 
+/* The first field of row a that the layer does not write yet (NULL: none): a row must not be run as Llama's. */
+static const char *unwritten(const tg_arch *a) {
+    const struct {
+        bool set;
+        const char *field;
+    } fields[] = {
+        {a->qkv_bias, "qkv_bias"}, {a->qk_norm, "qk_norm"}, {a->post_norms, "post_norms"}, {a->fused_qkv, "fused_qkv"},
+        {a->embed_scale, "embed_scale"}, {a->attn_softcap != 0 || a->final_softcap != 0, "soft-caps"},
+        {a->no_rope_every != 0, "no_rope_every"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].set) return fields[i].field;
+    return NULL;
+}
+
 bool tg_program_build(tg_program *p, const struct tg_model *m, tg_error *err) {
     *p = (tg_program){0};
+    const char *missing = unwritten(arch_of(m));
+    if (missing)
+        return tg_fail(err, "architecture %s: its %s is not in the model program yet", arch_of(m)->name, missing);
     tg_op embed = op(TG_OP_EMBED, TG_VAL_X, TG_VAL_X);
     embed.w = &m->tok_embd;
     /* x = embedding(ids); the layers; logits = norm(x) W_out */
