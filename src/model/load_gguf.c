@@ -178,8 +178,12 @@ bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
     hp->architecture[arch_len] = '\0';
     bool weights = tg_gguf_n_tensors(g) > 0;
     /* A vocab-only file can be any architecture: only its tokenizer is used. */
-    if (weights && !(arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0))
-        return tg_fail(err, "%s: unsupported architecture '%s' (supported: llama)", path, hp->architecture);
+    hp->arch = tg_arch_by_gguf(arch.ptr, arch.len);
+    if (weights && !hp->arch) {
+        char names[128];
+        tg_arch_list(names, sizeof names, TG_ARCH_LIST_GGUF);
+        return tg_fail(err, "%s: unsupported architecture '%s' (supported: %s)", path, hp->architecture, names);
+    }
 
     if (!read_hparams(g, hp->architecture, weights, hp, err)) return false;
     m->tokenizer = tg_tokenizer_load_gguf(g, err);
@@ -197,20 +201,5 @@ bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
     if (!tg_model_init_kv_source(m, err)) return false;
     if (!read_kv_source(g, hp, err)) return false;
 
-    static const tg_weight_names names = {
-        .tok_embd = "token_embd.weight",
-        .out_norm = "output_norm.weight",
-        .lm_head = "output.weight",
-        .layer_prefix = "blk.",
-        .attn_norm = "attn_norm.weight",
-        .wq = "attn_q.weight",
-        .wk = "attn_k.weight",
-        .wv = "attn_v.weight",
-        .wo = "attn_output.weight",
-        .ffn_norm = "ffn_norm.weight",
-        .w_gate = "ffn_gate.weight",
-        .w_up = "ffn_up.weight",
-        .w_down = "ffn_down.weight",
-    };
-    return tg_model_bind_weights(m, &names, gguf_view, g, err);
+    return tg_model_bind_weights(m, &hp->arch->gguf, gguf_view, g, err);
 }

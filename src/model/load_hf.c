@@ -147,38 +147,29 @@ static bool read_rope(const config *c, tg_hparams *hp, tg_error *err) {
 /* The Hugging Face architecture name of the YOCO variant: Llama tensors and shapes plus "kv_source". */
 static const char YOCO_ARCH[] = "TinyGPTYocoForCausalLM";
 
-/* Architecture from "architectures" (or "model_type" when that list is absent): "llama" (also for the YOCO variant,
- * whose layers are Llama's) or "mistral". */
+/* Architecture from "architectures" (or "model_type" when that list is absent): the family's row (arch.h); the
+ * YOCO variant is Llama's row. */
 static bool read_architecture(const config *c, tg_hparams *hp, tg_error *err) {
     const json_t *archs = cfg_get(c, "architectures");
-    const char *name = NULL;
-    if (archs) {
-        if (!json_is_array(archs) || json_array_size(archs) < 1 || !json_is_string(json_array_get(archs, 0)))
-            return tg_fail(err, "%s: \"architectures\" is not a list of names", c->path);
-        name = json_string_value(json_array_get(archs, 0));
-        if (strcmp(name, "LlamaForCausalLM") == 0 || strcmp(name, YOCO_ARCH) == 0) {
-            snprintf(hp->architecture, sizeof hp->architecture, "llama");
-        } else if (strcmp(name, "MistralForCausalLM") == 0) {
-            snprintf(hp->architecture, sizeof hp->architecture, "mistral");
-        } else {
-            return tg_fail(err, "%s: unsupported architecture '%.64s' (supported: LlamaForCausalLM, "
-                                "MistralForCausalLM, %s)", c->path, name, YOCO_ARCH);
-        }
-        return true;
+    const bool by_type = !archs;
+    const json_t *name = by_type ? cfg_get(c, "model_type") : json_array_get(archs, 0);
+    if (by_type && !(name && json_is_string(name))) return tg_fail(err, "%s: missing \"architectures\"", c->path);
+    if (!by_type && !(json_is_array(archs) && name && json_is_string(name)))
+        return tg_fail(err, "%s: \"architectures\" is not a list of names", c->path);
+    hp->arch = tg_arch_by_hf(json_string_value(name), by_type);
+    if (!hp->arch) {
+        char names[256];
+        tg_arch_list(names, sizeof names, by_type ? TG_ARCH_LIST_HF_MODEL_TYPE : TG_ARCH_LIST_HF);
+        return tg_fail(err, "%s: unsupported %s '%.64s' (supported: %s)", c->path,
+                       by_type ? "model_type" : "architecture", json_string_value(name), names);
     }
-    const json_t *mt = cfg_get(c, "model_type");
-    if (!mt || !json_is_string(mt)) return tg_fail(err, "%s: missing \"architectures\"", c->path);
-    name = json_string_value(mt);
-    if (strcmp(name, "llama") != 0 && strcmp(name, "mistral") != 0)
-        return tg_fail(err, "%s: unsupported model_type '%.64s' (supported: llama, mistral)", c->path, name);
-    snprintf(hp->architecture, sizeof hp->architecture, "%s", name);
+    snprintf(hp->architecture, sizeof hp->architecture, "%s", hp->arch->name);
     return true;
 }
 
 static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     if (!json_is_object(c->root)) return tg_fail(err, "%s: not a JSON object", c->path);
     if (!read_architecture(c, hp, err)) return false;
-    bool mistral = strcmp(hp->architecture, "mistral") == 0;
 
     const json_t *act = cfg_get(c, "hidden_act");
     if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
@@ -199,7 +190,7 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     if (!cfg_int(c, "head_dim", false, hp->d_model / hp->n_heads, &hp->head_dim, err)) return false;
     /* transformers' defaults for the optional fields */
     if (!cfg_float(c, "rms_norm_eps", 1e-6f, &hp->norm_eps, err)) return false;
-    if (!cfg_int(c, "max_position_embeddings", false, mistral ? 131072 : 2048, &hp->context_length, err))
+    if (!cfg_int(c, "max_position_embeddings", false, hp->arch->hf_default_context, &hp->context_length, err))
         return false;
     if (!cfg_int(c, "vocab_size", false, 32000, &hp->vocab_size, err)) return false;
     if (!cfg_bool(c, "tie_word_embeddings", false, &hp->tied_embeddings, err)) return false;
@@ -208,7 +199,7 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     hp->rope_style = TG_ROPE_HALF;
 
     hp->sliding_window = 0;
-    if (mistral && !cfg_int(c, "sliding_window", false, 0, &hp->sliding_window, err)) return false;
+    if (hp->arch->hf_sliding_window && !cfg_int(c, "sliding_window", false, 0, &hp->sliding_window, err)) return false;
     return true;
 }
 
@@ -258,10 +249,6 @@ static bool check_shared_layers(const struct tg_model *m, const char *path, tg_e
     }
     return true;
 }
-
-/* The transformers names of the token embedding and the output head. */
-#define EMBED_NAME "model.embed_tokens.weight"
-#define LM_HEAD_NAME "lm_head.weight"
 
 static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
     return tg_safetensors_view(ctx, name, rows, cols, out, err);
@@ -404,24 +391,11 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, t
         return true;
     }
 
-    tg_weight_names names = {
-        .tok_embd = EMBED_NAME,
-        .out_norm = "model.norm.weight",
-        .lm_head = LM_HEAD_NAME,
-        .layer_prefix = "model.layers.",
-        .attn_norm = "input_layernorm.weight",
-        .wq = "self_attn.q_proj.weight",
-        .wk = "self_attn.k_proj.weight",
-        .wv = "self_attn.v_proj.weight",
-        .wo = "self_attn.o_proj.weight",
-        .ffn_norm = "post_attention_layernorm.weight",
-        .w_gate = "mlp.gate_proj.weight",
-        .w_up = "mlp.up_proj.weight",
-        .w_down = "mlp.down_proj.weight",
-    };
+    tg_weight_names names = m->hp.arch->hf;
     /* A tied model's one matrix may be stored under either name (transformers saves whichever it meets first:
      * TinyStories-656K has lm_head.weight only); with both, the embedding's copy is used. */
-    if (m->hp.tied_embeddings && !tg_safetensors_find(m->st, EMBED_NAME) && tg_safetensors_find(m->st, LM_HEAD_NAME))
-        names.tok_embd = LM_HEAD_NAME;
+    if (m->hp.tied_embeddings && !tg_safetensors_find(m->st, names.tok_embd) &&
+        tg_safetensors_find(m->st, names.lm_head))
+        names.tok_embd = names.lm_head;
     return tg_model_bind_weights(m, &names, st_view, m->st, err);
 }

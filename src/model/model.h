@@ -9,12 +9,14 @@
 #include "format/safetensors.h"
 #include "kernels/ops.h"
 #include "kernels/tensor.h"
+#include "model/arch.h"
 #include "model/rope_scaling.h"
 #include "tinygpt.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
     char architecture[32];
+    const tg_arch *arch;      /* the family's row (arch.h); NULL only for a vocab-only file of another family */
     int n_layers;
     int d_model;
     int n_heads, n_kv_heads, head_dim; /* head_dim may differ from d_model / n_heads (explicit head_dim) */
@@ -120,13 +122,6 @@ bool tg_hparams_validate(const tg_hparams *hp, const char *where, tg_error *err)
  * naming the tensor, the expected and the actual shape when absent or mis-shaped. */
 typedef bool (*tg_view_fn)(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out,
                            tg_error *err);
-
-/* The tensor names of one format. Layer tensors are named layer_prefix + N + "." + the suffix. */
-typedef struct {
-    const char *tok_embd, *out_norm, *lm_head;
-    const char *layer_prefix;
-    const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
-} tg_weight_names;
 
 /* Binds every weight of the model (hp must be filled and validated, kv_source set) through `view`: views for the
  * matrices, owned f32 copies for the norms, lm_head = tok_embd when hp.tied_embeddings. Fills n_params,

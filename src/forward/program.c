@@ -1,0 +1,117 @@
+/* program.c — the Llama-family forward pass written once, as operations in the order of its maths (program.h); an
+ * architecture's differences come from its row (model/arch.h), not from branches in a backend. */
+#include "forward/program.h"
+
+#include <stdlib.h>
+
+#include "util/error.h"
+
+/* Appends op; false when memory runs out (the program is then unusable). */
+static bool emit(tg_program *p, tg_op op) {
+    if (p->n == p->cap) {
+        const int cap = p->cap ? 2 * p->cap : 64;
+        tg_op *ops = realloc(p->ops, (size_t)cap * sizeof *ops);
+        if (!ops) return false;
+        p->ops = ops;
+        p->cap = cap;
+    }
+    p->ops[p->n++] = op;
+    return true;
+}
+
+static tg_op op(tg_op_kind kind, tg_val out, tg_val in) {
+    return (tg_op){.kind = kind, .out = out, .in = in, .in2 = in, .layer = -1};
+}
+
+static tg_op norm(tg_val out, tg_val in, const float *w, const tg_arch *a) {
+    tg_op o = op(TG_OP_NORM, out, in);
+    o.norm_w = w;
+    o.norm = a->norm;
+    return o;
+}
+
+static tg_op matmul(tg_val out, const tg_tensor *w, tg_val in) {
+    tg_op o = op(TG_OP_MATMUL, out, in);
+    o.w = w;
+    return o;
+}
+
+/* The model's row; a model built by hand with none (the unit tests' random models) is Llama. */
+static const tg_arch *arch_of(const struct tg_model *m) { return m->hp.arch ? m->hp.arch : tg_arch_by_name("llama"); }
+
+/* Layer l: pre-norm attention, then a pre-norm gated feed-forward, each added to the residual stream. */
+static bool layer(tg_program *p, const struct tg_model *m, int l) {
+    const tg_arch *a = arch_of(m);
+    const tg_layer_weights *w = &m->layers[l];
+    const bool own_kv = m->hp.kv_source[l] == l;
+    tg_op rope = op(TG_OP_ROPE_APPEND, TG_VAL_Q, TG_VAL_Q), attend = op(TG_OP_ATTEND, TG_VAL_ATT, TG_VAL_Q);
+    rope.layer = attend.layer = l;
+    rope.own_kv = own_kv;
+    tg_op glu = op(TG_OP_GLU, TG_VAL_GATE, TG_VAL_GATE);
+    glu.in2 = TG_VAL_UP;
+    glu.glu = a->glu;
+    bool ok = true;
+    /* h = norm(x); q = h Wq, k = h Wk, v = h Wv (a layer reading shared K/V has no k, v of its own) */
+    ok = ok && emit(p, norm(TG_VAL_H, TG_VAL_X, w->attn_norm, a));
+    ok = ok && emit(p, matmul(TG_VAL_Q, &w->wq, TG_VAL_H));
+    if (own_kv) {
+        ok = ok && emit(p, matmul(TG_VAL_K, &w->wk, TG_VAL_H));
+        ok = ok && emit(p, matmul(TG_VAL_V, &w->wv, TG_VAL_H));
+    }
+    /* q, k = rope(q, k) at each row's position; the cache += k, v; att = softmax(q K^T / sqrt(head_dim)) V */
+    ok = ok && emit(p, rope);
+    ok = ok && emit(p, attend);
+    /* x = x + att Wo */
+    ok = ok && emit(p, matmul(TG_VAL_T, &w->wo, TG_VAL_ATT));
+    ok = ok && emit(p, op(TG_OP_ADD, TG_VAL_X, TG_VAL_T));
+    /* h = norm(x); x = x + (act(h Wgate) * (h Wup)) Wdown */
+    ok = ok && emit(p, norm(TG_VAL_H, TG_VAL_X, w->ffn_norm, a));
+    ok = ok && emit(p, matmul(TG_VAL_GATE, &w->w_gate, TG_VAL_H));
+    ok = ok && emit(p, matmul(TG_VAL_UP, &w->w_up, TG_VAL_H));
+    ok = ok && emit(p, glu);
+    ok = ok && emit(p, matmul(TG_VAL_T, &w->w_down, TG_VAL_GATE));
+    ok = ok && emit(p, op(TG_OP_ADD, TG_VAL_X, TG_VAL_T));
+    return ok;
+}
+
+/* The first field of row a that the layer does not write yet (NULL: none): a row must not be run as Llama's. */
+static const char *unwritten(const tg_arch *a) {
+    const struct {
+        bool set;
+        const char *field;
+    } fields[] = {
+        {a->qkv_bias, "qkv_bias"}, {a->qk_norm, "qk_norm"}, {a->post_norms, "post_norms"}, {a->fused_qkv, "fused_qkv"},
+        {a->embed_scale, "embed_scale"}, {a->attn_softcap != 0 || a->final_softcap != 0, "soft-caps"},
+        {a->no_rope_every != 0, "no_rope_every"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].set) return fields[i].field;
+    return NULL;
+}
+
+bool tg_program_build(tg_program *p, const struct tg_model *m, tg_error *err) {
+    *p = (tg_program){0};
+    const char *missing = unwritten(arch_of(m));
+    if (missing)
+        return tg_fail(err, "architecture %s: its %s is not in the model program yet", arch_of(m)->name, missing);
+    tg_op embed = op(TG_OP_EMBED, TG_VAL_X, TG_VAL_X);
+    embed.w = &m->tok_embd;
+    /* x = embedding(ids); the layers; logits = norm(x) W_out */
+    bool ok = emit(p, embed);
+    for (int l = 0; ok && l < m->hp.n_layers; l++) ok = layer(p, m, l);
+    ok = ok && emit(p, norm(TG_VAL_H, TG_VAL_X, m->out_norm, arch_of(m)));
+    ok = ok && emit(p, matmul(TG_VAL_LOGITS, &m->lm_head, TG_VAL_H));
+    if (ok) return true;
+    tg_program_free(p);
+    return tg_fail(err, "out of memory for the model program");
+}
+
+void tg_program_free(tg_program *p) {
+    free(p->ops);
+    *p = (tg_program){0};
+}
+
+const char *tg_op_name(tg_op_kind kind) {
+    static const char *const names[TG_OP_COUNT] = {"embed", "norm", "matmul", "rope/append", "attend", "glu", "add"};
+    return kind < TG_OP_COUNT ? names[kind] : "?";
+}

@@ -1,0 +1,89 @@
+/* arch.c — the table of architecture rows (arch.h): one row per model family, looked up by the names files give. */
+#include "model/arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* llama.cpp's converter's tensor names (Llama and every family it writes in Llama's layout). */
+#define GGUF_LLAMA_NAMES                                                                                            \
+    {                                                                                                               \
+        .tok_embd = "token_embd.weight", .out_norm = "output_norm.weight", .lm_head = "output.weight",              \
+        .layer_prefix = "blk.", .attn_norm = "attn_norm.weight", .wq = "attn_q.weight", .wk = "attn_k.weight",      \
+        .wv = "attn_v.weight", .wo = "attn_output.weight", .ffn_norm = "ffn_norm.weight",                           \
+        .w_gate = "ffn_gate.weight", .w_up = "ffn_up.weight", .w_down = "ffn_down.weight",                          \
+    }
+
+/* transformers' LlamaForCausalLM names (MistralForCausalLM's are the same). */
+#define HF_LLAMA_NAMES                                                                                              \
+    {                                                                                                               \
+        .tok_embd = "model.embed_tokens.weight", .out_norm = "model.norm.weight", .lm_head = "lm_head.weight",      \
+        .layer_prefix = "model.layers.", .attn_norm = "input_layernorm.weight", .wq = "self_attn.q_proj.weight",    \
+        .wk = "self_attn.k_proj.weight", .wv = "self_attn.v_proj.weight", .wo = "self_attn.o_proj.weight",          \
+        .ffn_norm = "post_attention_layernorm.weight", .w_gate = "mlp.gate_proj.weight",                            \
+        .w_up = "mlp.up_proj.weight", .w_down = "mlp.down_proj.weight",                                             \
+    }
+
+/* One row per family. The YOCO variant (docs/yoco.md) is Llama's row: its layers are Llama's, its layer map is
+ * read by the loaders. */
+static const tg_arch ARCHS[] = {
+    {
+        .name = "llama",
+        .gguf_name = "llama",
+        .hf_names = {"LlamaForCausalLM", "TinyGPTYocoForCausalLM", NULL},
+        .hf_model_type = "llama",
+        .gguf = GGUF_LLAMA_NAMES,
+        .hf = HF_LLAMA_NAMES,
+        .hf_default_context = 2048,
+    },
+    {
+        .name = "mistral",
+        .hf_names = {"MistralForCausalLM", NULL},
+        .hf_model_type = "mistral",
+        .gguf = GGUF_LLAMA_NAMES,
+        .hf = HF_LLAMA_NAMES,
+        .hf_default_context = 131072,
+        .hf_sliding_window = true,
+    },
+};
+
+#define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
+
+const tg_arch *tg_arch_by_name(const char *name) {
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (strcmp(ARCHS[i].name, name) == 0) return &ARCHS[i];
+    return NULL;
+}
+
+const tg_arch *tg_arch_by_gguf(const char *name, size_t len) {
+    for (size_t i = 0; i < N_ARCHS; i++) {
+        const char *g = ARCHS[i].gguf_name;
+        if (g && strlen(g) == len && memcmp(g, name, len) == 0) return &ARCHS[i];
+    }
+    return NULL;
+}
+
+const tg_arch *tg_arch_by_hf(const char *name, bool hf_model_type) {
+    for (size_t i = 0; i < N_ARCHS; i++) {
+        if (hf_model_type) {
+            if (strcmp(ARCHS[i].hf_model_type, name) == 0) return &ARCHS[i];
+            continue;
+        }
+        for (int j = 0; ARCHS[i].hf_names[j]; j++)
+            if (strcmp(ARCHS[i].hf_names[j], name) == 0) return &ARCHS[i];
+    }
+    return NULL;
+}
+
+void tg_arch_list(char *out, size_t size, int kind) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < N_ARCHS; i++) {
+        const char *one[3] = {ARCHS[i].gguf_name, ARCHS[i].hf_model_type, NULL};
+        const char *const *names = kind == TG_ARCH_LIST_HF ? ARCHS[i].hf_names : one + (kind == TG_ARCH_LIST_GGUF ? 0 : 1);
+        for (int j = 0; names[j] && (kind == TG_ARCH_LIST_HF || j < 1); j++) {
+            int w = snprintf(out + used, size - used, "%s%s", used ? ", " : "", names[j]);
+            if (w < 0 || (size_t)w >= size - used) return;
+            used += (size_t)w;
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/* arch.h — the architecture row: what one model family's layers are made of, as data (tensor names, norm kind,
+ * biases, activation, RoPE, per-layer pattern), one row per family in one table (arch.c). The loaders find a file's
+ * row by its declared name; the model program (forward/program.c) reads the row to write the layer's operations.
+ * A field's zero value is Llama's, so a row names only where its family differs. */
+#ifndef TG_ARCH_H
+#define TG_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The tensor names of one format. Layer tensors are named layer_prefix + N + "." + the suffix. */
+typedef struct {
+    const char *tok_embd, *out_norm, *lm_head;
+    const char *layer_prefix;
+    const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+} tg_weight_names;
+
+/* How a norm scales: RMS: x / rms(x) * w (Llama); RMS_PLUS_ONE: x / rms(x) * (1 + w) (Gemma). */
+typedef enum { TG_NORM_RMS, TG_NORM_RMS_PLUS_ONE } tg_arch_norm;
+
+/* The feed-forward's gated activation: act(x W_gate) * (x W_up). SILU: SwiGLU (Llama); GELU_TANH: GeGLU (Gemma). */
+typedef enum { TG_GLU_SILU, TG_GLU_GELU_TANH } tg_arch_glu;
+
+typedef struct {
+    const char *name;            /* tg_hparams.architecture: "llama", "mistral" */
+    const char *gguf_name;       /* GGUF general.architecture; NULL: no GGUF files of this family are read */
+    const char *hf_names[3];     /* config.json "architectures"[0] values (NULL-terminated) */
+    const char *hf_model_type;   /* config.json "model_type" when "architectures" is absent */
+    tg_weight_names gguf, hf;    /* the tensor names in each format */
+    int hf_default_context;      /* transformers' max_position_embeddings default for the family */
+    bool hf_sliding_window;      /* config.json's "sliding_window" is read (Mistral); else it is no window */
+    tg_arch_norm norm;
+    tg_arch_glu glu;
+    bool qkv_bias;               /* biases on q, k, v (Qwen2) */
+    bool qk_norm;                /* a norm of each head's query and key before RoPE (Qwen3) */
+    bool post_norms;             /* norms of the attention and feed-forward outputs before the residual (Gemma 2/3) */
+    bool fused_qkv;              /* one [q | k | v] matrix in the file (Phi-3) */
+    bool embed_scale;            /* the embedding scaled by sqrt(d_model) (Gemma) */
+    float attn_softcap, final_softcap; /* tanh soft-caps of the scores / the logits (Gemma 2); 0: none */
+    int no_rope_every;           /* every Nth layer (N-1, 2N-1, ...) attends without RoPE (SmolLM3); 0: all rotate */
+} tg_arch;
+
+/* The row named `name` (tg_hparams.architecture), NULL when none. */
+const tg_arch *tg_arch_by_name(const char *name);
+/* The row whose GGUF general.architecture is the len bytes at `name`, NULL when none. */
+const tg_arch *tg_arch_by_gguf(const char *name, size_t len);
+/* The row with config.json "architectures"[0] `name` (hf_model_type: "model_type" instead), NULL when none. */
+const tg_arch *tg_arch_by_hf(const char *name, bool hf_model_type);
+/* Writes the supported names of one kind (GGUF names; HF architectures; HF model types), ", "-separated. */
+void tg_arch_list(char *out, size_t size, int kind);
+enum { TG_ARCH_LIST_GGUF, TG_ARCH_LIST_HF, TG_ARCH_LIST_HF_MODEL_TYPE };
+
+#endif
