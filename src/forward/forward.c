@@ -32,6 +32,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/kernels.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "util/error.h"
@@ -384,8 +385,8 @@ static void matrix_step_end(team *tm, int64_t total) {
  * interleaved rounds, medians, SmolLM2-135M Q8_0 79.5 -> 85.2 tokens/s, Q4_0 119.7 -> 126.1; 2 threads, 7 rounds:
  * Q4_0 201.0 -> 228.6, Q8_0 145.3 -> 145.6. */
 static int64_t decode_row_group(tg_dtype type) {
-    const tg_weight_type *wt = tg_weight_type_of(type);
-    return wt && wt->gemv_rows > 8 ? wt->gemv_rows : 8;
+    const int rows = (unsigned)type < TG_DT_COUNT ? tg_kernels()->type[type].gemv_rows : 8;
+    return rows > 8 ? rows : 8;
 }
 
 /* The rows of a unit of w are a multiple of this: decode_row_group decoding, 8 for a chunk, and whole groups of a
