@@ -8,14 +8,29 @@ DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS)) -lm
 LIB_DEPS_LIBS := $(shell pkg-config --libs $(LIB_PKGS)) -lm
 THREADS := -pthread # one thread team (src/util/thread_pool.c); no OpenMP
-# The instruction sets the release build may use: the build machine's by default. The AVX2 kernels are chosen at
-# compile time (src/util/cpu_features.h), and -march=native also lets the compiler use AVX-512 where the build
-# machine has it, so such a build stops with "Illegal instruction" on a CPU without it. A library or binary for
-# other machines: `make ARCH=x86-64-v3` (AVX2 + FMA + F16C: Haswell, Zen and later; the AVX2 kernels) or
-# `make ARCH=x86-64` (any x86-64 CPU; the scalar kernels, several times slower).
+# The instruction set the generic code may use: the build machine's by default (-march=native: such a binary may
+# stop with "Illegal instruction" on an older CPU). `make ARCH=x86-64` builds one binary for every x86-64 CPU that
+# still runs the AVX2 kernels on an AVX2 CPU and the AVX-512 ones where the CPU has them: the kernels are chosen at
+# run time (src/util/cpu_features.h, src/kernels/kernels.h; TG_ISA=scalar|avx2|avx512 caps the choice).
 ARCH    ?= native
 OPT     := -O3 -march=$(ARCH) -g
 SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Each instruction set's kernel files are compiled with its flags, whatever ARCH is (x86 only; elsewhere they compile
+# to nothing): *_avx2.c with AVX2 + FMA + F16C (and never AVX-512, which a table chosen for an AVX2 CPU must not
+# use), *_avx512.c with AVX-512. The AVX2 files in AVX512_TWICE are compiled a second time with AVX-512 (objects
+# *.avx512.o; src/kernels/isa_avx512_names.h renames their functions), where their code takes its 512-bit paths: the
+# AVX-512 tables.
+X86     := $(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine))
+ISA_AVX2   := -mavx2 -mfma -mf16c -mno-avx512f
+ISA_AVX512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni \
+              -include src/kernels/isa_avx512_names.h
+AVX512_TWICE := src/kernels/gemv_avx2.c src/kernels/gemv_q32_avx2.c src/kernels/gemv_kquant_avx2.c \
+                src/kernels/matmul_avx2.c src/kernels/kernels_avx2.c src/kvcache/attend_avx2.c \
+                src/kvcache/attend_int_avx2.c src/kvcache/attend_table_avx2.c
+# $(call isa_flags,SOURCE,OBJECT): the instruction-set flags of one compile
+isa_flags = $(if $(X86),$(if $(filter %_avx512.c %.avx512.o,$1 $2),$(ISA_AVX512),$(if $(filter %_avx2.c,$1),\
+    $(ISA_AVX2))))
 
 # src/serve (the HTTP server of `tinygpt serve`, on libmicrohttpd) links into the tool, not the library
 LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/serve/*' | sort)
@@ -26,9 +41,10 @@ TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 REL := build/release
 ASN := build/asan
 
-REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o)
+VARIANT_SRC := $(if $(X86),$(AVX512_TWICE))
+REL_LIB_OBJ := $(LIB_SRC:%.c=$(REL)/%.o) $(VARIANT_SRC:%.c=$(REL)/%.avx512.o)
 REL_CLI_OBJ := $(CLI_SRC:%.c=$(REL)/%.o)
-ASN_LIB_OBJ := $(LIB_SRC:%.c=$(ASN)/%.o)
+ASN_LIB_OBJ := $(LIB_SRC:%.c=$(ASN)/%.o) $(VARIANT_SRC:%.c=$(ASN)/%.avx512.o)
 ASN_CLI_OBJ := $(CLI_SRC:%.c=$(ASN)/%.o)
 ASN_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(ASN)/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(ASN)/tests/%)
@@ -60,8 +76,8 @@ $(REL_LIB_OBJ): LIB_CFLAGS := -fPIC -fvisibility=hidden
 
 # Objects depend on the flags that built them: a stamp file rewritten only when the compile command changes (an ARCH
 # or CFLAGS change, a new flag in this Makefile), so a changed flag rebuilds everything instead of mixing objects.
-REL_FLAGS := $(CC) $(WARN) $(OPT) -fPIC -fvisibility=hidden $(THREADS) $(INC) $(DEPS_CFLAGS)
-ASN_FLAGS := $(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS)
+REL_FLAGS := $(CC) $(WARN) $(OPT) $(ISA_AVX2) $(ISA_AVX512) -fPIC -fvisibility=hidden $(THREADS) $(INC) $(DEPS_CFLAGS)
+ASN_FLAGS := $(CC) $(WARN) $(SAN) $(ISA_AVX2) $(ISA_AVX512) $(THREADS) $(INC) $(DEPS_CFLAGS)
 .PHONY: force-flags
 $(REL)/.flags $(ASN)/.flags: force-flags
 	@mkdir -p $(dir $@)
@@ -70,7 +86,11 @@ $(REL)/.flags $(ASN)/.flags: force-flags
 
 $(REL)/%.o: %.c $(REL)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(OPT) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(OPT) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(REL)/%.avx512.o: %.c $(REL)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(OPT) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 # --- make install PREFIX=/usr/local DESTDIR= : the tool, both libraries, the header and tinygpt.pc ---
 PREFIX  ?= /usr/local
@@ -122,7 +142,11 @@ $(ASN)/tinygpt: $(ASN_CLI_OBJ) $(ASN)/libtinygpt.a
 
 $(ASN)/%.o: %.c $(ASN)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(SAN) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(SAN) $(call isa_flags,$<,$@) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(ASN)/%.avx512.o: %.c $(ASN)/.flags
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(SAN) $(call isa_flags,$<,$@) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 	@mkdir -p $(dir $@)
@@ -190,19 +214,19 @@ test: check-generic unit-tests tinygpt examples $(REL)/bench/decode_ab
 check-generic:
 	@for f in $(LIB_SRC) $(CLI_SRC); do $(CC) $(WARN) -O1 $(THREADS) $(INC) $(DEPS_CFLAGS) -fsyntax-only $$f || exit 1; done
 
-# --- memcheck of the reader tests: a plain build (no sanitizers, no AVX-512, which valgrind cannot run) ---
+# --- memcheck of the reader tests: a plain build (no sanitizers), run with TG_ISA=avx2: valgrind cannot run AVX-512 ---
 VG := build/valgrind
-VG_FLAGS := -O1 -g -mavx2 -mfma -mf16c
+VG_FLAGS := -O1 -g
 VG_TESTS := $(filter $(TEST_BIN:$(ASN)/tests/%=%),test_gguf test_safetensors test_model test_tokenizer \
             test_tokenizer_vocab test_tokenizer_golden test_regress)
-VG_LIB_OBJ := $(LIB_SRC:%.c=$(VG)/%.o)
+VG_LIB_OBJ := $(LIB_SRC:%.c=$(VG)/%.o) $(VARIANT_SRC:%.c=$(VG)/%.avx512.o)
 VG_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(VG)/%.o)
 .SECONDARY: $(VG_SUPPORT_OBJ)
 
 .PHONY: test-valgrind
 test-valgrind: $(VG_TESTS:%=$(VG)/tests/%)
 	@fail=0; for t in $(VG_TESTS); do \
-	    if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    if TG_ISA=avx2 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	        --suppressions=tests/valgrind.supp $(VG)/tests/$$t >$(VG)/$$t.log 2>&1; then echo "valgrind $$t: ok"; \
 	    else echo "valgrind $$t: FAILED"; tail -40 $(VG)/$$t.log; fail=1; fi; \
 	done; exit $$fail
@@ -213,7 +237,11 @@ $(VG)/libtinygpt.a: $(VG_LIB_OBJ)
 
 $(VG)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(VG_FLAGS) $(call isa_flags,$<,$@) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(VG)/%.avx512.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(VG_FLAGS) $(call isa_flags,$<,$@) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(VG)/tests/%: tests/unit/%.c $(VG_SUPPORT_OBJ) $(VG)/libtinygpt.a
 	@mkdir -p $(dir $@)

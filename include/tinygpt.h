@@ -35,6 +35,9 @@ extern "C" {
 
 /* TG_VERSION_STRING of the library the program runs with (which may be newer than the header it was built with). */
 TG_API const char *tg_version(void);
+/* The instruction set of the CPU kernels this process runs ("scalar", "avx2", "avx512"): the CPU's best, chosen at
+ * run time, capped by the environment variable TG_ISA (same names). */
+TG_API const char *tg_kernel_isa(void);
 
 /* ---- errors -------------------------------------------------------------------------------------------------- */
 

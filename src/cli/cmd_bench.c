@@ -448,6 +448,7 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
         json_str(r->info.weight_types);
         printf(", \"n_params\": %" PRId64 ", \"weight_bytes_per_token\": %" PRId64 ", \"threads\": %d", r->info.n_params,
                wbytes, threads);
+        printf(", \"kernel_isa\": \"%s\"", tg_kernel_isa());
         printf(", \"kv_keys\": \"%s\", \"kv_values\": \"%s\", \"cache_policy\": ",
                tg_kv_precision_name(a->cache.key_precision), tg_kv_precision_name(a->cache.value_precision));
         json_str(policy);
@@ -491,7 +492,7 @@ static void print_results(const bench_run *r, const result *res, int n_res, cons
     printf("model      %s · %s · %s params · %s · %s of weights read per token\n", a->model_path,
            r->info.architecture, buf, r->info.weight_types, buf2);
     printf("cache      %s%s\n", policy, r->context > 0 ? " (context extended for the depth)" : "");
-    printf("threads    %d\n", threads);
+    printf("threads    %d (kernels: %s)\n", threads, tg_kernel_isa());
     if (bw > 0)
         printf("bandwidth  %.2f GB/s (reads of %" PRId64 " MiB in %d patterns, the best one's mean; during each tg test,"
                " every %d tokens, for its roofline)\n", bw / 1e9, a->bandwidth_mib, TG_BANDWIDTH_PATTERNS, PROBE_EVERY);

@@ -2,6 +2,7 @@
  * weights a thread warms for its next step. */
 #include "forward/plan.h"
 
+#include "kernels/kernels.h"
 #include "kernels/matmul.h"
 
 /* Units per thread of a decode step: a thread's share is taken in order (the prefetch running on from one unit into
@@ -17,8 +18,8 @@
  * that a unit never ends in rows a narrower kernel must take (sixteen for Q8_0 / Q4_0 on AVX-512, where units had
  * ended in eight rows of the eight-row kernel; the numbers: `git log src/forward/plan.c`). */
 static int64_t decode_row_group(tg_dtype type) {
-    const tg_weight_type *wt = tg_weight_type_of(type);
-    return wt && wt->gemv_rows > 8 ? wt->gemv_rows : 8;
+    const int rows = (unsigned)type < TG_DT_COUNT ? tg_kernels()->type[type].gemv_rows : 8;
+    return rows > 8 ? rows : 8;
 }
 
 int64_t tg_row_granule(const tg_tensor *w, int n) {

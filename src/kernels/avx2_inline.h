@@ -2,16 +2,12 @@
  * the prefill tiles (matmul_avx2.c), and the one arithmetic order both follow, so that a row times an activation
  * gives the same bits whichever kernel computes it (prefill in chunks == decoding token by token).
  *
- * The canonical order of one dot product (row r, activation t):
- *   float types:  acc = 0 (8 lanes); for each 8-column chunk in order: acc = fma(w_chunk, x_chunk, acc);
- *                 s = ((acc0 + acc1) + (acc2 + acc3)) + ((acc4 + acc5) + (acc6 + acc7));
- *                 if cols % 8: tail = 0; for each remaining column j in order: tail = fmaf(w_j, x_j, tail); s += tail.
- *   block types:  acc = 0; for each 32-element block b in order: isum = the exact int32 dot product of the codes
- *                 (minus bias * sum(x_b), see qdot); acc = fmaf((float)isum, d_w(b) * d_x(b), acc).
+ * The canonical order of one dot product is kernels/arith_order.h's; these blocks implement it.
  * Include only from files compiled when TG_HAVE_AVX2 is set. */
 #ifndef TG_KERNELS_AVX2_INLINE_H
 #define TG_KERNELS_AVX2_INLINE_H
 
+#include "kernels/arith_order.h"
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* matmul.c — y = W x for every weight type: the scalar reference, the row lookup, and the threaded, cache-blocked
- * driver that hands tiles to the AVX2 micro-kernels (or to scalar code when the target has no AVX2).
+ * driver that hands tiles to the kernels of the table in use (kernels.h: AVX2, AVX-512, or the scalar paths).
  *
  * Precision: F32/F16/BF16 fast paths accumulate in fp32 over 8 lanes (error ~ cols/8 * 2^-24 * sum|w*x| at worst).
  * Q8_0/Q4_0 fast paths quantise the activations to 8 bits per 32-element block first (tg_q8x_block, llama.cpp's
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/avx2.h"
+#include "kernels/kernels.h"
 #include "kernels/quant.h"
 #include "kernels/repack.h"
 #include "kernels/types.h"
@@ -82,7 +82,7 @@ void tg_tensor_get_row(const tg_tensor *w, int64_t r, float *out) {
     for (int64_t j0 = 0, n; j0 < w->cols; j0 += n) n = decode_chunk(wt, w, r, j0, out + j0);
 }
 
-/* The generic path of a type without fast kernels (every type when the target lacks AVX2), for float activations:
+/* The generic path of a type without fast kernels (every type in the scalar table), for float activations:
  * y[t * ldy + r] = row r . activation t for r < nr, t < nt, accumulated in fp32 in column order; the same order for
  * one activation or many, so prefill still gives the bits of decoding. */
 static void scalar_rows(const tg_weight_type *wt, const tg_tensor *w, int64_t r0, int64_t nr, const float *x,
@@ -102,9 +102,9 @@ static void scalar_rows(const tg_weight_type *wt, const tg_tensor *w, int64_t r0
 }
 
 /* The activation form the fast kernels of `t` take, TG_ACT_F32 when it has none (the generic path takes floats). */
-static tg_act_form fast_form(tg_dtype t) {
+static tg_act_form fast_form(const tg_cpu_kernels *k, tg_dtype t) {
     const tg_weight_type *wt = tg_weight_type_of(t);
-    return wt && wt->gemv ? wt->act : TG_ACT_F32;
+    return wt && k->type[t].gemv ? wt->act : TG_ACT_F32;
 }
 
 /* Bytes of the Q8_0-form blocks of n rows (with the packed copy when n > 1). */
@@ -114,18 +114,12 @@ static size_t q8x_bytes(int64_t n, int64_t cols) {
 }
 
 size_t tg_wide_bytes(int64_t nr, int64_t cols) {
-#if TG_HAVE_AVX2 && TG_TILE_AVX512
-    if (nr <= 0 || cols <= 0 || cols % 8 != 0) return 0;
+    if (!tg_kernels()->tile_widen || nr <= 0 || cols <= 0 || cols % 8 != 0) return 0;
     return (size_t)((nr + 1) / 2) * 2 * (size_t)cols * sizeof(float);
-#else
-    (void)nr;
-    (void)cols;
-    return 0;
-#endif
 }
 
 size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
-    if (!TG_HAVE_AVX2 || n <= 0 || cols < TG_QK) return 0;
+    if (!tg_kernels()->quant_acts || n <= 0 || cols < TG_QK) return 0;
     const size_t q8k = (size_t)n * (size_t)(cols / TG_Q8K_ELEMS) * sizeof(tg_q8k_block);
     return q8x_bytes(n, cols) + q8k; /* both forms at once (tg_act_prepare_types) */
 }
@@ -133,22 +127,23 @@ size_t tg_act_scratch_bytes(int64_t n, int64_t cols) {
 tg_act tg_act_prepare_types(const tg_dtype *types, int n_types, const float *x, int64_t n, int64_t cols,
                             void *scratch) {
     tg_act a = {.x = x, .xq = NULL, .xp = NULL, .xk = NULL, .n = n, .cols = cols, .wide = NULL, .wide_bytes = 0};
+    const tg_cpu_kernels *k = tg_kernels();
     bool want_q8x = false, want_q8k = false, want_pack = false;
     for (int i = 0; i < n_types; i++) {
-        const tg_act_form form = fast_form(types[i]);
+        const tg_act_form form = fast_form(k, types[i]);
         want_q8k |= form == TG_ACT_Q8K;
         if (form == TG_ACT_Q8X) {
             want_q8x = true;
-            want_pack |= n > 1 && !tg_weight_type_of(types[i])->gemm_q8x_rows; /* the others take the rows as they are */
+            want_pack |= n > 1 && !k->type[types[i]].gemm_q8x_rows; /* the others take the rows as they are */
         }
     }
-    if (!TG_HAVE_AVX2 || !scratch) return a;
+    if (!k->quant_acts || !scratch) return a;
     /* the Q8_0 form first (where tg_act_prepare of one such type puts it), the K-quant form after it */
     uint8_t *at = scratch;
     if (want_q8x) {
         const int64_t nb = cols / TG_QK;
         tg_q8x_block *xq = (tg_q8x_block *)(void *)at;
-        for (int64_t t = 0; t < n; t++) tg_quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
+        for (int64_t t = 0; t < n; t++) k->quantize_q8x(x + (size_t)t * (size_t)cols, xq + (size_t)t * (size_t)nb, cols);
         a.xq = xq;
         if (want_pack) {
             tg_q8x_pack8 *xp = (tg_q8x_pack8 *)(void *)(xq + (size_t)n * (size_t)nb);
@@ -163,7 +158,7 @@ tg_act tg_act_prepare_types(const tg_dtype *types, int n_types, const float *x, 
         const int64_t nsup = cols / TG_Q8K_ELEMS;
         tg_q8k_block *xk = (tg_q8k_block *)(void *)at;
         for (int64_t t = 0; t < n; t++)
-            tg_quantize_q8k(x + (size_t)t * (size_t)cols, xk + (size_t)t * (size_t)nsup, nsup * TG_Q8K_ELEMS);
+            k->quantize_q8k(x + (size_t)t * (size_t)cols, xk + (size_t)t * (size_t)nsup, nsup * TG_Q8K_ELEMS);
         a.xk = xk;
     }
     return a;
@@ -176,6 +171,8 @@ tg_act tg_act_prepare(tg_dtype type, const float *x, int64_t n, int64_t cols, vo
 void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1, float *y, size_t ldy) {
     if (r1 <= r0 || a->n <= 0) return;
     const tg_weight_type *wt = tg_weight_type_of(w->type);
+    const tg_cpu_kernels *kern = tg_kernels();
+    const tg_type_kernels *kt = &kern->type[w->type];
     const int64_t cols = w->cols;
     const size_t rb = tg_row_bytes(w->type, cols);
     const uint8_t *wdata = (const uint8_t *)w->data + (size_t)r0 * rb;
@@ -186,9 +183,9 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
                        * prepared activation through the reference */
         const int64_t G = w->row_group, end = r1 < plain ? r1 : plain;
         int64_t next;
-        if (wt->repacked && !unprepared && r0 % G == 0 && end - r0 >= G) {
+        if (kt->repacked && !unprepared && r0 % G == 0 && end - r0 >= G) {
             const int64_t groups = (end - r0) / G;
-            wt->repacked(wdata, rb, groups, a->xq, cols / TG_QK, a->n, y, ldy);
+            kt->repacked(wdata, rb, groups, a->xq, cols / TG_QK, a->n, y, ldy);
             next = r0 + groups * G;
         } else {
             next = !unprepared && (r0 / G + 1) * G < end ? (r0 / G + 1) * G : end;
@@ -197,73 +194,60 @@ void tg_matmul_rows(const tg_tensor *w, const tg_act *a, int64_t r0, int64_t r1,
         tg_matmul_rows(w, a, next, r1, y + (next - r0), ldy);
         return;
     }
-    if (wt->act != TG_ACT_F32 && (!wt->gemv || unprepared)) { /* no kernels, or x not in their form: exact reference */
+    if (wt->act != TG_ACT_F32 && (!kt->gemv || unprepared)) { /* no kernels, or x not in their form: exact reference */
         ref_rows(wt, w, a->x, a->n, r0, r1, y, ldy);
         return;
     }
-    if (!wt->gemv) { /* a float-activation type without fast kernels */
+    if (!kt->gemv) { /* a float-activation type without fast kernels */
         scalar_rows(wt, w, r0, nr, a->x, (size_t)cols, a->n, cols, y, ldy);
         return;
     }
     const bool quant = wt->act == TG_ACT_Q8X;
     if (a->n == 1) {
         const void *x = wt->act == TG_ACT_Q8K ? (const void *)a->xk : quant ? (const void *)a->xq : (const void *)a->x;
-        wt->gemv(wdata, rb, nr, x, cols, y);
+        kt->gemv(wdata, rb, nr, x, cols, y);
         return;
     }
     if (wt->act == TG_ACT_Q8K) {
-        wt->gemm_q8k(wdata, rb, nr, a->xk, cols / TG_Q8K_ELEMS, a->n, y, ldy);
+        kt->gemm_q8k(wdata, rb, nr, a->xk, cols / TG_Q8K_ELEMS, a->n, y, ldy);
         return;
     }
     if (quant) {
-        if (wt->gemm_q8x_rows) wt->gemm_q8x_rows(wdata, rb, nr, a->xq, cols / TG_QK, a->n, y, ldy);
-        else if (a->xp) wt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
+        if (kt->gemm_q8x_rows) kt->gemm_q8x_rows(wdata, rb, nr, a->xq, cols / TG_QK, a->n, y, ldy);
+        else if (a->xp) kt->gemm_q8x(wdata, rb, nr, a->xp, cols / TG_QK, a->n, y, ldy);
         else /* prepared for one token only: decode each token */
             for (int64_t t = 0; t < a->n; t++)
-                wt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);
+                kt->gemv(wdata, rb, nr, a->xq + (size_t)t * (size_t)(cols / TG_QK), cols, y + (size_t)t * ldy);
         return;
     }
     /* Prefill with float weights: tiles of rows x tokens (6 x 8 on AVX-512, where one register holds two rows'
      * accumulators; 4 x 4 where 32 registers hold 16 accumulators; 2 x 4 with 16 registers); the block of rows stays
      * in cache while every token passes over it. */
-#if TG_HAVE_AVX2 && TG_TILE_AVX512
-    const int tile_rows = 6;
-#elif TG_HAVE_AVX2 && defined(__AVX512VL__)
-    const int tile_rows = 4;
-#else
-    const int tile_rows = 2;
-#endif
-#if TG_HAVE_AVX2
-    const int tile_vecs = TG_TILE_MAX_VECS;
-#else
-    const int tile_vecs = 4; /* unused: no type has a tile without AVX2 */
-#endif
+    const int tile_rows = kern->tile_rows, tile_vecs = kern->tile_vecs;
     const uint8_t *x = (const uint8_t *)a->x;
     const size_t xs = (size_t)cols * sizeof(float);
-#if TG_HAVE_AVX2 && TG_TILE_AVX512
     /* Enough tokens to repay widening the rows once (and room for them): every tile then loads its weights as they
      * are, instead of widening 8 columns of two rows each time a group of tokens passes (same values, same bits). */
     const size_t wide_need = tg_wide_bytes(nr, cols);
-    if (a->wide && wide_need && a->wide_bytes >= wide_need && a->n >= TG_WIDE_MIN_TOKENS) {
+    if (kern->tile_widen && a->wide && wide_need && a->wide_bytes >= wide_need && a->n >= TG_WIDE_MIN_TOKENS) {
         for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) { /* the first eight tokens widen the rows as they pass */
             const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
             for (int64_t r = 0; r < nr; r += tile_rows) { /* tile_rows is even: a tile starts on a pair */
                 const int k = (int)(nr - r < tile_rows ? nr - r : tile_rows);
                 float *wp = a->wide + (size_t)(r / 2) * 2 * (size_t)cols;
                 if (t0 == 0)
-                    tg_avx512_tile_widen(w->type, wdata + (size_t)r * rb, rb, k, x, xs, cols, y + (size_t)r, ldy, wp);
+                    kern->tile_widen(w->type, wdata + (size_t)r * rb, rb, k, x, xs, cols, y + (size_t)r, ldy, wp);
                 else
-                    tg_avx512_tile_wide(wp, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r, ldy);
+                    kern->tile_wide(wp, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r, ldy);
             }
         }
         return;
     }
-#endif
     for (int64_t t0 = 0; t0 < a->n; t0 += tile_vecs) {
         const int nt = (int)(a->n - t0 < tile_vecs ? a->n - t0 : tile_vecs);
         for (int64_t r = 0; r < nr; r += tile_rows) {
             const int k = (int)(nr - r < tile_rows ? nr - r : tile_rows);
-            wt->tile(wdata + (size_t)r * rb, rb, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r,
+            kt->tile(wdata + (size_t)r * rb, rb, k, x + (size_t)t0 * xs, xs, nt, cols, y + (size_t)t0 * ldy + (size_t)r,
                      ldy);
         }
     }
@@ -308,9 +292,9 @@ static void run_blocks(const tg_tensor *w, const tg_act *a, float *y, tg_pool *p
 
 void tg_matmul(const tg_tensor *w, const float *x, int64_t n, float *y, tg_pool *pool) {
     if (n <= 0 || w->rows <= 0) return;
-    const size_t scratch_bytes = fast_form(w->type) != TG_ACT_F32 ? tg_act_scratch_bytes(n, w->cols) : 0;
+    const size_t scratch_bytes = fast_form(tg_kernels(), w->type) != TG_ACT_F32 ? tg_act_scratch_bytes(n, w->cols) : 0;
     void *scratch = scratch_bytes ? malloc(scratch_bytes) : NULL;
-    /* without scratch (no AVX2, or out of memory) quantised weights take the exact reference path */
+    /* without scratch (the scalar table, or out of memory) quantised weights take the exact reference path */
     tg_act a = tg_act_prepare(w->type, x, n, w->cols, scratch);
     run_blocks(w, &a, y, pool);
     free(scratch);

@@ -1,13 +1,13 @@
 /* ops.c — RMSNorm, RoPE (direct and table-driven), softmax and SwiGLU, with the edge cases defined in ops.h. Scalar
- * except SwiGLU, whose exp per element is measurable on small models and runs eight lanes at a time with AVX2
- * (tg_avx2_swiglu; the scalar loop here is its reference and the fallback). */
+ * except SwiGLU, whose exp per element is measurable on small models and runs in the kernel table in use (kernels.h:
+ * eight lanes at a time with AVX2; the scalar table's loop in kernels.c is its reference). */
 #include "util/free_all.h"
 #include "kernels/ops.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/avx2.h"
+#include "kernels/kernels.h"
 #include "util/error.h"
 
 void tg_rmsnorm(float *out, const float *x, const float *weight, int64_t n, float eps) {
@@ -161,18 +161,4 @@ void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t 
                 style);
 }
 
-#if !TG_HAVE_AVX2
-/* silu(g) = g * sigmoid(g); for g -> -inf, exp(-g) overflows to +inf and g / inf is -0, except g = -inf itself. */
-static inline float silu(float g) {
-    if (g == -INFINITY) return 0.0f;
-    return g / (1.0f + expf(-g));
-}
-#endif
-
-void tg_swiglu(float *gate, const float *up, int64_t n) {
-#if TG_HAVE_AVX2
-    tg_avx2_swiglu(gate, up, n);
-#else
-    for (int64_t i = 0; i < n; i++) gate[i] = silu(gate[i]) * up[i];
-#endif
-}
+void tg_swiglu(float *gate, const float *up, int64_t n) { tg_kernels()->swiglu(gate, up, n); }

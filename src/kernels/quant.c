@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/avx2.h"
+#include "kernels/kernels.h"
 #include "util/half.h"
 
 static inline void store_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
@@ -88,21 +88,9 @@ void tg_quantize_q8k_ref(const float *x, tg_q8k_block *dst, int64_t n) {
     }
 }
 
-void tg_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n) {
-#if TG_HAVE_AVX2
-    tg_avx2_quantize_q8k(x, dst, n);
-#else
-    tg_quantize_q8k_ref(x, dst, n);
-#endif
-}
+void tg_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n) { tg_kernels()->quantize_q8k(x, dst, n); }
 
-void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) {
-#if TG_HAVE_AVX2
-    tg_avx2_quantize_q8x(x, dst, n);
-#else
-    tg_quantize_q8x_ref(x, dst, n);
-#endif
-}
+void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n) { tg_kernels()->quantize_q8x(x, dst, n); }
 
 void tg_pack8_q8x(const tg_q8x_block *src, int64_t stride, int nt, int64_t nb, tg_q8x_pack8 *dst) {
     for (int64_t b = 0; b < nb; b++) {

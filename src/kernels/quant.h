@@ -73,12 +73,12 @@ void tg_quantize_row_q4_0(const float *x, void *dst, int64_t n);
 
 /* Quantises x[n] (n a multiple of 32) into n/32 activation blocks (see tg_q8x_block); scalar reference. */
 void tg_quantize_q8x_ref(const float *x, tg_q8x_block *dst, int64_t n);
-/* Same result bit for bit as tg_quantize_q8x_ref, vectorised when AVX2 is available. */
+/* Same result bit for bit as tg_quantize_q8x_ref, by the kernel table in use (kernels.h). */
 void tg_quantize_q8x(const float *x, tg_q8x_block *dst, int64_t n);
 
 /* Quantises x[n] (n a multiple of 256) into n/256 super-blocks (see tg_q8k_block); scalar reference. */
 void tg_quantize_q8k_ref(const float *x, tg_q8k_block *dst, int64_t n);
-/* Same result bit for bit as tg_quantize_q8k_ref, vectorised when AVX2 is available. */
+/* Same result bit for bit as tg_quantize_q8k_ref, by the kernel table in use (kernels.h). */
 void tg_quantize_q8k(const float *x, tg_q8k_block *dst, int64_t n);
 
 #endif

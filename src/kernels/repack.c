@@ -3,13 +3,12 @@
 
 #include <string.h>
 
-#include "kernels/types.h"
+#include "kernels/kernels.h"
 
 #define R TG_REPACK_ROWS
 
 bool tg_repack_available(tg_dtype type) {
-    const tg_weight_type *wt = tg_weight_type_of(type);
-    return wt && wt->repacked && (type == TG_DT_Q8_0 || type == TG_DT_Q4_0);
+    return (type == TG_DT_Q8_0 || type == TG_DT_Q4_0) && tg_kernels()->type[type].repacked;
 }
 
 /* dst[0..16) = src[0..16) XOR 0x80 in every byte (Q8_0's codes as the unsigned bytes dpbusd takes), eight at a time */

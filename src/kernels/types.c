@@ -1,11 +1,10 @@
-/* types.c — the weight-type table (types.h): one row per type, its reference decoder and non-finite finder, and
- * its fast kernels where the build target has them. */
+/* types.c — the weight-format table (types.h): one row per type, its reference decoder, encoder and non-finite
+ * finder; no instruction set (the kernels are kernels.h's tables). */
 #include "kernels/types.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/avx2.h"
 #include "kernels/ggml_blocks.h"
 #include "util/half.h"
 
@@ -99,74 +98,29 @@ static void encode_q4_0(const float *x, uint8_t *dst, int64_t n) { tg_quantize_r
 
 /* ---- the table ---- */
 
-#if TG_HAVE_AVX2
-#define FAST(gemv, tile, gemm) gemv, tile, gemm, NULL, NULL, 8, NULL
-/* Q8_0 / Q4_0: gemv_avx2.c's sixteen-row kernel where AVX-512 VNNI is there (quant_rows16), and the repacked
- * layout's (gemv_repacked_avx512.c), else eight rows */
-#if TG_HAVE_KQ512
-#define FAST_Q32(t) tg_avx2_gemv_##t, NULL, tg_avx2_gemm_##t, NULL, NULL, 16, tg_avx512_repacked_##t
-#else
-#define FAST_Q32(t) tg_avx2_gemv_##t, NULL, tg_avx2_gemm_##t, NULL, NULL, 8, NULL
-#endif
-#define FAST_X(t) tg_avx2_gemv_##t, NULL, NULL, tg_avx2_gemm_q8x_##t, NULL, 8, NULL
-#define FAST_K(t) tg_avx2_gemv_##t, NULL, NULL, NULL, tg_avx2_gemm_q8k_##t, 8, NULL
-#if TG_HAVE_KQ512
-#define FAST_K512(t) tg_avx512_gemv_##t, NULL, NULL, NULL, tg_avx512_gemm_q8k_##t, 8, NULL
-#else
-#define FAST_K512(t) FAST_K(t)
-#endif
-#else
-#define FAST_K512(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
-#define FAST(gemv, tile, gemm) NULL, NULL, NULL, NULL, NULL, 8, NULL
-#define FAST_Q32(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
-#define FAST_X(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
-#define FAST_K(t) NULL, NULL, NULL, NULL, NULL, 8, NULL
-#endif
-
 static const tg_weight_type table[TG_DT_COUNT] = {
-    [TG_DT_F32] = {"F32", 0, "F32", 1, 4, 4, decode_f32, non_finite_f32, encode_f32, TG_ACT_F32,
-                   FAST(tg_avx2_gemv_f32, tg_avx2_tile_f32, NULL)},
-    [TG_DT_F16] = {"F16", 1, "F16", 1, 2, 2, decode_f16, non_finite_f16, encode_f16, TG_ACT_F32,
-                   FAST(tg_avx2_gemv_f16, tg_avx2_tile_f16, NULL)},
+    [TG_DT_F32] = {"F32", 0, "F32", 1, 4, 4, decode_f32, non_finite_f32, encode_f32, TG_ACT_F32},
+    [TG_DT_F16] = {"F16", 1, "F16", 1, 2, 2, decode_f16, non_finite_f16, encode_f16, TG_ACT_F32},
     [TG_DT_BF16] = {"BF16", 30, "BF16", 1, 2, 2, decode_bf16, non_finite_bf16, encode_bf16,
-                    TG_ACT_F32,
-                    FAST(tg_avx2_gemv_bf16, tg_avx2_tile_bf16, NULL)},
+                    TG_ACT_F32},
     [TG_DT_Q8_0] = {"Q8_0", 8, NULL, TG_QK, sizeof(tg_block_q8_0), 2, decode_q8_0, non_finite_q8_0,
-                    encode_q8_0, TG_ACT_Q8X,
-                    FAST_Q32(q8_0)},
+                    encode_q8_0, TG_ACT_Q8X},
     [TG_DT_Q4_0] = {"Q4_0", 2, NULL, TG_QK, sizeof(tg_block_q4_0), 2, decode_q4_0, non_finite_q4_0,
-                    encode_q4_0, TG_ACT_Q8X,
-                    FAST_Q32(q4_0)},
+                    encode_q4_0, TG_ACT_Q8X},
     /* the GGUF block types (ggml_blocks.h): read, never written; integer dot products against the quantised
-     * activations, the 32-element ones against tg_q8x_block rows (gemv_q32_avx2.c), the K-quants against the
-     * tg_q8k_block form (gemv_kquant_avx2.c) */
-#define GGML_ROW(T, NAME, NUM, ELEMS, BYTES, dec, nf, act, fast) \
-    [T] = {NAME, NUM, NULL, ELEMS, BYTES, 1, dec, nf, NULL, act, fast}
-    GGML_ROW(TG_DT_Q4_1, "Q4_1", 3, 32, TG_Q4_1_BYTES, tg_decode_q4_1, tg_non_finite_q4_1, TG_ACT_Q8X,
-             FAST_X(q4_1)),
-    GGML_ROW(TG_DT_Q5_0, "Q5_0", 6, 32, TG_Q5_0_BYTES, tg_decode_q5_0, tg_non_finite_q5_0, TG_ACT_Q8X,
-             FAST_X(q5_0)),
-    GGML_ROW(TG_DT_Q5_1, "Q5_1", 7, 32, TG_Q5_1_BYTES, tg_decode_q5_1, tg_non_finite_q5_1, TG_ACT_Q8X,
-             FAST_X(q5_1)),
-    GGML_ROW(TG_DT_Q2_K, "Q2_K", 10, TG_QK_K, TG_Q2_K_BYTES, tg_decode_q2_k, tg_non_finite_q2_k, TG_ACT_Q8K,
-             FAST_K(q2_k)),
-    GGML_ROW(TG_DT_Q3_K, "Q3_K", 11, TG_QK_K, TG_Q3_K_BYTES, tg_decode_q3_k, tg_non_finite_q3_k, TG_ACT_Q8K,
-             FAST_K(q3_k)),
-    GGML_ROW(TG_DT_Q4_K, "Q4_K", 12, TG_QK_K, TG_Q4_K_BYTES, tg_decode_q4_k, tg_non_finite_q4_k, TG_ACT_Q8K,
-             FAST_K512(q4_k)),
-    GGML_ROW(TG_DT_Q5_K, "Q5_K", 13, TG_QK_K, TG_Q5_K_BYTES, tg_decode_q5_k, tg_non_finite_q5_k, TG_ACT_Q8K,
-             FAST_K512(q5_k)),
-    GGML_ROW(TG_DT_Q6_K, "Q6_K", 14, TG_QK_K, TG_Q6_K_BYTES, tg_decode_q6_k, tg_non_finite_q6_k, TG_ACT_Q8K,
-             FAST_K512(q6_k)),
-    GGML_ROW(TG_DT_IQ4_NL, "IQ4_NL", 20, 32, TG_IQ4_NL_BYTES, tg_decode_iq4_nl, tg_non_finite_iq4_nl, TG_ACT_Q8X,
-             FAST_X(iq4_nl)),
+     * activations, the 32-element ones against tg_q8x_block rows, the K-quants against the tg_q8k_block form */
+#define GGML_ROW(T, NAME, NUM, ELEMS, BYTES, dec, nf, act) [T] = {NAME, NUM, NULL, ELEMS, BYTES, 1, dec, nf, NULL, act}
+    GGML_ROW(TG_DT_Q4_1, "Q4_1", 3, 32, TG_Q4_1_BYTES, tg_decode_q4_1, tg_non_finite_q4_1, TG_ACT_Q8X),
+    GGML_ROW(TG_DT_Q5_0, "Q5_0", 6, 32, TG_Q5_0_BYTES, tg_decode_q5_0, tg_non_finite_q5_0, TG_ACT_Q8X),
+    GGML_ROW(TG_DT_Q5_1, "Q5_1", 7, 32, TG_Q5_1_BYTES, tg_decode_q5_1, tg_non_finite_q5_1, TG_ACT_Q8X),
+    GGML_ROW(TG_DT_Q2_K, "Q2_K", 10, TG_QK_K, TG_Q2_K_BYTES, tg_decode_q2_k, tg_non_finite_q2_k, TG_ACT_Q8K),
+    GGML_ROW(TG_DT_Q3_K, "Q3_K", 11, TG_QK_K, TG_Q3_K_BYTES, tg_decode_q3_k, tg_non_finite_q3_k, TG_ACT_Q8K),
+    GGML_ROW(TG_DT_Q4_K, "Q4_K", 12, TG_QK_K, TG_Q4_K_BYTES, tg_decode_q4_k, tg_non_finite_q4_k, TG_ACT_Q8K),
+    GGML_ROW(TG_DT_Q5_K, "Q5_K", 13, TG_QK_K, TG_Q5_K_BYTES, tg_decode_q5_k, tg_non_finite_q5_k, TG_ACT_Q8K),
+    GGML_ROW(TG_DT_Q6_K, "Q6_K", 14, TG_QK_K, TG_Q6_K_BYTES, tg_decode_q6_k, tg_non_finite_q6_k, TG_ACT_Q8K),
+    GGML_ROW(TG_DT_IQ4_NL, "IQ4_NL", 20, 32, TG_IQ4_NL_BYTES, tg_decode_iq4_nl, tg_non_finite_iq4_nl, TG_ACT_Q8X),
 #undef GGML_ROW
 };
-#undef FAST_K512
-#undef FAST_K
-#undef FAST_X
-#undef FAST_Q32
-#undef FAST
 
 const tg_weight_type *tg_weight_type_of(tg_dtype type) {
     return (unsigned)type < TG_DT_COUNT ? &table[type] : NULL;

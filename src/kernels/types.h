@@ -1,10 +1,11 @@
-/* types.h — the weight-type table: everything tinygpt knows about one weight type, in one row. The readers
- * (format/), the model loader and the kernel driver (matmul.c) look a type up here; no other file knows a block
- * size, a ggml type number or a per-element decoder.
+/* types.h — the weight-format table: everything tinygpt knows about one weight type's storage, in one row, free of
+ * any instruction set (its block size, bytes, names, reference decoder and encoder). The readers (format/), the model
+ * loader and the kernel driver (matmul.c) look a type up here; no other file knows a block size, a ggml type number
+ * or a per-element decoder. Its fast kernels are a separate row per instruction set (kernels.h).
  *
  * Adding a type: one tg_dtype value (tensor.h), one row in types.c (its reference decoder and non-finite finder),
- * optionally its fast kernels, and a test. A row whose fast entry points are NULL runs on the generic scalar path,
- * which is exact up to fp32 accumulation. */
+ * optionally its fast kernels in the tables of kernels.h, and a test. A type without fast kernels in the table in use
+ * runs on the generic scalar path, which is exact up to fp32 accumulation. */
 #ifndef TG_KERNELS_TYPES_H
 #define TG_KERNELS_TYPES_H
 
@@ -26,7 +27,7 @@ typedef enum {
  * float[cols] (TG_ACT_F32), tg_q8x_block[cols / 32] (TG_ACT_Q8X) or tg_q8k_block[cols / 256] (TG_ACT_Q8K). */
 typedef void (*tg_gemv_fn)(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
 /* Prefill tile for TG_ACT_F32 types: y[t * ldy + r] = dot(row r of W, activation t) for r < nr <= 4,
- * t < nt <= TG_TILE_MAX_VECS (kernels/avx2.h: 4, or 8 on AVX-512);
+ * t < nt <= the table's tile_vecs (kernels.h: 4, or 8 on AVX-512);
  * activation t is float[cols] at x + t * x_stride bytes. */
 typedef void (*tg_tile_fn)(const uint8_t *w, size_t w_stride, int nr, const uint8_t *x, size_t x_stride, int nt,
                            int64_t cols, float *y, size_t ldy);
@@ -62,21 +63,9 @@ typedef struct {
     /* The reference encoder: n floats (a multiple of block_elems) into a row at dst (any alignment), rounding to
      * nearest (quant.h says how for the block types); NULL for a type tinygpt reads but never writes. */
     void (*encode_row)(const float *x, uint8_t *dst, int64_t n);
-    /* The fast kernels: all NULL (the generic scalar path) or all that act needs (gemv + tile for TG_ACT_F32, gemv
-     * + gemm_q8x or gemm_q8x_rows for TG_ACT_Q8X, gemv + gemm_q8k for TG_ACT_Q8K), so that prefill and decode follow
-     * one arithmetic order. */
+    /* The form the type's fast kernels take activations in, on every instruction set (kernels.h holds the
+     * kernels themselves, one row per type and instruction set). */
     tg_act_form act;
-    tg_gemv_fn gemv;
-    tg_tile_fn tile;
-    tg_gemm_q8x_fn gemm_q8x;
-    tg_gemm_q8x_rows_fn gemm_q8x_rows;
-    tg_gemm_q8k_fn gemm_q8k;
-    /* Rows the fast gemv takes at once (8 or 16): a decode step's units of rows are multiples of it, so that no
-     * unit ends in rows that a narrower kernel must take. */
-    int gemv_rows;
-    /* The kernel of the repacked layout (kernels/repack.h), where this build has one: the model loader then repacks
-     * the type's matrices. NULL: the file's layout only. */
-    tg_repacked_fn repacked;
 } tg_weight_type;
 
 /* The row of `type`; NULL if type is not a tg_dtype below TG_DT_COUNT. */

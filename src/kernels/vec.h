@@ -1,7 +1,8 @@
 /* vec.h — dense vector primitives for attention and friends: dot products, axpy, scaling, fp16 row conversion.
- * Each call uses AVX2 + FMA + F16C when the build target has them and plain scalar code otherwise. Pointers may be
- * unaligned; n may be any non-negative count (no multiple-of-8 requirement); in/out arrays must not overlap unless
- * stated. */
+ * Each call runs in the kernel table in use (kernels.h: AVX2 + FMA + F16C, AVX-512 or scalar, chosen at run
+ * time; the conversions and the maximum give the same bits in every table, the rest within their stated bounds).
+ * Pointers may be unaligned; n may be any non-negative count (no multiple-of-8 requirement); in/out arrays must not
+ * overlap unless stated. */
 #ifndef TG_KERNELS_VEC_H
 #define TG_KERNELS_VEC_H
 

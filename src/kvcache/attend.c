@@ -13,19 +13,16 @@
  * softmax over its share (max m, l = sum of exp(score - m), exp eight lanes at a time), then widens the value rows
  * the same way and accumulates o = sum exp(score - m) v per query head. tg_kvcache_attend_combine merges the shares
  * of a head: out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s. No dequantised copy of the cache is ever made: the
- * most ever widened is one eight-row tile. Scalar reference kernels (tg_kvcache_set_simd(c, false)) sit beside the
- * AVX2 ones. */
+ * most ever widened is one eight-row tile. Scalar reference kernels (tg_kvcache_set_simd(c, false), or the scalar
+ * instruction set) sit beside the kernel table's (attend_kernels.h: AVX2, AVX-512, chosen at run time). */
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "kernels/vec.h"
 #include "kvcache/attend_kernels.h"
 #include "kvcache/codec.h"
 #include "util/half.h"
-
-#if TG_HAVE_AVX2
-#include <immintrin.h>
-#endif
 
 #define BLK TG_ATTN_BLK
 /* Blocks the block kernels prefetch a segment's rows into L1 ahead of the block being worked on (the first ones as the
@@ -53,7 +50,21 @@ typedef struct {
     int64_t lo, hi;
     int gq;           /* query heads per kv-head */
     int64_t sink_off; /* re-positioning: sink j is rotated to position sink_off + j (-1: sinks stored rotated) */
+    const tg_attn_kernels *ak; /* the kernel table; NULL: the scalar reference (c->simd off, or no table) */
 } view;
+
+const tg_attn_kernels *tg_attn_kernels_for(tg_isa isa) {
+    if (isa > tg_cpu_features_get()->best) return NULL;
+    switch (isa) {
+    case TG_ISA_AVX2: return tg_attn_kernels_avx2();
+#if defined(__x86_64__)
+    case TG_ISA_AVX512: return tg_attn_kernels_avx512();
+#endif
+    default: return NULL;
+    }
+}
+
+const tg_attn_kernels *tg_attn_kernels_get(void) { return tg_attn_kernels_for(tg_kernels()->isa); }
 
 static void make_view(const tg_kvcache *c, int layer, int64_t pos, view *vw) {
     const tg_cache_geom *g = &c->g;
@@ -70,6 +81,7 @@ static void make_view(const tg_kvcache *c, int layer, int64_t pos, view *vw) {
     if (pos - g->sink < vw->hi) vw->hi = pos - g->sink;
     if (window > 0 && pos - window + 1 - g->sink > vw->lo) vw->lo = pos - window + 1 - g->sink;
     vw->sink_off = g->reposition && !g->slot_rope ? tg_kvcache_sink_offset(c, L, pos) : -1;
+    vw->ak = c->simd ? tg_attn_kernels_get() : NULL;
 }
 
 static int64_t span(int64_t a, int64_t b) { return b >= a ? b - a + 1 : 0; }
@@ -122,13 +134,11 @@ static void make_block(const tg_segment *g, int64_t i0, int nr, const float *gri
     b->tile_group = g->group;
     for (int r = 0; r < BLK; r++) b->rows[r] = g->p + (size_t)(i0 + (r < nr ? r : 0)) * g->stride;
     if (g->kind != TG_SEG_CODES || g->gscale) return;
-#if TG_HAVE_AVX2
     if (g->tstride == 1 && nr == BLK && !g->tiled) { /* a grouped store's scales are contiguous: eight at once */
-        _mm256_storeu_ps(b->tscale, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tscale + i0))));
-        _mm256_storeu_ps(b->tzero, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(g->tzero + i0))));
+        tg_f16_to_f32_row(g->tscale + i0, b->tscale, BLK);
+        tg_f16_to_f32_row(g->tzero + i0, b->tzero, BLK);
         return;
     }
-#endif
     for (int r = 0; r < nr; r++) {
         b->tscale[r] = tg_f16_to_f32(g->tscale[(size_t)(i0 + r) * g->tstride]);
         b->tzero[r] = tg_f16_to_f32(g->tzero[(size_t)(i0 + r) * g->tstride]);
@@ -180,7 +190,7 @@ static bool repositioned(const view *vw, bool keys, bool is_sink) {
 /* Whether the integer kernels take a segment (with the tiles that follow it: g->run rows). */
 static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segment *g) {
     const int64_t D = vw->c->g.head_dim;
-    return g->tiled && TG_HAVE_AVX2 && vw->c->simd && D % 8 == 0 && !repositioned(vw, keys, is_sink) &&
+    return g->tiled && vw->ak && D % 8 == 0 && !repositioned(vw, keys, is_sink) &&
            D <= TG_ATTN_INT_MAX_D;
 }
 
@@ -193,8 +203,8 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
                         int64_t ld, float *o, float *tile, float *grid, float *qfold, const tg_segment *values) {
     const tg_kvcache *c = vw->c;
     const int64_t D = c->g.head_dim;
-    bool simd = TG_HAVE_AVX2 && c->simd && D % 8 == 0;
-    (void)values; /* fetched by the AVX2 run kernels only */
+    const tg_attn_kernels *ak = vw->ak;
+    bool simd = ak && D % 8 == 0;
     const bool repo = repositioned(vw, keys, is_sink);
     const bool int_path = int_path_of(vw, keys, is_sink, g);
     if (g->kind == TG_SEG_CODES && g->gscale && !int_path) {
@@ -202,61 +212,49 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
         tg_f16_to_f32_row(g->gzero, grid + D, D);
     }
     if (g->tiled) {
-#if TG_HAVE_AVX2
         if (int_path) { /* the integer domain (attend_int_avx2.c), this tile and those that follow */
             const tg_attn_tile t = {g->p, g->bits, g->group, g->t0, g->run, g->tile_next};
             int32_t *ilo = (int32_t *)(void *)(qfold + (int64_t)vw->gq * (D + 1)); /* the integer scratch */
             if (keys) {
-                tg_attn_int_keys(&t, qh, vw->gq, D, g->gscale, g->gzero, g->scale_next, ilo, sc, ld, c->int_vnni);
+                ak->int_keys(&t, qh, vw->gq, D, g->gscale, g->gzero, g->scale_next, ilo, sc, ld, c->int_vnni);
             } else {
-                tg_attn_int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, g->scale_next, o, ilo, c->int_vnni);
+                ak->int_values(&t, sc, ld, vw->gq, D, g->tscale, g->tzero, g->scale_next, o, ilo, c->int_vnni);
             }
             return g->run;
         }
-#endif
         simd = false; /* the float reference reads tiles element by element */
     }
-#if TG_HAVE_AVX2
-    if (simd && !repo && tg_attn_avx2_runs(g->kind, D)) { /* plain float rows: the run kernels take them whole */
+    if (simd && !repo && ak->runs(g->kind, D)) { /* plain float rows: the run kernels take them whole */
         const int64_t lead = RUN_LEAD_BYTES / (D * (g->kind == TG_SEG_F32 ? 4 : 2));
         const bool beside = values && values->kind == g->kind && !values->tiled && values->count >= g->count;
         const tg_attn_rows rows = {g->kind, g->p, g->stride, g->count, lead > BLK ? lead : BLK,
                                    beside ? values->p : NULL, beside ? values->stride : 0};
-        if (keys) tg_attn_avx2_scores_rows(&rows, qh, vw->gq, D, sc, ld);
-        else tg_attn_avx2_values_rows(&rows, sc, ld, vw->gq, D, o);
+        if (keys) ak->scores_rows(&rows, qh, vw->gq, D, sc, ld);
+        else ak->values_rows(&rows, sc, ld, vw->gq, D, o);
         return g->count;
     }
-#endif
     const size_t row_bytes = g->kind == TG_SEG_F32 ? (size_t)D * 4
                              : g->kind == TG_SEG_CODES ? (size_t)(D * g->bits + 7) / 8 : (size_t)D * 2;
     tg_attn_block b;
     const float *qk = qh; /* the queries the kernels score with (folded with a codes segment's grid) */
-#if TG_HAVE_AVX2
     if (simd && keys && !repo && g->kind == TG_SEG_CODES) {
-        tg_attn_avx2_fold(qh, vw->gq, D, grid, qfold, qfold + (int64_t)vw->gq * D);
+        ak->fold(qh, vw->gq, D, grid, qfold, qfold + (int64_t)vw->gq * D);
         qk = qfold;
     }
-    int64_t fetched = 0; /* rows [0, fetched) of the segment prefetched */
-#endif
+    int64_t fetched = 0; /* rows [0, fetched) of the segment prefetched (by the kernel table's paths) */
     for (int64_t i0 = 0; i0 < g->count; i0 += BLK) {
         const int nr = (int)(g->count - i0 < BLK ? g->count - i0 : BLK);
-#if TG_HAVE_AVX2
         const int64_t until = i0 + (PF_BLOCKS + 1) * BLK < g->count ? i0 + (PF_BLOCKS + 1) * BLK : g->count;
-        for (; fetched < until; fetched++)
+        for (; ak && fetched < until; fetched++)
             for (size_t off = 0; off < row_bytes; off += 64)
-                _mm_prefetch((const char *)g->p + (size_t)fetched * g->stride + off, _MM_HINT_T0);
-#else
-        (void)row_bytes, (void)simd;
-#endif
+                __builtin_prefetch((const char *)g->p + (size_t)fetched * g->stride + off, 0, 3);
         make_block(g, i0, nr, grid, &b);
         b.bias = qk != qh ? qfold + (int64_t)vw->gq * D : NULL;
         if (repo) { /* rotate each key to its slot or sink position: widen into the tile first */
             for (int r = 0; r < nr; r++) {
                 float *dst = tile + (int64_t)r * D;
-#if TG_HAVE_AVX2
-                if (simd) tg_attn_avx2_widen(&b, r, D, dst);
+                if (simd) ak->widen(&b, r, D, dst);
                 else
-#endif
                     for (int64_t k = 0; k < D; k++) dst[k] = elem(&b, r, k, D);
                 if (c->g.slot_rope) tg_kvcache_rotate_slot(c, dst, g->slot0 + i0 + r);
                 else tg_kvcache_rotate_sink(c, dst, g->slot0 + i0 + r, vw->sink_off);
@@ -266,13 +264,11 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
             b.bias = NULL;
             for (int r = 0; r < BLK; r++) b.rows[r] = (const uint8_t *)(const void *)(tile + (int64_t)(r < nr ? r : 0) * D);
         }
-#if TG_HAVE_AVX2
         if (simd) {
-            if (keys) tg_attn_avx2_scores(&b, qk, vw->gq, D, sc + i0, ld);
-            else tg_attn_avx2_values(&b, sc + i0, ld, vw->gq, D, o);
+            if (keys) ak->scores(&b, qk, vw->gq, D, sc + i0, ld);
+            else ak->values(&b, sc + i0, ld, vw->gq, D, o);
             continue;
         }
-#endif
         if (keys) scores_ref(&b, qh, vw->gq, D, sc + i0, ld);
         else values_ref(&b, sc + i0, ld, vw->gq, D, o);
     }
@@ -305,17 +301,15 @@ static int64_t sweep(const view *vw, int h, bool keys, int64_t s0, int64_t s1, i
         if (more) {
             tg_store_segment(vw->c, vw->L, keys, h, n + rows, b, &next);
             next_int = int_path_of(vw, keys, false, &next);
-#if TG_HAVE_AVX2
-            if (next_int) {
-                tg_attn_int_prefetch_tile(next.p, next.bits, next.group, vw->c->g.head_dim);
-                if (keys) tg_attn_int_prefetch_scales(next.gscale, next.gzero, vw->c->g.head_dim);
-                else tg_attn_int_prefetch_scales(next.tscale, next.tzero, next.group - next.t0);
+            if (next_int) { /* next_int: vw->ak is set */
+                vw->ak->int_prefetch_tile(next.p, next.bits, next.group, vw->c->g.head_dim);
+                if (keys) vw->ak->int_prefetch_scales(next.gscale, next.gzero, vw->c->g.head_dim);
+                else vw->ak->int_prefetch_scales(next.tscale, next.tzero, next.group - next.t0);
             }
-#endif
         }
         /* a float run of keys fetches these tokens' value rows beside its own: looked up for float keys only */
         tg_segment values;
-        const bool with_values = TG_HAVE_AVX2 && vw->c->simd && keys && !g.tiled && g.kind != TG_SEG_CODES;
+        const bool with_values = vw->ak && keys && !g.tiled && g.kind != TG_SEG_CODES;
         if (with_values) tg_store_segment(vw->c, vw->L, false, h, n, b, &values);
         const int64_t done =
             run_segment(vw, keys, false, &g, qh, sc + t, ld, o, tile, grid, qfold, with_values ? &values : NULL);

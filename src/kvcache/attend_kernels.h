@@ -1,5 +1,7 @@
-/* attend_kernels.h — internal to src/kvcache: a block of up to eight cache rows as the attention kernels read it, and
- * the AVX2 kernels over such blocks (attend_avx2.c; attend.c holds the scalar reference and everything else). */
+/* attend_kernels.h — internal to src/kvcache: a block of up to eight cache rows as the attention kernels read it, the
+ * attention and KIVI-append kernel table of an instruction set (tg_attn_kernels, chosen at run time), and the AVX2
+ * kernels that fill it (attend_avx2.c, attend_int_avx2.c, kivi_avx2.c; attend_group_avx512.c for AVX-512). attend.c
+ * holds the scalar reference (no table) and everything else. */
 #ifndef TG_KVCACHE_ATTEND_KERNELS_H
 #define TG_KVCACHE_ATTEND_KERNELS_H
 
@@ -7,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/cpu_features.h" /* TG_HAVE_AVX2: the one feature test */
+#include "kvcache/kivi.h"
+#include "util/cpu_features.h"
 
 /* How the rows of a block are stored. */
 enum { TG_SEG_F32, TG_SEG_F16, TG_SEG_BF16, TG_SEG_CODES };
@@ -55,7 +58,9 @@ typedef struct {
  * dq, bias: D / 2 + 2 per head each), or two value runs' weights (18 per head each). */
 #define TG_ATTN_INT_SCRATCH_WORDS(gq, D) ((size_t)(gq) * ((size_t)(D) + 4 > 36 ? (size_t)(D) + 4 : 36))
 
-#if TG_HAVE_AVX2
+/* ---- the AVX2 kernels (declared for every build; defined where the instruction-set files were compiled with their
+ * flags: callers reach them through a table only) ---- */
+
 /* The queries qh[gq][D] of a key segment whose per-channel grid is gscale / gzero (fp16, [D]) folded and quantised
  * for codes of `bits` bits into q: bias_j = q_j . zero (an fp32 fma chain over 8 lanes, then summed), q_j * scale
  * quantised (lo, hi, dq). D % 32 == 0, D <= TG_ATTN_INT_MAX_D. */
@@ -121,6 +126,65 @@ void tg_attn_avx2_scores_rows(const tg_attn_rows *s, const float *qh, int gq, in
 /* tg_attn_avx2_values over every row of the run, the accumulators held in registers across its rows instead of
  * stored and reloaded per block: the same FMAs in the same order per element of o, so the bits of the block calls. */
 void tg_attn_avx2_values_rows(const tg_attn_rows *s, const float *p, int64_t ld, int gq, int64_t D, float *o);
-#endif
+
+/* ---- prefill groups at 512 bits (attend_group_avx512.c; attend_group.c's arithmetic) ---- */
+
+/* rows[r] = row i0 + r of a float segment (kind TG_SEG_F32 / F16 / BF16, rows at p + i * stride) as fp32 for r < n:
+ * fp32 rows read in place, fp16 / bf16 widened (exactly) into tile [n][D]. D % 16 == 0. */
+void tg_attn512_group_widen(int kind, const uint8_t *p, size_t stride, int64_t i0, int64_t n, int64_t D, float *tile,
+                            const float **rows);
+/* s[e][r] = q[e] . rows[r] for r < n, e < ne (attend_group.c's pairs of heads, the 8-lane order of the scores). */
+void tg_attn512_group_scores(const float *const *rows, int64_t n, int64_t D, const float *const *q, float *const *s,
+                             int ne);
+/* o[e][0 .. D) += sum over rows r < n (in order) of p[e][r] * rows[r], for ne heads. */
+void tg_attn512_group_values(const float *const *rows, int64_t n, int64_t D, const float *const *p, float *const *o,
+                             int ne);
+
+/* ---- the table ---- */
+
+/* One instruction set's attention and KIVI-append kernels (contracts above and in kivi_avx2.h); every entry gives the
+ * bits of the AVX2 kernel of the same name (the AVX-512 table's at 512 bits where the file says so). group_*: NULL
+ * where the set has no prefill-group kernels. */
+typedef struct {
+    tg_isa isa;
+    void (*fold)(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias);
+    void (*scores)(const tg_attn_block *b, const float *qh, int gq, int64_t D, float *sc, int64_t ld);
+    void (*values)(const tg_attn_block *b, const float *p, int64_t ld, int gq, int64_t D, float *o);
+    void (*widen)(const tg_attn_block *b, int r, int64_t D, float *out);
+    bool (*runs)(int kind, int64_t D);
+    void (*scores_rows)(const tg_attn_rows *s, const float *qh, int gq, int64_t D, float *sc, int64_t ld);
+    void (*values_rows)(const tg_attn_rows *s, const float *p, int64_t ld, int gq, int64_t D, float *o);
+    void (*int_keys)(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
+                     const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni);
+    void (*int_values)(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
+                       const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni);
+    void (*int_prefetch_tile)(const uint8_t *tile, int bits, int64_t G, int64_t D);
+    void (*int_prefetch_scales)(const uint16_t *scale, const uint16_t *zero, int64_t n);
+    int64_t (*kivi_key_misses)(const tg_kivi_range *r, const float *x, int64_t D, const uint16_t *scale,
+                               const uint16_t *zero, int32_t *out);
+    void (*kivi_key_row)(const tg_kivi_range *r, const float *x, int64_t D, const uint16_t *scale,
+                         const uint16_t *zero, uint8_t *tile, int64_t G, int64_t t);
+    void (*kivi_recode_key_channel)(const tg_kivi_range *r, uint8_t *tile, int64_t G, int64_t t, int64_t k, float s0,
+                                    float z0, float s1, float z1);
+    void (*kivi_key_group)(const tg_kivi_range *r, const float *x, size_t x_stride, int64_t G, int64_t D,
+                           uint16_t *scale, uint16_t *zero, uint8_t *tile);
+    bool (*kivi_value_row)(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t t,
+                           uint16_t *scale, uint16_t *zero);
+    void (*group_widen)(int kind, const uint8_t *p, size_t stride, int64_t i0, int64_t n, int64_t D, float *tile,
+                        const float **rows);
+    void (*group_scores)(const float *const *rows, int64_t n, int64_t D, const float *const *q, float *const *s,
+                         int ne);
+    void (*group_values)(const float *const *rows, int64_t n, int64_t D, const float *const *p, float *const *o,
+                         int ne);
+} tg_attn_kernels;
+
+/* The table of the kernel instruction set in use (kernels/kernels.h's tg_kernels()->isa), chosen once; NULL for the
+ * scalar set: the callers' reference paths. */
+const tg_attn_kernels *tg_attn_kernels_get(void);
+/* The table of `isa` where this build and this CPU have one (NULL for scalar): for tests. */
+const tg_attn_kernels *tg_attn_kernels_for(tg_isa isa);
+/* The instruction-set files' tables (attend_table_avx2.c and its AVX-512 build), NULL where compiled without them. */
+const tg_attn_kernels *tg_attn_kernels_avx2(void);
+const tg_attn_kernels *tg_attn_kernels_avx512(void);
 
 #endif

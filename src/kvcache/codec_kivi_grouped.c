@@ -6,6 +6,7 @@
  * get quantised). Tiled stores on AVX2 builds take kivi_avx2.c's path (the same bytes); the scalar path is its
  * reference. */
 #include "kvcache/codec.h"
+#include "kvcache/attend_kernels.h"
 #include "kvcache/kivi_avx2.h"
 
 static bool grouped_selects(const tg_cache_geom *g, tg_kv_precision p) {
@@ -43,20 +44,20 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
         tg_plain_get(c->g.resid_precision, ring, c->group_f32, G * H * D);
         group = c->group_f32;
     }
-    const bool fast = TG_HAVE_AVX2 && c->simd && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
+    const tg_attn_kernels *ak = c->simd ? tg_attn_kernels_get() : NULL;
+    const bool fast = ak && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
         uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
         uint16_t *scale = s->scale[k], *zero = s->zero[k];
         const float *x = group + h * D;
-#if TG_HAVE_AVX2
         if (fast && sg->per_channel) {
-            tg_kivi_avx2_key_group(sg->range, x, (size_t)(H * D), G, D, scale + uh * D, zero + uh * D, rows);
+            ak->kivi_key_group(sg->range, x, (size_t)(H * D), G, D, scale + uh * D, zero + uh * D, rows);
             continue;
         }
         if (fast) {
             for (int64_t t = 0; t < G; t++)
-                if (!tg_kivi_avx2_value_row(sg->range, x + t * H * D, D, rows, t, &scale[uh * G + t],
+                if (!ak->kivi_value_row(sg->range, x + t * H * D, D, rows, t, &scale[uh * G + t],
                                             &zero[uh * G + t])) {
                     tg_kivi_quantize_row(sg->range, x + t * H * D, D, c->tile_rows, &scale[uh * G + t],
                                          &zero[uh * G + t]);
@@ -64,9 +65,6 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
                 }
             continue;
         }
-#else
-        (void)fast;
-#endif
         uint8_t *dst = sg->tiled ? c->tile_rows : rows; /* a tile: packed rows first, then laid out */
         if (sg->per_channel) {
             tg_kivi_quantize_channels(sg->range, x, (size_t)(H * D), (int)G, D, dst, scale + uh * D, zero + uh * D);

@@ -12,6 +12,7 @@
 
 #include <string.h>
 
+#include "kvcache/attend_kernels.h"
 #include "kvcache/kivi_avx2.h"
 #include "util/half.h"
 
@@ -57,25 +58,21 @@ static void recode_channel(const tg_kivi_range *r, const group_codes *gc, int64_
 /* Token t of a key group (t > 0): widens the grid of every channel the token falls outside of, then codes it
  * (fast: kivi_avx2.c's path, for a tile). */
 static void insert_key(const tg_kivi_range *r, const float *x, const group_codes *gc, int64_t t, uint16_t *scale,
-                       uint16_t *zero, bool fast) {
+                       uint16_t *zero, const tg_attn_kernels *fast) {
     const int levels = r->qmax - r->qmin;
-#if TG_HAVE_AVX2
     if (fast) {
         int32_t miss[TG_KIVI_AVX2_MAX_D];
-        const int64_t n_miss = tg_kivi_avx2_key_misses(r, x, gc->D, scale, zero, miss);
+        const int64_t n_miss = fast->kivi_key_misses(r, x, gc->D, scale, zero, miss);
         for (int64_t i = 0; i < n_miss; i++) {
             const int64_t k = miss[i];
             const float s = tg_f16_to_f32(scale[k]), z = tg_f16_to_f32(zero[k]), top = z + (float)levels * s;
             tg_kivi_fit(r, x[k] < z ? x[k] : z, x[k] > top ? x[k] : top, &scale[k], &zero[k]);
-            tg_kivi_avx2_recode_key_channel(r, gc->rows, gc->G, t, k, s, z, tg_f16_to_f32(scale[k]),
+            fast->kivi_recode_key_channel(r, gc->rows, gc->G, t, k, s, z, tg_f16_to_f32(scale[k]),
                                             tg_f16_to_f32(zero[k]));
         }
-        tg_kivi_avx2_key_row(r, x, gc->D, scale, zero, gc->rows, gc->G, t);
+        fast->kivi_key_row(r, x, gc->D, scale, zero, gc->rows, gc->G, t);
         return;
     }
-#else
-    (void)fast;
-#endif
     if (!gc->tiled) memset(gc->rows + (size_t)t * gc->rb, 0, gc->rb);
     for (int64_t k = 0; k < gc->D; k++) {
         float s = tg_f16_to_f32(scale[k]), z = tg_f16_to_f32(zero[k]);
@@ -100,7 +97,8 @@ static void provisional_insert_head(const tg_kvcache *c, const tg_store_geom *sg
     int64_t k, unit;
     tg_kivi_unit_of(c, sg, n, &k, &unit);
     uint16_t *scale = s->scale[k], *zero = s->zero[k];
-    const bool fast = TG_HAVE_AVX2 && c->simd && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
+    const tg_attn_kernels *ak = c->simd ? tg_attn_kernels_get() : NULL;
+    const tg_attn_kernels *fast = ak && sg->tiled && D <= TG_KIVI_AVX2_MAX_D ? ak : NULL; /* kivi_avx2.c's path */
     const int64_t uh = unit * H + h;
     uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
     if (sg->per_channel && t > 0) {
@@ -108,11 +106,9 @@ static void provisional_insert_head(const tg_kvcache *c, const tg_store_geom *sg
         insert_key(sg->range, x, &gc, t, scale + uh * D, zero + uh * D, fast);
         return;
     }
-#if TG_HAVE_AVX2
     if (fast && !sg->per_channel &&
-        tg_kivi_avx2_value_row(sg->range, x, D, rows, t, &scale[uh * G + t], &zero[uh * G + t]))
+        fast->kivi_value_row(sg->range, x, D, rows, t, &scale[uh * G + t], &zero[uh * G + t]))
         return;
-#endif
     /* a row of its own: straight into the group's rows, or packed first (in scratch) and then into the tile */
     uint8_t *row = sg->tiled ? scratch : rows + (size_t)t * sg->row_bytes;
     if (!sg->per_channel)

@@ -1,4 +1,4 @@
-/* kivi_avx2.h — the AVX2 KIVI append into tiles (kivi_avx2.c), declared when TG_HAVE_AVX2 says it exists. Each
+/* kivi_avx2.h — the AVX2 KIVI append into tiles (kivi_avx2.c; callers reach it through attend_kernels.h's table). Each
  * function writes exactly the bytes of the scalar path it stands in for (codec_kivi_provisional.c,
  * codec_kivi_grouped.c: tg_kivi_code and tg_kivi_tile_put per code). Tiles as kivi.h lays them out: head dim D a
  * multiple of 32 and at most TG_KIVI_AVX2_MAX_D, G % 8 == 0. */
@@ -10,7 +10,6 @@
 
 #define TG_KIVI_AVX2_MAX_D 256 /* larger head dims take the scalar path */
 
-#if TG_HAVE_AVX2
 /* The channels k of x (one row of D keys) outside their grid's span [zero_k, zero_k + levels * scale_k] (NaN is
  * never outside): their indices into out[0 .. D), in increasing order. Returns how many. */
 int64_t tg_kivi_avx2_key_misses(const tg_kivi_range *r, const float *x, int64_t D, const uint16_t *scale,
@@ -29,6 +28,5 @@ void tg_kivi_avx2_key_group(const tg_kivi_range *r, const float *x, size_t x_str
  * having written nothing, when the row's minimum or maximum is a zero (whose sign the scalar path must pick). */
 bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, uint8_t *tile, int64_t t,
                             uint16_t *scale, uint16_t *zero);
-#endif
 
 #endif

@@ -1,16 +1,56 @@
-/* cpu_features.h — the one answer to "may this build use the AVX2 kernels?", for every file with SIMD code
- * (src/kernels, src/kvcache). Decided at compile time from the target (-march=native on the build machine; the
- * fuzz build and `make check-generic` compile without it, so the scalar paths stay built and warning-free).
+/* cpu_features.h — which instruction sets this CPU has, detected once at run time (cpu_features.c), and which one
+ * the kernels use; plus, for the instruction-set files alone, which set the translation unit is compiled for.
  *
- * TG_HAVE_AVX2: AVX2 + FMA + F16C, the set every x86 CPU with AVX2 has (Haswell and later, Zen), which the
- * kernels use together: 256-bit integer and float arithmetic, fused multiply-add, fp16 <-> fp32 conversion. */
+ * Run time: tg_cpu_features() answers from cpuid and xgetbv (a set counts only where the operating system saves its
+ * registers), once per process (pthread_once; the answer is const afterwards). The kernel tables (kernels/kernels.h,
+ * kvcache/attend_kernels.h) are chosen from its `isa`: the best set the CPU has, capped by the environment variable
+ * TG_ISA=scalar|avx2|avx512 where set (tests pit the tables against each other with it; valgrind, which cannot run
+ * AVX-512, runs with TG_ISA=avx2). A TG_ISA above what the CPU has is capped at the CPU's best; an unknown value is
+ * ignored.
+ *
+ * Compile time, for the files that hold one instruction set's kernels (*_avx2.c, *_avx512.c, their tables and inline
+ * headers, and the tests that call those kernels directly): TG_HAVE_AVX2 says the translation unit is compiled with
+ * AVX2 + FMA + F16C (the set every x86 CPU with AVX2 has: Haswell and later, Zen), TG_HAVE_AVX512 with AVX-512
+ * F, BW, DQ, VL and VNNI. The Makefile compiles those files with their sets' flags whatever ARCH is; every other
+ * file is generic and must not test these macros or hold intrinsics. */
 #ifndef TG_UTIL_CPU_FEATURES_H
 #define TG_UTIL_CPU_FEATURES_H
+
+#include <stdbool.h>
+
+/* Kernel instruction sets, each a superset of the one before (a table of a set may use every set below it). */
+typedef enum {
+    TG_ISA_SCALAR = 0, /* portable C: the reference */
+    TG_ISA_AVX2,       /* x86-64 AVX2 + FMA + F16C */
+    TG_ISA_AVX512,     /* x86-64 AVX-512 F, BW, DQ, VL, VNNI (with the AVX2 set) */
+    TG_ISA_COUNT
+} tg_isa;
+
+typedef struct {
+    bool avx2;    /* AVX2, FMA and F16C, with the YMM state enabled by the OS */
+    bool avx512;  /* AVX-512 F, BW, DQ, VL and VNNI, with the ZMM and mask state enabled by the OS */
+    tg_isa best;  /* the highest tg_isa the CPU has */
+    tg_isa isa;   /* the one the kernels use: best, or TG_ISA's choice capped at best */
+} tg_cpu_features;
+
+/* This CPU's features, detected on the first call (thread-safe); never NULL, const for the process's life. */
+const tg_cpu_features *tg_cpu_features_get(void);
+/* "scalar", "avx2", "avx512"; "?" for a value out of range. */
+const char *tg_isa_name(tg_isa isa);
+/* The tg_isa named s (as tg_isa_name spells it); false when s names none. */
+bool tg_isa_parse(const char *s, tg_isa *out);
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TG_HAVE_AVX2 1
 #else
 #define TG_HAVE_AVX2 0
+#endif
+
+#if TG_HAVE_AVX2 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) &&                       \
+    defined(__AVX512VL__) && defined(__AVX512VNNI__)
+#define TG_HAVE_AVX512 1
+#else
+#define TG_HAVE_AVX512 0
 #endif
 
 #endif

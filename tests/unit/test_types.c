@@ -1,6 +1,6 @@
-/* test_types.c — the weight-type table (kernels/types.h): every row is consistent with itself and with the readers'
- * lookups, its non-finite finder agrees with its reference decoder, and a row has either no fast kernels or all
- * that its activation form needs. */
+/* test_types.c — the weight-format table (kernels/types.h): every row is consistent with itself and with the readers'
+ * lookups, its non-finite finder agrees with its reference decoder, and in every kernel table this CPU runs
+ * (kernels/kernels.h) a type has either no fast kernels or all that its activation form needs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "kernels/quant.h"
+#include "kernels/kernels.h"
 #include "kernels/types.h"
 
 static void test_rows_consistent(void **state) {
@@ -30,16 +31,20 @@ static void test_rows_consistent(void **state) {
         if (wt->block_elems > 1) assert_int_equal(tg_row_bytes((tg_dtype)t, wt->block_elems + 1), 0);
         if (wt->act == TG_ACT_Q8X) assert_int_equal(wt->block_elems % TG_QK, 0);
         if (wt->act == TG_ACT_Q8K) assert_int_equal(wt->block_elems % TG_Q8K_ELEMS, 0);
-        assert_true(wt->gemv_rows == 8 || wt->gemv_rows == 16); /* a decode unit's rows are a multiple of it */
-        /* all fast kernels or none */
-        const bool any = wt->gemv || wt->tile || wt->gemm_q8x || wt->gemm_q8x_rows || wt->gemm_q8k;
-        if (any) {
-            assert_non_null(wt->gemv);
-            const int n_prefill = !!wt->tile + !!wt->gemm_q8x + !!wt->gemm_q8x_rows + !!wt->gemm_q8k;
+        for (int isa = 0; isa < TG_ISA_COUNT; isa++) {
+            const tg_cpu_kernels *k = tg_kernels_for((tg_isa)isa);
+            if (!k) continue;
+            const tg_type_kernels *kt = &k->type[t];
+            /* all fast kernels or none */
+            const bool any = kt->gemv || kt->tile || kt->gemm_q8x || kt->gemm_q8x_rows || kt->gemm_q8k;
+            if (!any) continue;
+            assert_true(kt->gemv_rows == 8 || kt->gemv_rows == 16); /* a decode unit's rows are a multiple of it */
+            assert_non_null(kt->gemv);
+            const int n_prefill = !!kt->tile + !!kt->gemm_q8x + !!kt->gemm_q8x_rows + !!kt->gemm_q8k;
             assert_int_equal(n_prefill, 1); /* exactly the prefill kernel of its activation form */
-            if (wt->act == TG_ACT_F32) assert_non_null(wt->tile);
-            else if (wt->act == TG_ACT_Q8X) assert_true(wt->gemm_q8x || wt->gemm_q8x_rows);
-            else assert_non_null(wt->gemm_q8k);
+            if (wt->act == TG_ACT_F32) assert_non_null(kt->tile);
+            else if (wt->act == TG_ACT_Q8X) assert_true(kt->gemm_q8x || kt->gemm_q8x_rows);
+            else assert_non_null(kt->gemm_q8k);
         }
         tg_dtype back;
         if (wt->ggml_type >= 0) {

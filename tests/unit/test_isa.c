@@ -1,0 +1,419 @@
+/* test_isa.c — the run-time choice of instruction set (util/cpu_features.h) and the kernel tables
+ * (kernels/kernels.h, kvcache/attend_kernels.h):
+ * - the dispatcher never hands out a table the CPU lacks, and TG_ISA caps the choice (checked in child processes
+ *   of this binary run with TG_ISA set);
+ * - every kernel row of every table this CPU runs against the scalar reference: a weight type's decode kernel
+ *   within matmul.h's stated bounds of the exact product (1e-5 of sum |w x|, plus the activation quantisation's
+ *   bound for the block types), its prefill kernel bit for bit its decode kernel, the activation quantisers and the
+ *   exact conversions bit for bit the scalar ones, the other vector primitives within stated tolerances;
+ * - the attention tables' float block kernels against a double-precision reference, and two tables of this CPU
+ *   (AVX2 and AVX-512) giving the same bits. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kernels/ggml_blocks.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "kernels/types.h"
+#include "kvcache/attend_kernels.h"
+#include "util/cpu_features.h"
+#include "util/half.h"
+
+typedef struct {
+    uint64_t s;
+} rng_t;
+
+static uint64_t rng_next(rng_t *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+
+/* ---- the dispatcher ------------------------------------------------------------------------------------------- */
+
+static void test_features_consistent(void **state) {
+    (void)state;
+    const tg_cpu_features *f = tg_cpu_features_get();
+    assert_ptr_equal(f, tg_cpu_features_get());
+    assert_true(!f->avx512 || f->avx2);
+    assert_int_equal(f->best, f->avx512 ? TG_ISA_AVX512 : f->avx2 ? TG_ISA_AVX2 : TG_ISA_SCALAR);
+    assert_true(f->isa <= f->best);
+    tg_isa want;
+    const char *env = getenv("TG_ISA");
+    if (env && tg_isa_parse(env, &want)) assert_int_equal(f->isa, want < f->best ? want : f->best);
+    else assert_int_equal(f->isa, f->best);
+    for (int i = 0; i < TG_ISA_COUNT; i++) {
+        tg_isa back;
+        assert_true(tg_isa_parse(tg_isa_name((tg_isa)i), &back));
+        assert_int_equal(back, i);
+    }
+    assert_false(tg_isa_parse("avx3", &want));
+    assert_string_equal(tg_isa_name(TG_ISA_COUNT), "?");
+}
+
+static void test_dispatch_never_exceeds_cpu(void **state) {
+    (void)state;
+    const tg_cpu_features *f = tg_cpu_features_get();
+    const tg_cpu_kernels *k = tg_kernels();
+    assert_non_null(k);
+    assert_ptr_equal(k, tg_kernels());
+    assert_true(k->isa <= f->isa);
+    assert_string_equal(k->name, tg_isa_name(k->isa));
+    assert_non_null(tg_kernels_for(TG_ISA_SCALAR));
+    assert_null(tg_kernels_for(TG_ISA_COUNT));
+    for (int i = 0; i < TG_ISA_COUNT; i++) {
+        const tg_cpu_kernels *t = tg_kernels_for((tg_isa)i);
+        const tg_attn_kernels *a = tg_attn_kernels_for((tg_isa)i);
+        if (i > (int)f->best) {
+            assert_null(t);
+            assert_null(a);
+        }
+        if (t) assert_int_equal(t->isa, i);
+        if (a) assert_int_equal(a->isa, i);
+        assert_true(i == TG_ISA_SCALAR ? a == NULL : (a != NULL) == (t != NULL));
+    }
+    const tg_attn_kernels *a = tg_attn_kernels_get();
+    assert_true(a ? a->isa == k->isa : k->isa == TG_ISA_SCALAR);
+}
+
+/* The binary run again with TG_ISA=name: its child mode checks its own choice (main below). */
+static int run_child(const char *name) {
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("TG_ISA", name, 1);
+        execl("/proc/self/exe", "test_isa", "--child", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_env_caps_choice(void **state) {
+    (void)state;
+    const char *names[] = {"scalar", "avx2", "avx512", "nonsense"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (run_child(names[i]) != 0) fail_msg("TG_ISA=%s: the child's choice was wrong", names[i]);
+}
+
+/* Child mode: the choice follows TG_ISA, capped at the CPU's best; the tables in use are of that set. */
+static int child_check(void) {
+    const tg_cpu_features *f = tg_cpu_features_get();
+    tg_isa want;
+    const tg_isa expect = tg_isa_parse(getenv("TG_ISA"), &want) && want < f->best ? want : f->best;
+    const tg_attn_kernels *a = tg_attn_kernels_get();
+    if (f->isa != expect || tg_kernels()->isa != expect) return 1;
+    if (expect == TG_ISA_SCALAR ? a != NULL : !a || a->isa != expect) return 1;
+    return 0;
+}
+
+/* ---- weight kernels against the reference ------------------------------------------------------------------- */
+
+/* A random row-major matrix of `type` (rows of tg_row_bytes): the encoder's rows of uniform values where the type
+ * has one, else random codes with small random fp16 scales (GGUF block types) or random Q8_0 / Q4_0 blocks. */
+static uint8_t *make_matrix(rng_t *r, tg_dtype type, int64_t rows, int64_t cols) {
+    const tg_weight_type *wt = tg_weight_type_of(type);
+    const size_t rb = tg_row_bytes(type, cols);
+    uint8_t *p = malloc(rb * (size_t)rows);
+    float *v = malloc((size_t)cols * sizeof *v);
+    assert_true(p && v);
+    for (int64_t i = 0; i < rows; i++) {
+        uint8_t *row = p + (size_t)i * rb;
+        int at[2];
+        if (tg_ggml_scale_fields(type, at) || !wt->encode_row) {
+            if (!tg_ggml_scale_fields(type, at)) at[0] = 0, at[1] = -1; /* Q8_0 / Q4_0: the scale first */
+            for (size_t k = 0; k < rb; k++) row[k] = (uint8_t)rng_next(r);
+            for (size_t b = 0; b < rb / wt->block_bytes; b++)
+                for (int f = 0; f < 2 && at[f] >= 0; f++) {
+                    const uint16_t d = tg_f32_to_f16(rng_unit(r) * (wt->block_elems > 32 ? 0.004f : 0.05f));
+                    memcpy(row + b * wt->block_bytes + (size_t)at[f], &d, 2);
+                }
+        } else {
+            for (int64_t j = 0; j < cols; j++) v[j] = rng_unit(r);
+            wt->encode_row(v, row, cols);
+        }
+    }
+    free(v);
+    return p;
+}
+
+/* The largest |x| of the block of length n holding element j. */
+static double block_max(const float *x, int64_t j, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = j / n * n; i < j / n * n + n; i++) m = fabs((double)x[i]) > m ? fabs((double)x[i]) : m;
+    return m;
+}
+
+/* One table's kernels of `type` against the exact product; its prefill against its decode, bit for bit. */
+static void check_type(const tg_cpu_kernels *k, tg_dtype type, rng_t *r) {
+    const tg_weight_type *wt = tg_weight_type_of(type);
+    const tg_type_kernels *kt = &k->type[type];
+    enum { ROWS = 19, N = 5 };
+    const int64_t cols = wt->block_elems >= 256 ? 512 : 256 + (wt->block_elems == 1 ? 3 : 0);
+    const size_t rb = tg_row_bytes(type, cols);
+    uint8_t *w = make_matrix(r, type, ROWS, cols);
+    float *x = malloc((size_t)(N * cols) * sizeof *x), *row = malloc((size_t)cols * sizeof *row);
+    float y[N][ROWS], yp[N * ROWS];
+    assert_true(x && row);
+    for (int64_t i = 0; i < N * cols; i++) x[i] = rng_unit(r) * (i % 37 == 0 ? 8.0f : 1.0f);
+    const int64_t nb = cols / TG_QK, nsup = cols / TG_Q8K_ELEMS;
+    tg_q8x_block *xq = malloc((size_t)(N * nb) * sizeof *xq), *xq_ref = malloc((size_t)(N * nb) * sizeof *xq);
+    const size_t nk = (size_t)(N * (nsup ? nsup : 1));
+    tg_q8k_block *xk = malloc(nk * sizeof *xk), *xk_ref = malloc(nk * sizeof *xk);
+    assert_true(xq && xq_ref && xk && xk_ref);
+    const void *xt[N];
+    for (int t = 0; t < N; t++) {
+        const float *xr = x + (size_t)t * (size_t)cols;
+        if (wt->act == TG_ACT_Q8X) {
+            k->quantize_q8x(xr, xq + t * nb, cols);
+            tg_quantize_q8x_ref(xr, xq_ref + t * nb, cols);
+            xt[t] = xq + t * nb;
+        } else if (wt->act == TG_ACT_Q8K) {
+            k->quantize_q8k(xr, xk + t * nsup, cols);
+            tg_quantize_q8k_ref(xr, xk_ref + t * nsup, cols);
+            xt[t] = xk + t * nsup;
+        } else {
+            xt[t] = xr;
+        }
+    }
+    if (wt->act == TG_ACT_Q8X) assert_memory_equal(xq, xq_ref, (size_t)(N * nb) * sizeof *xq);
+    if (wt->act == TG_ACT_Q8K) assert_memory_equal(xk, xk_ref, (size_t)(N * nsup) * sizeof *xk);
+    for (int t = 0; t < N; t++) kt->gemv(w, rb, ROWS, xt[t], cols, y[t]);
+    for (int64_t i = 0; i < ROWS; i++) {
+        wt->decode_row(w + (size_t)i * rb, row, cols);
+        for (int t = 0; t < N; t++) {
+            const float *xr = x + (size_t)t * (size_t)cols;
+            double exact = 0.0, e = 0.0, q = 0.0;
+            for (int64_t j = 0; j < cols; j++) {
+                exact += (double)row[j] * xr[j];
+                e += fabs((double)row[j] * xr[j]);
+                if (wt->act == TG_ACT_Q8X) q += fabs((double)row[j]) * block_max(xr, j, TG_QK) * 0.56 / 127.0;
+                if (wt->act == TG_ACT_Q8K) q += fabs((double)row[j]) * block_max(xr, j, TG_Q8K_ELEMS) / 254.0;
+            }
+            const double tol = 1e-5 * e + 1.01 * q;
+            if (fabs((double)y[t][i] - exact) > tol)
+                fail_msg("%s %s row %lld token %d: %.9g vs exact %.9g (tol %.3g)", k->name, wt->name, (long long)i, t,
+                         (double)y[t][i], exact, tol);
+        }
+    }
+    /* prefill: the bits of decoding each token */
+    memset(yp, 0, sizeof yp);
+    if (kt->tile) {
+        for (int t0 = 0; t0 < N; t0 += k->tile_vecs)
+            for (int r0 = 0; r0 < ROWS; r0 += 2) {
+                const int nt = N - t0 < k->tile_vecs ? N - t0 : k->tile_vecs, nr = ROWS - r0 < 2 ? ROWS - r0 : 2;
+                kt->tile(w + (size_t)r0 * rb, rb, nr, (const uint8_t *)(x + (size_t)t0 * (size_t)cols),
+                         (size_t)cols * sizeof(float), nt, cols, yp + t0 * ROWS + r0, ROWS);
+            }
+    } else if (kt->gemm_q8x_rows) {
+        kt->gemm_q8x_rows(w, rb, ROWS, xq, nb, N, yp, ROWS);
+    } else if (kt->gemm_q8x) {
+        tg_q8x_pack8 *xp = malloc((size_t)nb * sizeof *xp);
+        assert_non_null(xp);
+        tg_pack8_q8x(xq, nb, N, nb, xp);
+        kt->gemm_q8x(w, rb, ROWS, xp, nb, N, yp, ROWS);
+        free(xp);
+    } else {
+        kt->gemm_q8k(w, rb, ROWS, xk, nsup, N, yp, ROWS);
+    }
+    if (memcmp(yp, y, sizeof yp) != 0) fail_msg("%s %s: prefill differs from decode", k->name, wt->name);
+    free(w), free(x), free(row), free(xq), free(xq_ref), free(xk), free(xk_ref);
+}
+
+static void test_weight_rows_against_reference(void **state) {
+    (void)state;
+    int checked = 0;
+    for (int isa = TG_ISA_SCALAR + 1; isa < TG_ISA_COUNT; isa++) {
+        const tg_cpu_kernels *k = tg_kernels_for((tg_isa)isa);
+        if (!k) continue;
+        for (int t = 0; t < TG_DT_COUNT; t++) {
+            rng_t r = {(uint64_t)(100 + t)};
+            if (!k->type[t].gemv) continue;
+            check_type(k, (tg_dtype)t, &r);
+            checked++;
+        }
+    }
+    if (tg_cpu_features_get()->best == TG_ISA_SCALAR) skip();
+    assert_true(checked >= TG_DT_COUNT); /* an x86 table covers every type */
+}
+
+/* Two tables of this CPU (AVX2 and AVX-512) give the same bits for every type they both have kernels for. */
+static void test_tables_agree(void **state) {
+    (void)state;
+    const tg_cpu_kernels *a = tg_kernels_for(TG_ISA_AVX2), *b = tg_kernels_for(TG_ISA_AVX512);
+    if (!a || !b) skip();
+    enum { ROWS = 37 };
+    for (int t = 0; t < TG_DT_COUNT; t++) {
+        if (!a->type[t].gemv || !b->type[t].gemv) continue;
+        const tg_weight_type *wt = tg_weight_type_of((tg_dtype)t);
+        rng_t r = {(uint64_t)(300 + t)};
+        const int64_t cols = wt->block_elems >= 256 ? 768 : 256;
+        uint8_t *w = make_matrix(&r, (tg_dtype)t, ROWS, cols);
+        float *x = malloc((size_t)cols * sizeof *x), ya[ROWS], yb[ROWS];
+        void *xf = malloc((size_t)cols * sizeof(float) + sizeof(tg_q8k_block));
+        assert_true(x && xf);
+        for (int64_t j = 0; j < cols; j++) x[j] = rng_unit(&r);
+        if (wt->act == TG_ACT_Q8X) tg_quantize_q8x_ref(x, xf, cols);
+        else if (wt->act == TG_ACT_Q8K) tg_quantize_q8k_ref(x, xf, cols);
+        else memcpy(xf, x, (size_t)cols * sizeof(float));
+        for (int nr = 1; nr <= ROWS; nr += 6) {
+            a->type[t].gemv(w, tg_row_bytes((tg_dtype)t, cols), nr, xf, cols, ya);
+            b->type[t].gemv(w, tg_row_bytes((tg_dtype)t, cols), nr, xf, cols, yb);
+            if (memcmp(ya, yb, (size_t)nr * sizeof(float)) != 0) fail_msg("%s: avx2 and avx512 differ", wt->name);
+        }
+        free(w), free(x), free(xf);
+    }
+}
+
+/* ---- vector primitives ---------------------------------------------------------------------------------------- */
+
+static void test_vec_rows_against_scalar(void **state) {
+    (void)state;
+    const tg_cpu_kernels *s = tg_kernels_for(TG_ISA_SCALAR);
+    enum { N = 203 };
+    float x[N], ya[N], yb[N], fa[N], fb[N];
+    uint16_t h[N], ha[N], hb[N];
+    rng_t r = {7};
+    for (int i = 0; i < N; i++) {
+        x[i] = 20.0f * rng_unit(&r);
+        h[i] = (uint16_t)rng_next(&r);
+        if ((h[i] & 0x7c00) == 0x7c00) h[i] &= 0xfc00; /* no fp16 NaN: F16C quiets a signalling one */
+    }
+    x[17] = NAN;
+    for (int isa = TG_ISA_SCALAR + 1; isa < TG_ISA_COUNT; isa++) {
+        const tg_cpu_kernels *k = tg_kernels_for((tg_isa)isa);
+        if (!k) continue;
+        for (int n = 0; n <= N; n += n < 20 ? 1 : 61) {
+            /* exact everywhere: the conversions, the scaling (one rounding), the maximum */
+            k->f16_to_f32_row(h, fa, n), s->f16_to_f32_row(h, fb, n);
+            assert_memory_equal(fa, fb, (size_t)n * sizeof(float));
+            for (int i = 0; i < n; i++) ya[i] = x[i] == x[i] ? x[i] : 0.0f;
+            k->f32_to_f16_row(ya, ha, n), s->f32_to_f16_row(ya, hb, n);
+            assert_memory_equal(ha, hb, (size_t)n * sizeof(uint16_t));
+            const int64_t done = k->bf16_to_f32_row(h, fa, n);
+            s->bf16_to_f32_row(h, fb, done);
+            assert_memory_equal(fa, fb, (size_t)done * sizeof(float));
+            memcpy(ya, x, sizeof x), memcpy(yb, x, sizeof x);
+            k->scale_f32(ya, 0.37f, n), s->scale_f32(yb, 0.37f, n);
+            assert_memory_equal(ya, yb, (size_t)n * sizeof(float));
+            float ma = -INFINITY, mb;
+            const int64_t seen = k->max_skip_nan(x, n, &ma);
+            s->max_skip_nan(x, seen, &mb);
+            assert_true(seen <= n && (seen == 0 || ma == mb));
+            /* y += a x: one fma or a product and a sum, within one rounding of each */
+            for (int i = 0; i < n; i++) ya[i] = yb[i] = rng_unit(&r);
+            k->axpy_f32(0.3f, fa, ya, n), s->axpy_f32(0.3f, fa, yb, n);
+            for (int i = 0; i < n; i++)
+                if (!(fabsf(ya[i] - yb[i]) <= 1e-6f * (fabsf(yb[i]) + fabsf(0.3f * fa[i])) ||
+                      (ya[i] != ya[i] && yb[i] != yb[i])))
+                    fail_msg("%s axpy %d: %.9g vs %.9g", k->name, i, (double)ya[i], (double)yb[i]);
+            /* exp(x - m) within 2 ulp per element (vec.h), the sum within 1e-6 relative */
+            for (int i = 0; i < n; i++) ya[i] = yb[i] = x[i] == x[i] ? x[i] - 20.0f : x[i];
+            const float sa = k->exp_shift_sum(ya, n, 0.0f), sb = s->exp_shift_sum(yb, n, 0.0f);
+            for (int i = 0; i < n; i++)
+                if (!(fabsf(ya[i] - yb[i]) <= 2.5e-7f * fabsf(yb[i]) || (ya[i] != ya[i] && yb[i] != yb[i])))
+                    fail_msg("%s exp %d: %.9g vs %.9g", k->name, i, (double)ya[i], (double)yb[i]);
+            if (!(fabsf(sa - sb) <= 1e-6f * fabsf(sb) || (sa != sa && sb != sb)))
+                fail_msg("%s exp sum n %d: %.9g vs %.9g", k->name, n, (double)sa, (double)sb);
+            /* silu(g) * u within 1e-6 relative of the scalar (plus 1e-30 absolute near zero) */
+            for (int i = 0; i < n; i++) ya[i] = yb[i] = x[i] == x[i] ? x[i] : 1.0f;
+            k->swiglu(ya, fa, n), s->swiglu(yb, fa, n);
+            for (int i = 0; i < n; i++)
+                if (!(fabsf(ya[i] - yb[i]) <= 1e-6f * fabsf(yb[i]) + 1e-30f || (ya[i] != ya[i] && yb[i] != yb[i])))
+                    fail_msg("%s swiglu %d: %.9g vs %.9g", k->name, i, (double)ya[i], (double)yb[i]);
+        }
+    }
+}
+
+/* ---- attention: float block kernels against a double-precision reference --------------------------------------- */
+
+static void test_attention_blocks_against_reference(void **state) {
+    (void)state;
+    enum { D = 64, GQ = 3, NR = 8 };
+    const int kinds[] = {TG_SEG_F32, TG_SEG_F16, TG_SEG_BF16};
+    rng_t r = {5};
+    float q[GQ * D], p[GQ * NR], rowsf[NR][D], sc[GQ * NR], o[GQ * D], wide[D];
+    uint8_t store[NR][D * 4];
+    for (int i = 0; i < GQ * D; i++) q[i] = rng_unit(&r);
+    for (int i = 0; i < GQ * NR; i++) p[i] = 0.5f * (rng_unit(&r) + 1.0f);
+    int checked = 0;
+    for (int isa = TG_ISA_SCALAR + 1; isa < TG_ISA_COUNT; isa++) {
+        const tg_attn_kernels *ak = tg_attn_kernels_for((tg_isa)isa);
+        if (!ak) continue;
+        for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++) {
+            const int kind = kinds[ki];
+            tg_attn_block b;
+            memset(&b, 0, sizeof b);
+            b.kind = kind;
+            b.nr = NR - 2;
+            for (int i = 0; i < NR; i++) {
+                for (int k = 0; k < D; k++) {
+                    const float v = rng_unit(&r);
+                    const uint16_t hv = kind == TG_SEG_F16 ? tg_f32_to_f16(v) : tg_f32_to_bf16(v);
+                    if (kind == TG_SEG_F32) memcpy(store[i] + 4 * k, &v, 4);
+                    else memcpy(store[i] + 2 * k, &hv, 2);
+                    rowsf[i][k] = kind == TG_SEG_F32 ? v : kind == TG_SEG_F16 ? tg_f16_to_f32(hv) : tg_bf16_to_f32(hv);
+                }
+                b.rows[i] = store[i < b.nr ? i : 0];
+            }
+            for (int i = 0; i < b.nr; i++) { /* widening is exact */
+                ak->widen(&b, i, D, wide);
+                assert_memory_equal(wide, rowsf[i], sizeof wide);
+            }
+            ak->scores(&b, q, GQ, D, sc, NR);
+            memset(o, 0, sizeof o);
+            ak->values(&b, p, NR, GQ, D, o);
+            for (int j = 0; j < GQ; j++) {
+                for (int i = 0; i < b.nr; i++) {
+                    double s = 0.0, e = 0.0;
+                    for (int k = 0; k < D; k++) {
+                        s += (double)q[j * D + k] * rowsf[i][k];
+                        e += fabs((double)q[j * D + k] * rowsf[i][k]);
+                    }
+                    if (fabs(sc[j * NR + i] - s) > 1e-6 * e) fail_msg("isa %d kind %d score %d %d", isa, kind, j, i);
+                }
+                for (int k = 0; k < D; k++) {
+                    double s = 0.0, e = 0.0;
+                    for (int i = 0; i < b.nr; i++) {
+                        s += (double)p[j * NR + i] * rowsf[i][k];
+                        e += fabs((double)p[j * NR + i] * rowsf[i][k]);
+                    }
+                    if (fabs(o[j * D + k] - s) > 1e-6 * e) fail_msg("isa %d kind %d value %d %d", isa, kind, j, k);
+                }
+            }
+            checked++;
+        }
+    }
+    if (!checked) skip();
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--child") == 0) return child_check();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_features_consistent),
+        cmocka_unit_test(test_dispatch_never_exceeds_cpu),
+        cmocka_unit_test(test_env_caps_choice),
+        cmocka_unit_test(test_weight_rows_against_reference),
+        cmocka_unit_test(test_tables_agree),
+        cmocka_unit_test(test_vec_rows_against_scalar),
+        cmocka_unit_test(test_attention_blocks_against_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
