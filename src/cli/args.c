@@ -225,6 +225,15 @@ int tg_args_parse_cmd(const char *cmd, int argc, char **argv, tg_opt *opts, size
     return TG_EXIT_OK;
 }
 
+bool tg_args_parse_done(const char *cmd, const char *usage, int argc, char **argv, tg_opt *opts, size_t n_opts,
+                        const char **pos, size_t max_pos, size_t *n_pos, int *status) {
+    *status = tg_args_parse_cmd(cmd, argc, argv, opts, n_opts, pos, max_pos, n_pos);
+    if (*status >= 0) return *status != TG_EXIT_OK;
+    fputs(usage, stdout);
+    *status = TG_EXIT_OK;
+    return true;
+}
+
 tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
                              size_t max_pos, size_t *n_pos) {
     *n_pos = 0;

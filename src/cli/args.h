@@ -60,6 +60,11 @@ tg_args_status tg_args_parse(const char *cmd, int argc, char **argv, tg_opt *opt
  * --help (the command prints its usage and exits 0). */
 int tg_args_parse_cmd(const char *cmd, int argc, char **argv, tg_opt *opts, size_t n_opts, const char **pos,
                       size_t max_pos, size_t *n_pos);
+/* tg_args_parse_cmd for a command without the cache flags: true when the command is done, with its exit status in
+ * *status (after --help, printed as `usage` on stdout: TG_EXIT_OK; after a usage error: TG_EXIT_USAGE); false to go
+ * on. */
+bool tg_args_parse_done(const char *cmd, const char *usage, int argc, char **argv, tg_opt *opts, size_t n_opts,
+                        const char **pos, size_t max_pos, size_t *n_pos, int *status);
 
 /* ---- the KV cache flags, shared by the commands that run a session ---------------------------------------------- */
 

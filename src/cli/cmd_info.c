@@ -253,9 +253,9 @@ int tg_cmd_info(int argc, char **argv) {
     };
     const char *pos[1];
     size_t n_pos = 0;
-    const int parsed = tg_args_parse_cmd("info", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, &n_pos);
-    if (parsed < 0) fputs(USAGE, stdout);
-    if (parsed != TG_EXIT_OK) return parsed < 0 ? TG_EXIT_OK : parsed;
+    int parsed;
+    if (tg_args_parse_done("info", USAGE, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, &n_pos, &parsed))
+        return parsed;
     char bundled[4200];
     const char *path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "info", bundled, sizeof bundled);
     if (!path) return TG_EXIT_ERROR;

@@ -27,9 +27,9 @@ int tg_cmd_tokenize(int argc, char **argv) {
     };
     const char *pos[2];
     size_t n_pos = 0;
-    const int parsed = tg_args_parse_cmd("tokenize", argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, &n_pos);
-    if (parsed < 0) fputs(USAGE, stdout);
-    if (parsed != TG_EXIT_OK) return parsed < 0 ? TG_EXIT_OK : parsed;
+    int parsed;
+    if (tg_args_parse_done("tokenize", USAGE, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, &n_pos, &parsed))
+        return parsed;
     if (n_pos < 1) return tg_usage_error("tokenize", "expected [MODEL] TEXT (see tinygpt tokenize --help)");
     char bundled[4200];
     const char *path = tg_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "tokenize", bundled, sizeof bundled);

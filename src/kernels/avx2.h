@@ -60,30 +60,24 @@ void tg_avx2_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q
 void tg_avx2_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_pack8 *xp, int64_t nb, int64_t n,
                        float *y, size_t ldy);
 
-/* The 32-element GGUF block types of ggml_blocks.h (gemv_q32_avx2.c) against tg_q8x_block rows: x of the gemv is
- * tg_q8x_block[cols / 32] (tg_gemv_fn), the prefill kernel takes n tokens' rows (tg_gemm_q8x_rows_fn). */
-#define TG_AVX2_DECLARE_Q32(t)                                                                                     \
+/* The 32-element GGUF block types of ggml_blocks.h (gemv_q32_avx2.c) against tg_q8x_block rows, and the K-quants
+ * (gemv_kquant_avx2.c) against the tg_q8k_block form: x of the gemv is the form's blocks, cols / 32 or cols / 256 of
+ * them (tg_gemv_fn); the prefill kernel takes n tokens' rows of nb blocks, token t's at xb + t * nb
+ * (tg_gemm_q8x_rows_fn, tg_gemm_q8k_fn). */
+#define TG_AVX2_DECLARE_GEMV_GEMM(t, form)                                                                         \
     void tg_avx2_gemv_##t(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);   \
-    void tg_avx2_gemm_q8x_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,   \
-                              int64_t n, float *y, size_t ldy);
-TG_AVX2_DECLARE_Q32(q4_1)
-TG_AVX2_DECLARE_Q32(q5_0)
-TG_AVX2_DECLARE_Q32(q5_1)
-TG_AVX2_DECLARE_Q32(iq4_nl)
-#undef TG_AVX2_DECLARE_Q32
-
-/* The K-quants (gemv_kquant_avx2.c) against the tg_q8k_block form: x of the gemv is tg_q8k_block[cols / 256]
- * (tg_gemv_fn), the prefill kernel takes n tokens' super-blocks, token t's at xk + t * nsup (tg_gemm_q8k_fn). */
-#define TG_AVX2_DECLARE_KQUANT(t)                                                                                  \
-    void tg_avx2_gemv_##t(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);   \
-    void tg_avx2_gemm_q8k_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup, \
-                              int64_t n, float *y, size_t ldy);
-TG_AVX2_DECLARE_KQUANT(q2_k)
-TG_AVX2_DECLARE_KQUANT(q3_k)
-TG_AVX2_DECLARE_KQUANT(q4_k)
-TG_AVX2_DECLARE_KQUANT(q5_k)
-TG_AVX2_DECLARE_KQUANT(q6_k)
-#undef TG_AVX2_DECLARE_KQUANT
+    void tg_avx2_gemm_##form##_##t(const uint8_t *w, size_t w_stride, int64_t nr, const tg_##form##_block *xb,     \
+                                   int64_t nb, int64_t n, float *y, size_t ldy);
+TG_AVX2_DECLARE_GEMV_GEMM(q4_1, q8x)
+TG_AVX2_DECLARE_GEMV_GEMM(q5_0, q8x)
+TG_AVX2_DECLARE_GEMV_GEMM(q5_1, q8x)
+TG_AVX2_DECLARE_GEMV_GEMM(iq4_nl, q8x)
+TG_AVX2_DECLARE_GEMV_GEMM(q2_k, q8k)
+TG_AVX2_DECLARE_GEMV_GEMM(q3_k, q8k)
+TG_AVX2_DECLARE_GEMV_GEMM(q4_k, q8k)
+TG_AVX2_DECLARE_GEMV_GEMM(q5_k, q8k)
+TG_AVX2_DECLARE_GEMV_GEMM(q6_k, q8k)
+#undef TG_AVX2_DECLARE_GEMV_GEMM
 
 /* The same contracts for Q4_K, Q5_K and Q6_K with two rows per 512-bit register (gemv_kquant_avx512.c), where the
  * target has AVX-512 BW and VNNI; the same bits as the 256-bit kernels. */
