@@ -5,7 +5,10 @@
 #     sink 4 + window 64, sink 4 + window 64 + --streaming-llm-reposition}, on both bundled models, plus KIVI
 #     variants (group 0 = whole history, fp16 residual, quantised sinks, a byte budget, chunk 1);
 #   - greedy `sample` (64 tokens) on both bundled models under the same policies;
-#   - `info --cache-table` (the cache's closed-form byte counts) of both models.
+#   - `info --cache-table` (the cache's closed-form byte counts) of both models;
+#   - `bench --json` (a pp64 and tg16 at depths 0 and 128, every precision, unbounded and window 64) without the keys
+#     that hold wall-clock figures, memory sizes of the process or the kernels' instruction set: the token counts,
+#     depths and the bytes each token reads.
 # Prints one line per case (same / DIFFERENT) and a summary; exit status 1 when anything differs.
 set -u
 if [ $# -lt 2 ]; then echo "usage: $0 BEFORE AFTER [MODELS_DIR]" >&2; exit 2; fi
@@ -19,6 +22,18 @@ n_same=0 n_diff=0
 # stdout of one run without the lines that hold wall-clock figures
 run_case() { # BIN ARGS... -> stdout
     local bin=$1; shift
+    if [ "$1" = bench ]; then # its JSON, less the keys whose values are measured, not computed
+        "$bin" "$@" 2>/dev/null | python3 -c '
+import json, sys
+drop = {"seconds", "cpu_seconds", "tokens_per_s", "peak_rss_bytes", "read_bandwidth_bytes_per_s", "kernel_isa"}
+def strip(o):
+    if isinstance(o, dict): return {k: strip(v) for k, v in o.items() if k not in drop}
+    if isinstance(o, list): return [strip(v) for v in o]
+    return o
+print(json.dumps(strip(json.load(sys.stdin)), indent=1, sort_keys=True))'
+        echo "exit ${PIPESTATUS[0]}"
+        return
+    fi
     "$bin" "$@" 2>/dev/null | grep -v -e '^tokens_per_s' -e '^seconds' -e '^tokens/s'
     echo "exit ${PIPESTATUS[0]}"
 }
@@ -62,6 +77,13 @@ for m in tinygpt-flagship tinygpt-yoco; do
         done
     done
     check "info --cache-table $m" info "$model" --cache-table
+    for p in fp32 fp16 bf16 int8 int4 int2; do
+        for pol in "unbounded|" "window64|--streaming-llm-window 64"; do
+            # shellcheck disable=SC2086
+            check "bench --json $m $p ${pol%%|*}" bench "$model" --json --prompt-tokens 64 --tokens 16 --depth 0,128 \
+                --bandwidth-mib 0 --threads 1 --kv-quantize "$p" ${pol#*|}
+        done
+    done
 done
 echo "identical: $n_same same, $n_diff different"
 [ "$n_diff" -eq 0 ]
