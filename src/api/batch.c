@@ -40,11 +40,8 @@ tg_sequence *tg_sequence_new(const tg_model *model, const tg_cache_params *param
         tg_fail(err, "no model or cache parameters");
         return NULL;
     }
-    tg_sequence *q = calloc(1, sizeof *q);
-    if (!q) {
-        tg_fail(err, "out of memory");
-        return NULL;
-    }
+    tg_sequence *q = tg_calloc_or_fail(1, sizeof *q, err);
+    if (!q) return NULL;
     q->cache = tg_model_kvcache_new(model, params, err);
     if (!q->cache) {
         free(q);
@@ -92,11 +89,8 @@ tg_batch *tg_batch_new(const tg_model *model, const tg_cache_params *widest, int
         return NULL;
     }
     if (n_threads <= 0) n_threads = tg_threads_all_cores();
-    tg_batch *b = calloc(1, sizeof *b);
-    if (!b) {
-        tg_fail(err, "out of memory");
-        return NULL;
-    }
+    tg_batch *b = tg_calloc_or_fail(1, sizeof *b, err);
+    if (!b) return NULL;
     b->model = model;
     b->segs = calloc((size_t)max_rows, sizeof *b->segs);
     /* the forward sizes its attention work space by a cache of the widest policy (made and dropped here) */

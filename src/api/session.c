@@ -42,11 +42,8 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
     tg_cache_params p = params ? *params : tg_cache_default_params();
     if (n_threads <= 0) n_threads = tg_threads_all_cores();
 
-    tg_session *s = calloc(1, sizeof *s);
-    if (!s) {
-        tg_fail(err, "out of memory");
-        return NULL;
-    }
+    tg_session *s = tg_calloc_or_fail(1, sizeof *s, err);
+    if (!s) return NULL;
     s->model = model;
     if (p.context < 0) {
         tg_fail(err, "KV cache: context %lld must be >= 0 (0 = the model's)", (long long)p.context);

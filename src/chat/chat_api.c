@@ -28,11 +28,8 @@ tg_chat *tg_chat_open(const char *model_path, const char *builtin, tg_error *err
         tg_fail(err, "tg_chat_open: no model path");
         return NULL;
     }
-    tg_chat *c = calloc(1, sizeof *c);
-    if (!c) {
-        tg_fail(err, "out of memory");
-        return NULL;
-    }
+    tg_chat *c = tg_calloc_or_fail(1, sizeof *c, err);
+    if (!c) return NULL;
     if (!tg_chat_source_find(model_path, &c->src, err)) {
         tg_chat_free(c);
         return NULL;

@@ -107,85 +107,64 @@ bool tg_parse_size(const char *s, int64_t *out) {
     return true;
 }
 
-/* "a positive integer", "a non-negative integer up to 4096", "an integer from -3 to 3". */
-static void describe_int(const tg_opt *o, char *buf, size_t cap) {
-    const char *what = o->lo == 1 ? "a positive integer" : o->lo == 0 ? "a non-negative integer" : NULL;
-    if (!what) {
-        snprintf(buf, cap, "an integer from %" PRId64 " to %" PRId64, o->lo, o->hi);
-    } else if (o->hi == INT64_MAX) {
-        snprintf(buf, cap, "%s", what);
-    } else {
-        snprintf(buf, cap, "%s up to %" PRId64, what, o->hi);
+/* What option o expects, as its usage error says it: "a positive integer", "a non-negative integer up to 4096",
+ * "an integer from -3 to 3", "a number from 0 to 1", "a size in bytes such as ...", "one of fp32, ...". */
+static void describe_value(const tg_opt *o, char *buf, size_t cap) {
+    switch (o->kind) {
+    case TG_OPT_INT: {
+        const char *what = o->lo == 1 ? "a positive integer" : o->lo == 0 ? "a non-negative integer" : NULL;
+        if (!what) snprintf(buf, cap, "an integer from %" PRId64 " to %" PRId64, o->lo, o->hi);
+        else if (o->hi == INT64_MAX) snprintf(buf, cap, "%s", what);
+        else snprintf(buf, cap, "%s up to %" PRId64, what, o->hi);
+        break;
     }
-}
-
-static void describe_float(const tg_opt *o, char *buf, size_t cap) {
-    if (isinf(o->fhi)) {
-        if (o->flo == 0.0) snprintf(buf, cap, "a non-negative number");
+    case TG_OPT_U64: snprintf(buf, cap, "a non-negative integer up to %" PRIu64, UINT64_MAX); break;
+    case TG_OPT_FLOAT:
+        if (!isinf(o->fhi)) snprintf(buf, cap, "a number from %g to %g", o->flo, o->fhi);
+        else if (o->flo == 0.0) snprintf(buf, cap, "a non-negative number");
         else snprintf(buf, cap, "a number >= %g", o->flo);
-    } else {
-        snprintf(buf, cap, "a number from %g to %g", o->flo, o->fhi);
+        break;
+    case TG_OPT_SIZE:
+        snprintf(buf, cap, "a size in bytes such as 65536, 64M or 1G (at least %" PRId64 ")", o->lo);
+        break;
+    case TG_OPT_PRECISION: {
+        char names[128];
+        tg_precision_names(names, sizeof names, ", ");
+        snprintf(buf, cap, "one of %s", names);
+        break;
+    }
+    case TG_OPT_STRING:
+    case TG_OPT_LIST:
+    case TG_OPT_FLAG: snprintf(buf, cap, "a value"); break;
     }
 }
 
 /* Checks and stores one option value; prints the message and returns false when it is not acceptable. */
 static bool take_value(const char *cmd, tg_opt *o, const char *v) {
-    char want[96];
+    bool ok = false;
     switch (o->kind) {
-    case TG_OPT_INT: {
-        int64_t x;
-        if (!parse_i64(v, &x) || x < o->lo || x > o->hi) {
-            describe_int(o, want, sizeof want);
-            tg_usage_error(cmd, "%s: expected %s, got '%s'", o->name, want, v);
-            return false;
-        }
-        *(int64_t *)o->dest = x;
-        return true;
-    }
-    case TG_OPT_U64: {
-        uint64_t x;
-        if (!parse_u64(v, &x)) {
-            tg_usage_error(cmd, "%s: expected a non-negative integer up to %" PRIu64 ", got '%s'", o->name,
-                           UINT64_MAX, v);
-            return false;
-        }
-        *(uint64_t *)o->dest = x;
-        return true;
-    }
-    case TG_OPT_FLOAT: {
-        double x;
-        if (!parse_double(v, &x) || x < o->flo || x > o->fhi) {
-            describe_float(o, want, sizeof want);
-            tg_usage_error(cmd, "%s: expected %s, got '%s'", o->name, want, v);
-            return false;
-        }
-        *(double *)o->dest = x;
-        return true;
-    }
+    case TG_OPT_INT:
     case TG_OPT_SIZE: {
         int64_t x;
-        if (!tg_parse_size(v, &x) || x < o->lo || x > o->hi) {
-            tg_usage_error(cmd, "%s: expected a size in bytes such as 65536, 64M or 1G (at least %" PRId64 "), got '%s'",
-                           o->name, o->lo, v);
-            return false;
-        }
-        *(int64_t *)o->dest = x;
-        return true;
+        ok = (o->kind == TG_OPT_INT ? parse_i64(v, &x) : tg_parse_size(v, &x)) && !(x < o->lo || x > o->hi);
+        if (ok) *(int64_t *)o->dest = x;
+        break;
+    }
+    case TG_OPT_U64: /* dest: uint64_t */
+        ok = parse_u64(v, o->dest);
+        break;
+    case TG_OPT_FLOAT: {
+        double x;
+        ok = parse_double(v, &x) && !(x < o->flo || x > o->fhi);
+        if (ok) *(double *)o->dest = x;
+        break;
     }
     case TG_OPT_STRING:
         *(const char **)o->dest = v;
         return true;
-    case TG_OPT_PRECISION: {
-        tg_kv_precision p;
-        if (!tg_kv_precision_parse(v, &p)) {
-            char names[128];
-            tg_precision_names(names, sizeof names, ", ");
-            tg_usage_error(cmd, "%s: expected one of %s, got '%s'", o->name, names, v);
-            return false;
-        }
-        *(tg_kv_precision *)o->dest = p;
-        return true;
-    }
+    case TG_OPT_PRECISION: /* dest: tg_kv_precision */
+        ok = tg_kv_precision_parse(v, o->dest);
+        break;
     case TG_OPT_LIST: {
         tg_opt_list *l = o->dest;
         if (l->n == TG_OPT_LIST_MAX) {
@@ -196,9 +175,14 @@ static bool take_value(const char *cmd, tg_opt *o, const char *v) {
         return true;
     }
     case TG_OPT_FLAG:
-        break;
+        return false;
     }
-    return false;
+    if (!ok) {
+        char want[192];
+        describe_value(o, want, sizeof want);
+        tg_usage_error(cmd, "%s: expected %s, got '%s'", o->name, want, v);
+    }
+    return ok;
 }
 
 int tg_cache_args_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_before, tg_cache_flags *cf,

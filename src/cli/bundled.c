@@ -40,3 +40,13 @@ const char *tg_model_or_bundled(const char *given, const char *cmd, char *buf, s
                            looked, cmd);
     return NULL;
 }
+
+tg_model *tg_load_model_or_bundled(const char *given, const char *cmd, tg_model_need need, const char **path, char *buf,
+                                   size_t cap) {
+    *path = tg_model_or_bundled(given, cmd, buf, cap);
+    if (!*path) return NULL;
+    tg_error err = {0};
+    tg_model *model = tg_model_load_for(*path, need, &err);
+    if (!model) (void)tg_runtime_error("%s", err.msg);
+    return model;
+}

@@ -108,23 +108,20 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
         [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
                        .hi = INT32_MAX},
     };
-    tg_sampling_flags sf;
-    tg_cache_flags cf;
-    const char *pos[1];
-    size_t n_pos = 0;
-    const int parsed = tg_sampling_cache_parse("chat", argc, argv, o, O_OWN, &sf, &cf, pos, 1, &n_pos);
+    tg_generate_flags flags;
+    const int parsed = tg_sampling_cache_parse("chat", argc, argv, o, O_OWN, &flags);
     if (parsed != TG_EXIT_OK) return parsed;
-    if (o[O_MODEL].seen && n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
-    a->model_path = tg_model_or_bundled(n_pos ? pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
+    if (o[O_MODEL].seen && flags.n_pos) return tg_usage_error("chat", "--model and a MODEL argument: give one of them");
+    a->model_path = tg_model_or_bundled(flags.n_pos ? flags.pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
     if (!a->model_path) return TG_EXIT_ERROR;
     if (o[O_SYS].seen && o[O_SYSF].seen) return tg_usage_error("chat", "--system and --system-file: give one of them");
     bool given[3];
-    const int sampling = tg_sampling_flags_params("chat", &sf, o + O_SAMPLING, &a->sp, given);
+    const int sampling = tg_sampling_flags_params("chat", &flags.sampling, o + O_SAMPLING, &a->sp, given);
     if (sampling != TG_EXIT_OK) return sampling;
-    a->stops = sf.stops;
+    a->stops = flags.sampling.stops;
     a->n_tokens = tokens;
     a->threads = (int)threads;
-    if (!tg_cache_flags_params("chat", &cf, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
+    if (!tg_cache_flags_params("chat", &flags.cache, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

@@ -257,11 +257,10 @@ int tg_cmd_info(int argc, char **argv) {
     if (tg_args_parse_done("info", USAGE, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, &n_pos, &parsed))
         return parsed;
     char bundled[4200];
-    const char *path = tg_model_or_bundled(n_pos ? pos[0] : NULL, "info", bundled, sizeof bundled);
-    if (!path) return TG_EXIT_ERROR;
-    tg_error err = {0};
-    tg_model *model = tg_model_load_for(path, TG_NEED_CONFIG, &err);
-    if (!model) return tg_runtime_error("%s", err.msg);
+    const char *path;
+    tg_model *model = tg_load_model_or_bundled(n_pos ? pos[0] : NULL, "info", TG_NEED_CONFIG, &path, bundled,
+                                               sizeof bundled);
+    if (!model) return TG_EXIT_ERROR;
     if (json) {
         int status = print_info_json(path, model, table);
         tg_model_free(model);

@@ -129,17 +129,14 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
                        .hi = INT32_MAX},
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
     };
-    tg_sampling_flags sf;
-    tg_cache_flags cf;
-    const char *pos[1];
-    size_t n_pos = 0;
-    const int parsed = tg_sampling_cache_parse("sample", argc, argv, o, O_OWN, &sf, &cf, pos, 1, &n_pos);
+    tg_generate_flags flags;
+    const int parsed = tg_sampling_cache_parse("sample", argc, argv, o, O_OWN, &flags);
     if (parsed != TG_EXIT_OK) return parsed;
     if (o[O_PROMPT].seen && o[O_PFILE].seen)
         return tg_usage_error("sample", "--prompt and --prompt-file: give one of them, not both");
-    if (o[O_MODEL].seen && n_pos)
+    if (o[O_MODEL].seen && flags.n_pos)
         return tg_usage_error("sample", "--model and a MODEL argument: give one of them, not both");
-    a->model_path = n_pos ? pos[0] : model;
+    a->model_path = flags.n_pos ? flags.pos[0] : model;
     a->prompt = prompt;
     a->prompt_len = strlen(prompt);
     if (o[O_PFILE].seen) {
@@ -149,15 +146,15 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         a->prompt = a->prompt_owned;
     }
     a->n_tokens = tokens;
-    const int sampling = tg_sampling_flags_params("sample", &sf, o + O_SAMPLING, &a->sp, a->sp_given);
+    const int sampling = tg_sampling_flags_params("sample", &flags.sampling, o + O_SAMPLING, &a->sp, a->sp_given);
     if (sampling != TG_EXIT_OK) return sampling;
-    a->stops = sf.stops;
+    a->stops = flags.sampling.stops;
     a->threads = (int)threads;
     a->echo = !no_echo;
     a->ignore_eos = ignore_eos;
     a->json = json;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
-    if (!tg_cache_flags_params("sample", &cf, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
+    if (!tg_cache_flags_params("sample", &flags.cache, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
 }

@@ -32,12 +32,12 @@ int tg_cmd_tokenize(int argc, char **argv) {
         return parsed;
     if (n_pos < 1) return tg_usage_error("tokenize", "expected [MODEL] TEXT (see tinygpt tokenize --help)");
     char bundled[4200];
-    const char *path = tg_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "tokenize", bundled, sizeof bundled);
-    if (!path) return TG_EXIT_ERROR;
+    const char *path;
+    tg_model *model = tg_load_model_or_bundled(n_pos == 2 ? pos[0] : NULL, "tokenize", TG_NEED_TOKENIZER, &path,
+                                               bundled, sizeof bundled);
+    if (!model) return TG_EXIT_ERROR;
     const char *text = pos[n_pos - 1];
     tg_error err = {0};
-    tg_model *model = tg_model_load_for(path, TG_NEED_TOKENIZER, &err);
-    if (!model) return tg_runtime_error("%s", err.msg);
     int32_t *ids = NULL;
     size_t n = 0;
     if (!tg_tokenize(model, text, strlen(text), bos, &ids, &n, &err)) {

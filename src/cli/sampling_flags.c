@@ -58,8 +58,8 @@ int tg_sampling_flags_params(const char *cmd, const tg_sampling_flags *f, const 
     return TG_EXIT_OK;
 }
 
-int tg_sampling_cache_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_own, tg_sampling_flags *sf,
-                            tg_cache_flags *cf, const char **pos, size_t max_pos, size_t *n_pos) {
-    tg_sampling_flags_options(sf, o + n_own);
-    return tg_cache_args_parse(cmd, argc, argv, o, n_own + TG_SAMPLING_OPT_COUNT, cf, pos, max_pos, n_pos);
+int tg_sampling_cache_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_own, tg_generate_flags *f) {
+    f->n_pos = 0;
+    tg_sampling_flags_options(&f->sampling, o + n_own);
+    return tg_cache_args_parse(cmd, argc, argv, o, n_own + TG_SAMPLING_OPT_COUNT, &f->cache, f->pos, 1, &f->n_pos);
 }

@@ -22,11 +22,18 @@ enum { TG_SAMPLING_OPT_COUNT = 8 };
  * tg_sampler_default_params first). The caller puts them in its own table and parses as usual. */
 void tg_sampling_flags_options(tg_sampling_flags *f, tg_opt *opts);
 
-/* The parse of a command that takes its own options o[0 .. n_own), then the sampling flags (into *sf) and the cache
- * flags (into *cf) at o + n_own: o must have room for n_own + TG_SAMPLING_OPT_COUNT + TG_CACHE_OPT_COUNT entries.
- * Returns as tg_args_parse_cmd. */
-int tg_sampling_cache_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_own, tg_sampling_flags *sf,
-                            tg_cache_flags *cf, const char **pos, size_t max_pos, size_t *n_pos);
+/* What tg_sampling_cache_parse fills: the sampling and cache flags and the command's one optional MODEL argument. */
+typedef struct {
+    tg_sampling_flags sampling;
+    tg_cache_flags cache;
+    const char *pos[1]; /* MODEL, when n_pos is 1 */
+    size_t n_pos;
+} tg_generate_flags;
+
+/* The parse of a command that takes its own options o[0 .. n_own), then the sampling flags and the cache flags at
+ * o + n_own, and at most one positional argument, all into *f: o must have room for n_own + TG_SAMPLING_OPT_COUNT +
+ * TG_CACHE_OPT_COUNT entries. Returns as tg_args_parse_cmd. */
+int tg_sampling_cache_parse(const char *cmd, int argc, char **argv, tg_opt *o, size_t n_own, tg_generate_flags *f);
 
 /* After tg_args_parse: the sampler settings (the seed from the clock when --seed was not given) into *sp, and in
  * given[3] whether --temperature, --top-k and --top-p were given (a model's generation defaults apply to the others).

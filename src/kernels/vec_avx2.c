@@ -70,26 +70,34 @@ void tg_avx2_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
 #define EXP_P4 1.6666665459e-1f
 #define EXP_P5 5.0000001201e-1f
 
+/* The scheme, written once for both widths, after `under` (x < EXP_LO) is taken: clamp x to [lo, EXP_HI] (NaN
+ * passes through: it is the second operand), k = ROUND(x * log2 e) to nearest, x -= k * ln 2 in two parts, the
+ * polynomial into y, y *= 2^k. P is the intrinsic prefix (_mm256, _mm512), B the register width in bits. */
+#define EXP_SCHEME(P, B, ROUND, x, lo, k, y)                                                                       \
+    do {                                                                                                           \
+        x = P##_min_ps(P##_set1_ps(EXP_HI), P##_max_ps(lo, x));                                                    \
+        k = ROUND(P##_mul_ps(x, P##_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);           \
+        x = P##_fnmadd_ps(k, P##_set1_ps(EXP_LN2_HI), x);                                                          \
+        x = P##_fnmadd_ps(k, P##_set1_ps(EXP_LN2_LO), x);                                                          \
+        y = P##_set1_ps(EXP_P0);                                                                                   \
+        y = P##_fmadd_ps(y, x, P##_set1_ps(EXP_P1));                                                               \
+        y = P##_fmadd_ps(y, x, P##_set1_ps(EXP_P2));                                                               \
+        y = P##_fmadd_ps(y, x, P##_set1_ps(EXP_P3));                                                               \
+        y = P##_fmadd_ps(y, x, P##_set1_ps(EXP_P4));                                                               \
+        y = P##_fmadd_ps(y, x, P##_set1_ps(EXP_P5));                                                               \
+        y = P##_fmadd_ps(y, P##_mul_ps(x, x), P##_add_ps(x, P##_set1_ps(1.0f)));                                   \
+        y = P##_mul_ps(y, P##_castsi##B##_ps(P##_slli_epi32(P##_add_epi32(P##_cvtps_epi32(k), P##_set1_epi32(127)), \
+                                                            23)));                                                 \
+    } while (0)
+
 /* exp of eight floats: Cephes' single-precision scheme (round x / ln 2 to k, reduce with a two-part ln 2, a
  * degree-6 polynomial, scale by 2^k), within 2 ulp of expf on [-87.3, 88.3]. Below -87.3 (including -inf) the result
  * is 0, above 88.3 it saturates near FLT_MAX (only reached by callers that never pass such values), NaN stays NaN. */
 __m256 tg_avx2_exp_ps(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(EXP_HI), lo = _mm256_set1_ps(EXP_LO);
+    const __m256 lo = _mm256_set1_ps(EXP_LO);
     const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* NaN passes through (second operand) */
-    const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_LN2_HI), x);
-    x = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_LN2_LO), x);
-    __m256 y = _mm256_set1_ps(EXP_P0);
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P1));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P2));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P3));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P4));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(EXP_P5));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    __m256 k, y;
+    EXP_SCHEME(_mm256, 256, _mm256_round_ps, x, lo, k, y);
     return _mm256_andnot_ps(under, y);
 }
 
@@ -112,22 +120,10 @@ int64_t tg_avx2_max_skip_nan(const float *x, int64_t n, float *m) {
 #if defined(__AVX512F__)
 /* tg_avx2_exp_ps on sixteen floats: the same operations lane for lane (the same bits, half the instructions). */
 static inline __m512 exp16_ps(__m512 x) {
-    const __m512 hi = _mm512_set1_ps(EXP_HI), lo = _mm512_set1_ps(EXP_LO);
+    const __m512 lo = _mm512_set1_ps(EXP_LO);
     const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-    x = _mm512_min_ps(hi, _mm512_max_ps(lo, x)); /* NaN passes through (second operand) */
-    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_HI), x);
-    x = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_LN2_LO), x);
-    __m512 y = _mm512_set1_ps(EXP_P0);
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P1));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P2));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P3));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P4));
-    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(EXP_P5));
-    y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
-    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    __m512 k, y;
+    EXP_SCHEME(_mm512, 512, _mm512_roundscale_ps, x, lo, k, y);
     return _mm512_maskz_mov_ps((__mmask16)~under, y);
 }
 #endif

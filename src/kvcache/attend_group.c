@@ -103,6 +103,26 @@ static int64_t segment_at(const group_view *gv, bool keys, int64_t t, int64_t n_
     return t;
 }
 
+/* A walk over the keys' or the values' rows in token order: the segment that holds tokens [t0, end). */
+typedef struct {
+    bool keys;
+    tg_segment g;
+    int64_t t0, end;
+} row_walk;
+
+/* Widens the rows from token t on into rows[] (tile holds them): at most ROWS, and none past the segment holding t
+ * or past token total (w moves to that segment when t has left its own). Returns how many. */
+static int64_t widen_rows(const tg_attn_kernels *ak, const group_view *gv, row_walk *w, int64_t t, int64_t n_sinks,
+                          int64_t total, int64_t D, float *tile, const float **rows) {
+    if (t >= w->end) {
+        w->t0 = segment_at(gv, w->keys, t, n_sinks, &w->g);
+        w->end = w->t0 + w->g.count < total ? w->t0 + w->g.count : total;
+    }
+    const int64_t n = w->end - t < ROWS ? w->end - t : ROWS;
+    ak->group_widen(w->g.kind, w->g.p, w->g.stride, t - w->t0, n, D, tile, rows);
+    return n;
+}
+
 void tg_kvcache_attend_group(const tg_kvcache *c, int layer, int64_t pos0, int nq, const float *q_rot, size_t q_stride,
                              int h, float *parts, size_t part_stride, float *work) {
     const int64_t D = c->g.head_dim, ld = c->g.max_stored;
@@ -127,20 +147,15 @@ void tg_kvcache_attend_group(const tg_kvcache *c, int layer, int64_t pos0, int n
 
     /* keys: the scores of every row for every token that sees it (a token's scores past its last row are written
      * and never read) */
+    row_walk kw = {.keys = true};
     for (int64_t t = 0; t < total;) {
-        tg_segment g;
-        const int64_t t0 = segment_at(&gv, true, t, n_sinks, &g);
-        const int64_t end = t0 + g.count < total ? t0 + g.count : total;
-        for (; t < end;) {
-            const int64_t n = end - t < ROWS ? end - t : ROWS;
-            ak->group_widen(g.kind, g.p, g.stride, t - t0, n, D, tile, rows);
-            int j0 = 0;
-            while (nt[j0] <= t) j0++;
-            float *st[MAX_HEADS];
-            for (int e = j0 * gq; e < ne; e++) st[e] = s[e] + t;
-            ak->group_scores(rows, n, D, q + j0 * gq, st + j0 * gq, ne - j0 * gq);
-            t += n;
-        }
+        const int64_t n = widen_rows(ak, &gv, &kw, t, n_sinks, total, D, tile, rows);
+        int j0 = 0;
+        while (nt[j0] <= t) j0++;
+        float *st[MAX_HEADS];
+        for (int e = j0 * gq; e < ne; e++) st[e] = s[e] + t;
+        ak->group_scores(rows, n, D, q + j0 * gq, st + j0 * gq, ne - j0 * gq);
+        t += n;
     }
 
     /* the softmax of each token, as its own piece takes it */
@@ -152,32 +167,27 @@ void tg_kvcache_attend_group(const tg_kvcache *c, int layer, int64_t pos0, int n
     }
 
     /* values: each token's rows added in token order, runs of rows seen by the same tokens at a time */
+    row_walk vw = {.keys = false};
     for (int64_t t = 0; t < total;) {
-        tg_segment g;
-        const int64_t t0 = segment_at(&gv, false, t, n_sinks, &g);
-        const int64_t end = t0 + g.count < total ? t0 + g.count : total;
-        for (; t < end;) {
-            const int64_t n = end - t < ROWS ? end - t : ROWS;
-            ak->group_widen(g.kind, g.p, g.stride, t - t0, n, D, tile, rows);
-            for (int64_t r0 = 0; r0 < n;) {
-                const float *p[MAX_HEADS];
-                float *o[MAX_HEADS];
-                int m = 0;
-                int64_t r1 = n;
-                for (int j = 0; j < nq; j++) {
-                    if (!any[j] || nt[j] <= t + r0) continue;
-                    if (nt[j] - t < r1) r1 = nt[j] - t;
-                    float *oj = parts + (size_t)j * part_stride + 2 * gq;
-                    for (int i = 0; i < gq; i++, m++) {
-                        p[m] = s[j * gq + i] + t + r0;
-                        o[m] = oj + (int64_t)i * D;
-                    }
+        const int64_t n = widen_rows(ak, &gv, &vw, t, n_sinks, total, D, tile, rows);
+        for (int64_t r0 = 0; r0 < n;) {
+            const float *p[MAX_HEADS];
+            float *o[MAX_HEADS];
+            int m = 0;
+            int64_t r1 = n;
+            for (int j = 0; j < nq; j++) {
+                if (!any[j] || nt[j] <= t + r0) continue;
+                if (nt[j] - t < r1) r1 = nt[j] - t;
+                float *oj = parts + (size_t)j * part_stride + 2 * gq;
+                for (int i = 0; i < gq; i++, m++) {
+                    p[m] = s[j * gq + i] + t + r0;
+                    o[m] = oj + (int64_t)i * D;
                 }
-                if (m == 0) break;
-                ak->group_values(rows + r0, r1 - r0, D, p, o, m);
-                r0 = r1;
             }
-            t += n;
+            if (m == 0) break;
+            ak->group_values(rows + r0, r1 - r0, D, p, o, m);
+            r0 = r1;
         }
+        t += n;
     }
 }

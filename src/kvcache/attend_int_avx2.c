@@ -121,18 +121,11 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
                                                                      tg_attn_int_queries *q) {                        \
         prepare_keys(qh, gq, D, gscale, gzero, B, q, DD);                                                             \
     }
-#define PREPARE_KEYS_D(B) PREPARE_KEYS(B, 32) PREPARE_KEYS(B, 64) PREPARE_KEYS(B, 128) PREPARE_KEYS(B, 0)
-PREPARE_KEYS_D(8)
-PREPARE_KEYS_D(4)
-PREPARE_KEYS_D(2)
-#undef PREPARE_KEYS_D
+TG_ATTN_INT_INSTANCES(PREPARE_KEYS)
 #undef PREPARE_KEYS
 
 /* The instance for codes of `bits` bits and head dim D. */
-static tg_attn_int_prepare_fn *prepare_keys_for(int bits, int64_t D) {
-    static tg_attn_int_prepare_fn *const table[3][4] = TG_ATTN_INT_TABLE(prepare_keys);
-    return table[width_row(bits)][dim_column(D)];
-}
+static TG_ATTN_INT_LOOKUP(tg_attn_int_prepare_fn, prepare_keys_for, prepare_keys)
 
 void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                               int bits, tg_attn_int_queries *q) {

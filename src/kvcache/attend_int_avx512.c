@@ -145,17 +145,10 @@ TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *
                                                                      tg_attn_int_queries *q) {                        \
         prepare_keys(qh, gq, D, gscale, gzero, B, q, DD);                                                             \
     }
-#define PREPARE_KEYS_D(B) PREPARE_KEYS(B, 32) PREPARE_KEYS(B, 64) PREPARE_KEYS(B, 128) PREPARE_KEYS(B, 0)
-PREPARE_KEYS_D(8)
-PREPARE_KEYS_D(4)
-PREPARE_KEYS_D(2)
-#undef PREPARE_KEYS_D
+TG_ATTN_INT_INSTANCES(PREPARE_KEYS)
 #undef PREPARE_KEYS
 
-tg_attn_int_prepare_fn *tg_attn_int512_prepare_for(int bits, int64_t D) {
-    static tg_attn_int_prepare_fn *const table[3][4] = TG_ATTN_INT_TABLE(prepare_keys);
-    return table[width_row(bits)][dim_column(D)];
-}
+TG_ATTN_INT_LOOKUP(tg_attn_int_prepare_fn, tg_attn_int512_prepare_for, prepare_keys)
 
 /* Scores of tile rows [rb, rb + 16 NB) for NQ heads, stored for the rows of [t0, t0 + count): NB * NQ (int8: twice
  * that) independent accumulators. */
@@ -233,17 +226,10 @@ TG_INLINE void scores_all(const int bits, const tg_attn_tile *t, const tg_attn_i
                                                               int gq, int64_t D, float *sc, int64_t ld) {             \
         scores_all(B, t, q, gq, DD ? DD : D, sc, ld);                                                                 \
     }
-#define SCORES_INSTANCE_D(B) SCORES_INSTANCE(B, 32) SCORES_INSTANCE(B, 64) SCORES_INSTANCE(B, 128) SCORES_INSTANCE(B, 0)
-SCORES_INSTANCE_D(8)
-SCORES_INSTANCE_D(4)
-SCORES_INSTANCE_D(2)
-#undef SCORES_INSTANCE_D
+TG_ATTN_INT_INSTANCES(SCORES_INSTANCE)
 #undef SCORES_INSTANCE
 
-tg_attn_int_scores_fn *tg_attn_int512_scores_for(int bits, int64_t D) {
-    static tg_attn_int_scores_fn *const table[3][4] = TG_ATTN_INT_TABLE(scores);
-    return table[width_row(bits)][dim_column(D)];
-}
+TG_ATTN_INT_LOOKUP(tg_attn_int_scores_fn, tg_attn_int512_scores_for, scores)
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
@@ -448,10 +434,7 @@ tg_attn_int_prepare_run_fn *tg_attn_int512_prepare_run_for(int bits) {
     return bits == 8 ? prepare_run_b8 : bits == 4 ? prepare_run_b4 : prepare_run_b2;
 }
 
-tg_attn_int_values_run_fn *tg_attn_int512_values_run_for(int bits, int64_t D) {
-    static tg_attn_int_values_run_fn *const table[3][4] = TG_ATTN_INT_TABLE(values);
-    return table[width_row(bits)][dim_column(D)];
-}
+TG_ATTN_INT_LOOKUP(tg_attn_int_values_run_fn, tg_attn_int512_values_run_for, values)
 
 #undef BY_HEADS
 

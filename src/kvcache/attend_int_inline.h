@@ -44,6 +44,16 @@ TG_INLINE int dim_column(int64_t D) { return D == 32 ? 0 : D == 64 ? 1 : D == 12
     {{NAME##_b8_d32, NAME##_b8_d64, NAME##_b8_d128, NAME##_b8_d0},                                                    \
      {NAME##_b4_d32, NAME##_b4_d64, NAME##_b4_d128, NAME##_b4_d0},                                                    \
      {NAME##_b2_d32, NAME##_b2_d64, NAME##_b2_d128, NAME##_b2_d0}}
+/* X(B, DD) for every entry of such a table, in its order: the instances a file defines. */
+#define TG_ATTN_INT_INSTANCES(X)                                                                                      \
+    X(8, 32) X(8, 64) X(8, 128) X(8, 0) X(4, 32) X(4, 64) X(4, 128) X(4, 0) X(2, 32) X(2, 64) X(2, 128) X(2, 0)
+/* `TYPE *FN(int bits, int64_t D)`: the instance NAME_b<width>_d<head dim> of such a table for codes of `bits` bits
+ * and head dim D. */
+#define TG_ATTN_INT_LOOKUP(TYPE, FN, NAME)                                                                            \
+    TYPE *FN(int bits, int64_t D) {                                                                                   \
+        static TYPE *const table[3][4] = TG_ATTN_INT_TABLE(NAME);                                                     \
+        return table[width_row(bits)][dim_column(D)];                                                                 \
+    }
 
 /* The per-tile kernels, one instance per code width (and head dim for the query preparation). */
 typedef void tg_attn_int_prepare_fn(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,

@@ -22,10 +22,16 @@ bool tg_serve_fail(tg_serve_error *e, int status, const char *type, const char *
     return false;
 }
 
+/* The field key of root, or NULL when it is absent or null (the request then keeps its default). */
+static json_t *optional_field(json_t *root, const char *key) {
+    json_t *v = json_object_get(root, key);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
 /* A number field in [lo, hi] into *out; absent or null leaves *out. */
 static bool get_number(json_t *root, const char *key, double lo, double hi, double *out, tg_serve_error *e) {
-    json_t *v = json_object_get(root, key);
-    if (!v || json_is_null(v)) return true;
+    json_t *v = optional_field(root, key);
+    if (!v) return true;
     if (!json_is_number(v)) return tg_serve_fail(e, 400, INVALID, key, "'%s' must be a number", key);
     const double d = json_number_value(v);
     if (!isfinite(d) || d < lo || d > hi)
@@ -36,8 +42,8 @@ static bool get_number(json_t *root, const char *key, double lo, double hi, doub
 
 /* An integer field in [lo, hi] into *out; absent or null leaves *out. */
 static bool get_int(json_t *root, const char *key, int64_t lo, int64_t hi, int64_t *out, tg_serve_error *e) {
-    json_t *v = json_object_get(root, key);
-    if (!v || json_is_null(v)) return true;
+    json_t *v = optional_field(root, key);
+    if (!v) return true;
     if (!json_is_integer(v)) return tg_serve_fail(e, 400, INVALID, key, "'%s' must be an integer", key);
     const json_int_t i = json_integer_value(v);
     if (i < lo || i > hi)
@@ -48,8 +54,8 @@ static bool get_int(json_t *root, const char *key, int64_t lo, int64_t hi, int64
 }
 
 static bool get_bool(json_t *root, const char *key, bool *out, tg_serve_error *e) {
-    json_t *v = json_object_get(root, key);
-    if (!v || json_is_null(v)) return true;
+    json_t *v = optional_field(root, key);
+    if (!v) return true;
     if (!json_is_boolean(v)) return tg_serve_fail(e, 400, INVALID, key, "'%s' must be true or false", key);
     *out = json_is_true(v);
     return true;
@@ -57,8 +63,8 @@ static bool get_bool(json_t *root, const char *key, bool *out, tg_serve_error *e
 
 /* "stop": a string or an array of non-empty strings. */
 static bool get_stops(json_t *root, tg_serve_request *r, tg_serve_error *e) {
-    json_t *v = json_object_get(root, "stop");
-    if (!v || json_is_null(v)) return true;
+    json_t *v = optional_field(root, "stop");
+    if (!v) return true;
     if (json_is_string(v)) {
         if (json_string_length(v) == 0) return tg_serve_fail(e, 400, INVALID, "stop", "'stop' must not be empty");
         r->stops[r->n_stops++] = json_string_value(v);

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 bool tg_fail_code(tg_error *err, tg_error_code code, const char *fmt, ...) {
     if (!err) return false;
@@ -16,4 +17,10 @@ bool tg_fail_code(tg_error *err, tg_error_code code, const char *fmt, ...) {
     for (char *c = err->msg; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     return false;
+}
+
+void *tg_calloc_or_fail(size_t n, size_t size, tg_error *err) {
+    void *p = calloc(n, size);
+    if (!p) tg_fail(err, "out of memory");
+    return p;
 }

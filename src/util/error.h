@@ -14,4 +14,7 @@ bool tg_fail_code(tg_error *err, tg_error_code code, const char *fmt, ...);
 /* tg_fail_code with TG_ERR_OTHER: `return tg_fail(err, "%s: ...", path)`. */
 #define tg_fail(err, ...) tg_fail_code((err), TG_ERR_OTHER, __VA_ARGS__)
 
+/* calloc(n, size); NULL with "out of memory" in err (err may be NULL) when that fails. The caller frees. */
+void *tg_calloc_or_fail(size_t n, size_t size, tg_error *err);
+
 #endif
