@@ -12,7 +12,8 @@ weights (seeded; normal std 0.08, norms 1 +- 0.3, biases std 0.2) rounded to fp3
 with a config.json in transformers' layout, then
   logits.f32  [T, V] float32: the logits at every position of the smollm2 fixture's 40-token prompt;
   golden.json the prompt, per-token NLL (nll[i] = -log p(prompt[i + 1] | prompt[.. i])), a 32-token greedy
-              continuation of the greedy prompt with each step's top-1 / top-2 logit margin.
+              continuation of the greedy prompt with each step's top-1 / top-2 logit margin;
+  model-f32.gguf the same weights in llama.cpp's qwen2 / qwen3 GGUF layout (written here, not by llama.cpp).
 The maths: x = embed[ids]; per layer h = rms(x) * w_in; q = h Wq^T (+ bq), k, v likewise; Qwen3: each head of q and
 k rms-normed with q_norm / k_norm; RoPE rotate_half with theta^(-2i/head_dim); causal softmax(q k^T / sqrt(hd)) v
 (GQA: query head h reads KV head h // (heads / kv_heads)); x += o Wo^T; h = rms(x) * w_post; x += (silu(h Wg^T) *
@@ -113,6 +114,81 @@ def write_config(path, name, fam):
     Path(path).write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
 
 
+# GGUF (v3) value types and llama.cpp's token types
+G_U32, G_I32, G_F32, G_BOOL, G_STR, G_ARR = 4, 5, 6, 7, 8, 9
+TOK_NORMAL, TOK_CONTROL = 1, 3
+
+
+def gguf_value(vtype, value):
+    if vtype == G_STR:
+        b = value.encode("utf-8")
+        return struct.pack("<Q", len(b)) + b
+    if vtype == G_ARR:
+        et, vals = value
+        return struct.pack("<IQ", et, len(vals)) + b"".join(gguf_value(et, v) for v in vals)
+    return struct.pack({G_U32: "<I", G_I32: "<i", G_F32: "<f", G_BOOL: "<?"}[vtype], value)
+
+
+def write_gguf(path, name, fam, weights, hf_dir):
+    """The folder as llama.cpp's convert_hf_to_gguf.py lays out qwen2 / qwen3 (F32): <arch>.* keys, blk.N.* names,
+    the Q/K rows in the file's order (llama.cpp rotates them NEOX-style), the output matrix only when untied; the
+    tokenizer as a GPT-2 byte-level BPE ("gpt-2" pre-tokenizer: the smollm2 fixture's tokenizer.json)."""
+    arch = fam["model_type"]
+    tj = json.loads((hf_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = dict(tj["model"]["vocab"])
+    special = {t["id"] for t in tj.get("added_tokens", []) if t.get("special")}
+    for t in tj.get("added_tokens", []):
+        vocab[t["content"]] = t["id"]
+    tokens = [""] * VOCAB
+    for text, tid in vocab.items():
+        tokens[tid] = text
+    kv = [("general.architecture", G_STR, arch), ("general.name", G_STR, name), ("general.file_type", G_U32, 0),
+          (arch + ".block_count", G_U32, LAYERS), (arch + ".context_length", G_U32, CTX),
+          (arch + ".embedding_length", G_U32, HIDDEN), (arch + ".feed_forward_length", G_U32, FFN),
+          (arch + ".attention.head_count", G_U32, HEADS), (arch + ".attention.head_count_kv", G_U32, KV_HEADS),
+          (arch + ".rope.freq_base", G_F32, THETA), (arch + ".attention.layer_norm_rms_epsilon", G_F32, EPS)]
+    if fam["qk_norm"]:
+        kv += [(arch + ".attention.key_length", G_U32, fam["head_dim"]),
+               (arch + ".attention.value_length", G_U32, fam["head_dim"])]
+    kv += [("tokenizer.ggml.model", G_STR, "gpt2"), ("tokenizer.ggml.pre", G_STR, "gpt-2"),
+           ("tokenizer.ggml.tokens", G_ARR, (G_STR, tokens)),
+           ("tokenizer.ggml.token_type", G_ARR, (G_I32, [TOK_CONTROL if i in special else TOK_NORMAL
+                                                         for i in range(VOCAB)])),
+           ("tokenizer.ggml.merges", G_ARR, (G_STR, [m if isinstance(m, str) else " ".join(m)
+                                                    for m in tj["model"]["merges"]])),
+           ("tokenizer.ggml.bos_token_id", G_U32, 0), ("tokenizer.ggml.eos_token_id", G_U32, 0),
+           ("tokenizer.ggml.add_bos_token", G_BOOL, False)]
+    names = [("model.embed_tokens.weight", "token_embd.weight")]
+    for l in range(LAYERS):
+        hp, gp = "model.layers.%d." % l, "blk.%d." % l
+        pairs = [("input_layernorm.weight", "attn_norm.weight"), ("self_attn.q_proj.weight", "attn_q.weight"),
+                 ("self_attn.q_proj.bias", "attn_q.bias"), ("self_attn.k_proj.weight", "attn_k.weight"),
+                 ("self_attn.k_proj.bias", "attn_k.bias"), ("self_attn.v_proj.weight", "attn_v.weight"),
+                 ("self_attn.v_proj.bias", "attn_v.bias"), ("self_attn.q_norm.weight", "attn_q_norm.weight"),
+                 ("self_attn.k_norm.weight", "attn_k_norm.weight"), ("self_attn.o_proj.weight", "attn_output.weight"),
+                 ("post_attention_layernorm.weight", "ffn_norm.weight"), ("mlp.gate_proj.weight", "ffn_gate.weight"),
+                 ("mlp.up_proj.weight", "ffn_up.weight"), ("mlp.down_proj.weight", "ffn_down.weight")]
+        names += [(hp + h, gp + g) for h, g in pairs if hp + h in weights]
+    names += [("model.norm.weight", "output_norm.weight")]
+    if not fam["tied"]:
+        names += [("lm_head.weight", "output.weight")]
+    head = struct.pack("<IIQQ", 0x46554747, 3, len(names), len(kv))
+    head += b"".join(gguf_value(G_STR, k) + struct.pack("<I", t) + gguf_value(t, v) for k, t, v in kv)
+    blobs, off = [], 0
+    for hname, gname in names:
+        shape, data = weights[hname]
+        ne = list(reversed(shape))
+        head += gguf_value(G_STR, gname) + struct.pack("<I", len(ne)) + struct.pack("<%dQ" % len(ne), *ne)
+        head += struct.pack("<IQ", 0, off)
+        blob = struct.pack("<%df" % len(data), *data)
+        blob += b"\0" * (-len(blob) % 32)
+        blobs.append(blob)
+        off += len(blob)
+    head += b"\0" * (-len(head) % 32)
+    with open(path, "wb") as f:
+        f.write(head + b"".join(blobs))
+
+
 class Model:
     """The float64 forward pass, one token at a time with a K/V list per layer."""
 
@@ -208,6 +284,7 @@ def build(name, out):
     write_config(out / "config.json", name, fam)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(TOKENIZER_FROM / f, out / f)
+    write_gguf(out / "model-f32.gguf", name, fam, weights, out)
     fixture = json.loads((TOKENIZER_FROM / "golden.json").read_text())
     prompt, gprompt = fixture["prompt_ids"], fixture["greedy_prompt_ids"]
     model = Model(fam, weights)
@@ -237,6 +314,7 @@ def build(name, out):
         "greedy_prompt_ids": gprompt,
         "greedy_continuation": cont,
         "greedy_margins": margins,
+        "gguf_files": {"model-f32.gguf": "tools/family_ref.py write_gguf: llama.cpp's %s layout, F32" % fam["model_type"]},
         "notes": "Built by tools/family_ref.py. The prompts and tokenizer files are the smollm2 fixture's.",
     }
     (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")

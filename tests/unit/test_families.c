@@ -1,6 +1,6 @@
 /* test_families.c — the architecture families beside Llama (issue #50) against their reference outputs, for every
  * folder of tests/data/families/ (or $TG_FAMILY_DIR) with a golden.json (tools/family_ref.py or
- * tools/make_family_fixtures.py): the per-token NLL of the prompt within 1e-4 relative, the logits within 1e-3, the
+ * tools/make_family_fixtures.py), the Hugging Face folder and each GGUF file golden.json lists: the per-token NLL of the prompt within 1e-4 relative, the logits within 1e-3, the
  * greedy continuation equal up to the first step whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights,
  * fp32 cache); then every cache policy (fp16, int4 + StreamingLLM window 64, both bounded) runs 300 tokens past the
  * model's context with finite logits. Fails when the folder holds no fixture. */
@@ -163,6 +163,31 @@ static int check_policy(const char *dir, tg_model *m, tg_kv_precision prec, int6
     return !ok || !finite || steps != total;
 }
 
+/* Every check on one source of the fixture (its folder, or one of its GGUF files); the number of failures. */
+static int check_source(const char *src, const json_t *golden, const float *want, int64_t V) {
+    tg_error err = {0};
+    tg_model *m = tg_model_load(src, &err);
+    if (!m) {
+        print_error("%s: %s\n", src, err.msg);
+        return 1;
+    }
+    tg_model_info info;
+    tg_model_get_info(m, &info);
+    int fails = 0;
+    if (info.vocab_size != V) {
+        print_error("%s: vocabulary %d, golden logits have %lld\n", src, info.vocab_size, (long long)V);
+        fails = 1;
+    } else {
+        fails += check_prompt(src, m, golden, want, V);
+        fails += check_greedy(src, m, golden, V);
+        fails += check_policy(src, m, TG_KV_FP16, V);
+        fails += check_policy(src, m, TG_KV_INT4, V);
+    }
+    tg_model_free(m);
+    return fails;
+}
+
+/* The fixture in dir: its folder and every GGUF file golden.json lists, against the same goldens. */
 static int check_family(const char *dir) {
     char path[1400];
     snprintf(path, sizeof path, "%s/golden.json", dir);
@@ -176,26 +201,20 @@ static int check_family(const char *dir) {
     const int64_t T = json_integer_value(json_array_get(shape, 0)), V = json_integer_value(json_array_get(shape, 1));
     snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_object_get(golden, "logits_file")));
     float *want = T > 0 && V > 0 ? read_f32(path, (size_t)(T * V)) : NULL;
-    tg_error err = {0};
-    tg_model *m = want ? tg_model_load(dir, &err) : NULL;
     int fails = 0;
-    if (!m) {
-        print_error("%s: %s\n", dir, want ? err.msg : "no logits file of the golden shape");
+    if (!want) {
+        print_error("%s: no logits file of the golden shape\n", dir);
         fails = 1;
     } else {
-        tg_model_info info;
-        tg_model_get_info(m, &info);
-        if (info.vocab_size != V) {
-            print_error("%s: vocabulary %d, golden logits have %lld\n", dir, info.vocab_size, (long long)V);
-            fails = 1;
-        } else {
-            fails += check_prompt(dir, m, golden, want, V);
-            fails += check_greedy(dir, m, golden, V);
-            fails += check_policy(dir, m, TG_KV_FP16, V);
-            fails += check_policy(dir, m, TG_KV_INT4, V);
+        fails += check_source(dir, golden, want, V);
+        const char *key;
+        json_t *val;
+        json_object_foreach(json_object_get(golden, "gguf_files"), key, val) {
+            (void)val;
+            snprintf(path, sizeof path, "%s/%s", dir, key);
+            fails += check_source(path, golden, want, V);
         }
     }
-    tg_model_free(m);
     free(want);
     json_decref(golden);
     return fails;
