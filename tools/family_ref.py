@@ -314,7 +314,8 @@ def build(name, out):
         "greedy_prompt_ids": gprompt,
         "greedy_continuation": cont,
         "greedy_margins": margins,
-        "gguf_files": {"model-f32.gguf": "tools/family_ref.py write_gguf: llama.cpp's %s layout, F32" % fam["model_type"]},
+        "gguf_files": {"model-f32.gguf": "tools/family_ref.py write_gguf: llama.cpp's %s layout, F32"
+                       % fam["model_type"]},
         "notes": "Built by tools/family_ref.py. The prompts and tokenizer files are the smollm2 fixture's.",
     }
     (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")

@@ -198,7 +198,9 @@ static bool bind_layer_vecs(struct tg_model *m, const tg_weight_names *names, tg
         int64_t n;
         float **out;
     } vecs[] = {
-        {bias, names->bq, qd, &w->bq}, {bias && own_kv, names->bk, kvd, &w->bk}, {bias && own_kv, names->bv, kvd, &w->bv},
+        {bias, names->bq, qd, &w->bq},
+        {bias && own_kv, names->bk, kvd, &w->bk},
+        {bias && own_kv, names->bv, kvd, &w->bv},
         {qk, names->q_norm, hp->head_dim, &w->q_norm}, {qk && own_kv, names->k_norm, hp->head_dim, &w->k_norm},
     };
     char name[256];

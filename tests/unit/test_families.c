@@ -1,9 +1,10 @@
 /* test_families.c — the architecture families beside Llama (issue #50) against their reference outputs, for every
  * folder of tests/data/families/ (or $TG_FAMILY_DIR) with a golden.json (tools/family_ref.py or
- * tools/make_family_fixtures.py), the Hugging Face folder and each GGUF file golden.json lists: the per-token NLL of the prompt within 1e-4 relative, the logits within 1e-3, the
- * greedy continuation equal up to the first step whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights,
- * fp32 cache); then every cache policy (fp16, int4 + StreamingLLM window 64, both bounded) runs 300 tokens past the
- * model's context with finite logits. Fails when the folder holds no fixture. */
+ * tools/make_family_fixtures.py), the Hugging Face folder and each GGUF file golden.json lists: the per-token NLL
+ * of the prompt within 1e-4 relative, the logits within 1e-3, the greedy continuation equal up to the first step
+ * whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights, fp32 cache); then every cache policy (fp16,
+ * int4 + StreamingLLM window 64, both bounded) runs 300 tokens past the model's context with finite logits.
+ * Fails when the folder holds no fixture. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <jansson.h>
