@@ -4,8 +4,9 @@
  * Compiling fuses what the program writes apart: a norm becomes the private input preparation of the products that
  * read it (each thread normalises and quantises the shared, finished x once it holds a unit of the step); the
  * products of one input form one step (q | k | v; gate | up); an add of a product to x becomes part of the product's
- * units (through the thread's tmp rows); the gated activation runs on the gate / up units' own rows; attention is
- * 2 steps per round (attention.h). The attention output is combined privately as the input of wo. The call's step
+ * units (through the thread's tmp rows); the gated activation runs on the gate / up units' own rows; a bias joins
+ * its product's units; the per-head norms of q and k are one step of row units; attention is 2 steps per round
+ * (attention.h). The attention output is combined privately as the input of wo. The call's step
  * count follows from the compiled list (steps_of), once.
  *
  * A chunk's matrix steps are matrix x matrix; a decode token's units are planned for balance (plan.h), and a thread
@@ -34,9 +35,10 @@ typedef struct {
     size_t wide_bytes;
 } thread_buf;
 
-/* What a compiled step is. MATMUL: one to three products of one input (into their values, or added to x); GATE_UP:
- * gate and up of the same rows, then the gated activation on those rows; ATTEND: a layer's attention rounds. */
-typedef enum { ST_MATMUL, ST_GATE_UP, ST_ATTEND } step_kind;
+/* What a compiled step is. MATMUL: one to three products of one input (into their values, or added to x), each
+ * with its bias when it has one; GATE_UP: gate and up of the same rows, then the gated activation on those rows;
+ * ATTEND: a layer's attention rounds; HEADS: the per-head norms of one to three values, a row a unit. */
+typedef enum { ST_MATMUL, ST_GATE_UP, ST_ATTEND, ST_HEADS } step_kind;
 
 /* How each thread prepares a matrix step's input: NORM: norm(x) with norm_w; ATT: the attention pieces combined;
  * HIDDEN: the gated activation (the GATE value). */
@@ -49,6 +51,8 @@ typedef struct {
     tg_val out[3];
     input_kind in;
     const float *norm_w;
+    const float *bias[3];  /* MATMUL: out[j] += bias[j] on every row (NULL: none) */
+    const float *hnorm[3]; /* HEADS: the norm weight [head_dim] of the heads of out[j] */
     bool residual; /* the product is added to x (out[0] == X) through the thread's tmp rows */
     bool head;     /* the output head: only the rows whose logits are wanted */
     int layer;     /* ATTEND */
@@ -64,7 +68,7 @@ struct tg_backend {
     int n_cs;
     int *next_mat; /* [n_cs] the index of the next matrix step after step i (-1: none) */
     int first_mat;
-    int64_t n_mat, n_attend; /* matrix steps; attention steps (2 scheduler steps per round each) */
+    int64_t n_mat, n_attend, n_heads; /* matrix steps; attention steps (2 scheduler steps per round each); HEADS */
     /* shared activations for up to max_rows rows (row t = row t of the call) */
     float *x;  /* [max_rows, d_model] residual stream */
     float *q;  /* [max_rows, n_heads * head_dim] queries (pre-RoPE, then rotated and scaled in place) */
@@ -79,8 +83,11 @@ struct tg_backend {
     tg_pool *pool;  /* the team of n_threads that runs every call */
 };
 
-/* The scheduler steps of a call with n_rounds attention rounds: one per matrix step, two per round per layer. */
-static int64_t steps_of(const tg_backend *be, int n_rounds) { return be->n_mat + 2 * (int64_t)n_rounds * be->n_attend; }
+/* The scheduler steps of a call with n_rounds attention rounds: one per matrix or HEADS step, two per round per
+ * layer. */
+static int64_t steps_of(const tg_backend *be, int n_rounds) {
+    return be->n_mat + be->n_heads + 2 * (int64_t)n_rounds * be->n_attend;
+}
 
 /* ---- compiling the program ------------------------------------------------------------------------------------- */
 
@@ -122,6 +129,26 @@ static bool compile_op(tg_backend *be, const tg_program *p, int i, const float *
         last->residual = true;
         last->out[0] = TG_VAL_X;
         return true;
+    case TG_OP_BIAS: {
+        const tg_op_kind prev = p->ops[i - 1].kind;
+        int j = 0;
+        while (last && j < last->n_w && last->out[j] != o->out) j++;
+        if (!last || last->kind != ST_MATMUL || last->residual || last->head || j == last->n_w || last->bias[j] ||
+            o->in != o->out || (prev != TG_OP_MATMUL && prev != TG_OP_BIAS))
+            return cannot(o, "in place, right after the products whose output it shifts", err);
+        last->bias[j] = o->bias;
+        return true;
+    }
+    case TG_OP_HEAD_NORM:
+        if (o->norm != TG_NORM_RMS || o->in != o->out || (o->out != TG_VAL_Q && o->out != TG_VAL_K))
+            return cannot(o, "rms of the queries or keys, in place", err);
+        if (last && last->kind == ST_HEADS && p->ops[i - 1].kind == TG_OP_HEAD_NORM && last->n_w < 3) {
+            last->hnorm[last->n_w] = o->norm_w;
+            last->out[last->n_w++] = o->out;
+            return true;
+        }
+        be->cs[be->n_cs++] = (cstep){.kind = ST_HEADS, .n_w = 1, .out = {o->out}, .hnorm = {o->norm_w}};
+        return true;
     case TG_OP_MATMUL: {
         input_kind in;
         if (o->in == TG_VAL_H && *norm_w) in = IN_NORM;
@@ -158,6 +185,8 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
         be->next_mat[i] = next;
         if (be->cs[i].kind == ST_ATTEND) {
             be->n_attend++;
+        } else if (be->cs[i].kind == ST_HEADS) {
+            be->n_heads++;
         } else {
             next = i;
             be->n_mat++;
@@ -302,6 +331,8 @@ static void run_matrix(tg_team *tm, const prep_ctx *c, float *tmp) {
             for (int64_t t = 0; t < a.n; t++) tg_swiglu(jobs[0].y + (size_t)t * ff + r0, jobs[1].y + (size_t)t * ff + r0, r1 - r0);
         } else if (!c->st->residual) {
             tg_matmul_rows(jb->w, &a, r0, r1, jb->y + r0, jb->ldy);
+            const float *bias = c->st->bias[j];
+            for (int64_t t = 0; bias && t < a.n; t++) tg_add_bias(jb->y + (size_t)t * jb->ldy + r0, bias + r0, r1 - r0);
         } else {
             const int64_t nr = r1 - r0;
             tg_matmul_rows(jb->w, &a, r0, r1, tmp, (size_t)nr);
@@ -314,6 +345,20 @@ static void run_matrix(tg_team *tm, const prep_ctx *c, float *tmp) {
         tg_finish(tm);
     }
     tg_matrix_step_end(tm, total);
+}
+
+/* A HEADS step: each row's heads of each value normalised, a row a unit. Ends the step. */
+static void run_heads(tg_team *tm, const tg_backend *be, const cstep *st, int n) {
+    const tg_hparams *hp = &be->m->hp;
+    for (int64_t t; (t = tg_claim(tm, n)) >= 0;) {
+        for (int j = 0; j < st->n_w; j++) {
+            size_t ld;
+            float *y = value_of(be, st->out[j], &ld);
+            tg_rmsnorm_heads(y + (size_t)t * ld, (int64_t)ld / hp->head_dim, hp->head_dim, st->hnorm[j], hp->norm_eps);
+        }
+        tg_finish(tm);
+    }
+    tg_step_end(tm, n);
 }
 
 typedef struct {
@@ -336,6 +381,10 @@ static void run_thread(void *arg, int thread) {
         const cstep *st = &be->cs[i];
         if (st->kind == ST_ATTEND) {
             tg_attn_layer(&tm, &be->attn, rows, st->layer, st->own_kv, be->q, be->k, be->v, tb->work, tb->gwork);
+            continue;
+        }
+        if (st->kind == ST_HEADS) {
+            run_heads(&tm, be, st, rows->n);
             continue;
         }
         const int next = be->next_mat[i];

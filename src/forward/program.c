@@ -58,6 +58,25 @@ static bool layer(tg_program *p, const struct tg_model *m, int l) {
         ok = ok && emit(p, matmul(TG_VAL_K, &w->wk, TG_VAL_H));
         ok = ok && emit(p, matmul(TG_VAL_V, &w->wv, TG_VAL_H));
     }
+    /* q += bq, k += bk, v += bv (Qwen2); each head of q and k normalised (Qwen3) */
+    const struct {
+        bool on;
+        tg_op_kind kind;
+        tg_val v;
+        const float *w;
+    } extras[] = {
+        {a->qkv_bias, TG_OP_BIAS, TG_VAL_Q, w->bq}, {a->qkv_bias && own_kv, TG_OP_BIAS, TG_VAL_K, w->bk},
+        {a->qkv_bias && own_kv, TG_OP_BIAS, TG_VAL_V, w->bv}, {a->qk_norm, TG_OP_HEAD_NORM, TG_VAL_Q, w->q_norm},
+        {a->qk_norm && own_kv, TG_OP_HEAD_NORM, TG_VAL_K, w->k_norm},
+    };
+    for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++) {
+        if (!extras[i].on) continue;
+        tg_op e = op(extras[i].kind, extras[i].v, extras[i].v);
+        e.bias = extras[i].kind == TG_OP_BIAS ? extras[i].w : NULL;
+        e.norm_w = extras[i].kind == TG_OP_HEAD_NORM ? extras[i].w : NULL;
+        e.norm = a->norm;
+        ok = ok && emit(p, e);
+    }
     /* q, k = rope(q, k) at each row's position; the cache += k, v; att = softmax(q K^T / sqrt(head_dim)) V */
     ok = ok && emit(p, rope);
     ok = ok && emit(p, attend);
@@ -80,7 +99,7 @@ static const char *unwritten(const tg_arch *a) {
         bool set;
         const char *field;
     } fields[] = {
-        {a->qkv_bias, "qkv_bias"}, {a->qk_norm, "qk_norm"}, {a->post_norms, "post_norms"}, {a->fused_qkv, "fused_qkv"},
+        {a->post_norms, "post_norms"}, {a->fused_qkv, "fused_qkv"},
         {a->embed_scale, "embed_scale"}, {a->attn_softcap != 0 || a->final_softcap != 0, "soft-caps"},
         {a->no_rope_every != 0, "no_rope_every"},
     };
@@ -112,6 +131,7 @@ void tg_program_free(tg_program *p) {
 }
 
 const char *tg_op_name(tg_op_kind kind) {
-    static const char *const names[TG_OP_COUNT] = {"embed", "norm", "matmul", "rope/append", "attend", "glu", "add"};
+    static const char *const names[TG_OP_COUNT] = {"embed", "norm",   "matmul", "rope/append", "attend",
+                                                   "glu",   "add",    "bias",   "head norm"};
     return kind < TG_OP_COUNT ? names[kind] : "?";
 }

@@ -31,6 +31,8 @@ typedef enum {
     TG_OP_ATTEND,      /* out = attention of layer's queries over the row's cache (causal, its policy's window) */
     TG_OP_GLU,         /* out = act(in) * in2 elementwise (act: the architecture row's glu) */
     TG_OP_ADD,         /* out += in (the residual connection) */
+    TG_OP_BIAS,        /* out += bias, on every row (in = out) */
+    TG_OP_HEAD_NORM,   /* each head_dim-wide head of out normalised in place with norm_w [head_dim] (in = out) */
     TG_OP_COUNT
 } tg_op_kind;
 
@@ -39,8 +41,9 @@ typedef struct {
     tg_val out, in, in2;
     int layer;            /* ROPE_APPEND, ATTEND: the layer whose cache rows they use; else -1 */
     const tg_tensor *w;   /* EMBED, MATMUL: the matrix [out columns, in columns] */
-    const float *norm_w;  /* NORM: the weight [d_model] */
-    tg_arch_norm norm;    /* NORM */
+    const float *norm_w;  /* NORM: the weight [d_model]; HEAD_NORM: [head_dim] */
+    const float *bias;    /* BIAS: [out's row length] */
+    tg_arch_norm norm;    /* NORM, HEAD_NORM */
     tg_arch_glu glu;      /* GLU */
     bool own_kv;          /* ROPE_APPEND: the layer appends its own k, v (false: it reads kv_source's, YOCO) */
 } tg_op;

@@ -24,6 +24,14 @@ void tg_rmsnorm(float *out, const float *x, const float *weight, int64_t n, floa
     for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
 }
 
+void tg_rmsnorm_heads(float *x, int64_t n_heads, int64_t head_dim, const float *weight, float eps) {
+    for (int64_t h = 0; h < n_heads; h++) tg_rmsnorm(x + h * head_dim, x + h * head_dim, weight, head_dim, eps);
+}
+
+void tg_add_bias(float *y, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += b[i];
+}
+
 /* Rotates pairs [i0, i1) of every head by (c[i - i0], s[i - i0]). The single place the rotation is written, shared
  * by the direct and the table paths so that both give identical bits. */
 static void rope_rotate(float *x, int n_heads, int head_dim, int i0, int i1, const float *c, const float *s,

@@ -13,6 +13,13 @@
  * out may alias x. */
 void tg_rmsnorm(float *out, const float *x, const float *weight, int64_t n, float eps);
 
+/* tg_rmsnorm of each of the n_heads head_dim-wide vectors of x, in place, with the one weight [head_dim] (the
+ * per-head query / key norm of Qwen3). */
+void tg_rmsnorm_heads(float *x, int64_t n_heads, int64_t head_dim, const float *weight, float eps);
+
+/* y[i] += b[i] for i < n (a bias). */
+void tg_add_bias(float *y, const float *b, int64_t n);
+
 typedef enum {
     TG_ROPE_HALF = 0,    /* Hugging Face rotate_half: pairs (i, i + d/2) */
     TG_ROPE_INTERLEAVED, /* llama.cpp "normal" (GGUF llama, Q/K rows permuted by the converter): pairs (2i, 2i+1) */

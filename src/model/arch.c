@@ -6,22 +6,24 @@
 
 /* llama.cpp's converter's tensor names (Llama and every family it writes in Llama's layout). */
 #define GGUF_LLAMA_NAMES                                                                                            \
-    {                                                                                                               \
         .tok_embd = "token_embd.weight", .out_norm = "output_norm.weight", .lm_head = "output.weight",              \
         .layer_prefix = "blk.", .attn_norm = "attn_norm.weight", .wq = "attn_q.weight", .wk = "attn_k.weight",      \
         .wv = "attn_v.weight", .wo = "attn_output.weight", .ffn_norm = "ffn_norm.weight",                           \
-        .w_gate = "ffn_gate.weight", .w_up = "ffn_up.weight", .w_down = "ffn_down.weight",                          \
-    }
+        .w_gate = "ffn_gate.weight", .w_up = "ffn_up.weight", .w_down = "ffn_down.weight"
 
 /* transformers' LlamaForCausalLM names (MistralForCausalLM's are the same). */
 #define HF_LLAMA_NAMES                                                                                              \
-    {                                                                                                               \
         .tok_embd = "model.embed_tokens.weight", .out_norm = "model.norm.weight", .lm_head = "lm_head.weight",      \
         .layer_prefix = "model.layers.", .attn_norm = "input_layernorm.weight", .wq = "self_attn.q_proj.weight",    \
         .wk = "self_attn.k_proj.weight", .wv = "self_attn.v_proj.weight", .wo = "self_attn.o_proj.weight",          \
         .ffn_norm = "post_attention_layernorm.weight", .w_gate = "mlp.gate_proj.weight",                            \
-        .w_up = "mlp.up_proj.weight", .w_down = "mlp.down_proj.weight",                                             \
-    }
+        .w_up = "mlp.up_proj.weight", .w_down = "mlp.down_proj.weight"
+
+/* The q/k/v biases and the per-head q/k norms of llama.cpp's qwen2 / qwen3 and of transformers' Qwen2 / Qwen3. */
+#define GGUF_QKV_BIAS .bq = "attn_q.bias", .bk = "attn_k.bias", .bv = "attn_v.bias"
+#define HF_QKV_BIAS .bq = "self_attn.q_proj.bias", .bk = "self_attn.k_proj.bias", .bv = "self_attn.v_proj.bias"
+#define GGUF_QK_NORM .q_norm = "attn_q_norm.weight", .k_norm = "attn_k_norm.weight"
+#define HF_QK_NORM .q_norm = "self_attn.q_norm.weight", .k_norm = "self_attn.k_norm.weight"
 
 /* One row per family. The YOCO variant (docs/yoco.md) is Llama's row: its layers are Llama's, its layer map is
  * read by the loaders. */
@@ -31,18 +33,44 @@ static const tg_arch ARCHS[] = {
         .gguf_name = "llama",
         .hf_names = {"LlamaForCausalLM", "TinyGPTYocoForCausalLM", NULL},
         .hf_model_type = "llama",
-        .gguf = GGUF_LLAMA_NAMES,
-        .hf = HF_LLAMA_NAMES,
+        .gguf = {GGUF_LLAMA_NAMES},
+        .hf = {HF_LLAMA_NAMES},
         .hf_default_context = 2048,
     },
     {
         .name = "mistral",
         .hf_names = {"MistralForCausalLM", NULL},
         .hf_model_type = "mistral",
-        .gguf = GGUF_LLAMA_NAMES,
-        .hf = HF_LLAMA_NAMES,
+        .gguf = {GGUF_LLAMA_NAMES},
+        .hf = {HF_LLAMA_NAMES},
         .hf_default_context = 131072,
         .hf_sliding_window = true,
+    },
+    {
+        .name = "qwen2",
+        .gguf_name = "qwen2",
+        .hf_names = {"Qwen2ForCausalLM", NULL},
+        .hf_model_type = "qwen2",
+        .gguf = {GGUF_LLAMA_NAMES, GGUF_QKV_BIAS},
+        .hf = {HF_LLAMA_NAMES, HF_QKV_BIAS},
+        .hf_default_context = 32768,
+        .hf_sliding_window = true,
+        .hf_window_flag = true,
+        .gguf_rope_half = true,
+        .qkv_bias = true,
+    },
+    {
+        .name = "qwen3",
+        .gguf_name = "qwen3",
+        .hf_names = {"Qwen3ForCausalLM", NULL},
+        .hf_model_type = "qwen3",
+        .gguf = {GGUF_LLAMA_NAMES, GGUF_QK_NORM},
+        .hf = {HF_LLAMA_NAMES, HF_QK_NORM},
+        .hf_default_context = 32768,
+        .hf_sliding_window = true,
+        .hf_window_flag = true,
+        .gguf_rope_half = true,
+        .qk_norm = true,
     },
 };
 

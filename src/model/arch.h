@@ -13,6 +13,8 @@ typedef struct {
     const char *tok_embd, *out_norm, *lm_head;
     const char *layer_prefix;
     const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+    const char *bq, *bk, *bv;     /* the q, k, v biases (rows with qkv_bias) */
+    const char *q_norm, *k_norm;  /* the per-head q and k norms (rows with qk_norm) */
 } tg_weight_names;
 
 /* How a norm scales: RMS: x / rms(x) * w (Llama); RMS_PLUS_ONE: x / rms(x) * (1 + w) (Gemma). */
@@ -29,6 +31,9 @@ typedef struct {
     tg_weight_names gguf, hf;    /* the tensor names in each format */
     int hf_default_context;      /* transformers' max_position_embeddings default for the family */
     bool hf_sliding_window;      /* config.json's "sliding_window" is read (Mistral); else it is no window */
+    bool hf_window_flag;         /* ... only when "use_sliding_window" is true, on the layers from "max_window_layers"
+                                  * on (Qwen2/3): a window on every layer or on none is read, a mix refused */
+    bool gguf_rope_half;         /* llama.cpp keeps the Q/K rows in the file's order and rotates halves (NEOX) */
     tg_arch_norm norm;
     tg_arch_glu glu;
     bool qkv_bias;               /* biases on q, k, v (Qwen2) */

@@ -1,4 +1,4 @@
-/* load_gguf.c — a Llama model from a GGUF file (llama.cpp's converter layout): `llama.*` hyper-parameters,
+/* load_gguf.c — a Llama-family model from a GGUF file (llama.cpp's converter layout): `<arch>.*` hyper-parameters,
  * blk.N.* tensors with their shapes checked, Q/K rows in llama.cpp's interleaved RoPE order; the YOCO layer map
  * `tinygpt.kv_source` (docs/yoco.md) when present. */
 #include <limits.h>
@@ -160,7 +160,8 @@ static bool read_hparams(const tg_gguf *g, const char *arch, bool weights, tg_hp
     if (weights && n_tokens > hp->vocab_size)
         return tg_fail(err, "%s: the tokenizer has %d tokens but %s.vocab_size is %d", path, n_tokens, arch,
                        hp->vocab_size);
-    hp->rope_style = TG_ROPE_INTERLEAVED; /* llama.cpp's converter permutes the Q/K rows */
+    /* llama.cpp's converter permutes Llama's Q/K rows; it keeps other families' (NEOX rotation) */
+    hp->rope_style = hp->arch && hp->arch->gguf_rope_half ? TG_ROPE_HALF : TG_ROPE_INTERLEAVED;
     return true;
 }
 

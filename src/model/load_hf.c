@@ -167,6 +167,23 @@ static bool read_architecture(const config *c, tg_hparams *hp, tg_error *err) {
     return true;
 }
 
+/* "sliding_window" (Mistral); with the row's hf_window_flag (Qwen2/3) only when "use_sliding_window" is true, on the
+ * layers from "max_window_layers" on (transformers' rule): a window on none of the layers or on all of them. */
+static bool read_window(const config *c, tg_hparams *hp, tg_error *err) {
+    if (hp->arch->hf_window_flag) {
+        bool use = false;
+        int from = 0;
+        if (!cfg_bool(c, "use_sliding_window", false, &use, err)) return false;
+        if (!use) return true;
+        if (!cfg_int(c, "max_window_layers", false, 0, &from, err)) return false;
+        if (from >= hp->n_layers) return true;
+        if (from > 0)
+            return tg_fail(err, "%s: a sliding window on layers %d to %d only (max_window_layers) is not supported",
+                           c->path, from, hp->n_layers - 1);
+    }
+    return cfg_int(c, "sliding_window", false, 0, &hp->sliding_window, err);
+}
+
 static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     if (!json_is_object(c->root)) return tg_fail(err, "%s: not a JSON object", c->path);
     if (!read_architecture(c, hp, err)) return false;
@@ -199,8 +216,7 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     hp->rope_style = TG_ROPE_HALF;
 
     hp->sliding_window = 0;
-    if (hp->arch->hf_sliding_window && !cfg_int(c, "sliding_window", false, 0, &hp->sliding_window, err)) return false;
-    return true;
+    return !hp->arch->hf_sliding_window || read_window(c, hp, err);
 }
 
 /* True when config.json names the YOCO architecture. */

@@ -143,14 +143,14 @@ static bool bind_matrix(const tg_view_fn view, const void *ctx, const char *name
     return true;
 }
 
-static bool bind_norm(struct tg_model *m, const tg_view_fn view, const void *ctx, const char *name, float **out,
-                      bind_stats *s, tg_error *err) {
-    int64_t d = m->hp.d_model;
+/* A vector of d elements (a norm's weight, a bias): an owned f32 copy. */
+static bool bind_vec(struct tg_model *m, const tg_view_fn view, const void *ctx, const char *name, int64_t d,
+                     float **out, bind_stats *s, tg_error *err) {
     tg_tensor t;
     if (!view(ctx, name, 1, d, &t, err)) return false;
     float *buf = tg_model_alloc_f32(m, (size_t)d);
     if (!buf) return tg_fail(err, "out of memory converting %s", name);
-    tg_tensor_get_row(&t, 0, buf); /* out: [d_model] f32 */
+    tg_tensor_get_row(&t, 0, buf); /* out: [d] f32 */
     if (s->norm_type < 0) s->norm_type = (int)t.type;
     count_tensor(s, &t, true);
     *out = buf;
@@ -183,6 +183,35 @@ static void layer_name(char *buf, size_t cap, const char *prefix, int layer, con
     snprintf(buf, cap, "%s%d.%s", prefix, layer, suffix);
 }
 
+/* Layer l's vectors beside its matrices that its architecture row asks for: the q/k/v biases (k, v only when the
+ * layer holds its own K/V), the per-head q/k norms. */
+static bool bind_layer_vecs(struct tg_model *m, const tg_weight_names *names, tg_view_fn view, const void *ctx, int l,
+                            bind_stats *s, tg_error *err) {
+    const tg_hparams *hp = &m->hp;
+    tg_layer_weights *w = &m->layers[l];
+    const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    const bool own_kv = hp->kv_source[l] == l, bias = hp->arch && hp->arch->qkv_bias;
+    const bool qk = hp->arch && hp->arch->qk_norm;
+    const struct {
+        bool want;
+        const char *name;
+        int64_t n;
+        float **out;
+    } vecs[] = {
+        {bias, names->bq, qd, &w->bq},
+        {bias && own_kv, names->bk, kvd, &w->bk},
+        {bias && own_kv, names->bv, kvd, &w->bv},
+        {qk, names->q_norm, hp->head_dim, &w->q_norm}, {qk && own_kv, names->k_norm, hp->head_dim, &w->k_norm},
+    };
+    char name[256];
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
+        if (!vecs[i].want) continue;
+        layer_name(name, sizeof name, names->layer_prefix, l, vecs[i].name);
+        if (!bind_vec(m, view, ctx, name, vecs[i].n, vecs[i].out, s, err)) return false;
+    }
+    return true;
+}
+
 bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_view_fn view, const void *ctx,
                            tg_error *err) {
     const tg_hparams *hp = &m->hp;
@@ -196,7 +225,7 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
     if (!m->layers) return tg_fail(err, "out of memory");
     if (!bind_matrix(view, ctx, names->tok_embd, vocab, d, &m->tok_embd, &s, hp->tied_embeddings, err)) return false;
-    if (!bind_norm(m, view, ctx, names->out_norm, &m->out_norm, &s, err)) return false;
+    if (!bind_vec(m, view, ctx, names->out_norm, d, &m->out_norm, &s, err)) return false;
     if (hp->tied_embeddings) {
         m->lm_head = m->tok_embd;
     } else if (!bind_matrix(view, ctx, names->lm_head, vocab, d, &m->lm_head, &s, true, err)) {
@@ -207,7 +236,7 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
         tg_layer_weights *w = &m->layers[l];
         const char *p = names->layer_prefix;
         layer_name(name, sizeof name, p, l, names->attn_norm);
-        if (!bind_norm(m, view, ctx, name, &w->attn_norm, &s, err)) return false;
+        if (!bind_vec(m, view, ctx, name, d, &w->attn_norm, &s, err)) return false;
         layer_name(name, sizeof name, p, l, names->wq);
         if (!bind_matrix(view, ctx, name, qd, d, &w->wq, &s, true, err)) return false;
         if (hp->kv_source[l] == l) {
@@ -216,10 +245,11 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
             layer_name(name, sizeof name, p, l, names->wv);
             if (!bind_matrix(view, ctx, name, kvd, d, &w->wv, &s, true, err)) return false;
         }
+        if (!bind_layer_vecs(m, names, view, ctx, l, &s, err)) return false;
         layer_name(name, sizeof name, p, l, names->wo);
         if (!bind_matrix(view, ctx, name, d, qd, &w->wo, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->ffn_norm);
-        if (!bind_norm(m, view, ctx, name, &w->ffn_norm, &s, err)) return false;
+        if (!bind_vec(m, view, ctx, name, d, &w->ffn_norm, &s, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_gate);
         if (!bind_matrix(view, ctx, name, ff, d, &w->w_gate, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_up);
@@ -275,6 +305,15 @@ static bool check_weights_finite(const tg_model *m, const char *path, tg_error *
             !check_finite(&w->w_gate, path, "gate", l, err) || !check_finite(&w->w_up, path, "up", l, err) ||
             !check_finite(&w->w_down, path, "down", l, err))
             return false;
+        const int64_t qd = (int64_t)m->hp.n_heads * m->hp.head_dim, kvd = (int64_t)m->hp.n_kv_heads * m->hp.head_dim;
+        const struct {
+            const float *v;
+            int64_t n;
+            const char *what;
+        } vecs[] = {{w->bq, qd, "query bias"}, {w->bk, kvd, "key bias"}, {w->bv, kvd, "value bias"},
+                    {w->q_norm, m->hp.head_dim, "query norm"}, {w->k_norm, m->hp.head_dim, "key norm"}};
+        for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++)
+            if (vecs[i].v && !check_finite_norm(vecs[i].v, vecs[i].n, path, vecs[i].what, l, err)) return false;
     }
     return true;
 }
@@ -385,8 +424,12 @@ int64_t tg_hparams_param_count(const tg_hparams *hp) {
     for (int l = 0; l < hp->n_layers; l++) {
         /* two norms, q and o, k and v unless the layer reads another's (YOCO), the three feed-forward matrices */
         const bool own_kv = !hp->kv_source || hp->kv_source[l] == l;
+        /* the architecture's vectors: q/k/v biases, per-head q/k norms (bind_layer_vecs) */
+        int64_t vecs = 0;
+        if (hp->arch && hp->arch->qkv_bias) vecs += qd + (own_kv ? 2 * kvd : 0);
+        if (hp->arch && hp->arch->qk_norm) vecs += (int64_t)hp->head_dim * (own_kv ? 2 : 1);
         if (!tg_add_i64(2 * d + attn_q, own_kv ? attn_kv : 0, &layer_kv) || !tg_add_i64(layer_kv, ffn, &layer_kv) ||
-            !tg_add_i64(total, layer_kv, &total))
+            !tg_add_i64(layer_kv, vecs, &layer_kv) || !tg_add_i64(total, layer_kv, &total))
             return -1;
     }
     return total;

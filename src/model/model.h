@@ -44,6 +44,8 @@ typedef struct {
     tg_tensor w_gate;            /* [ffn_dim, d_model] */
     tg_tensor w_up;              /* [ffn_dim, d_model] */
     tg_tensor w_down;            /* [d_model, ffn_dim] */
+    float *bq, *bk, *bv;         /* [n_heads * head_dim], [n_kv_heads * head_dim] x 2: biases (qkv_bias; else NULL) */
+    float *q_norm, *k_norm;      /* [head_dim] the per-head norms of q and k (qk_norm; else NULL) */
 } tg_layer_weights;
 
 /* The most end-of-sequence ids a model keeps (real configs list up to three). */

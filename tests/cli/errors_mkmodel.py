@@ -362,8 +362,8 @@ def variants(hp):
         replace_kvs={"llama.embedding_length": (T_U32, hp["d_model"] * 2)})
     yield "missing-tensor", "no blk.0.ffn_up.weight", g(drop_tensors=("blk.0.ffn_up.weight",))
     yield "arch", "architecture gpt2", g(replace_kvs={"general.architecture": (T_STRING, "gpt2")})
-    yield "arch-qwen2", "architecture qwen2 (a llama.cpp architecture tinygpt does not run)", g(
-        replace_kvs={"general.architecture": (T_STRING, "qwen2")})
+    yield "arch-falcon", "architecture falcon (a llama.cpp architecture tinygpt does not run)", g(
+        replace_kvs={"general.architecture": (T_STRING, "falcon")})
     yield "arch-gemma", "architecture gemma", g(replace_kvs={"general.architecture": (T_STRING, "gemma")})
     yield "rope-yarn", "RoPE scaling yarn", g(extra_kvs=[("llama.rope.scaling.type", T_STRING, "yarn"),
                                                          ("llama.rope.scaling.factor", T_F32, 4.0)])

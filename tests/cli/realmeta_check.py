@@ -7,9 +7,10 @@ shapes the config implies is written beside them: the header is real, the data a
 model costs no disk. Where the folder has a model.safetensors.index.json, the tensors go into the shards it names
 and the names must be exactly the ones the config implies. The expected values are computed here from the JSON files,
 independently of tinygpt: the parameter count (also checked against the index's total_size where there is one),
-layers, heads, head size, context, RoPE theta and scaling, BOS / EOS, tied embeddings, the weight type. Folders
-tinygpt must refuse (Qwen2.5, a RoPE type it does not know, Gemma, no config.json, PyTorch pickle weights) must fail
-with one line naming the reason and exit 1.
+layers, heads, head size, context, RoPE theta and scaling, BOS / EOS, tied embeddings, the weight type; Qwen2's
+q/k/v biases and Qwen3's per-head q/k norms are among the tensors. Folders tinygpt must refuse (an architecture it
+does not know yet, e.g. Phi-3 or Gemma, a RoPE type it does not know, no config.json, PyTorch pickle weights) must
+fail with one line naming the reason and exit 1.
 
 Prints "FAIL: ..." per failed check and a last line "test_realmeta: N checks passed, M failed"; exit 1 on any
 failure.
@@ -26,6 +27,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 REALMETA = os.path.join(ROOT, "..", "shared", "testdata", "realmeta")
 FIXTURE_TOKENIZER = os.path.join(ROOT, "tests", "data", "fixtures", "smollm2")  # SmolLM2-layout tokenizer
 DTYPES = {"float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2)}
+# the config.json architectures tinygpt runs, and the name `info` gives each
+SUPPORTED = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
 
 tinygpt, scratch = sys.argv[1], sys.argv[2]
 passed = 0
@@ -55,7 +58,8 @@ def load(folder, name):
 
 
 def tensor_shapes(cfg):
-    """The tensors transformers' LlamaForCausalLM holds, {name: [rows, cols]} (1-D: [n])."""
+    """The tensors transformers' LlamaForCausalLM (Qwen2: with q/k/v biases; Qwen3: with q/k norms) holds,
+    {name: [rows, cols]} (1-D: [n])."""
     d, ff, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     heads = cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads") or heads
@@ -74,6 +78,12 @@ def tensor_shapes(cfg):
         t[p + "mlp.gate_proj.weight"] = [ff, d]
         t[p + "mlp.up_proj.weight"] = [ff, d]
         t[p + "mlp.down_proj.weight"] = [d, ff]
+        if cfg["architectures"][0] == "Qwen2ForCausalLM":
+            for m, rows in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd)):
+                t[p + "self_attn.%s_proj.bias" % m] = [rows]
+        if cfg["architectures"][0] == "Qwen3ForCausalLM":
+            t[p + "self_attn.q_norm.weight"] = [hd]
+            t[p + "self_attn.k_norm.weight"] = [hd]
     return t
 
 
@@ -176,7 +186,7 @@ def check_info(name, folder, cfg, weights):
     kv = cfg.get("num_key_value_heads") or heads
     hd = cfg.get("head_dim") or cfg["hidden_size"] // heads
     want = {
-        "architecture": "llama",
+        "architecture": SUPPORTED[cfg["architectures"][0]],
         "context length": str(cfg["max_position_embeddings"]),
         "layers": "%d (%d hold their own K/V)" % (cfg["num_hidden_layers"], cfg["num_hidden_layers"]),
         "heads": "%d query, %d KV, head dim %d" % (heads, kv, hd),
@@ -226,7 +236,7 @@ def main():
         if cfg is None:  # Meta-Llama-3-8B: its index and tokenizer files only
             expect_refusal(name, ["info", dst], "config.json)")
             continue
-        if cfg["architectures"][0] != "LlamaForCausalLM":  # Qwen2.5: refused by name, before any weight is read
+        if cfg["architectures"][0] not in SUPPORTED:  # Phi-3, Gemma...: refused by name, before any weight is read
             expect_refusal(name, ["info", dst], "unsupported architecture '%s'" % cfg["architectures"][0])
             continue
         # the config alone: info describes it, naming what is absent

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Builds tiny random-weight Qwen2 and Qwen3 folders with transformers' own outputs as goldens (issue #50), for
+tests/unit/test_families.c and tests/cli/test_families.sh.
+
+Responsibility: for each family, a transformers config of a tiny shape (hidden 64, vocab 1024: the smollm2
+fixture's tokenizer), a model built by transformers with a fixed seed, its weights moved off their defaults where a
+default would hide a mistake (norm weights 1 +- 0.3, q/k/v biases and q/k norm weights random: transformers
+initialises biases to 0 and norms to 1), written by save_pretrained (fp32 safetensors), reloaded from the folder,
+then run by transformers in fp32 (eager attention, CPU) for:
+  logits.f32  [T, V] float32 of the smollm2 fixture's 40-token prompt, every position;
+  golden.json the prompt, per-token NLL (nll[i] = -log p(prompt[i + 1] | prompt[.. i])), and a 32-token greedy
+              continuation of the greedy prompt with each step's top-1/top-2 logit margin.
+Qwen2's config keeps use_sliding_window false (its sliding_window must then be ignored); Qwen3's head_dim (32)
+differs from hidden / heads (16) and its embeddings are untied.
+Needs torch and transformers (the GPU machine has them; a CPU is enough).
+Usage: tools/make_family_fixtures.py --out DIR [--tar]   (--tar: one DIR/<name>.tar per folder instead of folders)
+"""
+import argparse
+import io
+import json
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import torch
+import transformers
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKENIZER_FROM = ROOT / "tests/data/fixtures/smollm2"
+VOCAB = 1024
+SEED = 50
+INIT_STD = 0.08
+N_GREEDY = 32
+
+FAMILIES = {
+    "qwen2-tiny": ("Qwen2Config", "Qwen2ForCausalLM", dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=128, rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        use_sliding_window=False, sliding_window=16, max_window_layers=2)),
+    "qwen3-tiny": ("Qwen3Config", "Qwen3ForCausalLM", dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, max_position_embeddings=128, rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        use_sliding_window=False, sliding_window=None, attention_bias=False)),
+}
+
+
+@torch.no_grad()
+def greedy(model, prompt, n):
+    """n argmax steps recomputing the whole sequence each time; returns (ids, each step's top-1/top-2 margin)."""
+    seq, margins = list(prompt), []
+    for _ in range(n):
+        logits = model(input_ids=torch.tensor([seq])).logits[0, -1]
+        top = torch.topk(logits, 2)
+        margins.append(round(float(top.values[0] - top.values[1]), 6))
+        seq.append(int(top.indices[0]))
+    return seq[len(prompt):], margins
+
+
+def build(name, out):
+    cfg_cls, model_cls, shape = FAMILIES[name]
+    fixture = json.loads((TOKENIZER_FROM / "golden.json").read_text())
+    cfg = getattr(transformers, cfg_cls)(vocab_size=VOCAB, bos_token_id=0, eos_token_id=0, initializer_range=INIT_STD,
+                                         **shape)
+    torch.manual_seed(SEED)
+    model = getattr(transformers, model_cls)(cfg).float().eval()
+    gen = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if pname.endswith("norm.weight"):
+                p.copy_(1.0 + 0.3 * (torch.rand(p.shape, generator=gen) * 2 - 1))
+            elif pname.endswith(".bias"):
+                p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(TOKENIZER_FROM / f, out / f)
+    ref = getattr(transformers, model_cls).from_pretrained(out, attn_implementation="eager",
+                                                             dtype=torch.float32).eval()
+    prompt = fixture["prompt_ids"]
+    with torch.no_grad():
+        logits = ref(input_ids=torch.tensor([prompt])).logits[0].float()
+    logits.numpy().astype("<f4").tofile(out / "logits.f32")
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    nll = [round(-float(logp[i, prompt[i + 1]]), 7) for i in range(len(prompt) - 1)]
+    gprompt = fixture["greedy_prompt_ids"]
+    cont, margins = greedy(ref, gprompt, N_GREEDY)
+    golden = {
+        "model": "%s: %s random weights (normal, std %g, seed %d; norms 1 +- 0.3; biases normal std 0.2)"
+                 % (name, model_cls, INIT_STD, SEED),
+        "tensors": sorted(n for n, _ in ref.named_parameters()),
+        "prompt_ids": prompt,
+        "logits_file": "logits.f32",
+        "logits_shape": [len(prompt), VOCAB],
+        "logits_dtype": "float32 little-endian, row-major [T, V], transformers fp32 CPU eager attention",
+        "nll": nll,
+        "mean_nll": round(sum(nll) / len(nll), 7),
+        "greedy_prompt_ids": gprompt,
+        "greedy_continuation": cont,
+        "greedy_margins": margins,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "notes": "Built by tools/make_family_fixtures.py. The prompts and tokenizer files are the smollm2 fixture's.",
+    }
+    (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
+    print(f"{name}: mean nll {golden['mean_nll']:.5f}, greedy min margin {min(margins):.4f}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Build the tiny Qwen2 / Qwen3 fixtures with transformers' goldens.")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--tar", action="store_true")
+    args = ap.parse_args()
+    out = Path(args.out)
+    print("torch", torch.__version__, "transformers", transformers.__version__, flush=True)
+    for name in FAMILIES:
+        if not args.tar:
+            build(name, out / name)
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            build(name, Path(tmp) / name)
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tf:
+                tf.add(Path(tmp) / name, arcname=name)
+            (out / f"{name}.tar").write_bytes(buf.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
