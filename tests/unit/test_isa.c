@@ -31,19 +31,8 @@
 #include "kvcache/attend_kernels.h"
 #include "util/cpu_features.h"
 #include "util/half.h"
+#include "test_rng.h"
 
-typedef struct {
-    uint64_t s;
-} rng_t;
-
-static uint64_t rng_next(rng_t *r) {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
 
 /* ---- the dispatcher ------------------------------------------------------------------------------------------- */
 

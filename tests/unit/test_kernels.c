@@ -26,6 +26,7 @@
 #include "kernels/quant.h"
 #include "util/half.h"
 #include "util/thread_pool.h"
+#include "test_rng.h"
 
 /* teams[n]: the production thread team (util/thread_pool.h) of n threads, the kind the forward pass runs on;
  * teams[1] = NULL, the calling thread alone. Built once by the group setup. */
@@ -44,22 +45,6 @@ static int free_teams(void **state) {
     tg_pool_free(teams[3]);
     return 0;
 }
-
-/* ---- a tiny deterministic RNG (state on the caller's stack) ---------------------------------------------------- */
-
-typedef struct {
-    uint64_t s;
-} rng_t;
-
-static uint64_t rng_next(rng_t *r) {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [-1, 1) */
-static float rng_unit(rng_t *r) { return (float)((double)(rng_next(r) >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
 
 /* ---- building test matrices ---------------------------------------------------------------------------------- */
 
