@@ -46,6 +46,8 @@ static const char USAGE[] =
     "  --queue N                      requests waiting for budget at most; beyond: 503 + Retry-After (default 64)\n"
     "  --max-tokens N                 a request's most generated tokens, and its default (default 512)\n"
     "  --max-body BYTES               the largest request body; larger: 413 (default 4M)\n"
+    "  --max-prompt-tokens N          a request's most prompt tokens, bounded cache or not; more: 400 (default: the\n"
+    "                                 context, -c or the model's)\n"
     "  --prefill-chunk N              prompt tokens per step over all sessions, beside the decodes (default 64)\n"
     "  --grace SECONDS                after SIGTERM, how long running answers may take (default 10)\n"
     "  --chat-template NAME           a built-in chat template instead of the model's (chatml, llama3, ...)\n"
@@ -60,7 +62,7 @@ static const char USAGE[] =
 
 typedef struct {
     const char *model_path, *host, *api_key, *chat_template;
-    int64_t port, kv_budget, max_sessions, queue, max_tokens, max_body, prefill, threads;
+    int64_t port, kv_budget, max_sessions, queue, max_tokens, max_body, prefill, threads, max_prompt;
     double grace;
     tg_cache_params cache;
 } serve_args;
@@ -78,7 +80,7 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
     a->prefill = 64;
     a->grace = 10;
     enum { O_MODEL, O_HOST, O_PORT, O_KEY, O_BUDGET, O_SESSIONS, O_QUEUE, O_MAXTOK, O_BODY, O_PREFILL, O_GRACE,
-           O_TMPL, O_CONTEXT, O_THREADS, O_OWN };
+           O_TMPL, O_CONTEXT, O_THREADS, O_MAXPROMPT, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
         [O_HOST] = {.name = "--host", .kind = TG_OPT_STRING, .dest = &a->host},
@@ -98,6 +100,8 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
                        .hi = INT32_MAX},
         [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &a->threads, .lo = 0,
                        .hi = 4096},
+        [O_MAXPROMPT] = {.name = "--max-prompt-tokens", .kind = TG_OPT_INT, .dest = &a->max_prompt, .lo = 1,
+                         .hi = INT32_MAX},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -134,6 +138,25 @@ static void model_id(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)n, path + start);
 }
 
+/* The most text bytes one token of model stands for, with slack: twice its longest decoded text plus one (a
+ * SentencePiece prefix space; control tokens such as <|im_start|>, which decode to nothing, and added tokens that
+ * absorb the spaces beside them stand for more than they decode to). */
+static size_t longest_token(const tg_model *model) {
+    size_t most = 1;
+    tg_detok *d = tg_detok_new(model, &(tg_error){0});
+    if (!d) return 64; /* no tokenizer: nothing is tokenised */
+    const int32_t vocab = tg_vocab_size(model);
+    for (int32_t id = 0; id < vocab; id++) {
+        const char *out;
+        size_t a = 0, b = 0;
+        tg_detok_push(d, id, &out, &a);
+        tg_detok_flush(d, &out, &b);
+        if (a + b + 1 > most) most = a + b + 1;
+    }
+    tg_detok_free(d);
+    return 2 * most;
+}
+
 /* Waits for SIGTERM or SIGINT (blocked in every thread). */
 static int wait_for_signal(const sigset_t *set) {
     int sig = 0;
@@ -164,15 +187,24 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
     tg_server srv = {.host = a->host, .port = (int)a->port, .max_body = a->max_body, .api_key = a->api_key,
                      .model = model, .model_id = id, .model_path = a->model_path,
                      .model_context = info.context_length, .cache = a->cache, .max_tokens = a->max_tokens,
+                     .max_prompt_tokens = a->max_prompt > 0         ? a->max_prompt
+                                          : a->cache.context > 0 ? a->cache.context
+                                                                 : info.context_length,
                      .metrics = &metrics, .created = (int64_t)time(NULL)};
     atomic_init(&srv.draining, false);
     atomic_init(&srv.next_id, 1);
     atomic_init(&srv.in_flight, 0);
     pthread_mutex_init(&srv.conv_mu, NULL);
+    /* parsing and tokenising: at most 4 bodies at once, together at most one --max-body */
+    srv.prep = (tg_prep){.budget = a->max_body, .max_n = 4};
+    pthread_mutex_init(&srv.prep_mu, NULL);
+    pthread_cond_init(&srv.prep_cv, NULL);
     if (!info.has_weights) {
         tg_runtime_error("%s has no weights (a vocab-only file): it cannot serve", a->model_path);
         goto done;
     }
+    srv.max_token_bytes = longest_token(model);
+    if (srv.max_prompt_tokens < 1) srv.max_prompt_tokens = (int64_t)1 << 16; /* the model states no context */
     srv.session_bytes = tg_sequence_bytes(model, &a->cache, &err);
     if (srv.session_bytes == 0) {
         tg_cli_word_error(&err, &a->cache);
@@ -240,6 +272,8 @@ done:
     tg_batch_free(batch);
     if (have_conv) tg_chat_conv_close(&conv);
     pthread_mutex_destroy(&srv.conv_mu);
+    pthread_cond_destroy(&srv.prep_cv);
+    pthread_mutex_destroy(&srv.prep_mu);
     tg_metrics_destroy(&metrics);
     tg_model_free(model);
     if (status == TG_EXIT_OK) fprintf(stderr, "tinygpt serve: stopped\n");

@@ -1,7 +1,7 @@
 /* http.c — libmicrohttpd glue (http.h): one thread per connection, so a handler may block until its job is done and
- * a stream's reader may wait for the next token. The access handler accumulates the body (refusing one over
- * max_body with 413, from Content-Length before reading it when the client declares it), checks the key, and
- * routes. */
+ * a stream's reader may wait for the next token. The access handler checks the key as soon as the headers are in
+ * (before any body is read), accumulates the body (refusing one over max_body with 413, from Content-Length before
+ * reading it when the client declares it), and routes. */
 #define _GNU_SOURCE
 
 #include "serve/http.h"
@@ -142,6 +142,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cc = calloc(1, sizeof *cc);
         if (!cc) return MHD_NO;
         *con_cls = cc;
+        /* the key before any body is read: a keyless client costs no buffer */
+        if (strcmp(url, "/health") != 0 && !authorized(srv, c))
+            return fail(srv, c, 401, "authentication_error", "invalid_api_key",
+                        "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end = NULL;

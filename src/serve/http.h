@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "chat/conversation.h"
+#include "serve/admission.h"
 #include "serve/job.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
@@ -33,7 +34,13 @@ typedef struct {
     tg_cache_params cache;     /* the server's per-session policy */
     size_t session_bytes;      /* its bytes: the most a request's own policy may need */
     int64_t max_tokens;        /* a request's default and most generated tokens */
+    int64_t max_prompt_tokens; /* a request's most prompt tokens, bounded cache or not (more: 400) */
+    size_t max_token_bytes;    /* the most text bytes one token stands for (> 0): a prompt longer than
+                                * max_prompt_tokens * max_token_bytes is refused before it is tokenised */
     tg_sched *sched;
+    tg_prep prep;              /* parsing and tokenising bounded (admission.h); under prep_mu, waited on with prep_cv */
+    pthread_mutex_t prep_mu;
+    pthread_cond_t prep_cv;
     tg_metrics *metrics;
     atomic_bool draining;      /* SIGTERM: /health answers 503, generation requests 503 */
     int64_t created;           /* seconds since the epoch, for /v1/models */

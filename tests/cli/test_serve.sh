@@ -309,7 +309,8 @@ cmp -s "$tmp/got" "$tmp/want_p2_24" && ok || bad "SIGTERM: the running request d
 grep -q 'SIGTERM: no longer admitting' "$tmp/A.err" && ok || bad "SIGTERM: no message: $(tail -3 "$tmp/A.err")"
 
 # ---- server B: int4 keys and values in a StreamingLLM window of 32 (evicting), a key, a short grace ---------------------
-start B --kv-quantize int4 --streaming-llm-window 32 --api-key sekrit --grace 0.3 --prefill-chunk 16
+start B --kv-quantize int4 --streaming-llm-window 32 --api-key sekrit --grace 0.3 --prefill-chunk 16 \
+    --max-prompt-tokens 20000 --max-body 8M
 auth=(-H 'Authorization: Bearer sekrit')
 want "$tmp/want" --prompt "$P1" -n 60 --kv-quantize int4 --streaming-llm-window 32
 curl -s --max-time 60 "${auth[@]}" -d "{\"prompt\": \"$P1\", \"max_tokens\": 60, \"temperature\": 0}" \
@@ -335,6 +336,25 @@ lines = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
 chunks = [json.loads(l[len("data: "):]) for l in lines[:-2]]
 assert "".join(c["choices"][0]["text"] for c in chunks) == open(sys.argv[2], encoding="utf-8").read()
 PY
+# fairness: a short request beside a long prompt (16 prompt tokens a step shared between them) finishes while the long
+# one is still prefilling; in session order it waited for the long prompt's every chunk. Counted in prompt tokens
+# evaluated, not in time.
+head -c 40000 models/data/valid.txt | python3 -c 'import json, sys; print(json.dumps({"prompt": sys.stdin.read(),
+"max_tokens": 1, "stream": True}))' >"$tmp/vlong.json"
+n_vlong=$("$R" tokenize "$MODEL" "$(head -c 40000 models/data/valid.txt)" 2>/dev/null | wc -w)
+prompt_total() { curl -s "${auth[@]}" "$BASE/metrics" | sed -n 's/^tinygpt_prompt_tokens_total //p'; }
+before=$(prompt_total)
+curl -sN --max-time 120 "${auth[@]}" -d @"$tmp/vlong.json" "$BASE/v1/completions" >/dev/null &
+CPID=$!
+for _ in $(seq 1000); do [ "$(prompt_total)" -gt "$before" ] && break; sleep 0.02; done
+[ "$(prompt_total)" -gt "$before" ] || bad "fair prefill: the long prompt did not start"
+st=$(curl -s -o "$tmp/r.json" -w '%{http_code}' --max-time 120 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 2}' \
+    "$BASE/v1/completions")
+after=$(prompt_total)
+[ "$st" = 200 ] && [ $((after - before)) -lt $((n_vlong / 2)) ] && ok ||
+    bad "fair prefill: HTTP $st; $((after - before)) of the long prompt's $n_vlong tokens were in before the short answer"
+kill "$CPID" 2>/dev/null
+wait "$CPID" 2>/dev/null
 st=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")
 [ "$st" = 200 ] && ok || bad "health needs no key: $st"
 st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' "$BASE/v1/models")
@@ -418,6 +438,15 @@ cmp -s "$tmp/got" "$tmp/want" && ok || bad "YOCO int8 window 32: $(cat "$tmp/got
 expect_error "a window holding more tokens" 400 - /v1/completions \
     '{"prompt": "x", "kv_quantize": "int4", "streaming_llm_window": 48}'
 grep -q 'holds more tokens' "$tmp/err.json" && ok || bad "a window holding more tokens: $(cat "$tmp/err.json")"
+# a bounded cache does not mean an unbounded prompt: over --max-prompt-tokens (default: the context, 512) -> 400; a
+# prompt too many bytes for the cap is refused before it is tokenised
+head -c 6000 models/data/valid.txt | python3 -c 'import json, sys; print(json.dumps({"prompt": sys.stdin.read()}))' \
+    >"$tmp/over.json"
+expect_error "a prompt over the cap in a window" 400 prompt /v1/completions @"$tmp/over.json"
+grep -q 'at most 512 (--max-prompt-tokens)' "$tmp/err.json" && ok || bad "prompt cap: $(cat "$tmp/err.json")"
+python3 -c 'import json; print(json.dumps({"prompt": "a" * 3000000}))' >"$tmp/huge.json"
+expect_error "a 3 MB prompt in a window" 400 prompt /v1/completions @"$tmp/huge.json"
+grep -q 'bytes: more than the 512 tokens' "$tmp/err.json" && ok || bad "prompt bytes: $(cat "$tmp/err.json")"
 stop D
 
 # ---- server E: a tiny random model that does sample its end-of-sequence token (temperature 2, seed 30: after 91

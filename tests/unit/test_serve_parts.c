@@ -48,6 +48,58 @@ static tg_serve_request parse_ok(const char *body, tg_serve_kind kind) {
     return r;
 }
 
+/* The prompt budget of a step is shared: a short prompt beside a huge one is prefilled in its first step, the
+ * remainder goes round, no session gets more than it wants, and the budget is spent while anyone wants it. */
+static void test_prefill_share_fair(void **state) {
+    (void)state;
+    int64_t give[4];
+    const int64_t huge_short[2] = {64, 5}; /* a 1M-token prompt wants a whole chunk; a 5-token prompt wants 5 */
+    tg_prefill_share(huge_short, 2, 64, 0, give);
+    assert_int_equal(give[0], 59);
+    assert_int_equal(give[1], 5);
+    tg_prefill_share(huge_short, 2, 64, 1, give); /* whichever goes first */
+    assert_int_equal(give[0], 59);
+    assert_int_equal(give[1], 5);
+    const int64_t three_big[3] = {64, 64, 64};
+    tg_prefill_share(three_big, 3, 64, 0, give); /* 21 each, the remainder from the start */
+    assert_int_equal(give[0], 22);
+    assert_int_equal(give[1], 21);
+    assert_int_equal(give[2], 21);
+    tg_prefill_share(three_big, 3, 64, 2, give);
+    assert_int_equal(give[0], 21);
+    assert_int_equal(give[2], 22);
+    const int64_t many[4] = {9, 9, 9, 9};
+    int64_t got[4] = {0};
+    for (int64_t step = 0; step < 4; step++) { /* a budget of 2 over 4 sessions: the turn goes round */
+        tg_prefill_share(many, 4, 2, step * 2, give);
+        for (int i = 0; i < 4; i++) got[i] += give[i];
+    }
+    for (int i = 0; i < 4; i++) assert_int_equal(got[i], 2);
+    const int64_t small[3] = {1, 0, 2}; /* less wanted than the budget: everyone gets all */
+    tg_prefill_share(small, 3, 64, 0, give);
+    assert_int_equal(give[0], 1);
+    assert_int_equal(give[1], 0);
+    assert_int_equal(give[2], 2);
+    tg_prefill_share(small, 0, 64, 0, give); /* nobody prefilling */
+}
+
+/* At most max_n bodies at once within the byte budget, but one body alone always gets in. */
+static void test_prep_bounds(void **state) {
+    (void)state;
+    tg_prep p = {.budget = 100, .max_n = 2};
+    assert_true(tg_prep_take(&p, 500)); /* alone: in, though over the budget */
+    assert_false(tg_prep_take(&p, 1));
+    tg_prep_give(&p, 500);
+    assert_true(tg_prep_take(&p, 60));
+    assert_false(tg_prep_take(&p, 50)); /* 110 > 100 */
+    assert_true(tg_prep_take(&p, 40));
+    assert_false(tg_prep_take(&p, 0)); /* max_n */
+    tg_prep_give(&p, 60);
+    tg_prep_give(&p, 40);
+    assert_int_equal(p.n, 0);
+    assert_int_equal(p.used, 0);
+}
+
 static void test_request_fields_and_defaults(void **state) {
     (void)state;
     tg_serve_request r = parse_ok("{\"prompt\": \"hi\"}", TG_SERVE_COMPLETION);
@@ -84,6 +136,11 @@ static void test_request_fields_and_defaults(void **state) {
     assert_string_equal(json_string_value(json_object_get(json_array_get(r.messages, 1), "content")), "abcd");
     assert_string_equal(json_string_value(json_object_get(json_array_get(r.messages, 0), "content")), "");
     tg_serve_request_free(&r);
+    /* the "off" values of the fields this server does not do are taken */
+    r = parse_ok("{\"logit_bias\": {}, \"logprobs\": false, \"top_logprobs\": 0}", TG_SERVE_COMPLETION);
+    tg_serve_request_free(&r);
+    r = parse_ok("{\"logit_bias\": null, \"logprobs\": 0}", TG_SERVE_COMPLETION);
+    tg_serve_request_free(&r);
 }
 
 static void test_request_refusals(void **state) {
@@ -115,6 +172,12 @@ static void test_request_refusals(void **state) {
         {TG_SERVE_COMPLETION, "{\"kv_quantize\": \"int3\"}", "kv_quantize"},
         {TG_SERVE_COMPLETION, "{\"streaming_llm_window\": 0}", "streaming_llm_window"},
         {TG_SERVE_COMPLETION, "{\"streaming_llm_sink\": -1}", "streaming_llm_sink"},
+        {TG_SERVE_COMPLETION, "{\"logit_bias\": {\"5\": -100}}", "logit_bias"},
+        {TG_SERVE_COMPLETION, "{\"logit_bias\": 3}", "logit_bias"},
+        {TG_SERVE_COMPLETION, "{\"logprobs\": 2}", "logprobs"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true}", "logprobs"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 3}",
+         "top_logprobs"},
         {TG_SERVE_CHAT, "{}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": []}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages"},
@@ -171,6 +234,8 @@ static void test_openai_bodies(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_admission_budget_queue_fifo),
+        cmocka_unit_test(test_prefill_share_fair),
+        cmocka_unit_test(test_prep_bounds),
         cmocka_unit_test(test_request_fields_and_defaults),
         cmocka_unit_test(test_request_refusals),
         cmocka_unit_test(test_openai_bodies),
