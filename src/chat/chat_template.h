@@ -30,9 +30,10 @@ typedef struct {
     uint64_t max_iterations;   /* loop iterations of one render, all loops together */
     uint64_t max_work;         /* elements touched + string bytes / 64, one render */
     int max_depth;             /* nesting of blocks and expressions in the source */
+    double max_seconds;        /* wall clock of one render, a backstop beside max_work (0: none) */
 } tg_chat_limits;
 
-/* 1 MiB source, 16 MiB output, 256 MiB memory, 1,000,000 iterations, 50,000,000 work units, depth 64. */
+/* 1 MiB source, 16 MiB output, 256 MiB memory, 1,000,000 iterations, 50,000,000 work units, depth 64, 1 second. */
 tg_chat_limits tg_chat_default_limits(void);
 
 typedef struct tg_chat_template tg_chat_template;
