@@ -92,11 +92,11 @@ static bool chat_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_se
                              "the model carries no chat template; start the server with --chat-template NAME");
     char msg[1200];
     size_t len = 0;
-    pthread_mutex_lock(&srv->conv_mu);
+    /* no lock: a render reads the compiled template and writes only its own state, and its time is bounded by the
+     * template limits (work, iterations, a wall-clock deadline), so no request waits for another's render */
     tg_chat_conv conv = *srv->conv;
     conv.messages = r->messages;
     char *text = tg_chat_conv_render(&conv, true, &len, msg, sizeof msg);
-    pthread_mutex_unlock(&srv->conv_mu);
     if (!text) return tg_serve_fail(e, 400, INVALID, "messages", "%s", msg);
     if (!fits_by_bytes(srv, len, "messages", e)) {
         free(text);
