@@ -23,7 +23,7 @@ tg_chat_limits tg_chat_default_limits(void) {
         .max_iterations = 1000000,
         .max_work = 50000000,
         .max_depth = 64,
-        .max_seconds = 1.0,
+        .max_seconds = 0.5,
     };
     return l;
 }
