@@ -241,9 +241,31 @@ static bool refuse_unsupported(json_t *root, tg_serve_error *e) {
     return true;
 }
 
+/* The JSON values of body[len] at most (one per '{', '[' and ',' outside strings, plus one): a cheap scan that bounds
+ * the parsed tree before jansson builds it (tens of bytes of memory for each "{}," of a body). */
+static size_t json_values_at_most(const char *body, size_t len) {
+    size_t n = 1;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        const char ch = body[i];
+        if (in_string) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '{' || ch == '[' || ch == ',') {
+            n++;
+        }
+    }
+    return n;
+}
+
 bool tg_serve_request_parse(const char *body, size_t len, tg_serve_kind kind, tg_serve_request *r, tg_serve_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
+    if (json_values_at_most(body, len) > TG_SERVE_MAX_JSON_VALUES)
+        return tg_serve_fail(e, 400, INVALID, NULL, "the body has more than %d JSON values (objects, arrays, items)",
+                             TG_SERVE_MAX_JSON_VALUES);
     json_error_t je;
     r->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!r->root)

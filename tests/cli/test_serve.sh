@@ -391,10 +391,20 @@ curl -sN --max-time 60 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 256, "igno
     "$BASE/v1/completions" >"$tmp/sse" &
 CPID=$!
 until_ "SIGTERM past the grace: the stream started" test -s "$tmp/sse"
+# ... and a stream still prefilling a ~10,000-token prompt (16 prompt tokens a step) ends the same way
+head -c 40000 models/data/valid.txt | python3 -c 'import json, sys; print(json.dumps({"prompt": sys.stdin.read(),
+"max_tokens": 256, "ignore_eos": True, "stream": True}))' >"$tmp/prefill.json"
+curl -sN --max-time 120 "${auth[@]}" -d @"$tmp/prefill.json" "$BASE/v1/completions" >"$tmp/prefill.sse" &
+PREFILL_PID=$!
+until_ "SIGTERM in prefill: the long prompt admitted" metric_is sessions_active 2
 stop B
-wait "$CPID"
-tail -c 200 "$tmp/sse" | grep -q 'shutting down' && tail -c 20 "$tmp/sse" | grep -q 'data: \[DONE\]' && ok ||
-    bad "SIGTERM past the grace: the stream did not end with an error: $(tail -c 300 "$tmp/sse")"
+wait "$CPID" "$PREFILL_PID"
+# (an error event then [DONE]; or, had the stop come before its session started, OpenAI's error object alone)
+for f in sse prefill.sse; do
+    tail -c 200 "$tmp/$f" | grep -q 'shutting down' &&
+        { tail -c 20 "$tmp/$f" | grep -q 'data: \[DONE\]' || grep -q '^{"error"' "$tmp/$f"; } && ok ||
+        bad "SIGTERM past the grace: the stream ($f) did not end with an error: $(tail -c 300 "$tmp/$f")"
+done
 
 # ---- server C: a budget of one fp32 session, a queue of one ----------------------------------------------------------
 bytes=$((512 * 12 * 1024)) # the fp32 cache of the bundled model: 512 tokens x 12 KiB
@@ -487,7 +497,17 @@ auth=() # curl arguments of the key, for servers that have one
 # a request whose headers never end is closed by --request-timeout (and /health answered meanwhile); connections over
 # --max-connections-per-ip from one address are closed unanswered while another address is served; a client that
 # shuts down its sending half after the request still gets the answer
+# The model is a folder whose chat template would scan 100 GB: a chat request gets one clear 400 (the work limit or
+# the render's deadline), and the others are served meanwhile (the render holds no lock).
+M=tests/data/fixtures/smollm2
+mkdir "$tmp/evil"
+cp "$M"/config.json "$M"/tokenizer.json "$M"/tokenizer_config.json "$M"/model.safetensors "$tmp/evil/"
+printf '%s' "{% set s = 'a' * 100000 %}{% for i in range(1000) %}{% for j in range(1000) %}{{ s.strip('x' * 100000 ~ 'a') }}{% endfor %}{% endfor %}" \
+    >"$tmp/evil/chat_template.jinja"
+MODEL=$tmp/evil
 start F --request-timeout 1 --max-connections-per-ip 3
+expect_error "a hostile chat template" 400 messages /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
+grep -q 'chat template: ' "$tmp/err.json" && ok || bad "a hostile chat template: $(cat "$tmp/err.json")"
 grep -q 'connections: 1024, 3 from one address' "$tmp/F.err" && ok || bad "connection limits: $(cat "$tmp/F.err")"
 hostile() { # CHECK [ARGS...]
     python3 tests/serve/hostile_client.py "$1" 127.0.0.1 "$PORT" "${@:2}" >"$tmp/py.out" 2>&1 && ok ||
@@ -497,6 +517,7 @@ hostile slowloris
 hostile perip 3
 hostile halfclose
 stop F
+MODEL=models/tinygpt-flagship.gguf
 
 # bad flags
 st=0

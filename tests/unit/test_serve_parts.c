@@ -14,6 +14,10 @@
 #include "serve/admission.h"
 #include "serve/openai.h"
 #include "serve/request.h"
+#include "serve/watchdog.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void test_admission_budget_queue_fifo(void **state) {
     (void)state;
@@ -100,6 +104,38 @@ static void test_prep_bounds(void **state) {
     assert_int_equal(p.used, 0);
 }
 
+/* A connection that does not deliver its request in time has its socket shut down (the peer reads the end of the
+ * stream: an event, not a sleep); one whose request is in is left alone while answered, and is due again once
+ * answered. */
+static void test_watchdog_shuts_late_sockets(void **state) {
+    (void)state;
+    tg_watchdog *w = tg_watchdog_start(0.05);
+    assert_non_null(w);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    tg_watch *c = tg_watchdog_add(w, sv[0]);
+    assert_non_null(c);
+    char byte;
+    assert_int_equal(read(sv[1], &byte, 1), 0); /* blocks until the watchdog shuts sv[0] down */
+    tg_watchdog_forget(w, c);
+    close(sv[0]);
+    close(sv[1]);
+    /* in, answered, then late again */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    c = tg_watchdog_add(w, sv[0]);
+    tg_watchdog_request_read(w, c);
+    assert_int_equal(write(sv[0], "x", 1), 1); /* the answer goes out: the socket is still open */
+    assert_int_equal(read(sv[1], &byte, 1), 1);
+    tg_watchdog_answered(w, c);
+    assert_int_equal(read(sv[1], &byte, 1), 0);
+    tg_watchdog_forget(w, c);
+    tg_watchdog_forget(w, NULL);
+    close(sv[0]);
+    close(sv[1]);
+    tg_watchdog_stop(w);
+    tg_watchdog_stop(NULL);
+}
+
 static void test_request_fields_and_defaults(void **state) {
     (void)state;
     tg_serve_request r = parse_ok("{\"prompt\": \"hi\"}", TG_SERVE_COMPLETION);
@@ -184,6 +220,27 @@ static void test_request_refusals(void **state) {
         {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\"}]}]}", "messages"},
     };
+    /* a body of more JSON values than TG_SERVE_MAX_JSON_VALUES is refused before parsing; commas and brackets in
+     * strings do not count */
+    const size_t n_items = TG_SERVE_MAX_JSON_VALUES;
+    char *big = malloc(n_items * 3 + 64);
+    assert_non_null(big);
+    size_t at = (size_t)sprintf(big, "{\"prompt\": \"x\", \"a\": [");
+    for (size_t i = 0; i < n_items; i++) at += (size_t)sprintf(big + at, "%s{}", i ? "," : "");
+    strcpy(big + at, "]}");
+    tg_serve_request r0;
+    tg_serve_error e0 = {0};
+    assert_false(tg_serve_request_parse(big, strlen(big), TG_SERVE_COMPLETION, &r0, &e0));
+    assert_int_equal(e0.status, 400);
+    assert_non_null(strstr(e0.message, "JSON values"));
+    tg_serve_request_free(&r0);
+    at = (size_t)sprintf(big, "{\"prompt\": \"");
+    for (size_t i = 0; i < n_items; i++) at += (size_t)sprintf(big + at, "[,{");
+    strcpy(big + at, "\\\"\"}");
+    r0 = parse_ok(big, TG_SERVE_COMPLETION);
+    assert_int_equal(r0.prompt_len, n_items * 3 + 1);
+    tg_serve_request_free(&r0);
+    free(big);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_serve_request r;
         tg_serve_error e = {0};
@@ -236,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_admission_budget_queue_fifo),
         cmocka_unit_test(test_prefill_share_fair),
         cmocka_unit_test(test_prep_bounds),
+        cmocka_unit_test(test_watchdog_shuts_late_sockets),
         cmocka_unit_test(test_request_fields_and_defaults),
         cmocka_unit_test(test_request_refusals),
         cmocka_unit_test(test_openai_bodies),
