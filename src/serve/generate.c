@@ -7,6 +7,9 @@
 #include "serve/generate.h"
 
 #include <errno.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +415,11 @@ static tg_job *prepare(tg_server *srv, struct MHD_Connection *c, tg_serve_kind k
     *include_usage = r.include_usage;
     tg_serve_request_free(&r);
     prep_leave(srv, len);
+#if defined(__GLIBC__)
+    /* a large body's parse tree and tokeniser scratch went back to this thread's malloc arena, which glibc keeps: give
+     * them back to the system so that RSS returns to the model + the KV in use after a burst */
+    if (len >= ((size_t)1 << 20)) malloc_trim(0);
+#endif
     return j;
 }
 
