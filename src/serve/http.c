@@ -48,6 +48,7 @@ typedef struct {
     char *body;
     size_t len, cap;
     bool too_big;
+    bool answered; /* refused when the headers came in (401, 413): whatever body follows is dropped unread */
 } conn_ctx;
 
 enum MHD_Result tg_http_send(tg_server *srv, struct MHD_Connection *c, unsigned status, const char *content_type,
@@ -163,9 +164,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!cc) return MHD_NO;
         *con_cls = cc;
         /* the key before any body is read: a keyless client costs no buffer */
-        if (strcmp(url, "/health") != 0 && !authorized(srv, c))
+        if (strcmp(url, "/health") != 0 && !authorized(srv, c)) {
+            cc->answered = true;
             return fail(srv, c, 401, "authentication_error", "invalid_api_key",
                         "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end = NULL;
@@ -176,8 +179,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             char msg[160];
             snprintf(msg, sizeof msg, "the body is larger than the server's limit of %lld bytes (--max-body)",
                      (long long)srv->max_body);
+            cc->answered = true;
             return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
         }
+        return MHD_YES;
+    }
+    if (cc->answered) {
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) { /* a piece of the body */
