@@ -159,7 +159,7 @@ $(ASN)/tests/%: tests/unit/%.c $(ASN_SUPPORT_OBJ) $(ASN)/libtinygpt.a
 REGRESS_HARNESSES := gguf hf folder tokenizer_json tokenizer_text tokenize args cli_text
 TOOL_PARTS_test_regress := $(REGRESS_HARNESSES:%=fuzz/regress_%.o) src/cli/args.o src/cli/text.o
 TOOL_PARTS_test_cli_text := src/cli/text.o
-TOOL_PARTS_test_serve_parts := src/serve/admission.o src/serve/request.o src/serve/openai.o
+TOOL_PARTS_test_serve_parts := src/serve/admission.o src/serve/request.o src/serve/openai.o src/serve/watchdog.o
 TOOL_PARTS_test_chat_template := fuzz/regress_chat_template.o
 TOOL_PARTS_TESTS := test_regress test_cli_text test_serve_parts test_chat_template
 REGRESS_NAMES = -DLLVMFuzzerTestOneInput=regress_$*_one -DLLVMFuzzerInitialize=regress_$*_init

@@ -50,6 +50,7 @@ tj_value tj_getattr(tj_rt *r, size_t pos, tj_value obj, const char *name, size_t
     if (n > 0 && name[0] == '_') return tj_undef("access to a private attribute is not allowed in the sandbox");
     if (tj_method_lookup(r, obj, name, n, &out)) return out;
     if (obj.kind == TV_DICT || obj.kind == TV_NS) {
+        tj_charge(r, pos, obj.u.dict->n); /* a linear scan: one unit per key compared */
         tj_value *v = tj_dict_get_str(obj.u.dict, name, n);
         return v ? *v : missing(r, obj, name, n);
     }
@@ -86,6 +87,7 @@ tj_value tj_getitem(tj_rt *r, size_t pos, tj_value obj, tj_value key) {
         if (i >= 0 && i < len) return obj.u.list->v[i];
         return tj_undef("list index out of range");
     } else if (obj.kind == TV_STR && as_index(key, &i)) {
+        tj_charge(r, pos, obj.u.s.n / 64); /* code points are counted from the start */
         int64_t len = (int64_t)tj_utf8_len(obj.u.s.p, obj.u.s.n);
         if (i < 0) i += len;
         if (i < 0 || i >= len) return tj_undef("string index out of range");
@@ -138,7 +140,7 @@ tj_value tj_slice(tj_rt *r, size_t pos, tj_value obj, const tj_value *start, con
     int64_t count = 0;
     if (st > 0 && lo < hi) count = (hi - lo - 1) / st + 1;
     else if (st < 0 && lo > hi) count = (lo - hi - 1) / (-st) + 1;
-    tj_charge(r, pos, (uint64_t)count);
+    tj_charge(r, pos, (uint64_t)count + sn / 64); /* the items, and the bytes scanned for code points */
     if (!is_str) {
         tj_list *l = tj_list_new(r->c, (size_t)count);
         l->tuple = obj.u.list->tuple;

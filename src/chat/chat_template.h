@@ -30,9 +30,10 @@ typedef struct {
     uint64_t max_iterations;   /* loop iterations of one render, all loops together */
     uint64_t max_work;         /* elements touched + string bytes / 64, one render */
     int max_depth;             /* nesting of blocks and expressions in the source */
+    double max_seconds;        /* wall clock of one render, a backstop beside max_work (0: none) */
 } tg_chat_limits;
 
-/* 1 MiB source, 16 MiB output, 256 MiB memory, 1,000,000 iterations, 50,000,000 work units, depth 64. */
+/* 1 MiB source, 16 MiB output, 256 MiB memory, 1,000,000 iterations, 50,000,000 work units, depth 64, 0.5 s. */
 tg_chat_limits tg_chat_default_limits(void);
 
 typedef struct tg_chat_template tg_chat_template;
@@ -54,7 +55,8 @@ typedef struct {
  * tools, bos_token, eos_token; JSON null is Python's None, absent keys are undefined). clock may be NULL (the
  * current local time). Returns the malloc'ed text (NUL-terminated, caller frees) and its length in *len; NULL with
  * a one-line message on any problem, e.g. "chat template raised an error: Conversation roles must alternate
- * user/assistant/user/assistant/... at line 1:512" or "chat template: more than 1000000 loop iterations ...". */
+ * user/assistant/user/assistant/... at line 1:512" or "chat template: more than 1000000 loop iterations ...".
+ * Threads may render one template at once: a render reads t and writes only its own state. */
 char *tg_chat_template_render(const tg_chat_template *t, const json_t *vars, const tg_chat_clock *clock, size_t *len,
                               tg_error *err);
 

@@ -171,7 +171,8 @@ static size_t digitpart(const char **pp, const char *end, char *out, size_t *n) 
  * out holds it without whitespace and underscores, for strtoll/strtod (which alone would also take "0x1f", "1e",
  * embedded NULs...). */
 static bool py_number_text(tj_value v, bool as_int, char *out, size_t cap) {
-    tj_value s = tj_strip(v, NULL);
+    const size_t lead = tj_ws_prefix(v.u.s.p, v.u.s.n);
+    const tj_value s = tj_str(v.u.s.p + lead, v.u.s.n - lead - tj_ws_suffix(v.u.s.p + lead, v.u.s.n - lead));
     const char *p = s.u.s.p, *end = p + s.u.s.n;
     size_t n = 0;
     if (s.u.s.n == 0 || s.u.s.n >= cap) return false;
@@ -273,11 +274,11 @@ tj_value tj_apply_filter(tj_rt *r, size_t pos, int fid, tj_value v, const tj_arg
     switch (fid) {
     case F_TRIM:
         tj_args_check(r, pos, a, "trim", 1, "chars");
-        return tj_strip(tj_str_of(r, pos, v), arg(a, 0, "chars"));
+        return tj_strip(r, pos, tj_str_of(r, pos, v), arg(a, 0, "chars"));
     case F_LENGTH:
         switch (v.kind) {
         case TV_UNDEF: return tj_int(0);
-        case TV_STR: return tj_int((int64_t)tj_utf8_len(v.u.s.p, v.u.s.n));
+        case TV_STR: tj_charge(r, pos, v.u.s.n / 64); return tj_int((int64_t)tj_utf8_len(v.u.s.p, v.u.s.n));
         case TV_LIST:
             if (!v.u.list->generator) return tj_int((int64_t)v.u.list->n);
             break;

@@ -177,13 +177,18 @@ typedef struct {
     tj_ctx *c;
     tg_chat_limits lim;
     uint64_t work, iterations;
+    double deadline;   /* tg_monotonic_s() past which the render fails (0: none) */
+    uint32_t ticks;    /* calls since the clock was last read */
     int vdepth; /* nesting of the recursive value functions (repr, ==, tojson, JSON conversion) */
     int64_t now;
     bool now_utc;
 } tj_rt;
 
-/* Charges n units of work (one per element touched, one per 64 string bytes); fails past limits.max_work. */
+/* Charges n units of work (one per element touched or key compared, one per 64 string bytes scanned); fails past
+ * limits.max_work or the render's deadline. */
 void tj_charge(tj_rt *r, size_t pos, uint64_t n);
+/* Counts one loop iteration; fails past limits.max_iterations or the render's deadline. */
+void tj_iteration(tj_rt *r, size_t pos);
 
 tj_value tj_undef(const char *name);
 tj_value tj_none(void);
@@ -348,7 +353,7 @@ void tj_args_check(tj_rt *r, size_t pos, const tj_args *args, const char *what, 
  * str.replace(old, new, count) (count < 0: all); and in casemap.c Python's case mapping (mode 0 upper, 1 lower,
  * 2 str.title, 3 capitalize), jinja's title filter (each word after [-\s({[<] upper-cased first) and
  * str.isupper / str.islower, for ASCII, Latin-1, Latin Extended-A/B, Greek and Cyrillic (others are uncased). */
-tj_value tj_strip(tj_value s, const tj_value *chars);
+tj_value tj_strip(tj_rt *r, size_t pos, tj_value s, const tj_value *chars);
 tj_value tj_case(tj_rt *r, tj_value s, int mode);
 tj_value tj_title_words(tj_rt *r, tj_value s);
 bool tj_is_case(tj_rt *r, tj_value s, bool upper);

@@ -111,9 +111,13 @@ static bool in_set(uint32_t cp, tj_value set) {
     return false;
 }
 
-static tj_value do_strip(tj_value s, const tj_value *chars, bool left, bool right) {
+/* str.strip / lstrip / rstrip: each code point looked at costs a scan of the set (charged as it goes: the set's
+ * bytes / 64 + 1 a code point), whitespace one unit per 64 bytes stripped. */
+static tj_value do_strip(tj_rt *r, size_t pos, tj_value s, const tj_value *chars, bool left, bool right) {
     const char *p = s.u.s.p;
     size_t n = s.u.s.n;
+    if (chars && chars->kind != TV_NONE && chars->kind != TV_STR)
+        tj_fail(r->c, pos, "strip arg must be None or str, not %s", tj_type_name(*chars));
     if (!chars || chars->kind == TV_NONE) {
         if (left) {
             size_t k = tj_ws_prefix(p, n);
@@ -121,10 +125,13 @@ static tj_value do_strip(tj_value s, const tj_value *chars, bool left, bool righ
             n -= k;
         }
         if (right) n -= tj_ws_suffix(p, n);
+        tj_charge(r, pos, (s.u.s.n - n) / 64);
         return tj_str(p, n);
     }
+    const uint64_t per = chars->u.s.n / 64 + 1;
     if (left)
         while (n > 0) {
+            tj_charge(r, pos, per);
             size_t i = 0;
             uint32_t cp = tj_utf8_next(p, n, &i);
             if (!in_set(cp, *chars)) break;
@@ -133,6 +140,7 @@ static tj_value do_strip(tj_value s, const tj_value *chars, bool left, bool righ
         }
     if (right)
         while (n > 0) {
+            tj_charge(r, pos, per);
             size_t start = n - 1;
             while (start > 0 && ((unsigned char)p[start] & 0xC0) == 0x80) start--;
             size_t i = start;
@@ -143,7 +151,9 @@ static tj_value do_strip(tj_value s, const tj_value *chars, bool left, bool righ
     return tj_str(p, n);
 }
 
-tj_value tj_strip(tj_value s, const tj_value *chars) { return do_strip(s, chars, true, true); }
+tj_value tj_strip(tj_rt *r, size_t pos, tj_value s, const tj_value *chars) {
+    return do_strip(r, pos, s, chars, true, true);
+}
 
 static tj_value do_split(tj_rt *r, size_t pos, tj_value s, const tj_value *sep, const tj_value *maxsplit) {
     int64_t max = -1;
@@ -240,6 +250,7 @@ static bool affix(tj_rt *r, size_t pos, tj_value s, const tj_value *what, bool e
     }
     tj_value a = need_str(r, pos, what, end ? "endswith()" : "startswith()");
     if (a.u.s.n > s.u.s.n) return false;
+    tj_charge(r, pos, a.u.s.n / 64);
     return memcmp(s.u.s.p + (end ? s.u.s.n - a.u.s.n : 0), a.u.s.p, a.u.s.n) == 0;
 }
 
@@ -280,7 +291,9 @@ static tj_value call_range(tj_rt *r, size_t pos, const tj_args *a) {
         tj_fail(r->c, pos, "range too big: the sandbox blocks ranges larger than 100000");
     tj_charge(r, pos, count);
     tj_list *l = tj_list_new(r->c, (size_t)count);
-    for (size_t k = 0; k < (size_t)count; k++) l->v[k] = tj_int(start + (int64_t)k * step);
+    /* start + k * step lies between start and stop, but k * step alone may not fit int64: computed modulo 2^64 */
+    for (size_t k = 0; k < (size_t)count; k++)
+        l->v[k] = tj_int((int64_t)((uint64_t)start + (uint64_t)k * (uint64_t)step));
     return tj_list_value(l);
 }
 
@@ -324,9 +337,9 @@ static tj_value call_global(tj_rt *r, size_t pos, int id, const tj_args *a) {
 
 static tj_value call_method(tj_rt *r, size_t pos, int id, tj_value self, const tj_args *a) {
     switch (id) {
-    case M_STRIP: return do_strip(self, arg(a, 0, "chars"), true, true);
-    case M_LSTRIP: return do_strip(self, arg(a, 0, "chars"), true, false);
-    case M_RSTRIP: return do_strip(self, arg(a, 0, "chars"), false, true);
+    case M_STRIP: return do_strip(r, pos, self, arg(a, 0, "chars"), true, true);
+    case M_LSTRIP: return do_strip(r, pos, self, arg(a, 0, "chars"), true, false);
+    case M_RSTRIP: return do_strip(r, pos, self, arg(a, 0, "chars"), false, true);
     case M_STARTSWITH:
     case M_ENDSWITH:
         if (a->n_pos > 1) tj_fail(r->c, pos, "unsupported Jinja feature 'startswith/endswith with start, end'");

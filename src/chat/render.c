@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "chat/jinja.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 struct tg_chat_template {
@@ -22,6 +23,7 @@ tg_chat_limits tg_chat_default_limits(void) {
         .max_iterations = 1000000,
         .max_work = 50000000,
         .max_depth = 64,
+        .max_seconds = 0.5,
     };
     return l;
 }
@@ -132,9 +134,7 @@ static void exec_for(tj_state *st, const tj_node *n) {
         tj_list *kept = tj_list_new(r->c, items->n);
         kept->n = 0;
         for (size_t k = 0; k < items->n; k++) {
-            if (++r->iterations > r->lim.max_iterations)
-                tj_fail(r->c, n->pos, "more than %llu loop iterations (the limit)",
-                        (unsigned long long)r->lim.max_iterations);
+            tj_iteration(r, n->pos);
             push_scope(st);
             assign_targets(st, n->pos, n->kids, n->n_kids, items->v[k]);
             bool keep = tj_truthy(tj_eval(st, n->d));
@@ -149,9 +149,7 @@ static void exec_for(tj_state *st, const tj_node *n) {
     tj_value loop_value = {.kind = TV_LOOP};
     loop_value.u.loop = loop;
     for (size_t k = 0; k < items->n; k++) {
-        if (++r->iterations > r->lim.max_iterations)
-            tj_fail(r->c, n->pos, "more than %llu loop iterations (the limit)",
-                    (unsigned long long)r->lim.max_iterations);
+        tj_iteration(r, n->pos);
         loop->index0 = k;
         push_scope(st);
         tj_dict_set(r, st->scopes[st->n_scopes - 1], tj_cstr("loop"), loop_value);
@@ -241,6 +239,7 @@ char *tg_chat_template_render(const tg_chat_template *t, const json_t *vars, con
     c->src_len = t->ctx.src_len;
     c->cap = t->lim.max_memory_bytes;
     tj_state st = {.rt = {.c = c, .lim = t->lim}};
+    st.rt.deadline = t->lim.max_seconds > 0 ? tg_monotonic_s() + t->lim.max_seconds : 0;
     st.rt.now = clock ? clock->now : (int64_t)time(NULL);
     st.rt.now_utc = clock ? clock->utc : false;
     tj_buf out = {.limit = t->lim.max_output_bytes};

@@ -4,11 +4,27 @@
 #include <string.h>
 
 #include "chat/jinja.h"
+#include "util/clock.h"
+
+/* The wall clock, read every 256 calls (a read costs more than most charged steps). */
+static void check_clock(tj_rt *r, size_t pos) {
+    if (r->deadline <= 0 || (++r->ticks & 255) != 0) return;
+    if (tg_monotonic_s() > r->deadline)
+        tj_fail(r->c, pos, "took longer than %g s to render (the limit)", r->lim.max_seconds);
+}
 
 void tj_charge(tj_rt *r, size_t pos, uint64_t n) {
-    r->work += n;
-    if (r->work > r->lim.max_work)
+    /* compared before adding: a charge near UINT64_MAX cannot wrap the counter */
+    if (n > r->lim.max_work - r->work)
         tj_fail(r->c, pos, "needs more than %llu units of work (the limit)", (unsigned long long)r->lim.max_work);
+    r->work += n;
+    check_clock(r, pos);
+}
+
+void tj_iteration(tj_rt *r, size_t pos) {
+    if (++r->iterations > r->lim.max_iterations)
+        tj_fail(r->c, pos, "more than %llu loop iterations (the limit)", (unsigned long long)r->lim.max_iterations);
+    check_clock(r, pos);
 }
 
 tj_value tj_undef(const char *name) {
@@ -68,8 +84,8 @@ tj_value *tj_dict_get_str(const tj_dict *d, const char *s, size_t n) {
 }
 
 tj_value *tj_dict_get(tj_rt *r, const tj_dict *d, tj_value key) {
+    tj_charge(r, TJ_NOPOS, d->n); /* a linear scan: one unit per key compared */
     if (key.kind == TV_STR) return tj_dict_get_str(d, key.u.s.p, key.u.s.n);
-    tj_charge(r, TJ_NOPOS, d->n);
     for (size_t i = 0; i < d->n; i++)
         if (tj_equal(r, d->k[i], key)) return &d->v[i];
     return NULL;
@@ -191,7 +207,10 @@ bool tj_equal(tj_rt *r, tj_value a, tj_value b) {
     switch (a.kind) {
     case TV_UNDEF:
     case TV_NONE: return true;
-    case TV_STR: return a.u.s.n == b.u.s.n && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
+    case TV_STR:
+        if (a.u.s.n != b.u.s.n) return false;
+        tj_charge(r, TJ_NOPOS, a.u.s.n / 64);
+        return memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
     case TV_LIST: {
         const tj_list *x = a.u.list, *y = b.u.list;
         if (x == y) return true;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cli/args.h"
@@ -46,8 +47,15 @@ static const char USAGE[] =
     "  --queue N                      requests waiting for budget at most; beyond: 503 + Retry-After (default 64)\n"
     "  --max-tokens N                 a request's most generated tokens, and its default (default 512)\n"
     "  --max-body BYTES               the largest request body; larger: 413 (default 4M)\n"
+    "  --max-prompt-tokens N          a request's most prompt tokens, bounded cache or not; more: 400 (default: the\n"
+    "                                 context, -c or the model's)\n"
     "  --prefill-chunk N              prompt tokens per step over all sessions, beside the decodes (default 64)\n"
     "  --grace SECONDS                after SIGTERM, how long running answers may take (default 10)\n"
+    "  --max-connections N            connections open at once (default 1024; at most the open-file limit, which is\n"
+    "                                 raised to its hard limit at start, less 64)\n"
+    "  --max-connections-per-ip N     connections open at once from one address (default an eighth of the above)\n"
+    "  --request-timeout SECONDS      time a connection has to send a request's headers and body, counted from its\n"
+    "                                 start or its previous answer (default 30); later: the connection is closed\n"
     "  --chat-template NAME           a built-in chat template instead of the model's (chatml, llama3, ...)\n"
     "  -c, --context N                tokens an unbounded cache holds instead of the model's training context\n"
     "  -t, --threads N                worker threads of the forward pass, 0 = all cores (default 0)\n"
@@ -60,7 +68,8 @@ static const char USAGE[] =
 
 typedef struct {
     const char *model_path, *host, *api_key, *chat_template;
-    int64_t port, kv_budget, max_sessions, queue, max_tokens, max_body, prefill, threads;
+    int64_t port, kv_budget, max_sessions, queue, max_tokens, max_body, prefill, threads, max_prompt, max_conn, per_ip;
+    double request_timeout;
     double grace;
     tg_cache_params cache;
 } serve_args;
@@ -77,8 +86,10 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
     a->max_body = (int64_t)4 << 20;
     a->prefill = 64;
     a->grace = 10;
+    a->max_conn = 1024;
+    a->request_timeout = 30;
     enum { O_MODEL, O_HOST, O_PORT, O_KEY, O_BUDGET, O_SESSIONS, O_QUEUE, O_MAXTOK, O_BODY, O_PREFILL, O_GRACE,
-           O_TMPL, O_CONTEXT, O_THREADS, O_OWN };
+           O_TMPL, O_CONTEXT, O_THREADS, O_MAXPROMPT, O_CONN, O_PER_IP, O_REQ_TIMEOUT, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
         [O_HOST] = {.name = "--host", .kind = TG_OPT_STRING, .dest = &a->host},
@@ -98,6 +109,13 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
                        .hi = INT32_MAX},
         [O_THREADS] = {.name = "--threads", .alias = "-t", .kind = TG_OPT_INT, .dest = &a->threads, .lo = 0,
                        .hi = 4096},
+        [O_MAXPROMPT] = {.name = "--max-prompt-tokens", .kind = TG_OPT_INT, .dest = &a->max_prompt, .lo = 1,
+                         .hi = INT32_MAX},
+        [O_CONN] = {.name = "--max-connections", .kind = TG_OPT_INT, .dest = &a->max_conn, .lo = 1, .hi = 1 << 20},
+        [O_PER_IP] = {.name = "--max-connections-per-ip", .kind = TG_OPT_INT, .dest = &a->per_ip, .lo = 1,
+                      .hi = 1 << 20},
+        [O_REQ_TIMEOUT] = {.name = "--request-timeout", .kind = TG_OPT_FLOAT, .dest = &a->request_timeout,
+                           .flo = 0.01, .fhi = 86400},
     };
     tg_cache_flags cf;
     tg_cache_flags_options(&cf, o + O_OWN);
@@ -134,6 +152,40 @@ static void model_id(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)n, path + start);
 }
 
+/* The most text bytes one token of model stands for, with slack: twice its longest decoded text plus one (a
+ * SentencePiece prefix space; control tokens such as <|im_start|>, which decode to nothing, and added tokens that
+ * absorb the spaces beside them stand for more than they decode to). */
+static size_t longest_token(const tg_model *model) {
+    size_t most = 1;
+    tg_detok *d = tg_detok_new(model, &(tg_error){0});
+    if (!d) return 64; /* no tokenizer: nothing is tokenised */
+    const int32_t vocab = tg_vocab_size(model);
+    for (int32_t id = 0; id < vocab; id++) {
+        const char *out;
+        size_t a = 0, b = 0;
+        tg_detok_push(d, id, &out, &a);
+        tg_detok_flush(d, &out, &b);
+        if (a + b + 1 > most) most = a + b + 1;
+    }
+    tg_detok_free(d);
+    return 2 * most;
+}
+
+/* The connections the server may hold open: at most `wanted`, and below the descriptors the process may open (the
+ * soft limit, first raised to the hard one where allowed), less 64 for the model, the listening socket and
+ * libmicrohttpd's own; so that accept() never fails with EMFILE (which libmicrohttpd 0.9.75's polling thread retries
+ * at once, a busy loop). 0 when the limit leaves no room. */
+static int64_t connection_limit(int64_t wanted) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return wanted;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl.rlim_cur = rl.rlim_max;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)wanted + 64) return wanted;
+    return rl.rlim_cur > 64 ? (int64_t)rl.rlim_cur - 64 : 0;
+}
+
 /* Waits for SIGTERM or SIGINT (blocked in every thread). */
 static int wait_for_signal(const sigset_t *set) {
     int sig = 0;
@@ -164,15 +216,23 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
     tg_server srv = {.host = a->host, .port = (int)a->port, .max_body = a->max_body, .api_key = a->api_key,
                      .model = model, .model_id = id, .model_path = a->model_path,
                      .model_context = info.context_length, .cache = a->cache, .max_tokens = a->max_tokens,
+                     .max_prompt_tokens = a->max_prompt > 0         ? a->max_prompt
+                                          : a->cache.context > 0 ? a->cache.context
+                                                                 : info.context_length,
                      .metrics = &metrics, .created = (int64_t)time(NULL)};
     atomic_init(&srv.draining, false);
     atomic_init(&srv.next_id, 1);
     atomic_init(&srv.in_flight, 0);
-    pthread_mutex_init(&srv.conv_mu, NULL);
+    /* parsing and tokenising: at most 4 bodies at once, together at most one --max-body */
+    srv.prep = (tg_prep){.budget = a->max_body, .max_n = 4};
+    pthread_mutex_init(&srv.prep_mu, NULL);
+    pthread_cond_init(&srv.prep_cv, NULL);
     if (!info.has_weights) {
         tg_runtime_error("%s has no weights (a vocab-only file): it cannot serve", a->model_path);
         goto done;
     }
+    srv.max_token_bytes = longest_token(model);
+    if (srv.max_prompt_tokens < 1) srv.max_prompt_tokens = (int64_t)1 << 16; /* the model states no context */
     srv.session_bytes = tg_sequence_bytes(model, &a->cache, &err);
     if (srv.session_bytes == 0) {
         tg_cli_word_error(&err, &a->cache);
@@ -209,6 +269,14 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
         goto done;
     }
     srv.sched = sched;
+    const int64_t conns = connection_limit(a->max_conn);
+    if (conns == 0) {
+        tg_runtime_error("the open-file limit (ulimit -n) leaves no descriptors for connections");
+        goto done;
+    }
+    srv.max_connections = (unsigned)conns;
+    srv.max_connections_per_ip = (unsigned)(a->per_ip > 0 ? a->per_ip : conns / 8 > 0 ? conns / 8 : 1);
+    srv.request_timeout = a->request_timeout;
     http = tg_http_start(&srv, msg, sizeof msg);
     if (!http) {
         tg_runtime_error("%s", msg);
@@ -217,9 +285,11 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
     const int64_t fit = a->kv_budget / (int64_t)srv.session_bytes;
     fprintf(stderr,
             "tinygpt serve: %s on http://%s%s%s:%d (cache: %zu bytes a session, budget %" PRId64 " bytes = %" PRId64
-            " sessions, at most %" PRId64 " at once, queue %" PRId64 "; %d threads)\n",
+            " sessions, at most %" PRId64 " at once, queue %" PRId64 "; %d threads; connections: %u, %u from one "
+            "address)\n",
             id, strchr(a->host, ':') ? "[" : "", a->host, strchr(a->host, ':') ? "]" : "", tg_http_port(http),
-            srv.session_bytes, a->kv_budget, fit, a->max_sessions, a->queue, tg_batch_threads(batch));
+            srv.session_bytes, a->kv_budget, fit, a->max_sessions, a->queue, tg_batch_threads(batch),
+            srv.max_connections, srv.max_connections_per_ip);
 
     const int sig = wait_for_signal(signals);
     fprintf(stderr, "tinygpt serve: %s: no longer admitting; %" PRId64 " requests running or queued, %g s grace\n",
@@ -239,7 +309,8 @@ done:
     tg_http_stop(http);
     tg_batch_free(batch);
     if (have_conv) tg_chat_conv_close(&conv);
-    pthread_mutex_destroy(&srv.conv_mu);
+    pthread_cond_destroy(&srv.prep_cv);
+    pthread_mutex_destroy(&srv.prep_mu);
     tg_metrics_destroy(&metrics);
     tg_model_free(model);
     if (status == TG_EXIT_OK) fprintf(stderr, "tinygpt serve: stopped\n");

@@ -30,4 +30,25 @@ void tg_admission_leave_queue(tg_admission *a);
 /* An admitted session ended: its bytes return to the budget. */
 void tg_admission_release(tg_admission *a, int64_t bytes);
 
+/* The work before admission — parsing a body and tokenising its prompt, which take tens of bytes of memory per body
+ * byte — bounded: at most max_n bodies at once, their bytes together within budget, except that one body is always
+ * let in when none is (a body is at most --max-body, and the server must answer it). Pure accounting: the caller
+ * holds the lock. */
+typedef struct {
+    int64_t budget, used;
+    int64_t n, max_n;
+} tg_prep;
+
+/* True (counted) when a body of `bytes` may be worked on now. */
+bool tg_prep_take(tg_prep *p, int64_t bytes);
+/* That body's work is done. */
+void tg_prep_give(tg_prep *p, int64_t bytes);
+
+/* A step's prompt budget shared among the n sessions still prefilling, each wanting need[i] >= 0 tokens: fair, so a
+ * short prompt's first token does not wait for another client's long one. Every session gets an equal part (less
+ * when it wants less; what it leaves goes to the others) and the indivisible remainder goes to the sessions from
+ * index `start` (mod n) on: a caller that advances start every step hands it round. give[i] <= need[i], the gives
+ * sum to min(budget, the needs' sum). */
+void tg_prefill_share(const int64_t *need, int64_t n, int64_t budget, int64_t start, int64_t *give);
+
 #endif

@@ -7,6 +7,9 @@
 #include "serve/generate.h"
 
 #include <errno.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +60,21 @@ static bool job_started(const tg_job *j) { return j->state != TG_JOB_QUEUED; }
 
 /* ---- the prompt --------------------------------------------------------------------------------------------- */
 
+/* A prompt of len text bytes that cannot fit the server's prompt cap (every token stands for at most max_token_bytes
+ * bytes, so it is more tokens than the cap): refused without tokenising it (the work a million tokens would cost). */
+static bool fits_by_bytes(tg_server *srv, size_t len, const char *param, tg_serve_error *e) {
+    const uint64_t cap = (uint64_t)srv->max_prompt_tokens, per = srv->max_token_bytes;
+    if (cap > (UINT64_MAX - 2) / per || len <= cap * per + 2) return true;
+    return tg_serve_fail(e, 400, INVALID, param,
+                         "the prompt is %zu bytes: more than the %lld tokens this server takes (--max-prompt-tokens) "
+                         "can hold",
+                         len, (long long)srv->max_prompt_tokens);
+}
+
 /* The prompt's ids into j (BOS first when the model adds it; an empty prompt is BOS alone). */
 static bool completion_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_serve_error *e) {
     tg_error err = {0};
+    if (!fits_by_bytes(srv, r->prompt_len, "prompt", e)) return false;
     if (!tg_tokenize(srv->model, r->prompt, r->prompt_len, tg_model_adds_bos(srv->model), &j->ids, &j->n_ids, &err))
         return tg_serve_fail(e, 400, INVALID, "prompt", "%s", err.msg);
     if (j->n_ids > 0) return true;
@@ -80,12 +95,16 @@ static bool chat_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_se
                              "the model carries no chat template; start the server with --chat-template NAME");
     char msg[1200];
     size_t len = 0;
-    pthread_mutex_lock(&srv->conv_mu);
+    /* no lock: a render reads the compiled template and writes only its own state, and its time is bounded by the
+     * template limits (work, iterations, a wall-clock deadline), so no request waits for another's render */
     tg_chat_conv conv = *srv->conv;
     conv.messages = r->messages;
     char *text = tg_chat_conv_render(&conv, true, &len, msg, sizeof msg);
-    pthread_mutex_unlock(&srv->conv_mu);
     if (!text) return tg_serve_fail(e, 400, INVALID, "messages", "%s", msg);
+    if (!fits_by_bytes(srv, len, "messages", e)) {
+        free(text);
+        return false;
+    }
     const char *bos = srv->conv->src.bos_token;
     const bool add_bos = tg_model_adds_bos(srv->model) && !(bos && *bos && strncmp(text, bos, strlen(bos)) == 0);
     tg_error err = {0};
@@ -122,9 +141,13 @@ static bool cache_policy(tg_server *srv, const tg_serve_request *r, tg_job *j, t
                              bytes, srv->session_bytes);
     const bool bounded = p.window > 0 || p.budget_bytes > 0;
     const int64_t context = p.context > 0 ? p.context : srv->model_context;
+    const char *prompt = r->kind == TG_SERVE_CHAT ? "messages" : "prompt";
     if (!bounded && (int64_t)j->n_ids > context)
-        return tg_serve_fail(e, 400, INVALID, r->kind == TG_SERVE_CHAT ? "messages" : "prompt",
-                             "the prompt is %zu tokens but the context holds %lld", j->n_ids, (long long)context);
+        return tg_serve_fail(e, 400, INVALID, prompt, "the prompt is %zu tokens but the context holds %lld", j->n_ids,
+                             (long long)context);
+    if ((int64_t)j->n_ids > srv->max_prompt_tokens)
+        return tg_serve_fail(e, 400, INVALID, prompt, "the prompt is %zu tokens; this server takes at most %lld "
+                             "(--max-prompt-tokens)", j->n_ids, (long long)srv->max_prompt_tokens);
     j->cache = p;
     j->cache_bytes = bytes;
     return true;
@@ -314,7 +337,8 @@ static void stream_free(void *cls) {
     free(s);
 }
 
-static enum MHD_Result start_stream(tg_server *srv, struct MHD_Connection *c, const tg_serve_request *r, tg_job *j) {
+static enum MHD_Result start_stream(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, bool include_usage,
+                                    tg_job *j) {
     stream *s = calloc(1, sizeof *s);
     if (!s) {
         cancel(srv, j);
@@ -326,8 +350,8 @@ static enum MHD_Result start_stream(tg_server *srv, struct MHD_Connection *c, co
     s->job = j;
     s->conn = c;
     s->prompt_tokens = (int64_t)j->n_ids;
-    s->include_usage = r->include_usage;
-    make_meta(srv, r->kind, s->id, sizeof s->id, &s->meta);
+    s->include_usage = include_usage;
+    make_meta(srv, kind, s->id, sizeof s->id, &s->meta);
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s,
                                                                   stream_free);
     if (!resp) {
@@ -342,21 +366,73 @@ static enum MHD_Result start_stream(tg_server *srv, struct MHD_Connection *c, co
     return ok;
 }
 
+/* Waits until the body of len bytes may be parsed and tokenised (srv->prep); false when the client went or the
+ * server began to stop while it waited. */
+static bool prep_enter(tg_server *srv, struct MHD_Connection *c, size_t len) {
+    pthread_mutex_lock(&srv->prep_mu);
+    bool in;
+    while (!(in = tg_prep_take(&srv->prep, (int64_t)len))) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += WAIT_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->prep_cv, &srv->prep_mu, &ts);
+        if (tg_prep_take(&srv->prep, (int64_t)len)) {
+            in = true;
+            break;
+        }
+        pthread_mutex_unlock(&srv->prep_mu);
+        const bool stop = tg_http_client_gone(c) || atomic_load(&srv->draining);
+        pthread_mutex_lock(&srv->prep_mu);
+        if (stop) break;
+    }
+    pthread_mutex_unlock(&srv->prep_mu);
+    return in;
+}
+
+static void prep_leave(tg_server *srv, size_t len) {
+    pthread_mutex_lock(&srv->prep_mu);
+    tg_prep_give(&srv->prep, (int64_t)len);
+    pthread_cond_broadcast(&srv->prep_cv);
+    pthread_mutex_unlock(&srv->prep_mu);
+}
+
+/* The job of body[len] (parsed, rendered, tokenised under srv->prep; the parsed tree freed before the job runs), or
+ * NULL with e filled (e->status 0: the client went while it waited). */
+static tg_job *prepare(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, const char *body, size_t len,
+                       bool *streamed, bool *include_usage, tg_serve_error *e) {
+    if (!prep_enter(srv, c, len)) {
+        e->status = 0;
+        return NULL;
+    }
+    tg_serve_request r;
+    tg_job *j = NULL;
+    if (tg_serve_request_parse(body, len, kind, &r, e)) j = make_job(srv, &r, e);
+    *streamed = r.stream;
+    *include_usage = r.include_usage;
+    tg_serve_request_free(&r);
+    prep_leave(srv, len);
+#if defined(__GLIBC__)
+    /* a large body's parse tree and tokeniser scratch went back to this thread's malloc arena, which glibc keeps: give
+     * them back to the system so that RSS returns to the model + the KV in use after a burst */
+    if (len >= ((size_t)1 << 20)) malloc_trim(0);
+#endif
+    return j;
+}
+
 static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, const char *body,
                                 size_t len, bool *streaming) {
-    tg_serve_request r;
     tg_serve_error e = {0};
-    tg_job *j = NULL;
-    enum MHD_Result res;
     if (atomic_load(&srv->draining)) {
         tg_serve_fail(&e, 503, "server_error", NULL, "the server is shutting down");
         return tg_http_send_error(srv, c, &e);
     }
-    if (!tg_serve_request_parse(body, len, kind, &r, &e) || !(j = make_job(srv, &r, &e))) {
-        res = tg_http_send_error(srv, c, &e);
-        tg_serve_request_free(&r);
-        return res;
-    }
+    bool streamed = false, include_usage = false;
+    tg_job *j = prepare(srv, c, kind, body, len, &streamed, &include_usage, &e);
+    if (!j) return e.status ? tg_http_send_error(srv, c, &e) : MHD_NO;
     switch (tg_sched_submit(srv->sched, j)) {
     case TG_SUBMIT_OK: break;
     case TG_SUBMIT_FULL:
@@ -368,8 +444,9 @@ static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_ser
         tg_serve_fail(&e, 503, "server_error", NULL, "the server is shutting down");
         goto refuse;
     }
+    enum MHD_Result res;
     pthread_mutex_lock(&j->mu);
-    const bool present = wait_for(srv, c, j, r.stream ? job_started : job_done);
+    const bool present = wait_for(srv, c, j, streamed ? job_started : job_done);
     /* a stream that failed before its first token answers with the error's status, like a whole answer */
     const bool failed_early = j->state == TG_JOB_DONE && j->error_status != 0 && j->len == 0;
     pthread_mutex_unlock(&j->mu);
@@ -377,9 +454,9 @@ static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_ser
         res = MHD_NO;
     } else if (failed_early) {
         res = job_error(srv, c, j);
-    } else if (r.stream) {
+    } else if (streamed) {
         *streaming = true; /* stream_free ends the request */
-        res = start_stream(srv, c, &r, j); /* the stream owns j now */
+        res = start_stream(srv, c, kind, include_usage, j); /* the stream owns j now */
         j = NULL;
     } else if (j->error_status) {
         res = job_error(srv, c, j);
@@ -391,11 +468,9 @@ static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_ser
         res = send_json(srv, c, tg_oai_response(&m, j->text, j->len, j->finish_reason, &u));
     }
     tg_job_unref(j);
-    tg_serve_request_free(&r);
     return res;
 refuse:
     tg_job_unref(j);
-    tg_serve_request_free(&r);
     return tg_http_send_error(srv, c, &e);
 }
 

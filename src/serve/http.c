@@ -1,7 +1,7 @@
 /* http.c — libmicrohttpd glue (http.h): one thread per connection, so a handler may block until its job is done and
- * a stream's reader may wait for the next token. The access handler accumulates the body (refusing one over
- * max_body with 413, from Content-Length before reading it when the client declares it), checks the key, and
- * routes. */
+ * a stream's reader may wait for the next token. The access handler checks the key as soon as the headers are in
+ * (before any body is read), accumulates the body (refusing one over max_body with 413, from Content-Length before
+ * reading it when the client declares it), and routes. */
 #define _GNU_SOURCE
 
 #include "serve/http.h"
@@ -16,18 +16,39 @@
 
 #include "serve/generate.h"
 #include "serve/openai.h"
+#include "serve/watchdog.h"
 
 struct tg_http {
     struct MHD_Daemon *d;
     tg_server *srv;
+    tg_watchdog *wd; /* the request deadline */
     int port;
 };
+
+/* The connection's watch (NULL when it is not watched). */
+static tg_watch *watch_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    tg_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? tg_watchdog_add(h->wd, ci->connect_fd) : NULL;
+    } else {
+        tg_watchdog_forget(h->wd, *socket_context);
+        *socket_context = NULL;
+    }
+}
 
 /* One request's state across the access handler's calls. */
 typedef struct {
     char *body;
     size_t len, cap;
     bool too_big;
+    bool answered; /* refused when the headers came in (401, 413): whatever body follows is dropped unread */
 } conn_ctx;
 
 enum MHD_Result tg_http_send(tg_server *srv, struct MHD_Connection *c, unsigned status, const char *content_type,
@@ -51,17 +72,16 @@ enum MHD_Result tg_http_send_error(tg_server *srv, struct MHD_Connection *c, con
     return ok;
 }
 
+/* The end of the client's sending side (POLLRDHUP, a read of 0 bytes) is not its going: a client may shut down its
+ * writing half after the request (shutdown(SHUT_WR)) and still read the answer. Gone means the connection is
+ * reset or closed both ways (POLLHUP, POLLERR), which a client that closed its socket shows at the latest once the
+ * server has written to it. */
 bool tg_http_client_gone(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return true;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    struct pollfd p = {.fd = ci->connect_fd, .events = 0};
     if (poll(&p, 1, 0) <= 0) return false;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
-    if (p.revents & POLLIN) {
-        char byte;
-        return recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-    }
-    return false;
+    return (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 /* "Authorization: Bearer KEY" against the server's key, in time independent of where they differ. */
@@ -136,12 +156,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
     (void)version;
-    tg_server *srv = cls;
+    tg_http *h = cls;
+    tg_server *srv = h->srv;
     conn_ctx *cc = *con_cls;
     if (!cc) { /* the headers are in */
         cc = calloc(1, sizeof *cc);
         if (!cc) return MHD_NO;
         *con_cls = cc;
+        /* the key before any body is read: a keyless client costs no buffer */
+        if (strcmp(url, "/health") != 0 && !authorized(srv, c)) {
+            cc->answered = true;
+            return fail(srv, c, 401, "authentication_error", "invalid_api_key",
+                        "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end = NULL;
@@ -152,8 +179,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             char msg[160];
             snprintf(msg, sizeof msg, "the body is larger than the server's limit of %lld bytes (--max-body)",
                      (long long)srv->max_body);
+            cc->answered = true;
             return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
         }
+        return MHD_YES;
+    }
+    if (cc->answered) {
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) { /* a piece of the body */
@@ -183,11 +215,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                  (long long)srv->max_body);
         return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
     }
+    tg_watchdog_request_read(h->wd, watch_of(c));
     return route(srv, c, url, method, cc);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)toe;
+    tg_http *h = cls;
+    tg_watchdog_answered(h->wd, watch_of(c));
     conn_ctx *cc = *con_cls;
     if (cc) {
         free(cc->body);
@@ -203,6 +238,12 @@ tg_http *tg_http_start(tg_server *srv, char *msg, size_t cap) {
         return NULL;
     }
     h->srv = srv;
+    h->wd = tg_watchdog_start(srv->request_timeout);
+    if (!h->wd) {
+        snprintf(msg, cap, "cannot start the request deadline's thread");
+        free(h);
+        return NULL;
+    }
     struct sockaddr_in a4 = {0};
     struct sockaddr_in6 a6 = {0};
     struct sockaddr *addr;
@@ -218,15 +259,21 @@ tg_http *tg_http_start(tg_server *srv, char *msg, size_t cap) {
         flags |= MHD_USE_IPv6;
     } else {
         snprintf(msg, cap, "--host %s: not an IPv4 or IPv6 address", srv->host);
+        tg_watchdog_stop(h->wd);
         free(h);
         return NULL;
     }
-    h->d = MHD_start_daemon(flags, (uint16_t)srv->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)1024, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+    /* a connection over either limit is accepted and closed at once by libmicrohttpd (no busy loop: the connection
+     * limit stays below the descriptors this process may open, so accept never fails with EMFILE) */
+    h->d = MHD_start_daemon(flags, (uint16_t)srv->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                            h, MHD_OPTION_CONNECTION_LIMIT, srv->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            srv->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                            MHD_OPTION_END);
     if (!h->d) {
         snprintf(msg, cap, "cannot listen on %s port %d (in use, or not an address of this machine)", srv->host,
                  srv->port);
+        tg_watchdog_stop(h->wd);
         free(h);
         return NULL;
     }
@@ -240,5 +287,6 @@ int tg_http_port(const tg_http *h) { return h->port; }
 void tg_http_stop(tg_http *h) {
     if (!h) return;
     MHD_stop_daemon(h->d);
+    tg_watchdog_stop(h->wd);
     free(h);
 }

@@ -1,5 +1,6 @@
 /* request.c — the OpenAI request bodies: JSON parsed with jansson, every field of the right type and range, unknown
- * fields ignored (clients send many). Defaults are OpenAI's: temperature 1, top_p 1 (top_k and min_p off). */
+ * fields ignored (clients send many) except the few that change an answer's meaning and are not done here
+ * (logit_bias, logprobs: 400). Defaults are OpenAI's: temperature 1, top_p 1 (top_k and min_p off). */
 #include "serve/request.h"
 
 #include <math.h>
@@ -224,9 +225,47 @@ static bool get_cache(json_t *root, tg_serve_request *r, tg_serve_error *e) {
            get_int(root, "streaming_llm_sink", 0, INT32_MAX, &r->kv_sink, e);
 }
 
+/* Fields this server does not do, refused rather than ignored (an answer that silently lacks them would mislead):
+ * logit_bias (a non-empty object), logprobs (true, or a count above 0), top_logprobs (above 0). Their "off" values
+ * (absent, null, {}, false, 0) are taken. */
+static bool refuse_unsupported(json_t *root, tg_serve_error *e) {
+    json_t *v = optional_field(root, "logit_bias");
+    if (v && !(json_is_object(v) && json_object_size(v) == 0))
+        return tg_serve_fail(e, 400, INVALID, "logit_bias", "'logit_bias' is not supported by this server");
+    static const char *const counts[] = {"logprobs", "top_logprobs"};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        v = optional_field(root, counts[i]);
+        if (v && !json_is_false(v) && !(json_is_integer(v) && json_integer_value(v) == 0))
+            return tg_serve_fail(e, 400, INVALID, counts[i], "'%s' is not supported by this server", counts[i]);
+    }
+    return true;
+}
+
+/* The JSON values of body[len] at most (one per '{', '[' and ',' outside strings, plus one): a cheap scan that bounds
+ * the parsed tree before jansson builds it (tens of bytes of memory for each "{}," of a body). */
+static size_t json_values_at_most(const char *body, size_t len) {
+    size_t n = 1;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        const char ch = body[i];
+        if (in_string) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '{' || ch == '[' || ch == ',') {
+            n++;
+        }
+    }
+    return n;
+}
+
 bool tg_serve_request_parse(const char *body, size_t len, tg_serve_kind kind, tg_serve_request *r, tg_serve_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
+    if (json_values_at_most(body, len) > TG_SERVE_MAX_JSON_VALUES)
+        return tg_serve_fail(e, 400, INVALID, NULL, "the body has more than %d JSON values (objects, arrays, items)",
+                             TG_SERVE_MAX_JSON_VALUES);
     json_error_t je;
     r->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!r->root)
@@ -240,7 +279,7 @@ bool tg_serve_request_parse(const char *body, size_t len, tg_serve_kind kind, tg
     }
     if (!get_bool(r->root, "stream", &r->stream, e) || !get_bool(r->root, "ignore_eos", &r->ignore_eos, e) ||
         !get_sampling(r->root, r, e) || !get_max_tokens(r->root, r, e) || !get_stops(r->root, r, e) ||
-        !get_cache(r->root, r, e))
+        !get_cache(r->root, r, e) || !refuse_unsupported(r->root, e))
         return false;
     json_t *so = json_object_get(r->root, "stream_options");
     if (so && !json_is_null(so)) {

@@ -13,6 +13,9 @@
 
 /* The most stop strings a request may give. */
 #define TG_SERVE_MAX_STOPS 16
+/* The most JSON values a body may hold (a cheap scan refuses more before parsing: the tree costs tens of bytes a
+ * value, so a 4 MB body of "{}," would take hundreds of MB). A chat of thousands of messages is far below it. */
+#define TG_SERVE_MAX_JSON_VALUES 100000
 
 typedef enum { TG_SERVE_COMPLETION, TG_SERVE_CHAT } tg_serve_kind;
 

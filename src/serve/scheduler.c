@@ -3,7 +3,8 @@
  * Locking: `mu` guards the admission accounting, the queue, the list of admitted jobs not yet started and the flags;
  * the sessions (their caches, samplers, detokenisers) belong to the scheduler thread alone. Each step: take the
  * admitted jobs and make their sessions, drop the sessions whose clients have gone, build the batch (one decode row
- * per decoding session, then prompt chunks up to prefill_per_step), run it, sample, and hand the text to the jobs.
+ * per decoding session, then prompt chunks: prefill_per_step shared fairly among the prefilling sessions), run it,
+ * sample, and hand the text to the jobs.
  * A session's answer follows `tinygpt sample` token for token: the same prompt ids, the same sampler, the same
  * generation step (tg_generator: EOS, stop strings, max_tokens), and logits that tg_batch guarantees are the
  * single-session ones. */
@@ -51,6 +52,8 @@ struct tg_sched {
     tg_batch_item *items; /* [max_sessions] */
     int64_t *item_session;
     tg_job **local;       /* [max_sessions] the jobs a step takes from `starting` */
+    int64_t *pf_session, *pf_need, *pf_give; /* [max_sessions] the prefilling sessions of a step, their wants, shares */
+    int64_t pf_turn;      /* where the prompt budget's remainder starts (advances every step) */
     int32_t vocab;
     double rate_t0;
     int64_t rate_tokens;
@@ -168,21 +171,29 @@ static void step(tg_sched *s) {
             rows++;
         }
     }
-    int prefill = s->cfg.prefill_per_step;
-    for (int64_t i = 0; i < s->n_sessions && prefill > 0 && rows < max_rows; i++) {
+    /* the prompt budget shared fairly among the sessions still prefilling (tg_prefill_share), its remainder handed
+     * round from a start that moves every step */
+    int64_t n_pf = 0;
+    for (int64_t i = 0; i < s->n_sessions; i++) {
         session *ss = &s->sessions[i];
         if (ss->ended || ss->decoding) continue;
         const size_t left = ss->job->n_ids - ss->prefilled;
-        int c = tg_sequence_max_chunk(ss->seq);
-        if ((size_t)c > left) c = (int)left;
-        if (c > prefill) c = prefill;
-        if (c > max_rows - rows) c = max_rows - rows;
+        const int chunk = tg_sequence_max_chunk(ss->seq);
+        s->pf_session[n_pf] = i;
+        s->pf_need[n_pf++] = left < (size_t)chunk ? (int64_t)left : chunk;
+    }
+    int64_t budget = s->cfg.prefill_per_step;
+    if (budget > max_rows - rows) budget = max_rows - rows;
+    if (n_pf > 0) tg_prefill_share(s->pf_need, n_pf, budget, s->pf_turn++ % n_pf, s->pf_give);
+    for (int64_t k = 0; k < n_pf; k++) {
+        if (s->pf_give[k] == 0) continue;
+        session *ss = &s->sessions[s->pf_session[k]];
+        const int c = (int)s->pf_give[k];
         const bool last = ss->prefilled + (size_t)c == ss->job->n_ids;
         s->items[n_items] = (tg_batch_item){ss->seq, ss->job->ids + ss->prefilled, c, last ? ss->logits : NULL,
                                             false};
-        s->item_session[n_items++] = i;
+        s->item_session[n_items++] = s->pf_session[k];
         rows += c;
-        prefill -= c;
         prompt_tokens += c;
     }
     const int64_t tokens_before = s->rate_tokens;
@@ -324,7 +335,8 @@ static void *sched_main(void *arg) {
 
 /* Frees the scheduler's own blocks and itself (its thread, mutex and condition variable are the caller's). */
 static void free_scheduler(tg_sched *s) {
-    TG_FREE_ALL(s->queue, s->starting, s->sessions, s->items, s->item_session, s->local);
+    TG_FREE_ALL(s->queue, s->starting, s->sessions, s->items, s->item_session, s->local, s->pf_session, s->pf_need,
+                s->pf_give);
     free(s);
 }
 
@@ -345,7 +357,11 @@ tg_sched *tg_sched_start(const tg_sched_config *c, tg_error *err) {
     s->items = calloc(ms, sizeof *s->items);
     s->item_session = calloc(ms, sizeof *s->item_session);
     s->local = calloc(ms, sizeof *s->local);
-    if (!s->queue || !s->starting || !s->sessions || !s->items || !s->item_session || !s->local) {
+    s->pf_session = calloc(ms, sizeof *s->pf_session);
+    s->pf_need = calloc(ms, sizeof *s->pf_need);
+    s->pf_give = calloc(ms, sizeof *s->pf_give);
+    if (!s->queue || !s->starting || !s->sessions || !s->items || !s->item_session || !s->local || !s->pf_session ||
+        !s->pf_need || !s->pf_give) {
         snprintf(err->msg, sizeof err->msg, "out of memory for %lld sessions", (long long)c->max_sessions);
         goto fail;
     }

@@ -180,6 +180,11 @@ printf '{%% macro turn(m) %%}{{ m.content }}{%% endmacro %%}{%% for m in message
     >"$tmp/macro/chat_template.jinja"
 check_fail 1 "--chat-template NAME" chat "$tmp/macro" --print-prompt
 check_fail 1 "unsupported Jinja feature 'macro'" chat "$tmp/macro"
+# a model's template that would scan 100 GB (strip with a 100 KB set, a million times) fails with one line (the work
+# limit or the render's deadline, whichever comes first)
+printf '%s' "{% set s = 'a' * 100000 %}{% for i in range(1000) %}{% for j in range(1000) %}{{ s.strip('x' * 100000 ~ 'a') }}{% endfor %}{% endfor %}" \
+    >"$tmp/macro/chat_template.jinja"
+check_fail 1 "chat template: " chat "$tmp/macro" --print-prompt
 check_fail 1 "carries no chat template; choose a built-in with --chat-template NAME" chat "$M"
 check_fail 2 "--chat-template: no built-in template 'nope'" chat "$M" --chat-template nope
 printf '[{"role": "user"}]' >"$tmp/bad.json"

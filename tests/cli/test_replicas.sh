@@ -30,7 +30,7 @@ for need in curl python3; do
     command -v $need >/dev/null || { bad "replicas: $need is not installed (.ci/run installs it)"; exit 1; }
 done
 
-GRACE=4
+GRACE=10 # long enough for HAProxy (a check a second, two to fall) to see a draining replica before it exits
 # a StreamingLLM window lets a stream run on for ever: the long one below lasts past the grace on any machine
 POLICY=(--streaming-llm-window 64)
 LB=$tmp/lb
@@ -78,9 +78,9 @@ for line in data.decode().splitlines():
         print(f[17].split()[0])
 PY
 }
-# wait_status NAME STATE: until HAProxy says so (5 s at most); false when it does not
+# wait_status NAME STATE: until HAProxy says so (60 s at most: a bound for a loaded machine); false when it does not
 wait_status() {
-    for _ in $(seq 100); do [ "$(lb_status "$1")" = "$2" ] && return 0; sleep 0.05; done
+    for _ in $(seq 1200); do [ "$(lb_status "$1")" = "$2" ] && return 0; sleep 0.05; done
     return 1
 }
 # ask N OUT: N greedy requests through the balancer, one after the other (Python's urllib: one process for all);
@@ -127,7 +127,7 @@ st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' -d '{"prompt": "x", "n": 2}' "
 
 # ---- r2 killed: the next request still succeeds (retried on another), the check marks r2 down, r2 gets nothing ----
 kill -KILL "$(cat "$LB/r2.pid")"
-for _ in $(seq 200); do [ -f "$LB/r2.exit" ] && break; sleep 0.02; done
+for _ in $(seq 3000); do [ -f "$LB/r2.exit" ] && break; sleep 0.02; done
 ask 2 "$tmp/b"
 [ "$(served "$tmp/b" 'r1|r3')" = 2 ] && ok || bad "just after the kill: $(cat "$tmp/b")"
 wait_status r2 DOWN && ok || bad "r2 killed but HAProxy says $(lb_status r2): $(tail -5 "$LB/haproxy.log")"
@@ -141,7 +141,7 @@ curl -sN --max-time 60 -D "$tmp/long.hdr" \
     -d '{"prompt": "x", "max_tokens": 100000, "ignore_eos": true, "stream": true}' \
     "$BASE/v1/completions" >"$tmp/long.sse" &
 LONG=$!
-for _ in $(seq 1000); do [ -s "$tmp/long.sse" ] && break; sleep 0.02; done
+for _ in $(seq 9000); do [ -s "$tmp/long.sse" ] && break; sleep 0.02; done
 D=$(tr -d '\r' <"$tmp/long.hdr" | sed -n 's/^[Xx]-[Tt]inygpt-[Rr]eplica: //p')
 case "$D" in r1) K=r3 ;; r3) K=r1 ;; *) K= ;; esac
 if [ -z "$K" ]; then
@@ -155,11 +155,11 @@ else
     curl -sN --max-time 60 -d '{"prompt": "The king", "max_tokens": 8, "temperature": 0, "stream": true}' \
         "http://127.0.0.1:$DPORT/v1/completions" >"$tmp/short.sse" &
     SHORT=$!
-    for _ in $(seq 1000); do [ -s "$tmp/short.sse" ] && break; sleep 0.02; done
+    for _ in $(seq 9000); do [ -s "$tmp/short.sse" ] && break; sleep 0.02; done
     t0=$(date +%s.%N)
     kill -TERM "$(cat "$LB/$D.pid")"
     st=
-    for _ in $(seq 100); do
+    for _ in $(seq 3000); do
         st=$(curl -s -o "$tmp/h" -w '%{http_code}' "http://127.0.0.1:$DPORT/health")
         [ "$st" = 503 ] && break
         sleep 0.02
@@ -177,10 +177,12 @@ else
         bad "no 503 check of $D in the log: $(grep "$D" "$LB/haproxy.log" | tail -3)"
     ask 3 "$tmp/e"
     [ "$(served "$tmp/e" "$K")" = 3 ] && ok || bad "with $D out of the pool: $(cat "$tmp/e")"
-    for _ in $(seq 400); do [ -s "$LB/$D.exit" ] && break; sleep 0.05; done
+    for _ in $(seq 2400); do [ -s "$LB/$D.exit" ] && break; sleep 0.05; done
     t1=$(stat -c %.3Y "$LB/$D.exit" 2>/dev/null || date +%s.%N) # when run.sh saw it exit
     [ "$(cat "$LB/$D.exit" 2>/dev/null)" = 0 ] && ok || bad "$D after SIGTERM: exit $(cat "$LB/$D.exit" 2>/dev/null)"
-    python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) <= float(sys.argv[3]) + 2 else 1)' \
+    # the drain ends after the grace, not with the 100,000-token stream (the margin is for a loaded machine: the
+    # check is that SIGTERM is honoured, not how fast)
+    python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) <= float(sys.argv[3]) + 30 else 1)' \
         "$t0" "$t1" "$GRACE" && ok || bad "$D took $(python3 -c "print($t1 - $t0)") s to exit (--grace $GRACE)"
     echo "$D: SIGTERM to exit in $(python3 -c "print(round($t1 - $t0, 2))") s (--grace $GRACE)"
     wait "$SHORT" "$LONG"

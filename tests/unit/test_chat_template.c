@@ -35,7 +35,12 @@ static const char *realmeta(const char *model) {
 }
 
 /* Renders src with vars (a JSON text); returns the malloc'ed output or NULL with err filled. */
+/* lim NULL: the defaults without the wall-clock deadline (a loaded machine must not change which limit a test
+ * meets first). */
 static char *render_with(const char *src, const char *vars_json, const tg_chat_limits *lim, tg_error *err) {
+    tg_chat_limits untimed = tg_chat_default_limits();
+    untimed.max_seconds = 0;
+    if (!lim) lim = &untimed;
     tg_chat_template *t = tg_chat_template_compile(src, strlen(src), lim, err);
     if (!t) return NULL;
     json_t *vars = vars_json ? json_loads(vars_json, 0, NULL) : json_object();
@@ -253,6 +258,51 @@ static void test_hostile_loops_and_sizes(void **state) {
     tg_error err = {0};
     assert_null(tg_chat_template_compile("0123456789ab", 12, &lim, &err));
     assert_non_null(strstr(err.msg, "more than the limit of 10"));
+}
+
+/* Work that scans bytes or compares keys is charged by what it scans: each of these renders at once under an
+ * uncharged interpreter and fails here, at a work limit of 100,000 units (one per 64 bytes or per key). */
+static void test_hostile_work_charged(void **state) {
+    (void)state;
+    tg_chat_limits lim = tg_chat_default_limits();
+    lim.max_work = 100000;
+    /* strip with a set: every code point looked at scans the set (2000 x 6401 bytes) */
+    expect_error("{{ ('a' * 2000).strip('x' * 6400 ~ 'a') | length }}", NULL, &lim, "units of work (the limit)");
+    expect_error("{{ ('a' * 2000).rstrip('x' * 6400 ~ 'a') }}", NULL, &lim, "units of work (the limit)");
+    expect_error("{{ ('a' * 2000) | trim('x' * 6400 ~ 'a') }}", NULL, &lim, "units of work (the limit)");
+    /* per-byte string work on a 100,000-byte string, 100 times */
+    static const char *const per_byte[] = {
+        "{% set s = 'x' * 100000 %}{% for i in range(100) %}{{ s[5] }}{% endfor %}",
+        "{% set s = 'x' * 100000 %}{% for i in range(100) %}{{ s[1:2] }}{% endfor %}",
+        "{% set s = 'x' * 100000 %}{% for i in range(100) %}{{ s | length }}{% endfor %}",
+        "{% set s = 'x' * 100000 %}{% set t = 'x' * 100000 %}{% for i in range(100) %}{{ s == t }}{% endfor %}",
+        "{% set s = 'x' * 100000 %}{% for i in range(100) %}{{ s.startswith(s) }}{% endfor %}",
+    };
+    for (size_t i = 0; i < sizeof per_byte / sizeof *per_byte; i++)
+        expect_error(per_byte[i], NULL, &lim, "units of work (the limit)");
+    /* dict lookups: a linear scan of 5000 keys, 100 times, by item and by attribute */
+    char *vars = malloc(5000 * 16 + 16);
+    assert_non_null(vars);
+    size_t at = (size_t)sprintf(vars, "{\"d\": {");
+    for (int k = 0; k < 5000; k++) at += (size_t)sprintf(vars + at, "%s\"k%d\": %d", k ? ", " : "", k, k);
+    strcpy(vars + at, "}}");
+    expect_error("{% for i in range(100) %}{{ d['k4999'] }}{% endfor %}", vars, &lim, "units of work (the limit)");
+    expect_error("{% for i in range(100) %}{{ d.k4999 }}{% endfor %}", vars, &lim, "units of work (the limit)");
+    free(vars);
+    /* the wall clock: ten billion empty iterations cannot end within 50 ms */
+    lim = tg_chat_default_limits();
+    lim.max_iterations = UINT64_MAX;
+    lim.max_seconds = 0.05;
+    expect_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", NULL, &lim,
+                 "took longer than 0.05 s to render (the limit)");
+    assert_true(tg_chat_default_limits().max_seconds > 0);
+    /* a non-string strip set is an error, not a read of the wrong union member */
+    expect_error("{{ 'abc'.strip(5) }}", NULL, NULL, "strip arg must be None or str, not int");
+    /* range() whose k * step leaves int64 though every element fits (a UBSan abort before) */
+    expect_output("{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904) | list }}", NULL,
+                  "[-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
+    expect_output("{{ range(9223372036854775807, -9223372036854775807, -4611686018427387904) | list }}", NULL,
+                  "[9223372036854775807, 4611686018427387903, -1, -4611686018427387905]");
 }
 
 static void test_syntax_errors(void **state) {
@@ -483,6 +533,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jinja2_references), cmocka_unit_test(test_builtins),
         cmocka_unit_test(test_hostile_nesting),   cmocka_unit_test(test_hostile_loops_and_sizes),
+        cmocka_unit_test(test_hostile_work_charged),
         cmocka_unit_test(test_syntax_errors),     cmocka_unit_test(test_runtime_errors),
         cmocka_unit_test(test_semantics),         cmocka_unit_test(test_template_source_realmeta),
         cmocka_unit_test(test_template_source_files),

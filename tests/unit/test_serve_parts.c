@@ -14,6 +14,10 @@
 #include "serve/admission.h"
 #include "serve/openai.h"
 #include "serve/request.h"
+#include "serve/watchdog.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void test_admission_budget_queue_fifo(void **state) {
     (void)state;
@@ -46,6 +50,90 @@ static tg_serve_request parse_ok(const char *body, tg_serve_kind kind) {
     tg_serve_error e = {0};
     if (!tg_serve_request_parse(body, strlen(body), kind, &r, &e)) fail_msg("%s: %s", body, e.message);
     return r;
+}
+
+/* The prompt budget of a step is shared: a short prompt beside a huge one is prefilled in its first step, the
+ * remainder goes round, no session gets more than it wants, and the budget is spent while anyone wants it. */
+static void test_prefill_share_fair(void **state) {
+    (void)state;
+    int64_t give[4];
+    const int64_t huge_short[2] = {64, 5}; /* a 1M-token prompt wants a whole chunk; a 5-token prompt wants 5 */
+    tg_prefill_share(huge_short, 2, 64, 0, give);
+    assert_int_equal(give[0], 59);
+    assert_int_equal(give[1], 5);
+    tg_prefill_share(huge_short, 2, 64, 1, give); /* whichever goes first */
+    assert_int_equal(give[0], 59);
+    assert_int_equal(give[1], 5);
+    const int64_t three_big[3] = {64, 64, 64};
+    tg_prefill_share(three_big, 3, 64, 0, give); /* 21 each, the remainder from the start */
+    assert_int_equal(give[0], 22);
+    assert_int_equal(give[1], 21);
+    assert_int_equal(give[2], 21);
+    tg_prefill_share(three_big, 3, 64, 2, give);
+    assert_int_equal(give[0], 21);
+    assert_int_equal(give[2], 22);
+    const int64_t many[4] = {9, 9, 9, 9};
+    int64_t got[4] = {0};
+    for (int64_t step = 0; step < 4; step++) { /* a budget of 2 over 4 sessions: the turn goes round */
+        tg_prefill_share(many, 4, 2, step * 2, give);
+        for (int i = 0; i < 4; i++) got[i] += give[i];
+    }
+    for (int i = 0; i < 4; i++) assert_int_equal(got[i], 2);
+    const int64_t small[3] = {1, 0, 2}; /* less wanted than the budget: everyone gets all */
+    tg_prefill_share(small, 3, 64, 0, give);
+    assert_int_equal(give[0], 1);
+    assert_int_equal(give[1], 0);
+    assert_int_equal(give[2], 2);
+    tg_prefill_share(small, 0, 64, 0, give); /* nobody prefilling */
+}
+
+/* At most max_n bodies at once within the byte budget, but one body alone always gets in. */
+static void test_prep_bounds(void **state) {
+    (void)state;
+    tg_prep p = {.budget = 100, .max_n = 2};
+    assert_true(tg_prep_take(&p, 500)); /* alone: in, though over the budget */
+    assert_false(tg_prep_take(&p, 1));
+    tg_prep_give(&p, 500);
+    assert_true(tg_prep_take(&p, 60));
+    assert_false(tg_prep_take(&p, 50)); /* 110 > 100 */
+    assert_true(tg_prep_take(&p, 40));
+    assert_false(tg_prep_take(&p, 0)); /* max_n */
+    tg_prep_give(&p, 60);
+    tg_prep_give(&p, 40);
+    assert_int_equal(p.n, 0);
+    assert_int_equal(p.used, 0);
+}
+
+/* A connection that does not deliver its request in time has its socket shut down (the peer reads the end of the
+ * stream: an event, not a sleep); one whose request is in is left alone while answered, and is due again once
+ * answered. */
+static void test_watchdog_shuts_late_sockets(void **state) {
+    (void)state;
+    tg_watchdog *w = tg_watchdog_start(0.05);
+    assert_non_null(w);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    tg_watch *c = tg_watchdog_add(w, sv[0]);
+    assert_non_null(c);
+    char byte;
+    assert_int_equal(read(sv[1], &byte, 1), 0); /* blocks until the watchdog shuts sv[0] down */
+    tg_watchdog_forget(w, c);
+    close(sv[0]);
+    close(sv[1]);
+    /* in, answered, then late again */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    c = tg_watchdog_add(w, sv[0]);
+    tg_watchdog_request_read(w, c);
+    assert_int_equal(write(sv[0], "x", 1), 1); /* the answer goes out: the socket is still open */
+    assert_int_equal(read(sv[1], &byte, 1), 1);
+    tg_watchdog_answered(w, c);
+    assert_int_equal(read(sv[1], &byte, 1), 0);
+    tg_watchdog_forget(w, c);
+    tg_watchdog_forget(w, NULL);
+    close(sv[0]);
+    close(sv[1]);
+    tg_watchdog_stop(w);
+    tg_watchdog_stop(NULL);
 }
 
 static void test_request_fields_and_defaults(void **state) {
@@ -84,6 +172,11 @@ static void test_request_fields_and_defaults(void **state) {
     assert_string_equal(json_string_value(json_object_get(json_array_get(r.messages, 1), "content")), "abcd");
     assert_string_equal(json_string_value(json_object_get(json_array_get(r.messages, 0), "content")), "");
     tg_serve_request_free(&r);
+    /* the "off" values of the fields this server does not do are taken */
+    r = parse_ok("{\"logit_bias\": {}, \"logprobs\": false, \"top_logprobs\": 0}", TG_SERVE_COMPLETION);
+    tg_serve_request_free(&r);
+    r = parse_ok("{\"logit_bias\": null, \"logprobs\": 0}", TG_SERVE_COMPLETION);
+    tg_serve_request_free(&r);
 }
 
 static void test_request_refusals(void **state) {
@@ -115,12 +208,39 @@ static void test_request_refusals(void **state) {
         {TG_SERVE_COMPLETION, "{\"kv_quantize\": \"int3\"}", "kv_quantize"},
         {TG_SERVE_COMPLETION, "{\"streaming_llm_window\": 0}", "streaming_llm_window"},
         {TG_SERVE_COMPLETION, "{\"streaming_llm_sink\": -1}", "streaming_llm_sink"},
+        {TG_SERVE_COMPLETION, "{\"logit_bias\": {\"5\": -100}}", "logit_bias"},
+        {TG_SERVE_COMPLETION, "{\"logit_bias\": 3}", "logit_bias"},
+        {TG_SERVE_COMPLETION, "{\"logprobs\": 2}", "logprobs"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true}", "logprobs"},
+        {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 3}",
+         "top_logprobs"},
         {TG_SERVE_CHAT, "{}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": []}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages"},
         {TG_SERVE_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\"}]}]}", "messages"},
     };
+    /* a body of more JSON values than TG_SERVE_MAX_JSON_VALUES is refused before parsing; commas and brackets in
+     * strings do not count */
+    const size_t n_items = TG_SERVE_MAX_JSON_VALUES;
+    char *big = malloc(n_items * 3 + 64);
+    assert_non_null(big);
+    size_t at = (size_t)sprintf(big, "{\"prompt\": \"x\", \"a\": [");
+    for (size_t i = 0; i < n_items; i++) at += (size_t)sprintf(big + at, "%s{}", i ? "," : "");
+    strcpy(big + at, "]}");
+    tg_serve_request r0;
+    tg_serve_error e0 = {0};
+    assert_false(tg_serve_request_parse(big, strlen(big), TG_SERVE_COMPLETION, &r0, &e0));
+    assert_int_equal(e0.status, 400);
+    assert_non_null(strstr(e0.message, "JSON values"));
+    tg_serve_request_free(&r0);
+    at = (size_t)sprintf(big, "{\"prompt\": \"");
+    for (size_t i = 0; i < n_items; i++) at += (size_t)sprintf(big + at, "[,{");
+    strcpy(big + at, "\\\"\"}");
+    r0 = parse_ok(big, TG_SERVE_COMPLETION);
+    assert_int_equal(r0.prompt_len, n_items * 3 + 1);
+    tg_serve_request_free(&r0);
+    free(big);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_serve_request r;
         tg_serve_error e = {0};
@@ -171,6 +291,9 @@ static void test_openai_bodies(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_admission_budget_queue_fifo),
+        cmocka_unit_test(test_prefill_share_fair),
+        cmocka_unit_test(test_prep_bounds),
+        cmocka_unit_test(test_watchdog_shuts_late_sockets),
         cmocka_unit_test(test_request_fields_and_defaults),
         cmocka_unit_test(test_request_refusals),
         cmocka_unit_test(test_openai_bodies),

@@ -1,0 +1,134 @@
+"""Hostile connections against tinygpt serve, on raw sockets (loopback only). Every check waits on an event (the
+server's answer, or its closing the connection) with a generous bound; nothing sleeps and hopes.
+
+  hostile_client.py slowloris HOST PORT
+      a request whose headers never end: the server (--request-timeout short) closes the connection, and /health is
+      answered while it is held
+  hostile_client.py halfclose HOST PORT
+      a request sent and the client's sending half shut down (shutdown(SHUT_WR)): the answer still comes
+  hostile_client.py keyfirst HOST PORT
+      with --api-key: a keyless request that declares a 3 MB body and sends none gets 401 at once
+  hostile_client.py perip HOST PORT LIMIT
+      LIMIT idle connections from 127.0.0.1 (--max-connections-per-ip LIMIT): one more from 127.0.0.1 is closed
+      unanswered, while 127.0.0.2 is still served
+Prints one line per check; exits 1 when any fails."""
+import json
+import socket
+import sys
+
+failed = 0
+BOUND = 60  # seconds any one wait may take (a loaded machine); an event ends it much sooner
+
+
+def check(name, ok, detail=""):
+    global failed
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else ": " + detail))
+    if not ok:
+        failed += 1
+
+
+def connect(host, port, source=None):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(BOUND)
+    if source:
+        s.bind((source, 0))
+    s.connect((host, port))
+    return s
+
+
+def read_all(s):
+    """Everything until the server closes (or BOUND passes: then what came, and 'timeout')."""
+    out = b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return out, "closed"
+            out += b
+    except socket.timeout:
+        return out, "timeout"
+    except ConnectionResetError:
+        return out, "closed"
+
+
+def health(host, port, source=None):
+    s = connect(host, port, source)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    out, _ = read_all(s)
+    s.close()
+    return out.split(b"\r\n", 1)[0]
+
+
+def slowloris(host, port):
+    s = connect(host, port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")  # the headers never end
+    status = health(host, port, "127.0.0.2")
+    check("/health answered beside an unfinished request", status.startswith(b"HTTP/1.1 200"), repr(status))
+    out, how = read_all(s)
+    check("an unfinished request is closed by the deadline", how == "closed", how + " " + repr(out[:200]))
+
+
+def halfclose(host, port):
+    s = connect(host, port)
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+              + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    s.shutdown(socket.SHUT_WR)
+    out, how = read_all(s)
+    head, _, rest = out.partition(b"\r\n\r\n")
+    ok = head.startswith(b"HTTP/1.1 200") and b'"choices"' in rest
+    check("a half-closed client gets its answer", ok, how + " " + repr(out[:300]))
+
+
+def keyfirst(host, port):
+    s = connect(host, port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 3000000\r\n\r\n")  # and no body
+    s.settimeout(BOUND)
+    first = b""
+    try:
+        first = s.recv(65536)
+    except socket.timeout:
+        pass
+    check("a keyless request is refused before its body", first.startswith(b"HTTP/1.1 401"), repr(first[:200]))
+
+
+def perip(host, port, limit):
+    held = [connect(host, port) for _ in range(limit)]
+    # each held connection is in once /health from it answers (keep-alive): the server counts them all
+    for s in held:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got or not got.endswith(b"}"):
+            b = s.recv(4096)
+            if not b:
+                break
+            got += b
+    extra = connect(host, port)
+    extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    out, how = read_all(extra)
+    check("a connection over the per-address limit is closed unanswered", how == "closed" and out == b"",
+          how + " " + repr(out[:200]))
+    status = health(host, port, "127.0.0.2")
+    check("another address is still served", status.startswith(b"HTTP/1.1 200"), repr(status))
+    for s in held:
+        s.close()
+
+
+def main():
+    what, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    if what == "slowloris":
+        slowloris(host, port)
+    elif what == "halfclose":
+        halfclose(host, port)
+    elif what == "keyfirst":
+        keyfirst(host, port)
+    elif what == "perip":
+        perip(host, port, int(sys.argv[4]))
+    else:
+        sys.exit("unknown check " + what)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
