@@ -113,6 +113,12 @@ build/gen/spv/%.spv: src/backend/vulkan/shaders/%.comp src/backend/vulkan/shader
 $(VK_GEN): $(VK_SHADERS:src/backend/vulkan/shaders/%.comp=build/gen/spv/%.spv) tools/spv_embed.sh
 	tools/spv_embed.sh $@ $(filter %.spv,$^)
 
+# the Vulkan test built without sanitizers, to run on a GPU machine: `make build/release/tests/test_vulkan`
+$(REL)/tests/test_vulkan: tests/unit/test_vulkan.c $(TEST_SUPPORT) $(REL)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(REL)/libtinygpt.a \
+	    $(DEPS_LIBS) -lcmocka
+
 # --- make install PREFIX=/usr/local DESTDIR= : the tool, both libraries, the header and tinygpt.pc ---
 PREFIX  ?= /usr/local
 DESTDIR ?=

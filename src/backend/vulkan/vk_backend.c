@@ -272,6 +272,8 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
               bytes_of(floats, sizeof(float), &bytes, err) &&
               tg_vk_buf_new(be->vk, bytes, "the activations", &be->act, err) && compile(be, p, err);
     for (int i = 0; ok && i < PL_COUNT; i++) ok = (be->pl[i] = tg_vk_pipeline(be->vk, pl_names[i], err)) != NULL;
+    if (ok && tg_vk_messages(be->vk) > 0)
+        ok = tg_fail(err, "vulkan: the validation layer reported %d message(s) (printed above)", tg_vk_messages(be->vk));
     if (ok) return be;
     vk_destroy(be);
     return NULL;

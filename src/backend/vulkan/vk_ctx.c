@@ -178,7 +178,8 @@ void tg_vk_close(tg_vk_ctx *c) {
     }
     if (c->messenger) c->destroy_messenger(c->inst, c->messenger, NULL);
     if (c->inst) c->f.vkDestroyInstance(c->inst, NULL);
-    if (c->lib) dlclose(c->lib);
+    /* the loader stays loaded (no dlclose): drivers keep threads and allocations past vkDestroyInstance (lavapipe's
+     * LLVM), and unloading under them is unsafe; dlopen of it again only counts a reference */
     free(c);
 }
 

@@ -7,6 +7,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "kvcache/cache_internal.h"
+#include "util/error.h"
 
 /* A grid of 64-wide workgroups covering `count` invocations (x up to 1024 groups, the shaders' i = x + 65536 y). */
 static void grid(uint64_t count, uint32_t *gx, uint32_t *gy) {
@@ -175,6 +176,8 @@ void tg_vk_run(tg_backend *be, const tg_rows *rows) {
     bool ok = tg_vk_begin(be->vk, &err);
     for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, head ? t0 : n, max_pos);
     ok = ok && tg_vk_submit_wait(be->vk, &err);
+    if (ok && tg_vk_messages(be->vk) > 0)
+        ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)", tg_vk_messages(be->vk));
     if (!ok) {
         fprintf(stderr, "%s\n", err.msg);
         poison(be, rows);
