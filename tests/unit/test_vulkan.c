@@ -108,7 +108,8 @@ static void check_twin(const tg_model *m, const tg_model *cpu_m, tg_cache_params
     free(gpu);
 }
 
-static void check_model(const tg_model *m, tg_cache_params p, const int32_t *ids, int n, int prefill, const char *what) {
+static void check_model(const tg_model *m, tg_cache_params p, const int32_t *ids, int n, int prefill,
+                        const char *what) {
     check_twin(m, m, p, ids, n, prefill, what);
 }
 
@@ -249,8 +250,9 @@ static void test_random(void **state) {
         int32_t *ids = random_model_text(24, (int)m->hp.vocab_size, 12);
         f32_twin tw;
         twin_init(&tw, m);
-        check_twin(m, &tw.m, q ? streaming(8, 4, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP32) : plain(TG_KV_FP32, TG_KV_FP32),
-                   ids, 24, 20, q ? "random Q8_0 repacked, llama3 RoPE, StreamingLLM" : "random F32");
+        const tg_cache_params p =
+            q ? streaming(8, 4, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP32) : plain(TG_KV_FP32, TG_KV_FP32);
+        check_twin(m, &tw.m, p, ids, 24, 20, q ? "random Q8_0 repacked, llama3 RoPE, StreamingLLM" : "random F32");
         twin_free(&tw);
         free(ids);
         random_model_free(r);

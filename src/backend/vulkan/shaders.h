@@ -1,5 +1,5 @@
-/* shaders.h — the Vulkan backend's compute shaders as SPIR-V, compiled from the shaders folder's .comp files by glslc at build time
- * and embedded by tools/spv_embed.sh (the generated file is build/gen/vk_shaders.c). */
+/* shaders.h — the Vulkan backend's compute shaders as SPIR-V: compiled from the shaders folder's .comp files by
+ * glslc at build time and embedded by tools/spv_embed.sh (the generated file is build/gen/vk_shaders.c). */
 #ifndef TG_BACKEND_VULKAN_SHADERS_H
 #define TG_BACKEND_VULKAN_SHADERS_H
 

@@ -204,7 +204,8 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
     }
     size_t nb;
     if (!bytes_of((size_t)(n_norms > 0 ? n_norms : 1) * (size_t)d, sizeof(float), &nb, err) ||
-        !tg_vk_buf_new(be->vk, nb, "the norm weights", &be->norms, err) || !(be->set_norms = make_set(be, &be->norms, err)))
+        !tg_vk_buf_new(be->vk, nb, "the norm weights", &be->norms, err) ||
+        !(be->set_norms = make_set(be, &be->norms, err)))
         return false;
     uint32_t norm_at = 0;
     for (int i = 0; i < p->n; i++) {
@@ -273,7 +274,8 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
               tg_vk_buf_new(be->vk, bytes, "the activations", &be->act, err) && compile(be, p, err);
     for (int i = 0; ok && i < PL_COUNT; i++) ok = (be->pl[i] = tg_vk_pipeline(be->vk, pl_names[i], err)) != NULL;
     if (ok && tg_vk_messages(be->vk) > 0)
-        ok = tg_fail(err, "vulkan: the validation layer reported %d message(s) (printed above)", tg_vk_messages(be->vk));
+        ok = tg_fail(err, "vulkan: the validation layer reported %d message(s) (printed above)",
+                     tg_vk_messages(be->vk));
     if (ok) return be;
     vk_destroy(be);
     return NULL;

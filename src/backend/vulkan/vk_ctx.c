@@ -67,7 +67,8 @@ static bool create_instance(tg_vk_ctx *c, bool validate, tg_error *err) {
     if (!make || !c->destroy_messenger) return tg_fail(err, "vulkan: no debug messenger for the validation layer");
     const VkDebugUtilsMessengerCreateInfoEXT mi = {
         .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageSeverity =
+            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
         .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                        VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
         .pfnUserCallback = on_message, .pUserData = c};
@@ -119,7 +120,8 @@ static bool pick_device(tg_vk_ctx *c, int index, tg_error *err) {
 static bool create_device(tg_vk_ctx *c, tg_error *err) {
     const float prio = 1.0f;
     const VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                        .queueFamilyIndex = c->queue_family, .queueCount = 1, .pQueuePriorities = &prio};
+                                        .queueFamilyIndex = c->queue_family, .queueCount = 1,
+                                        .pQueuePriorities = &prio};
     const VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
                                    .pQueueCreateInfos = &qi};
     VkResult r = c->f.vkCreateDevice(c->phys, &di, NULL, &c->dev);
@@ -127,7 +129,8 @@ static bool create_device(tg_vk_ctx *c, tg_error *err) {
     c->f.vkGetDeviceQueue(c->dev, c->queue_family, 0, &c->queue);
     VkDescriptorSetLayoutBinding b[TG_VK_BINDINGS];
     for (int i = 0; i < TG_VK_BINDINGS; i++)
-        b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i,
+                                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     const VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                                 .bindingCount = TG_VK_BINDINGS, .pBindings = b};
@@ -216,7 +219,8 @@ bool tg_vk_buf_new(tg_vk_ctx *c, size_t bytes, const char *what, tg_vk_buf *b, t
     r = c->f.vkAllocateMemory(c->dev, &ai, NULL, &b->mem);
     if (r != VK_SUCCESS)
         return tg_fail(err, "vulkan: out of device memory for %s (%zu bytes; VkResult %d)", what, bytes, (int)r);
-    if ((r = c->f.vkBindBufferMemory(c->dev, b->buf, b->mem, 0)) != VK_SUCCESS) return vk_fail(err, "vkBindBufferMemory", r);
+    if ((r = c->f.vkBindBufferMemory(c->dev, b->buf, b->mem, 0)) != VK_SUCCESS)
+        return vk_fail(err, "vkBindBufferMemory", r);
     if ((r = c->f.vkMapMemory(c->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS)
         return vk_fail(err, "vkMapMemory", r);
     b->bytes = bytes;
@@ -274,7 +278,8 @@ bool tg_vk_begin(tg_vk_ctx *c, tg_error *err) {
 bool tg_vk_submit_wait(tg_vk_ctx *c, tg_error *err) {
     VkResult r = c->f.vkEndCommandBuffer(c->cmd);
     if (r != VK_SUCCESS) return vk_fail(err, "vkEndCommandBuffer", r);
-    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cmd};
+    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                             .pCommandBuffers = &c->cmd};
     if ((r = c->f.vkQueueSubmit(c->queue, 1, &si, c->fence)) != VK_SUCCESS) return vk_fail(err, "vkQueueSubmit", r);
     r = c->f.vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
     const VkResult r2 = c->f.vkResetFences(c->dev, 1, &c->fence);

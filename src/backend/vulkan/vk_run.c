@@ -72,7 +72,8 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
     switch (o->kind) {
     case TG_OP_EMBED: {
         const vk_weight *w = &be->weights[o->w];
-        const uint32_t pc[] = {(uint32_t)n, (uint32_t)o->t->cols, w->row_bytes, w->type, off_of(be, o->out, 0), be->a_ids};
+        const uint32_t pc[] = {(uint32_t)n, (uint32_t)o->t->cols, w->row_bytes, w->type, off_of(be, o->out, 0),
+                               be->a_ids};
         grid((uint64_t)n * (uint64_t)o->t->cols, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_EMBED], w->set, pc, sizeof pc, gx, gy, 1);
         return;
@@ -89,7 +90,8 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         const uint32_t first = o->out == TG_VAL_LOGITS ? (uint32_t)t0 : 0;
         if ((int)first >= n) return;
         const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n,
-                               off_of(be, o->in, o->layer), be->ld[o->in], off_of(be, o->out, o->layer), be->ld[o->out]};
+                               off_of(be, o->in, o->layer), be->ld[o->in], off_of(be, o->out, o->layer),
+                               be->ld[o->out]};
         grid(rows, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy, 1);
         return;
@@ -177,7 +179,8 @@ void tg_vk_run(tg_backend *be, const tg_rows *rows) {
     for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, head ? t0 : n, max_pos);
     ok = ok && tg_vk_submit_wait(be->vk, &err);
     if (ok && tg_vk_messages(be->vk) > 0)
-        ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)", tg_vk_messages(be->vk));
+        ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)",
+                     tg_vk_messages(be->vk));
     if (!ok) {
         fprintf(stderr, "%s\n", err.msg);
         poison(be, rows);
@@ -197,7 +200,8 @@ void tg_vk_run(tg_backend *be, const tg_rows *rows) {
         if (be->kv_index[l] < 0) continue;
         for (int t = 0; t < n; t++) {
             const size_t at = (size_t)t * be->ld[TG_VAL_K];
-            tg_kvcache_append(c, l, rows->pos[t], act + off_of(be, TG_VAL_K, l) + at, act + off_of(be, TG_VAL_V, l) + at);
+            tg_kvcache_append(c, l, rows->pos[t], act + off_of(be, TG_VAL_K, l) + at,
+                              act + off_of(be, TG_VAL_V, l) + at);
         }
     }
 }

@@ -25,7 +25,8 @@ float rotated(uint t, uint e) {
         first = (d & 1u) == 0u;
         partner = first ? d + 1u : d - 1u;
     }
-    const float c = uintBitsToFloat(aux[p.cos_off + t * half_d + j]), s = uintBitsToFloat(aux[p.sin_off + t * half_d + j]);
+    const float c = uintBitsToFloat(aux[p.cos_off + t * half_d + j]);
+    const float s = uintBitsToFloat(aux[p.sin_off + t * half_d + j]);
     const float y = act[src + hb + partner];
     return first ? x * c - y * s : y * s + x * c;
 }

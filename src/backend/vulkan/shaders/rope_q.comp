@@ -14,7 +14,8 @@ void main() {
     const uint t = i / (p.n_heads * half_d), h = (i / half_d) % p.n_heads, j = i % half_d;
     const uint base = p.q_off + (t * p.n_heads + h) * p.head_dim;
     const uint ia = p.half_style != 0u ? j : 2u * j, ib = p.half_style != 0u ? j + half_d : 2u * j + 1u;
-    const float c = uintBitsToFloat(aux[p.cos_off + t * half_d + j]), s = uintBitsToFloat(aux[p.sin_off + t * half_d + j]);
+    const float c = uintBitsToFloat(aux[p.cos_off + t * half_d + j]);
+    const float s = uintBitsToFloat(aux[p.sin_off + t * half_d + j]);
     const float a = act[base + ia], b = act[base + ib];
     act[base + ia] = (a * c - b * s) * p.scale;
     act[base + ib] = (a * s + b * c) * p.scale;
