@@ -35,6 +35,19 @@ isa_flags = $(if $(X86),$(if $(filter %_avx512.c %.avx512.o,$1 $2),$(ISA_AVX512)
 # src/serve (the HTTP server of `tinygpt serve`, on libmicrohttpd) links into the tool, not the library
 LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/serve/*' | sort)
 CLI_SRC := $(shell find src/cli src/serve -name '*.c' | sort)
+
+# The Vulkan backend (src/backend/vulkan/): built when glslc and the Vulkan headers are there (VULKAN=auto; VULKAN=1
+# or 0 to force), else src/backend/vulkan_absent.c says so when asked for. glslc compiles its shaders to SPIR-V and
+# tools/spv_embed.sh embeds them as C arrays (build/gen/vk_shaders.c); the loader is opened at run time (dlopen), so
+# nothing links against libvulkan.
+VULKAN  ?= auto
+ifeq ($(VULKAN),auto)
+override VULKAN := $(if $(and $(shell pkg-config --exists vulkan && echo y),$(shell command -v glslc)),1,0)
+endif
+VK_SHADERS := $(sort $(wildcard src/backend/vulkan/shaders/*.comp))
+VK_GEN := build/gen/vk_shaders.c
+LIB_SRC := $(filter-out $(if $(filter 1,$(VULKAN)),src/backend/vulkan_absent.c,src/backend/vulkan/%),$(LIB_SRC)) \
+           $(if $(filter 1,$(VULKAN)),$(VK_GEN))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/unit/*.c))
 
@@ -91,6 +104,20 @@ $(REL)/%.o: %.c $(REL)/.flags
 $(REL)/%.avx512.o: %.c $(REL)/.flags
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(OPT) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+# --- the Vulkan backend's shaders: GLSL -> SPIR-V (glslc) -> C arrays ---
+build/gen/spv/%.spv: src/backend/vulkan/shaders/%.comp src/backend/vulkan/shaders/common.glsl
+	@mkdir -p $(dir $@)
+	glslc --target-env=vulkan1.1 -O -o $@ $<
+
+$(VK_GEN): $(VK_SHADERS:src/backend/vulkan/shaders/%.comp=build/gen/spv/%.spv) tools/spv_embed.sh
+	tools/spv_embed.sh $@ $(filter %.spv,$^)
+
+# the Vulkan test built without sanitizers, to run on a GPU machine: `make build/release/tests/test_vulkan`
+$(REL)/tests/test_vulkan: tests/unit/test_vulkan.c $(TEST_SUPPORT) $(REL)/libtinygpt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(OPT) $(THREADS) $(INC) -Itests/unit $(DEPS_CFLAGS) -o $@ $< $(TEST_SUPPORT) $(REL)/libtinygpt.a \
+	    $(DEPS_LIBS) -lcmocka
 
 # --- make install PREFIX=/usr/local DESTDIR= : the tool, both libraries, the header and tinygpt.pc ---
 PREFIX  ?= /usr/local
@@ -211,7 +238,7 @@ test: check-generic unit-tests tinygpt examples $(REL)/bench/decode_ab
 
 # Every source compiled without -march=native: the scalar paths that a machine without AVX2 (and the fuzz build)
 # compiles must stay warning-free too. Syntax only: a few seconds.
-check-generic:
+check-generic: $(if $(filter 1,$(VULKAN)),$(VK_GEN))
 	@for f in $(LIB_SRC) $(CLI_SRC); do $(CC) $(WARN) -O1 $(THREADS) $(INC) $(DEPS_CFLAGS) -fsyntax-only $$f || exit 1; done
 
 # --- memcheck of the reader tests: a plain build (no sanitizers), run with TG_ISA=avx2: valgrind cannot run AVX-512 ---

@@ -203,6 +203,10 @@ typedef struct {
                            * > 0 = this many; 0 (default) = the machine's
                            * physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGESIZE; no limit where the system does
                            * not say); < 0 = no limit. The message names the CLI's --max-memory. */
+    const char *device;   /* where a session's forward pass runs: NULL or "cpu" (default), "vulkan" / "vulkan:N"
+                           * (Vulkan device N: F32 / F16 / Q8_0 weights, fp32 / fp16 caches so far; anything else is
+                           * refused with a message), "auto" (Vulkan device 0 when it can run the model, else the
+                           * CPU). Sessions only: a batch refuses anything but the CPU. The CLI's --device. */
 } tg_cache_params;
 
 /* group_size: chosen from the cache's length (see group_size); the largest group it chooses. */

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/cache_shape.h"
 #include "forward/forward.h"
@@ -82,6 +83,10 @@ tg_batch *tg_batch_new(const tg_model *model, const tg_cache_params *widest, int
     }
     if (!model->has_weights) {
         tg_fail(err, "the model has no weights (a vocab-only file can tokenise but not run)");
+        return NULL;
+    }
+    if (widest->device && strcmp(widest->device, "cpu") != 0) {
+        tg_fail(err, "a batch runs on the CPU only so far (device '%s')", widest->device);
         return NULL;
     }
     if (max_rows < 1) {

@@ -56,7 +56,7 @@ tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params,
     const tg_cache_plan plan = tg_kvcache_plan(s->cache);
     s->bounded = plan.bounded;
     s->chunk = plan.max_chunk > 0 && plan.max_chunk < TG_PREFILL_CHUNK ? plan.max_chunk : TG_PREFILL_CHUNK;
-    s->fwd = tg_forward_new(model, s->cache, s->chunk, n_threads, err);
+    s->fwd = tg_forward_new_on(model, s->cache, s->chunk, n_threads, p.device, err);
     if (!s->fwd) goto fail;
     return s;
 fail:

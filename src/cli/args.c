@@ -306,7 +306,10 @@ static const char CACHE_FLAGS_HELP[] =
     "                                 precision)\n"
     "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"
     "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
-    "                                 it grows by as tokens arrive (default: the machine's physical memory)\n";
+    "                                 it grows by as tokens arrive (default: the machine's physical memory)\n"
+    "  --device D                     where the forward pass runs: cpu (default), vulkan or vulkan:N (Vulkan\n"
+    "                                 device N; F32 / F16 / Q8_0 weights, fp32 / fp16 caches so far), auto\n"
+    "                                 (Vulkan device 0 when it can run the model, else the CPU)\n";
 
 void tg_precision_names(char *buf, size_t size, const char *sep) {
     size_t used = 0;
@@ -338,7 +341,7 @@ void tg_cache_flags_help(FILE *f, bool without_precision) {
 
 enum {
     C_SINK, C_WINDOW, C_REPOS, C_ROPE, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,
-    C_MAXMEM, C_END
+    C_MAXMEM, C_DEVICE, C_END
 };
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
 
@@ -365,6 +368,7 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
     opts[C_QSINKS] = (tg_opt){.name = "--kv-quantize-sinks", .kind = TG_OPT_FLAG, .dest = &f->quantize_sinks};
     opts[C_MAXMEM] = (tg_opt){.name = "--max-memory", .kind = TG_OPT_SIZE, .dest = &f->max_memory, .lo = 1,
                               .hi = INT64_MAX};
+    opts[C_DEVICE] = (tg_opt){.name = "--device", .kind = TG_OPT_STRING, .dest = &f->device};
 }
 
 bool tg_rope_flags(const char *cmd, const char *rope, bool alias, tg_rope_positions *out) {
@@ -400,6 +404,7 @@ bool tg_cache_flags_params(const char *cmd, const tg_cache_flags *f, const tg_op
     c.quantize_sinks = f->quantize_sinks;
     if (opts[C_RPREC].seen) c.residual_precision = f->residual_precision;
     if (opts[C_MAXMEM].seen) c.max_memory = f->max_memory;
+    if (opts[C_DEVICE].seen) c.device = f->device;
     *out = c;
     return true;
 }

@@ -62,4 +62,11 @@ typedef struct {
 /* The CPU backend (cpu.c): one thread team, work-stealing steps, kernels chosen per instruction set. */
 extern const tg_backend_i tg_backend_cpu;
 
+/* The Vulkan backend (src/backend/vulkan/): its create opens device 0; tg_backend_vulkan_create opens device
+ * `device` (the N of --device vulkan:N). In a build without Vulkan (no glslc or Vulkan headers when it was built)
+ * both fail with one message saying so. */
+extern const tg_backend_i tg_backend_vulkan;
+tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program *p, const tg_kvcache *cache,
+                                     int max_rows, int device, tg_error *err);
+
 #endif

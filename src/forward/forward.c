@@ -1,6 +1,7 @@
 /* forward.c — the forward pass's front (forward.h): the model program (program.h) built once, the call's rows laid
  * out (each row's token, cache, position and attention round; the rows whose logits are wanted), and the program run
- * on a backend (backend.h; the CPU's today). Nothing here knows how an operation runs.
+ * on a backend (backend.h: the CPU's, or the Vulkan one that tg_forward_new_on's device names). Nothing here knows
+ * how an operation runs.
  *
  * Rounds: within a call, the attention of a round's rows comes after all of that round's appends. A chunk through a
  * cache where appending a later token could change what an earlier one sees (KIVI groups flushed from the residual,
@@ -40,17 +41,44 @@ static bool args_ok(const struct tg_model *m, const tg_kvcache *cache, int max_c
     return cache || tg_fail(err, "no KV cache");
 }
 
+/* The backend that `device` names (forward.h: tg_forward_new_on), created into f; false (err filled) when it fails. */
+static bool create_backend(tg_forward *f, const tg_kvcache *cache, int n_threads, const char *device, tg_error *err) {
+    const bool auto_dev = device && strcmp(device, "auto") == 0;
+    if (device && strncmp(device, "vulkan", 6) == 0) {
+        const char *rest = device + 6;
+        char *end = NULL;
+        const long n = *rest == ':' ? strtol(rest + 1, &end, 10) : 0;
+        if (*rest && (*rest != ':' || end == rest + 1 || *end || n < 0 || n > 999))
+            return tg_fail(err, "unknown device '%s' (cpu, vulkan, vulkan:N or auto)", device);
+        f->be_i = &tg_backend_vulkan;
+        f->be = tg_backend_vulkan_create(f->m, &f->program, cache, f->max_chunk, (int)n, err);
+        return f->be != NULL;
+    }
+    if (device && !auto_dev && strcmp(device, "cpu") != 0)
+        return tg_fail(err, "unknown device '%s' (cpu, vulkan, vulkan:N or auto)", device);
+    if (auto_dev && (f->be = tg_backend_vulkan_create(f->m, &f->program, cache, f->max_chunk, 0, NULL))) {
+        f->be_i = &tg_backend_vulkan;
+        return true;
+    }
+    f->be_i = &tg_backend_cpu;
+    f->be = f->be_i->create(f->m, &f->program, cache, f->max_chunk, n_threads, err);
+    return f->be != NULL;
+}
+
 tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
                            tg_error *err) {
+    return tg_forward_new_on(m, cache, max_chunk, n_threads, NULL, err);
+}
+
+tg_forward *tg_forward_new_on(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
+                              const char *device, tg_error *err) {
     if (!args_ok(m, cache, max_chunk, err)) return NULL;
     tg_forward *f = calloc(1, sizeof *f);
     bool ok = f && tg_program_build(&f->program, m, err);
     if (ok) {
         f->m = m;
         f->max_chunk = max_chunk;
-        f->be_i = &tg_backend_cpu;
-        f->be = f->be_i->create(m, &f->program, cache, max_chunk, n_threads, err);
-        ok = f->be != NULL;
+        ok = create_backend(f, cache, n_threads, device, err);
     }
     if (ok) {
         const size_t n = (size_t)max_chunk;

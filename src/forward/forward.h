@@ -14,6 +14,11 @@ typedef struct tg_forward tg_forward;
  * attention work space is sized for `cache` (the cache the calls will use, or one of the same shape and policy). */
 tg_forward *tg_forward_new(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
                            tg_error *err);
+/* tg_forward_new on `device`: NULL or "cpu" (the CPU backend), "vulkan" or "vulkan:N" (Vulkan device N), "auto"
+ * (Vulkan device 0 when it opens and can run the model and cache, else the CPU). NULL (err filled) for another name
+ * or when the device cannot run them. */
+tg_forward *tg_forward_new_on(const struct tg_model *m, const tg_kvcache *cache, int max_chunk, int n_threads,
+                              const char *device, tg_error *err);
 void tg_forward_free(tg_forward *f);
 /* The size of the forward's thread team (>= 1; may be smaller than asked when the system refused threads). */
 int tg_forward_threads(const tg_forward *f);

@@ -1,0 +1,79 @@
+#version 450
+// attend.comp — one query head of one row over the KV mirror: softmax(q k^T) v over the slots the row may see (its
+// own and earlier positions; with a StreamingLLM window the sinks and the last `window` positions; a layer's sliding
+// window), in tiles of 64 slots with a running maximum. The query is already rotated and scaled (rope_q). A
+// re-positioned cache's sinks are stored pre-RoPE and rotated here with the row's sink angles (host-computed).
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 64) in;
+#include "common.glsl"
+layout(push_constant) uniform P {
+    uint n_heads, gq, head_dim, half_style, q_off, out_off, pos_off, slot_pos_off, n_slots, mirror_off, kvd, k16,
+        v16, sink, window, layer_window, reposition, sink_cos_off, sink_sin_off, max_sink;
+} p;
+shared float qs[256];
+shared float sc[64];
+void main() {
+    const uint h = gl_WorkGroupID.x, t = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x, half_d = p.head_dim / 2u;
+    const uint kvh = h / p.gq, qbase = p.q_off + (t * p.n_heads + h) * p.head_dim;
+    for (uint d = tid; d < p.head_dim; d += 64u) qs[d] = act[qbase + d];
+    const int pos_q = int(aux[p.pos_off + t]);
+    barrier();
+    float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+    float m = -1.0 / 0.0, l = 0.0;
+    for (uint s0 = 0u; s0 < p.n_slots; s0 += 64u) {
+        const uint slot = s0 + tid;
+        float score = -1.0 / 0.0;
+        if (slot < p.n_slots) {
+            const int pk = int(aux[p.slot_pos_off + slot]);
+            bool vis = pk >= 0 && pk <= pos_q;
+            const bool is_sink = pk >= 0 && uint(pk) < p.sink;
+            if (p.window != 0u && !is_sink && uint(pos_q - pk) >= p.window) vis = false;
+            if (p.layer_window != 0u && uint(pos_q - pk) >= p.layer_window) vis = false;
+            if (vis) {
+                const uint kb = p.mirror_off + slot * p.kvd + kvh * p.head_dim;
+                const bool rot = p.reposition != 0u && is_sink;
+                const uint ro = (t * p.max_sink + uint(pk)) * half_d;
+                float dot = 0.0;
+                for (uint j = 0u; j < half_d; j++) {
+                    const uint ia = p.half_style != 0u ? j : 2u * j, ib = p.half_style != 0u ? j + half_d : 2u * j + 1u;
+                    float a = kv_get(true, kb + ia, p.k16), b = kv_get(true, kb + ib, p.k16);
+                    if (rot) {
+                        const float c = uintBitsToFloat(aux[p.sink_cos_off + ro + j]);
+                        const float s = uintBitsToFloat(aux[p.sink_sin_off + ro + j]);
+                        const float a2 = a * c - b * s;
+                        b = a * s + b * c;
+                        a = a2;
+                    }
+                    dot += qs[ia] * a + qs[ib] * b;
+                }
+                score = dot;
+            }
+        }
+        sc[tid] = score;
+        barrier();
+        float mt = m;
+        for (uint j = 0u; j < 64u; j++) mt = max(mt, sc[j]);
+        if (mt > -1.0 / 0.0) {
+            const float r = exp(m - mt);
+            l *= r;
+            for (uint k = 0u; k < 4u; k++) acc[k] *= r;
+            for (uint j = 0u; j < 64u && s0 + j < p.n_slots; j++) {
+                if (sc[j] == -1.0 / 0.0) continue;
+                const float w = exp(sc[j] - mt);
+                l += w;
+                const uint vb = p.mirror_off + (s0 + j) * p.kvd + kvh * p.head_dim;
+                for (uint k = 0u; k < 4u; k++) {
+                    const uint d = tid + 64u * k;
+                    if (d < p.head_dim) acc[k] += w * kv_get(false, vb + d, p.v16);
+                }
+            }
+            m = mt;
+        }
+        barrier();
+    }
+    const uint obase = p.out_off + (t * p.n_heads + h) * p.head_dim;
+    for (uint k = 0u; k < 4u; k++) {
+        const uint d = tid + 64u * k;
+        if (d < p.head_dim) act[obase + d] = l > 0.0 ? acc[k] / l : 0.0;
+    }
+}

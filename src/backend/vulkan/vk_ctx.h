@@ -1,0 +1,100 @@
+/* vk_ctx.h — a Vulkan compute context for the backend: the loader opened at run time (dlopen of libvulkan.so.1, so
+ * the library links without it and a machine without Vulkan gets one clear error), the instance (with the Khronos
+ * validation layer when TG_VULKAN_VALIDATE=1), physical device N, one compute queue, host-visible buffers, compute
+ * pipelines over one descriptor set layout, and one command buffer submitted and waited for.
+ *
+ * Validation: with TG_VULKAN_VALIDATE=1 every warning or error the layer reports is printed on stderr and counted
+ * (tg_vk_messages); the backend then fails its create, or leaves NaN logits from a call, so a session reports an
+ * error: the tests fail on any message. */
+#ifndef TG_BACKEND_VULKAN_VK_CTX_H
+#define TG_BACKEND_VULKAN_VK_CTX_H
+
+#define VK_NO_PROTOTYPES
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "util/error.h"
+
+/* The entry points the backend uses, loaded from the driver (one list, expanded where it is needed). */
+#define TG_VK_FUNCS(X)                                                                                                \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)                               \
+    X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice)              \
+    X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements)      \
+    X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory) X(vkMapMemory) X(vkUnmapMemory)                         \
+    X(vkCreateShaderModule) X(vkDestroyShaderModule) X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout)   \
+    X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline)             \
+    X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)        \
+    X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer)                \
+    X(vkEndCommandBuffer) X(vkResetCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                     \
+    X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkQueueSubmit) X(vkCreateFence)                  \
+    X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences)
+
+typedef struct {
+#define TG_VK_FIELD(name) PFN_##name name;
+    TG_VK_FUNCS(TG_VK_FIELD)
+#undef TG_VK_FIELD
+} tg_vk_fns;
+
+/* A buffer in host-visible, coherent memory (device-local too where the device has such memory), mapped for its
+ * whole life. */
+typedef struct {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    void *map;
+    size_t bytes;
+} tg_vk_buf;
+
+#define TG_VK_BINDINGS 5 /* the descriptor set every pipeline shares (shaders/common.glsl) */
+#define TG_VK_PUSH_BYTES 128
+
+typedef struct tg_vk_ctx {
+    void *lib; /* dlopen handle of the loader */
+    PFN_vkGetInstanceProcAddr get_proc;
+    tg_vk_fns f;
+    VkInstance inst;
+    VkDebugUtilsMessengerEXT messenger; /* validation only */
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
+    int messages;                       /* validation warnings and errors reported so far */
+    VkPhysicalDevice phys;
+    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    VkPhysicalDeviceLimits limits;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    uint32_t queue_family;
+    VkDevice dev;
+    VkQueue queue;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipe_layout;
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+} tg_vk_ctx;
+
+/* Opens device `index` (the N of --device vulkan:N): NULL with one message when the loader, a device or a feature
+ * is missing (the message names what, and lists the devices when index is out of range). */
+tg_vk_ctx *tg_vk_open(int index, tg_error *err);
+void tg_vk_close(tg_vk_ctx *c);
+
+/* A mapped buffer of `bytes` (> 0) for storage; false (err filled, naming `what`) when it exceeds the device's
+ * storage range or memory runs out. */
+bool tg_vk_buf_new(tg_vk_ctx *c, size_t bytes, const char *what, tg_vk_buf *b, tg_error *err);
+void tg_vk_buf_free(tg_vk_ctx *c, tg_vk_buf *b);
+
+/* The compute pipeline of embedded shader `name` (shaders.h); VK_NULL_HANDLE with err filled when it is missing or
+ * the driver refuses it. */
+VkPipeline tg_vk_pipeline(tg_vk_ctx *c, const char *name, tg_error *err);
+
+/* Starts recording the context's command buffer / ends it, submits it and waits for it (false, err filled, when the
+ * device reports a failure). */
+bool tg_vk_begin(tg_vk_ctx *c, tg_error *err);
+bool tg_vk_submit_wait(tg_vk_ctx *c, tg_error *err);
+/* Records a dispatch of pipeline pl over set with push constants push[push_bytes], then a barrier that makes its
+ * writes visible to the next dispatch and to the host. */
+void tg_vk_dispatch(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
+                    uint32_t gx, uint32_t gy, uint32_t gz);
+
+/* Validation messages reported so far (0 without validation). */
+int tg_vk_messages(const tg_vk_ctx *c);
+
+#endif

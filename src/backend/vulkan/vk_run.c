@@ -1,0 +1,207 @@
+/* vk_run.c — one call of the Vulkan backend: the row table written (tokens, positions, slots, RoPE angles), the
+ * whole program recorded as one command buffer (a dispatch and a barrier per operation), submitted and waited for,
+ * the logits copied out, and the call's keys and values appended to the host cache (vk_backend.h says why). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_backend.h"
+#include "kvcache/cache_internal.h"
+#include "util/error.h"
+
+/* A grid of 64-wide workgroups covering `count` invocations (x up to 1024 groups, the shaders' i = x + 65536 y). */
+static void grid(uint64_t count, uint32_t *gx, uint32_t *gy) {
+    const uint64_t groups = (count + 63) / 64;
+    *gx = groups < 1024 ? (uint32_t)(groups ? groups : 1) : 1024;
+    *gy = (uint32_t)((groups + 1023) / 1024);
+    if (*gy == 0) *gy = 1;
+}
+
+static uint32_t fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* The slot of the token at pos (vk_backend.h: the mirror). */
+static uint32_t slot_of(const tg_backend *be, int64_t pos) {
+    if (be->ring == 0 || pos < be->sink) return (uint32_t)pos;
+    return be->sink + (uint32_t)((pos - be->sink) % be->ring);
+}
+
+/* Writes the call's rows into the row table: tokens, positions, slots (and each slot's position), the RoPE angles
+ * of each row's position, and a re-positioned cache's sink angles for each row (the sinks sit just before the oldest
+ * window token the row sees). */
+static void write_rows(tg_backend *be, const tg_rows *rows, const tg_kvcache *c) {
+    uint32_t *aux = be->aux.map;
+    const int hd = be->m->hp.head_dim, half = hd / 2;
+    for (int t = 0; t < rows->n; t++) {
+        const int64_t pos = rows->pos[t];
+        const uint32_t slot = slot_of(be, pos);
+        aux[be->a_ids + t] = (uint32_t)rows->ids[t];
+        aux[be->a_pos + t] = (uint32_t)pos;
+        aux[be->a_slot + t] = slot;
+        aux[be->a_slot_pos + slot] = (uint32_t)pos;
+        float *cs = (float *)aux + be->a_cos + (size_t)t * half, *sn = (float *)aux + be->a_sin + (size_t)t * half;
+        if (c->rope_inv_freq) tg_rope_angles_freqs(hd, pos, c->rope_inv_freq, cs, sn);
+        else tg_rope_angles(hd, pos, c->shape.rope_theta, cs, sn);
+        if (!be->reposition) continue;
+        const int64_t oldest = pos - (int64_t)be->window + 1 > (int64_t)be->sink ? pos - (int64_t)be->window + 1
+                                                                                 : (int64_t)be->sink;
+        for (uint32_t j = 0; j < be->max_sink; j++) {
+            const size_t at = ((size_t)t * be->max_sink + j) * (size_t)half;
+            tg_rope_angles_freqs(hd, oldest - (int64_t)be->sink + j, c->inv_freq, (float *)aux + be->a_sink_cos + at,
+                                 (float *)aux + be->a_sink_sin + at);
+        }
+    }
+}
+
+/* Offset and row length of value v for layer l (K and V are per layer). */
+static uint32_t off_of(const tg_backend *be, tg_val v, int l) {
+    const uint32_t base = be->off[v];
+    return v == TG_VAL_K || v == TG_VAL_V ? base + (uint32_t)l * (uint32_t)be->max_rows * be->ld[v] : base;
+}
+
+/* Records operation o over rows [0, n) (the head's rows [t0, n)). */
+static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_pos) {
+    const tg_hparams *hp = &be->m->hp;
+    tg_vk_ctx *vk = be->vk;
+    const uint32_t hd = (uint32_t)hp->head_dim, kvd = (uint32_t)(hp->n_kv_heads * hp->head_dim);
+    const uint32_t half_style = hp->rope_style == TG_ROPE_HALF;
+    uint32_t gx, gy;
+    switch (o->kind) {
+    case TG_OP_EMBED: {
+        const vk_weight *w = &be->weights[o->w];
+        const uint32_t pc[] = {(uint32_t)n, (uint32_t)o->t->cols, w->row_bytes, w->type, off_of(be, o->out, 0),
+                               be->a_ids};
+        grid((uint64_t)n * (uint64_t)o->t->cols, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_EMBED], w->set, pc, sizeof pc, gx, gy, 1);
+        return;
+    }
+    case TG_OP_NORM: {
+        const uint32_t pc[] = {(uint32_t)hp->d_model, off_of(be, o->in, 0), off_of(be, o->out, 0), be->ld[o->out],
+                               o->norm_off, fbits(hp->norm_eps)};
+        tg_vk_dispatch(vk, be->pl[PL_RMSNORM], be->set_norms, pc, sizeof pc, (uint32_t)n, 1, 1);
+        return;
+    }
+    case TG_OP_MATMUL: {
+        const vk_weight *w = &be->weights[o->w];
+        const uint32_t rows = (uint32_t)o->t->rows;
+        const uint32_t first = o->out == TG_VAL_LOGITS ? (uint32_t)t0 : 0;
+        if ((int)first >= n) return;
+        const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n,
+                               off_of(be, o->in, o->layer), be->ld[o->in], off_of(be, o->out, o->layer),
+                               be->ld[o->out]};
+        grid(rows, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy, 1);
+        return;
+    }
+    case TG_OP_ROPE_APPEND: {
+        const float scale = 1.0f / sqrtf((float)hd);
+        const uint32_t pq[] = {(uint32_t)n, (uint32_t)hp->n_heads, hd, half_style, off_of(be, TG_VAL_Q, 0), be->a_cos,
+                               be->a_sin, fbits(scale)};
+        grid((uint64_t)n * (uint64_t)hp->n_heads * hd / 2, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_ROPE_Q], be->set_norms, pq, sizeof pq, gx, gy, 1);
+        if (!o->own_kv) return;
+        const uint32_t mirror = (uint32_t)be->kv_index[o->layer] * be->n_slots * kvd;
+        const uint32_t pk[] = {(uint32_t)n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer),
+                               off_of(be, TG_VAL_V, o->layer), be->a_cos, be->a_sin, be->a_pos, be->a_slot, mirror,
+                               be->k16, be->v16, be->reposition ? be->sink : 0};
+        grid((uint64_t)n * kvd / 2, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], be->set_norms, pk, sizeof pk, gx, gy, 1);
+        return;
+    }
+    case TG_OP_ATTEND: {
+        const int src = be->kv_source[o->layer];
+        const uint32_t slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1);
+        const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
+                               off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0), be->a_pos, be->a_slot_pos, slots,
+                               (uint32_t)be->kv_index[src] * be->n_slots * kvd, kvd, be->k16, be->v16, be->sink,
+                               be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
+                               be->reposition, be->a_sink_cos, be->a_sink_sin, be->max_sink};
+        tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, (uint32_t)n, 1);
+        return;
+    }
+    case TG_OP_GLU: {
+        const uint32_t count = (uint32_t)n * be->ld[o->in];
+        const uint32_t pc[] = {count, off_of(be, o->in, 0), off_of(be, o->in2, 0)};
+        grid(count, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_GLU], be->set_norms, pc, sizeof pc, gx, gy, 1);
+        return;
+    }
+    case TG_OP_ADD: {
+        const uint32_t count = (uint32_t)n * be->ld[o->out];
+        const uint32_t pc[] = {count, off_of(be, o->out, 0), off_of(be, o->in, 0)};
+        grid(count, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_ADD], be->set_norms, pc, sizeof pc, gx, gy, 1);
+        return;
+    }
+    default:
+        return; /* create refused every other kind */
+    }
+}
+
+/* NaN logits: what a call that could not run leaves (the session reports non-finite logits). */
+static void poison(const tg_backend *be, const tg_rows *rows) {
+    const size_t vocab = (size_t)be->m->hp.vocab_size;
+    const int t0 = rows->logits_all ? 0 : rows->n - 1;
+    float *outs[] = {rows->logits_all, rows->logits_last, rows->head_out};
+    const size_t counts[] = {(size_t)(rows->n - t0) * vocab, vocab, (size_t)rows->n_head * vocab};
+    for (int i = 0; i < 3; i++)
+        for (size_t j = 0; outs[i] && j < counts[i]; j++) outs[i][j] = NAN;
+}
+
+void tg_vk_run(tg_backend *be, const tg_rows *rows) {
+    const tg_hparams *hp = &be->m->hp;
+    tg_kvcache *c = rows->cache[0];
+    tg_error err = {0};
+    for (int t = 1; t < rows->n; t++)
+        if (rows->cache[t] != c) {
+            fprintf(stderr, "vulkan: a call of several caches is not on the Vulkan backend yet\n");
+            poison(be, rows);
+            return;
+        }
+    if (be->bound != c) { /* another cache: the mirror starts empty */
+        memset((uint32_t *)be->aux.map + be->a_slot_pos, 0xff, (size_t)be->n_slots * 4);
+        be->bound = c;
+    }
+    int64_t max_pos = 0;
+    for (int t = 0; t < rows->n; t++) max_pos = rows->pos[t] > max_pos ? rows->pos[t] : max_pos;
+    if (be->ring == 0 && max_pos >= (int64_t)be->n_slots) {
+        fprintf(stderr, "vulkan: position %lld is past the KV mirror's %u slots\n", (long long)max_pos, be->n_slots);
+        poison(be, rows);
+        return;
+    }
+    write_rows(be, rows, c);
+    const int n = rows->n, t0 = rows->n_head > 0 || rows->logits_all ? 0 : n - 1;
+    const bool head = rows->n_head > 0 || rows->logits_all || rows->logits_last;
+    bool ok = tg_vk_begin(be->vk, &err);
+    for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, head ? t0 : n, max_pos);
+    ok = ok && tg_vk_submit_wait(be->vk, &err);
+    if (ok && tg_vk_messages(be->vk) > 0)
+        ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)",
+                     tg_vk_messages(be->vk));
+    if (!ok) {
+        fprintf(stderr, "%s\n", err.msg);
+        poison(be, rows);
+        return;
+    }
+    /* the logits out of row t of the logits value */
+    const size_t vocab = (size_t)hp->vocab_size;
+    const float *logits = (const float *)be->act.map + be->off[TG_VAL_LOGITS];
+    if (rows->n_head > 0)
+        for (int i = 0; i < rows->n_head; i++)
+            memcpy(rows->head_out + i * vocab, logits + (size_t)rows->head_rows[i] * vocab, vocab * sizeof(float));
+    if (rows->logits_all) memcpy(rows->logits_all, logits, (size_t)n * vocab * sizeof(float));
+    if (rows->logits_last) memcpy(rows->logits_last, logits + (size_t)(n - 1) * vocab, vocab * sizeof(float));
+    /* the host cache's appends, layer by layer in position order */
+    const float *act = be->act.map;
+    for (int l = 0; l < hp->n_layers; l++) {
+        if (be->kv_index[l] < 0) continue;
+        for (int t = 0; t < n; t++) {
+            const size_t at = (size_t)t * be->ld[TG_VAL_K];
+            tg_kvcache_append(c, l, rows->pos[t], act + off_of(be, TG_VAL_K, l) + at,
+                              act + off_of(be, TG_VAL_V, l) + at);
+        }
+    }
+}
