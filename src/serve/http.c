@@ -3,6 +3,7 @@
  * max_body with 413, from Content-Length before reading it when the client declares it), checks the key, and
  * routes. */
 #define _GNU_SOURCE
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 
 #include "serve/http.h"
 
@@ -50,6 +51,11 @@ enum MHD_Result tg_http_send_error(tg_server *srv, struct MHD_Connection *c, con
     free(body);
     return ok;
 }
+
+/* POLLRDHUP (the peer shut its side down) is Linux's; elsewhere (macOS) the peek below finds the same end of input. */
+#ifndef POLLRDHUP
+#define POLLRDHUP 0
+#endif
 
 bool tg_http_client_gone(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
