@@ -13,8 +13,15 @@ THREADS := -pthread # one thread team (src/util/thread_pool.c); no OpenMP
 # still runs the AVX2 kernels on an AVX2 CPU and the AVX-512 ones where the CPU has them: the kernels are chosen at
 # run time (src/util/cpu_features.h, src/kernels/kernels.h; TG_ISA=scalar|avx2|avx512 caps the choice).
 ARCH    ?= native
-OPT     := -O3 -march=$(ARCH) -g
-SAN     := -O1 -march=native -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# aarch64 and macOS (the block "aarch64 and macOS" below): Apple clang on arm64 refuses -march=native; there the
+# native build is -mcpu=apple-m1 (every Apple silicon CPU has its set); every other compiler takes -march=$(ARCH).
+TARGET  := $(shell $(CC) -dumpmachine)
+AARCH64 := $(filter aarch64% arm64%,$(TARGET))
+DARWIN  := $(findstring darwin,$(TARGET))
+MARCH   := $(if $(and $(DARWIN),$(AARCH64),$(filter native,$(ARCH))),-mcpu=apple-m1,-march=$(ARCH))
+OPT     := -O3 $(MARCH) -g
+SAN     := -O1 $(if $(and $(DARWIN),$(AARCH64)),-mcpu=apple-m1,-march=native) -g -fsanitize=address,undefined \
+           -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Each instruction set's kernel files are compiled with its flags, whatever ARCH is (x86 only; elsewhere they compile
 # to nothing): *_avx2.c with AVX2 + FMA + F16C (and never AVX-512, which a table chosen for an AVX2 CPU must not
@@ -83,7 +90,7 @@ $(REL)/libtinygpt.a: $(REL_LIB_OBJ)
 # The shared library exports only what include/tinygpt.h marks TG_API (the objects are compiled with
 # -fvisibility=hidden); the static library is made of the same objects.
 $(REL)/$(SOFILE): $(REL_LIB_OBJ)
-	$(CC) $(OPT) $(THREADS) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(LIB_DEPS_LIBS)
+	$(CC) $(OPT) $(THREADS) -shared $(SO_LDFLAGS) -o $@ $^ $(LIB_DEPS_LIBS)
 
 $(REL_LIB_OBJ): LIB_CFLAGS := -fPIC -fvisibility=hidden
 
@@ -285,6 +292,56 @@ $(VG)/fuzz/regress_%.o: fuzz/fuzz_%.c
 .PHONY: results
 results: tinygpt
 	tools/results.sh
+
+# --- aarch64 and macOS ---
+# aarch64: the kernel files of each Arm instruction set are compiled with its flags whatever ARCH is: *_neon.c with
+# the base set (Advanced SIMD is part of every aarch64 CPU), *_dotprod.c with ARMv8.2 dotprod (sdot/udot),
+# *_i8mm.c with i8mm (smmla) on top; the tables are chosen at run time (src/util/cpu_features.h; TG_ISA=scalar|neon|
+# dotprod|i8mm caps the choice).
+ISA_DOTPROD := -march=armv8.2-a+dotprod
+ISA_I8MM    := -march=armv8.2-a+dotprod+i8mm
+ifneq ($(AARCH64),)
+isa_flags = $(if $(filter %_dotprod.c,$1),$(ISA_DOTPROD),$(if $(filter %_i8mm.c,$1),$(ISA_I8MM)))
+endif
+# macOS: Apple's linker names a shared library by its install name (no -soname, no --no-undefined).
+comma := ,
+SO_LDFLAGS = $(if $(DARWIN),-Wl$(comma)-install_name$(comma)$(LIBDIR)/$(SONAME),-Wl$(comma)-soname$(comma)$(SONAME) \
+             -Wl$(comma)--no-undefined)
+
+# make check-posix: every source compiled (syntax only) as for a POSIX system that is not Linux, the nearest this
+# machine comes to a macOS compile: __linux__ undefined (the Linux-only branches off), each file's _GNU_SOURCE /
+# _DEFAULT_SOURCE / _POSIX_C_SOURCE lines removed and POSIX.1-2008 with XSI (_XOPEN_SOURCE=700, as macOS) set for
+# all, so that glibc declares POSIX alone, plus the few macOS extensions of tests/posix/darwin_ext.h. An unguarded
+# Linux-only call fails it.
+POSIX_CHECK := -U__linux__ -U__linux -Ulinux -U__gnu_linux__ -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=700 \
+               -include tests/posix/darwin_ext.h
+.PHONY: check-posix
+check-posix:
+	@for f in $(LIB_SRC) $(CLI_SRC); do \
+	    sed -e '/^#define _GNU_SOURCE/d' -e '/^#define _DEFAULT_SOURCE/d' -e '/^#define _POSIX_C_SOURCE/d' $$f | \
+	    $(CC) $(WARN) $(POSIX_CHECK) $(THREADS) $(INC) $(DEPS_CFLAGS) -x c -fsyntax-only - || \
+	    { echo "check-posix: $$f"; exit 1; }; done; echo "check-posix: $(words $(LIB_SRC) $(CLI_SRC)) files ok"
+
+# make test-aarch64: the library, the tool and a chosen set of unit tests cross-compiled for aarch64 Linux (Debian's
+# gcc-aarch64-linux-gnu, the arm64 -dev packages through multiarch: .ci/run installs them) under UBSan (ASan does not
+# run under qemu-user), then run under qemu-user on three CPU models: `max` (dotprod and i8mm), `neoverse-n1`
+# (dotprod, no i8mm), `cortex-a53` (ARMv8.0: the NEON table), with tests/aarch64.sh (the unit tests, the bundled
+# model's greedy golden, bench's kernel line). Objects under build/aarch64; the x86 build is untouched.
+A64_CC   ?= aarch64-linux-gnu-gcc
+A64      := build/aarch64
+A64_PKG  := /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+A64_SAN  := -O2 -g -fsanitize=undefined -fno-sanitize-recover=undefined -static-libubsan
+A64_CPUS := max neoverse-n1 cortex-a53
+# the kernels, the cache's kernels, the readers and the forward pass on small models (tests/aarch64.sh runs one test
+# of test_forward); the slow whole-model tests are left out
+A64_UNIT := test_kernels test_isa test_kernels_ops test_ggml_blocks test_repack test_types test_attend_group \
+            test_attend_int test_kivi test_kv_precision test_forward test_thread_pool test_gguf
+.PHONY: test-aarch64 aarch64-build
+aarch64-build:
+	PKG_CONFIG_LIBDIR=$(A64_PKG) $(MAKE) --no-print-directory CC=$(A64_CC) ARCH=armv8-a REL=$(A64)/release \
+	    ASN=$(A64)/test SAN='$(A64_SAN)' $(A64)/test/tinygpt $(A64_UNIT:%=$(A64)/test/tests/%)
+test-aarch64: aarch64-build
+	@tests/aarch64.sh $(A64)/test "$(A64_CPUS)" $(A64_UNIT)
 
 clean:
 	rm -rf build tinygpt fuzz/build

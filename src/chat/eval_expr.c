@@ -2,6 +2,7 @@
  * // and % floor, `and`/`or` return an operand, chained comparisons) and Jinja's undefined rules (printing and
  * iterating an undefined value is fine, doing arithmetic or reaching into it is an error). */
 #define _GNU_SOURCE /* memmem, gmtime_r, localtime_r */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include <math.h>
 #include <string.h>
 

@@ -3,6 +3,7 @@
  * rejectattr, items, reverse on lists) return a list marked as a generator, so printing it, len() and indexing
  * fail the way they do in Python. */
 #define _DEFAULT_SOURCE /* strncasecmp */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

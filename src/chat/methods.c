@@ -2,6 +2,7 @@
  * Python methods real chat templates use on strings (strip, split, startswith, ...), dicts (items, keys, values,
  * get) and the loop (cycle). Methods that would change a value fail, as in the immutable sandbox. */
 #define _GNU_SOURCE /* memmem, gmtime_r, localtime_r */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

@@ -2,7 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli/bundled.h"
 
+#if defined(__APPLE__)
+#include <mach-o/dyld.h>
+#endif
+
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,15 +15,27 @@
 
 #include "cli/args.h"
 
+/* The running executable's path into exe[cap] (terminated); false where it cannot be found: /proc/self/exe on
+ * Linux, _NSGetExecutablePath on macOS (which may name it through a symbolic link: enough to find a file beside it). */
+static bool executable_path(char *exe, size_t cap) {
+#if defined(__APPLE__)
+    uint32_t size = (uint32_t)cap;
+    return cap <= UINT32_MAX && _NSGetExecutablePath(exe, &size) == 0;
+#else
+    ssize_t n = readlink("/proc/self/exe", exe, cap - 1);
+    if (n <= 0) return false;
+    exe[n] = '\0';
+    return true;
+#endif
+}
+
 /* On failure `looked` names the executable's directory. */
 static bool find_bundled_model(char *out, size_t cap, char *looked, size_t looked_cap) {
     char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(looked, looked_cap, "(cannot read /proc/self/exe)");
+    if (!executable_path(exe, sizeof exe)) {
+        snprintf(looked, looked_cap, "(cannot find the executable's path)");
         return false;
     }
-    exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
     snprintf(looked, looked_cap, "%s", exe);

@@ -75,12 +75,16 @@ static const tg_cpu_kernels scalar = {
 };
 
 const tg_cpu_kernels *tg_kernels_for(tg_isa isa) {
-    if ((unsigned)isa >= TG_ISA_COUNT || isa > tg_cpu_features_get()->best) return NULL;
+    const tg_isa best = tg_cpu_features_get()->best;
+    if ((unsigned)isa >= TG_ISA_COUNT || isa > best) return NULL;
+    if (isa != TG_ISA_SCALAR && tg_isa_arch(isa) != tg_isa_arch(best)) return NULL;
     switch (isa) {
     case TG_ISA_AVX2: return tg_cpu_kernels_avx2();
 #if defined(__x86_64__)
     case TG_ISA_AVX512: return tg_cpu_kernels_avx512();
 #endif
+    case TG_ISA_NEON: return tg_cpu_kernels_neon();
+    case TG_ISA_DOTPROD: return tg_cpu_kernels_dotprod();
     case TG_ISA_SCALAR: return &scalar;
     default: return NULL;
     }

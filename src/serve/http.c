@@ -3,6 +3,7 @@
  * (before any body is read), accumulates the body (refusing one over max_body with 413, from Content-Length before
  * reading it when the client declares it), and routes. */
 #define _GNU_SOURCE
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 
 #include "serve/http.h"
 

@@ -2,6 +2,7 @@
  * over each stretch of text in between. Added tokens marked "normalized" (Hugging Face) are found after normalizing,
  * in the normalized stretch, against their normalized content, as tokenizers does. */
 #define _GNU_SOURCE /* memmem */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include <stdlib.h>
 #include <string.h>
 

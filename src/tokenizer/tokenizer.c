@@ -2,6 +2,7 @@
  * index) and its small accessors; the loaders in load_gguf.c / load_hf.c fill it through these helpers. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #define _GNU_SOURCE /* memmem */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,10 @@
-/* cpu_features.c — run-time detection of the kernels' instruction sets (cpu_features.h): cpuid for what the CPU
- * implements, xgetbv for what the operating system saves on a context switch (a set whose registers it does not save
- * must not be used), once per process. */
+/* cpu_features.c — run-time detection of the kernels' instruction sets (cpu_features.h), once per process. x86:
+ * cpuid for what the CPU implements, xgetbv for what the operating system saves on a context switch (a set whose
+ * registers it does not save must not be used). aarch64: what the kernel reports, getauxval's hardware capabilities
+ * on Linux, sysctlbyname's hw.optional.arm.FEAT_* on macOS (Advanced SIMD is part of every aarch64 CPU). */
+#if defined(__aarch64__) && defined(__APPLE__)
+#define _DARWIN_C_SOURCE /* sysctlbyname */
+#endif
 #include "util/cpu_features.h"
 
 #include <pthread.h>
@@ -31,6 +35,38 @@ static void detect(tg_cpu_features *f) {
     f->avx2 = ymm && avx2 && fma && f16c;
     f->avx512 = f->avx2 && zmm && f512 && dq && bw && vl && vnni;
 }
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+
+/* The kernel's HWCAP bits (asm/hwcap.h), spelled here so that an older libc's headers suffice. */
+enum { HWCAP_ASIMD_BIT = 1 << 1, HWCAP_ASIMDDP_BIT = 1 << 20 };
+enum { HWCAP2_I8MM_BIT = 1 << 13 };
+
+static void detect(tg_cpu_features *f) {
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    f->neon = hw & HWCAP_ASIMD_BIT;
+    f->dotprod = f->neon && (hw & HWCAP_ASIMDDP_BIT);
+    f->i8mm = f->dotprod && (hw2 & HWCAP2_I8MM_BIT);
+}
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#include <sys/types.h>
+
+/* Whether the sysctl `name` (an int that says whether the feature is there) exists and is non-zero. */
+static bool sysctl_flag(const char *name) {
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v != 0;
+}
+
+static void detect(tg_cpu_features *f) {
+    f->neon = true; /* every Apple arm64 CPU */
+    f->dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+    f->i8mm = f->dotprod && sysctl_flag("hw.optional.arm.FEAT_I8MM");
+}
+#elif defined(__aarch64__)
+/* Another operating system: Advanced SIMD only (part of every aarch64 CPU), no way asked of the OS for more. */
+static void detect(tg_cpu_features *f) { f->neon = true; }
 #else
 static void detect(tg_cpu_features *f) { (void)f; }
 #endif
@@ -40,11 +76,18 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void init(void) {
     detect(&features);
-    features.best = features.avx512 ? TG_ISA_AVX512 : features.avx2 ? TG_ISA_AVX2 : TG_ISA_SCALAR;
+    features.best = features.avx512    ? TG_ISA_AVX512
+                    : features.avx2    ? TG_ISA_AVX2
+                    : features.i8mm    ? TG_ISA_I8MM
+                    : features.dotprod ? TG_ISA_DOTPROD
+                    : features.neon    ? TG_ISA_NEON
+                                       : TG_ISA_SCALAR;
     features.isa = features.best;
     tg_isa want;
     const char *env = getenv("TG_ISA");
-    if (env && tg_isa_parse(env, &want) && want < features.best) features.isa = want;
+    if (env && tg_isa_parse(env, &want) && want < features.best &&
+        (want == TG_ISA_SCALAR || tg_isa_arch(want) == tg_isa_arch(features.best)))
+        features.isa = want;
 }
 
 const tg_cpu_features *tg_cpu_features_get(void) {
@@ -52,9 +95,14 @@ const tg_cpu_features *tg_cpu_features_get(void) {
     return &features;
 }
 
-static const char *const names[TG_ISA_COUNT] = {"scalar", "avx2", "avx512"};
+static const char *const names[TG_ISA_COUNT] = {"scalar", "avx2", "avx512", "neon", "dotprod", "i8mm"};
 
 const char *tg_isa_name(tg_isa isa) { return (unsigned)isa < TG_ISA_COUNT ? names[isa] : "?"; }
+
+int tg_isa_arch(tg_isa isa) {
+    if ((unsigned)isa >= TG_ISA_COUNT) return -1;
+    return isa == TG_ISA_SCALAR ? 0 : isa <= TG_ISA_AVX512 ? 1 : 2;
+}
 
 bool tg_isa_parse(const char *s, tg_isa *out) {
     for (int i = 0; s && i < TG_ISA_COUNT; i++) {

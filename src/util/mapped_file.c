@@ -1,6 +1,7 @@
 /* mapped_file.c — a read-only memory map of a whole file. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include "util/mapped_file.h"
 
 #include <errno.h>

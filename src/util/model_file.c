@@ -1,6 +1,7 @@
 /* model_file.c — opening the files of a model: non-blocking, regular files only, inside their folder. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* realpath */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include "util/model_file.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* pages.c — page-granular anonymous memory (pages.h). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
+#define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 #include "util/pages.h"
 
 #include <sys/mman.h>

@@ -26,14 +26,14 @@
 #include "attend_team.h"
 #include "util/half.h"
 
+#if TG_HAVE_AVX2
+
 static double urand(uint64_t *s) { /* uniform in [0, 1) */
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return (double)(*s >> 11) / 9007199254740992.0;
 }
-
-#if TG_HAVE_AVX2
 
 enum { MAXD = 256, MAXQ = 12, MAXG = 64 };
 

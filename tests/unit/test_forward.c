@@ -673,6 +673,9 @@ static void test_session_needs_weights(void **state) {
 }
 
 int main(void) {
+    /* TG_TEST_FILTER=glob runs the tests it names alone (make test-aarch64: the whole file is too slow emulated) */
+    const char *filter = getenv("TG_TEST_FILTER");
+    if (filter && *filter) cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forward_matches_naive_half),
         cmocka_unit_test(test_forward_matches_naive_interleaved),

@@ -284,10 +284,11 @@ static void test_exp_shift_sum(void **state) {
 /* The SIMD tg_exp_shift_sum's order, whatever the register width: each exp as an 8-element call computes it (a wider
  * kernel computes the same lanes; -inf, NaN and the clamps included), summed in fp32 per lane over blocks of eight
  * 8-element vectors, each block's lanes reduced as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) into a double,
- * then the tail's expf. Bit for bit. (The scalar build sums in double: no order to check.) */
+ * then the tail's expf. Bit for bit. (The scalar function sums in double: no order to check.) */
 static void test_exp_shift_sum_order(void **state) {
     (void)state;
-    if (tg_kernels()->isa == TG_ISA_SCALAR) skip();
+    /* a table with the scalar exp_shift_sum (the scalar one; the aarch64 ones for now) has no order to check */
+    if (tg_kernels()->exp_shift_sum == tg_kernels_for(TG_ISA_SCALAR)->exp_shift_sum) skip();
     enum { N = 1100 };
     rng_t r = {29};
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float)), *e = malloc(N * sizeof(float));

@@ -1,0 +1,57 @@
+/* kernels_neon.c — the aarch64 kernel tables (kernels.h): NEON (every aarch64 CPU) and dotprod (ARMv8.2 sdot).
+ * Each starts as a copy of the scalar table (its exact activation quantisers and its vector primitives, whose bits
+ * the vec.h contracts compare against) with the rows and primitives that have NEON kernels put in: F32 / F16 / BF16
+ * rows, Q8_0 / Q4_0 rows (widening multiplies on NEON, sdot on dotprod), axpy / scale / bf16 widening. Built once
+ * (pthread_once) and const afterwards. Compiled on another architecture, the file has no table. */
+#include "kernels/kernels.h"
+
+#include "kernels/neon.h"
+
+#if TG_HAVE_NEON
+
+#include <pthread.h>
+
+static tg_cpu_kernels neon, dotprod;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+#define FLOAT_ROW(t) {tg_neon_gemv_##t, tg_neon_tile_##t, NULL, NULL, NULL, 8, NULL}
+#define Q32_ROW(isa, t) {tg_##isa##_gemv_##t, NULL, NULL, tg_##isa##_gemm_##t, NULL, 8, NULL}
+
+static void build(void) {
+    neon = *tg_kernels_for(TG_ISA_SCALAR);
+    neon.isa = TG_ISA_NEON;
+    neon.name = tg_isa_name(TG_ISA_NEON);
+    neon.type[TG_DT_F32] = (tg_type_kernels)FLOAT_ROW(f32);
+    neon.type[TG_DT_F16] = (tg_type_kernels)FLOAT_ROW(f16);
+    neon.type[TG_DT_BF16] = (tg_type_kernels)FLOAT_ROW(bf16);
+    neon.type[TG_DT_Q8_0] = (tg_type_kernels)Q32_ROW(neon, q8_0);
+    neon.type[TG_DT_Q4_0] = (tg_type_kernels)Q32_ROW(neon, q4_0);
+    neon.quant_acts = true;
+    neon.tile_rows = 2;
+    neon.tile_vecs = 4;
+    neon.axpy_f32 = tg_neon_axpy_f32;
+    neon.scale_f32 = tg_neon_scale_f32;
+    neon.bf16_to_f32_row = tg_neon_bf16_to_f32_row;
+    dotprod = neon;
+    dotprod.isa = TG_ISA_DOTPROD;
+    dotprod.name = tg_isa_name(TG_ISA_DOTPROD);
+    dotprod.type[TG_DT_Q8_0] = (tg_type_kernels)Q32_ROW(dotprod, q8_0);
+    dotprod.type[TG_DT_Q4_0] = (tg_type_kernels)Q32_ROW(dotprod, q4_0);
+}
+
+const tg_cpu_kernels *tg_cpu_kernels_neon(void) {
+    pthread_once(&once, build);
+    return &neon;
+}
+
+const tg_cpu_kernels *tg_cpu_kernels_dotprod(void) {
+    pthread_once(&once, build);
+    return &dotprod;
+}
+
+#else
+
+const tg_cpu_kernels *tg_cpu_kernels_neon(void) { return NULL; }
+const tg_cpu_kernels *tg_cpu_kernels_dotprod(void) { return NULL; }
+
+#endif
