@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$bin" ] || { echo "kv_quality.sh: $bin not found" >&2; exit 1; }
-out=build/kv_quality
+out=${TG_KVQ_OUT:-build/kv_quality}
 mkdir -p "$out"
 
 model_of() {
