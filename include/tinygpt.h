@@ -171,6 +171,18 @@ typedef enum {
     TG_ROPE_POSITIONS_ORIGINAL,    /* vanilla: every key at its absolute position (the sinks drift ever further) */
 } tg_rope_positions;
 
+/* KIVI: the per-head rotation of keys and values before they are quantised (a Walsh–Hadamard transform with fixed
+ * random signs per layer and kv-head, in blocks of the largest power of two dividing the head dim; the query is
+ * rotated the same way and the attention output rotated back, so only the quantisation error changes). Float stores
+ * are never rotated. */
+typedef enum {
+    TG_KV_ROTATE_DEFAULT = 0, /* the library's choice (tg_cache_default_params) */
+    TG_KV_ROTATE_ON,          /* keys and values */
+    TG_KV_ROTATE_OFF,
+    TG_KV_ROTATE_VALUES,      /* values only (KIVI's per-channel key grids already give an outlier channel its own
+                               * scale; rotating keys spreads it over every channel's grid) */
+} tg_kv_rotate;
+
 typedef struct {
     tg_kv_precision key_precision;
     tg_kv_precision value_precision;
@@ -207,6 +219,7 @@ typedef struct {
                            * (Vulkan device N: F32 / F16 / Q8_0 weights, fp32 / fp16 caches so far; anything else is
                            * refused with a message), "auto" (Vulkan device 0 when it can run the model, else the
                            * CPU). Sessions only: a batch refuses anything but the CPU. The CLI's --device. */
+    tg_kv_rotate rotate;  /* KIVI stores rotated before quantisation (see tg_kv_rotate; default TG_KV_ROTATE_DEFAULT) */
 } tg_cache_params;
 
 /* group_size: chosen from the cache's length (see group_size); the largest group it chooses. */

@@ -304,6 +304,10 @@ static const char CACHE_FLAGS_HELP[] =
     "  --kv-residual-precision P      KIVI: storage of the residual and the sinks: fp16 (default), bf16 or fp32\n"
     "  --kv-quantize-sinks            KIVI: quantise the StreamingLLM sinks too (default: kept at the residual\n"
     "                                 precision)\n"
+    "  --kv-rotate on|values|off      KIVI: rotate each head's keys and values (on) or values only (Walsh-\n"
+    "                                 Hadamard, fixed random signs) before quantising them; the query and the\n"
+    "                                 output are rotated to match, so only the quantisation error changes\n"
+    "                                 (default: the library's)\n"
     "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"
     "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
     "                                 it grows by as tokens arrive (default: the machine's physical memory)\n"
@@ -341,7 +345,7 @@ void tg_cache_flags_help(FILE *f, bool without_precision) {
 
 enum {
     C_SINK, C_WINDOW, C_REPOS, C_ROPE, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,
-    C_MAXMEM, C_DEVICE, C_END
+    C_MAXMEM, C_DEVICE, C_ROTATE, C_END
 };
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
 
@@ -369,6 +373,7 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
     opts[C_MAXMEM] = (tg_opt){.name = "--max-memory", .kind = TG_OPT_SIZE, .dest = &f->max_memory, .lo = 1,
                               .hi = INT64_MAX};
     opts[C_DEVICE] = (tg_opt){.name = "--device", .kind = TG_OPT_STRING, .dest = &f->device};
+    opts[C_ROTATE] = (tg_opt){.name = "--kv-rotate", .kind = TG_OPT_STRING, .dest = &f->rotate};
 }
 
 bool tg_rope_flags(const char *cmd, const char *rope, bool alias, tg_rope_positions *out) {
@@ -405,6 +410,17 @@ bool tg_cache_flags_params(const char *cmd, const tg_cache_flags *f, const tg_op
     if (opts[C_RPREC].seen) c.residual_precision = f->residual_precision;
     if (opts[C_MAXMEM].seen) c.max_memory = f->max_memory;
     if (opts[C_DEVICE].seen) c.device = f->device;
+    if (opts[C_ROTATE].seen) {
+        static const char *const names[] = {"on", "off", "values"};
+        static const tg_kv_rotate modes[] = {TG_KV_ROTATE_ON, TG_KV_ROTATE_OFF, TG_KV_ROTATE_VALUES};
+        size_t i = 0;
+        while (i < 3 && strcmp(f->rotate, names[i]) != 0) i++;
+        if (i == 3) {
+            tg_usage_error(cmd, "--kv-rotate: expected on, values or off, got '%s'", f->rotate);
+            return false;
+        }
+        c.rotate = modes[i];
+    }
     *out = c;
     return true;
 }

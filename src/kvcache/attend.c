@@ -22,6 +22,7 @@
 #include "kernels/vec.h"
 #include "kvcache/attend_kernels.h"
 #include "kvcache/codec.h"
+#include "kvcache/rotate.h"
 #include "util/half.h"
 
 #define BLK TG_ATTN_BLK
@@ -50,6 +51,7 @@ typedef struct {
     int64_t lo, hi;
     int gq;           /* query heads per kv-head */
     int64_t sink_off; /* re-positioning: sink j is rotated to position sink_off + j (-1: sinks stored rotated) */
+    const float *rot; /* rot_k: the piece's kv-head's signs, for keys kept pre-RoPE (rotated here after RoPE) */
     const tg_attn_kernels *ak; /* the kernel table; NULL: the scalar reference (c->simd off, or no table) */
 } view;
 
@@ -82,6 +84,7 @@ static void make_view(const tg_kvcache *c, int layer, int64_t pos, view *vw) {
     if (window > 0 && pos - window + 1 - g->sink > vw->lo) vw->lo = pos - window + 1 - g->sink;
     vw->sink_off = g->reposition && !g->slot_rope ? tg_kvcache_sink_offset(c, L, pos) : -1;
     vw->ak = c->simd ? tg_attn_kernels_get() : NULL;
+    vw->rot = NULL;
 }
 
 static int64_t span(int64_t a, int64_t b) { return b >= a ? b - a + 1 : 0; }
@@ -119,6 +122,14 @@ void tg_kvcache_query(tg_kvcache *c, int layer, int64_t pos, const float *q, flo
         if (g->reposition && g->sink > 0) tg_kvcache_sink_angles(c, tg_kvcache_sink_offset(c, L, pos));
     }
     tg_scale_f32(q_out, 1.0f / sqrtf((float)D), NH * D);
+    const int64_t gq = NH / g->n_kv_heads;
+    for (int64_t i = 0; g->rot_k && i < NH; i++) /* rotated as the keys are: every score unchanged */
+        tg_rot_apply(q_out + i * D, tg_kvcache_rot_sign(c, layer, (int)(i / gq)), (int)D);
+}
+
+void tg_kvcache_rot_output(const tg_kvcache *c, int layer, int h, float *o) {
+    const int gq = c->g.n_heads / c->g.n_kv_heads, D = c->g.head_dim;
+    for (int i = 0; c->g.rot_v && i < gq; i++) tg_rot_inverse(o + (int64_t)i * D, tg_kvcache_rot_sign(c, layer, h), D);
 }
 
 /* ---- blocks: the kernels' view of up to eight rows ------------------------------------------------------------ */
@@ -258,6 +269,7 @@ static int64_t run_segment(const view *vw, bool keys, bool is_sink, const tg_seg
                     for (int64_t k = 0; k < D; k++) dst[k] = elem(&b, r, k, D);
                 if (c->g.slot_rope) tg_kvcache_rotate_slot(c, dst, g->slot0 + i0 + r);
                 else tg_kvcache_rotate_sink(c, dst, g->slot0 + i0 + r, vw->sink_off);
+                if (vw->rot) tg_rot_apply(dst, vw->rot, (int)D);
             }
             b.kind = TG_SEG_F32;
             b.grid = NULL;
@@ -333,6 +345,7 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
                              int n_split, float *part, float *work) {
     view vw;
     make_view(c, layer, pos, &vw);
+    if (c->g.rot_k) vw.rot = tg_kvcache_rot_sign(c, layer, h);
     const int64_t D = c->g.head_dim, ld = c->g.max_stored;
     const int gq = vw.gq;
     const int64_t len = span(vw.lo, vw.hi);
@@ -347,6 +360,7 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
     float *o = part + 2 * gq; /* part: m[gq], l[gq], o[gq][D] */
     memset(o, 0, (size_t)(gq * D) * sizeof(float));
     if (tg_kvcache_piece_softmax(c, sc, ld, nt, part)) sweep(&vw, h, false, s0, s1, a, b, NULL, sc, ld, o, tile, grid, qfold);
+    tg_kvcache_rot_output(c, layer, h, o);
 }
 
 bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part) {

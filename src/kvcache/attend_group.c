@@ -190,4 +190,5 @@ void tg_kvcache_attend_group(const tg_kvcache *c, int layer, int64_t pos0, int n
         }
         t += n;
     }
+    for (int j = 0; j < nq; j++) tg_kvcache_rot_output(c, layer, h, parts + (size_t)j * part_stride + 2 * gq);
 }

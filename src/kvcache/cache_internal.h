@@ -86,6 +86,7 @@ typedef struct {
     int64_t chunk;        /* lazy: tokens per chunk (every store's chunk holds at least this many) */
     const tg_store_codec *force_k, *force_v; /* tests: codecs forced by name (NULL: the table's choice) */
     tg_store_geom k, v;
+    bool rot_k, rot_v;    /* KIVI keys / values stored rotated (rotate.h): the query rotated, the output back */
     size_t bytes_layer;   /* all store bytes of one K/V layer */
 } tg_cache_geom;
 
@@ -174,6 +175,8 @@ struct tg_kvcache {
     uint8_t *sink_codes;     /* quantize_sinks: [sink][head_dim] codes of one kv-head's sinks (at most a byte each) */
     uint16_t *sink_grid;     /* quantize_sinks: [2 * head_dim] per-channel fp16 scales, then zeros */
     float *group_f32;        /* residual not fp32: [group][n_kv_heads * head_dim] the group being flushed, widened */
+    float *rot_sign;         /* rot_k or rot_v: [n_layers][n_kv_heads][head_dim] each head's signs (rotate.h) */
+    float *scratch_v;        /* rot_v: [n_kv_heads * head_dim] the token's rotated values */
     uint8_t *tile_rows;      /* tiled KIVI stores: [group][head_dim] packed rows on their way into a tile */
     bool int_vnni;           /* integer attention kernels: the VNNI instruction where built (tests: its emulation) */
     bool simd;               /* AVX2 kernels (tests switch them off to compare with the scalar reference) */
@@ -217,6 +220,13 @@ int64_t tg_kvcache_visible(const tg_kvcache *c, int layer, int64_t pos, int64_t 
                            bool *plain);
 /* Dequantised / widened key or value row of non-sink token n (or sink j when is_sink) of kv-head h into out
  * [head_dim], as stored (no rotation); read through the store's segments. */
+/* Signs of the rotation of layer's K/V (its kv_source's) for kv-head h (rotate.h); only when rot_k or rot_v. */
+static inline const float *tg_kvcache_rot_sign(const tg_kvcache *c, int layer, int h) {
+    return c->rot_sign + ((int64_t)c->kv_source[layer] * c->g.n_kv_heads + h) * c->g.head_dim;
+}
+/* rot_v: the partial outputs o[gq][head_dim] of kv-head h's query heads rotated back (R^T, rotate.h); else
+ * nothing. Linear, so a piece's partial sum may be rotated back before the shares are combined. */
+void tg_kvcache_rot_output(const tg_kvcache *c, int layer, int h, float *o);
 void tg_kvcache_load_row(const tg_kvcache *c, const tg_layer_cache *L, bool keys, bool is_sink, int64_t n, int h,
                          float *out);
 

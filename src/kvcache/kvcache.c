@@ -10,6 +10,7 @@
 
 #include "kvcache/codec.h"
 #include "kvcache/eviction.h"
+#include "kvcache/rotate.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -17,8 +18,8 @@
 /* ---- allocation: every buffer counted ------------------------------------------------------------------------- */
 
 /* Most blocks tg_kvcache_new allocates besides the stores' chunks: 10 per K/V layer (five per store: the three chunk
- * tables, the residual ring, the sinks), 12 others. */
-#define MAX_OWNED(n_layers) ((size_t)(n_layers) * 10 + 12)
+ * tables, the residual ring, the sinks), 14 others. */
+#define MAX_OWNED(n_layers) ((size_t)(n_layers) * 10 + 14)
 
 /* Zeroed block of `bytes`, counted in the cache's accounting and owned by it (tg_kvcache_free frees every one); NULL
  * for 0 bytes or on failure (*ok cleared). */
@@ -259,6 +260,11 @@ static tg_kvcache *cache_new(const tg_cache_shape *shape, const tg_cache_params 
     c->sink_off = -1;
     if (ok && g.grouped && g.res_cap > 0 && tg_kv_traits_of(g.resid_precision)->seg_kind != TG_SEG_F32)
         c->group_f32 = cache_alloc(c, (size_t)g.group * H * D * sizeof(float), false, &ok);
+    if (ok && (g.rot_k || g.rot_v)) { /* every layer's and kv-head's signs; the staging row of rotated values */
+        c->rot_sign = cache_alloc(c, L * H * D * sizeof(float), false, &ok);
+        for (size_t i = 0; ok && i < L * H; i++) tg_rot_signs(c->rot_sign + i * D, (int)(i / H), (int)(i % H), (int)D);
+        if (g.rot_v) c->scratch_v = cache_alloc(c, H * D * sizeof(float), false, &ok);
+    }
     if (ok && g.grouped && (g.k.tiled || g.v.tiled))
         c->tile_rows = cache_alloc(c, (size_t)g.group * D, false, &ok);
     if (ok && params->quantize_sinks && g.sink > 0 && (g.k.range || g.v.range)) {
@@ -490,6 +496,14 @@ int tg_kvcache_append_start(tg_kvcache *c, int layer, int64_t pos, const float *
     if (!(g->slot_rope || (g->reposition && L->n_sink < g->sink))) {
         tg_kvcache_rope_at(c, pos);
         tg_rope_apply(kr, g->n_kv_heads, g->head_dim, c->rope_cos, c->rope_sin, c->shape.rope_style);
+        for (int h = 0; g->rot_k && h < g->n_kv_heads; h++) /* after RoPE; keys kept pre-RoPE are rotated when read */
+            tg_rot_apply(kr + (int64_t)h * g->head_dim, tg_kvcache_rot_sign(c, layer, h), g->head_dim);
+    }
+    if (g->rot_v) {
+        memcpy(c->scratch_v, v, (size_t)HD * sizeof(float));
+        for (int h = 0; h < g->n_kv_heads; h++)
+            tg_rot_apply(c->scratch_v + (int64_t)h * g->head_dim, tg_kvcache_rot_sign(c, layer, h), g->head_dim);
+        v = c->scratch_v;
     }
 
     if (L->n_sink < g->sink) {
@@ -522,6 +536,7 @@ void tg_kvcache_append_head(tg_kvcache *c, int layer, int h, int deferred, const
     const tg_cache_geom *g = &c->g;
     tg_layer_cache *L = &c->layers[layer];
     const int64_t n = L->n_appended - 1, off = (int64_t)h * g->head_dim;
+    if (g->rot_v) v = c->scratch_v; /* the values append_start rotated */
     if (deferred & TG_APPEND_KEYS) g->k.codec->insert_head(c, &g->k, &L->k, n, h, c->scratch_k + off, scratch);
     if (deferred & TG_APPEND_VALUES) g->v.codec->insert_head(c, &g->v, &L->v, n, h, v + off, scratch);
 }
@@ -574,8 +589,12 @@ int64_t tg_kvcache_read_back(const tg_kvcache *c, int layer, int64_t query_pos, 
                 tg_kvcache_load_row(c, L, true, sink, n, h, kd);
                 if (c->g.slot_rope) tg_kvcache_rotate_slot(c, kd, slot);
                 else if (c->g.reposition && sink) tg_kvcache_rotate_sink(c, kd, n, sink_off);
+                else if (c->g.rot_k) tg_rot_inverse(kd, tg_kvcache_rot_sign(c, layer, h), (int)D); /* stored rotated */
             }
-            if (v_out) tg_kvcache_load_row(c, L, false, sink, n, h, v_out + (slot * H + h) * D);
+            if (v_out) {
+                tg_kvcache_load_row(c, L, false, sink, n, h, v_out + (slot * H + h) * D);
+                if (c->g.rot_v) tg_rot_inverse(v_out + (slot * H + h) * D, tg_kvcache_rot_sign(c, layer, h), (int)D);
+            }
         }
         if (pos_out) pos_out[slot] = sink ? n : c->g.sink + n;
     }

@@ -29,6 +29,7 @@ tg_cache_params tg_cache_default_params(void) {
         .quantize_sinks = false,
         .residual_precision = TG_KV_FP16,
         .max_memory = 0,
+        .rotate = TG_KV_ROTATE_DEFAULT,
     };
     return p;
 }
@@ -207,6 +208,8 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->chunk = g->lazy ? chunk_tokens(g->context) : 0;
     store_chunks(g, &g->k);
     store_chunks(g, &g->v);
+    g->rot_k = p->rotate == TG_KV_ROTATE_ON && g->k.range != NULL;
+    g->rot_v = (p->rotate == TG_KV_ROTATE_ON || p->rotate == TG_KV_ROTATE_VALUES) && g->v.range != NULL;
     size_t all;
     return tg_mul_size(g->bytes_layer, (size_t)g->n_kv_layers, &all);
 }
@@ -251,6 +254,8 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
                             (int)p->value_precision);
     if ((int)p->rope_positions < TG_ROPE_POSITIONS_DEFAULT || (int)p->rope_positions > TG_ROPE_POSITIONS_ORIGINAL)
         return tg_fail(err, "KV cache: unknown RoPE positions %d", (int)p->rope_positions);
+    if ((int)p->rotate < TG_KV_ROTATE_DEFAULT || (int)p->rotate > TG_KV_ROTATE_VALUES)
+        return tg_fail(err, "KV cache: unknown rotation setting %d", (int)p->rotate);
     if (p->sink < -1)
         return tg_fail_code(err, TG_ERR_CACHE_SINK, "KV cache: sink of %" PRId64 " tokens: must be >= 0", p->sink);
     if (p->window < 0)
@@ -352,6 +357,9 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
         } else {
             APPEND(" (KIVI, whole-history key scales re-quantised each step)");
         }
+        if (g->rot_k || g->rot_v)
+            APPEND(", %s rotated (Hadamard %d)", g->rot_k && g->rot_v ? "K and V" : g->rot_k ? "K" : "V",
+                   g->head_dim & -g->head_dim);
     }
     if (!g->bounded) {
         APPEND(", unbounded (context %" PRId64 ")", g->context);
