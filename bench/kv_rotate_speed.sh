@@ -16,7 +16,7 @@ for r in $(seq 1 "$rounds"); do
         v=${variants[$(((i + r) % 4))]}
         IFS='|' read -r name bin flags <<<"$v"
         # shellcheck disable=SC2086
-        "$bin" bench --side-by-side fp16,int8,int4,int2 --depth "$depth" --tokens "$tokens" --threads 1 $flags 2>&1 |
+        "$bin" bench models/tinygpt-flagship.gguf --side-by-side fp16,int8,int4,int2 --depth "$depth" --tokens "$tokens" --threads 1 $flags 2>&1 |
             awk -v n="$name" '$1 ~ /^[0-9]+$/ && $2 ~ /^(fp16|int8|int4|int2)$/ { print n "|" $2 "|" $4 }' >>"$out/all"
     done
 done
