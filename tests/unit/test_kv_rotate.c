@@ -1,13 +1,14 @@
 /* test_kv_rotate.c — the per-head Walsh–Hadamard rotation of KIVI caches (rotate.h, issue #51).
  *  - the plain FWHT against the Hadamard matrix written out (H[i][j] = (-1)^popcount(i & j)); R orthogonal (norms
  *    kept, R^T R x = x within 1e-6 relative) for power-of-two and block (24, 48, 96) head dims;
- *  - rotated float attention equals unrotated: an int8 cache whose residual holds every token it keeps (fp32
- *    residual and sinks: nothing is quantised) gives the same outputs rotated and not, within 2e-5 absolute on
- *    outputs of unit-range values (the rotations' float rounding: a few ulps per transform), unbounded and bounded
- *    (sinks + window, evicting; re-positioned and original RoPE), with a layer that reads another's K/V (YOCO);
- *    read-back returns the keys and values unrotated;
+ *  - rotated float attention equals unrotated: an unbounded int8 cache whose residual holds every token (fp32
+ *    residual: nothing is quantised) gives the same outputs rotated and not, within 2e-5 absolute on outputs of
+ *    unit-range values (the rotations' float rounding: a few ulps per transform), with a layer that reads another's
+ *    K/V (YOCO); bounded (sinks + window, evicting; re-positioned and original RoPE: its residual is capped by the
+ *    window, so its oldest groups are quantised) rotated against unrotated int8 within 1e-2, int8's error (a rotation
+ *    applied wrongly to a sink or a window key costs O(1)); read-back returns the rows unrotated;
  *  - the rotated integer path (AVX2 integer kernels) against the scalar float reference over the same rotated
- *    codes, within the bounds test_attend_int uses unrotated;
+ *    codes, within twice the bounds test_attend_int uses unrotated (rotated rows span about twice the range);
  *  - float stores are never rotated: an fp16 cache gives the same bits with rotation on and off. */
 #include <math.h>
 #include <setjmp.h>
@@ -126,7 +127,7 @@ static void test_rotated_float_equals_unrotated(void **state) {
                 if (bounded) {
                     p.sink = 4;
                     p.window = 64;
-                    p.residual = 64;
+                    p.residual = 64; /* the residual is capped by the window: the oldest groups get quantised */
                     p.rope_positions = bounded == 1 ? TG_ROPE_POSITIONS_REPOSITION : TG_ROPE_POSITIONS_ORIGINAL;
                 }
                 tg_error err = {0};
@@ -137,10 +138,14 @@ static void test_rotated_float_equals_unrotated(void **state) {
                 tg_kvcache *b = tg_kvcache_new(&shape, &p, &err);
                 if (!b) fail_msg("tg_kvcache_new: %s", err.msg);
                 assert_true(a->g.rot_k && a->g.rot_v && !b->g.rot_k && !b->g.rot_v);
+                /* unbounded: nothing quantised, float rounding only; bounded: both int8 caches quantise their
+                 * oldest groups, each within int8's error of the float rows (a half-step of a grid, 4e-3 on unit-range
+                 * rows, 2.4e-2 on the outlier channel), rotated rows on other grids than unrotated ones */
+                const float tol = bounded ? 1e-2f : 2e-5f;
                 const float worst = compare_caches(a, b, NH, H, D, T, 37, yoco, 11 + di + 10 * bounded);
-                if (!(worst <= 2e-5f))
-                    fail_msg("D %d bounded %d yoco %d: |rotated - unrotated| %g > 2e-5", D, bounded, yoco,
-                             (double)worst);
+                if (!(worst <= tol))
+                    fail_msg("D %d bounded %d yoco %d: |rotated - reference| %g > %g", D, bounded, yoco,
+                             (double)worst, (double)tol);
                 /* read-back: unrotated keys and values, as the unrotated cache holds them */
                 const int64_t n = tg_kvcache_stored(a), HD = (int64_t)H * D;
                 float *ka = malloc((size_t)(n * HD) * sizeof(float)), *kb = malloc((size_t)(n * HD) * sizeof(float));
@@ -148,9 +153,9 @@ static void test_rotated_float_equals_unrotated(void **state) {
                 assert_true(ka && kb && va && vb);
                 assert_int_equal(tg_kvcache_read_back(a, 0, T - 1, ka, va, NULL), n);
                 assert_int_equal(tg_kvcache_read_back(b, 0, T - 1, kb, vb, NULL), n);
-                for (int64_t i = 0; i < n * HD; i++) {
-                    assert_true(fabsf(ka[i] - kb[i]) <= 1e-5f * (1.0f + fabsf(kb[i])));
-                    assert_true(fabsf(va[i] - vb[i]) <= 1e-5f);
+                for (int64_t i = 0; i < n * HD; i++) { /* bounded: int8 codes of rows up to 6 (the outlier) */
+                    assert_true(fabsf(ka[i] - kb[i]) <= (bounded ? 0.05f : 1e-5f) * (1.0f + fabsf(kb[i])));
+                    assert_true(fabsf(va[i] - vb[i]) <= (bounded ? 0.02f : 1e-5f));
                 }
                 free(ka), free(kb), free(va), free(vb);
                 tg_kvcache_free(a);
@@ -161,7 +166,9 @@ static void test_rotated_float_equals_unrotated(void **state) {
 static void test_rotated_int_path(void **state) {
     (void)state;
     const tg_kv_precision precs[] = {TG_KV_INT8, TG_KV_INT4, TG_KV_INT2};
-    const float tols[] = {1e-4f, 5e-3f, 6e-3f}; /* test_attend_int's bounds for the same kernels */
+    /* twice test_attend_int's bounds for the same kernels: its rows are in [-1, 1]; rotated, a row of 64 such values
+     * spreads to about twice that range, and the kernels' roundings scale with the rows' grids */
+    const float tols[] = {2e-4f, 1.2e-2f, 1.2e-2f};
     for (size_t pi = 0; pi < 3; pi++)
         for (int bounded = 0; bounded < 2; bounded++) {
             const int D = 64, NH = 6, H = 2, HD = H * D, T = 700;
