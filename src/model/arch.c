@@ -152,6 +152,7 @@ static const tg_arch ARCHS[] = {
         .hf_window_flag = true,
         .program_rope = true,
         .no_rope_interval = 4,
+        .hf_defaults = "{\"tie_word_embeddings\": true}",
     },
 };
 

@@ -113,6 +113,10 @@ void tg_family_describe(const tg_hparams *hp, char *out, size_t cap) {
     if (hp->final_softcap > 0.0f) put(out, cap, &used, "%slogit soft-cap %g", used ? ", " : "", hp->final_softcap);
     if (hp->rope_theta_local > 0.0f)
         put(out, cap, &used, "%slocal RoPE theta %g (unscaled)", used ? ", " : "", hp->rope_theta_local);
+    if (hp->rope_scaling.type == TG_ROPE_SCALING_LONGROPE)
+        put(out, cap, &used, "%sLongRoPE %s factors, attention factor %.6g", used ? ", " : "",
+            hp->context_length > hp->rope_original_context ? "long" : "short",
+            hp->rope_attn_factor > 0.0f ? (double)hp->rope_attn_factor : 1.0);
     if (hp->rope_dims > 0 && hp->rope_dims < hp->head_dim)
         put(out, cap, &used, "%spartial RoPE %d of %d dims", used ? ", " : "", hp->rope_dims, hp->head_dim);
 }
