@@ -115,6 +115,9 @@ typedef struct {
     char rope_scaling[96];   /* "none", "linear (factor 4)", "llama3 (factor 32, low 1, high 4, original context
                               * 8192)", "rope_freqs.weight factors (Llama 3.1 form)" */
     char absent[320];        /* TG_NEED_CONFIG: the files the folder lacks and why they matter; "" when none */
+    char layer_pattern[256]; /* the layers the model itself windows, the ones that attend to everything, layers
+                              * without RoPE ("" when every layer is alike) */
+    char family[256];        /* what the family adds to Llama's layer (Gemma: "embedding x sqrt(d_model), ..."); "" */
 } tg_model_info;
 
 TG_API void tg_model_get_info(const tg_model *model, tg_model_info *info);

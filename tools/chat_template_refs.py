@@ -65,14 +65,34 @@ def token_text(tok):
     return tok
 
 
+# The special tokens of the folders that hold a template alone (llama.cpp's models/templates copies), as the
+# models' tokenizer_config.json files name them.
+LONE_TEMPLATE_SPECIAL = {
+    "gemma-2-2b-it": {"bos_token": "<bos>", "eos_token": "<eos>"},
+    "Phi-3.5-mini-instruct": {"bos_token": "<s>", "eos_token": "<|endoftext|>"},
+    "Qwen2.5-7B-Instruct": {"eos_token": "<|im_end|>"},
+    "Qwen3-0.6B": {"eos_token": "<|im_end|>"},
+}
+
+
 def real_templates():
     out = []
     for name in sorted(os.listdir(REALMETA)):
         path = os.path.join(REALMETA, name, "tokenizer_config.json")
-        if not os.path.isfile(path):
+        lone = name.split("__")[0]
+        if not os.path.isfile(path) and lone not in LONE_TEMPLATE_SPECIAL:
             continue
-        cfg = json.load(open(path, encoding="utf-8"))
+        cfg = json.load(open(path, encoding="utf-8")) if os.path.isfile(path) else dict(LONE_TEMPLATE_SPECIAL[lone])
         ct = cfg.get("chat_template")
+        source = "realmeta/%s/tokenizer_config.json" % name
+        # newer repositories keep the template beside it: chat_template.jinja, or chat_template.json's "chat_template"
+        jinja = os.path.join(REALMETA, name, "chat_template.jinja")
+        cjson = os.path.join(REALMETA, name, "chat_template.json")
+        if ct is None and os.path.isfile(jinja):
+            ct, source = open(jinja, encoding="utf-8").read(), "realmeta/%s/chat_template.jinja" % name
+        elif ct is None and os.path.isfile(cjson):
+            ct = json.load(open(cjson, encoding="utf-8")).get("chat_template")
+            source = "realmeta/%s/chat_template.json" % name
         if ct is None:
             continue
         if isinstance(ct, list):  # [{name, template}]: transformers uses "default"
@@ -82,7 +102,7 @@ def real_templates():
             text = token_text(cfg.get(key))
             if text is not None:
                 special[key] = text
-        out.append((name, "realmeta/%s/tokenizer_config.json" % name, ct, special))
+        out.append((name, source, ct, special))
     return out
 
 
@@ -100,6 +120,9 @@ BUILTIN_SPECIAL = {
     "llama3": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
     "llama3.2": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
     "mistral": {"bos_token": "<s>", "eos_token": "</s>"},
+    "gemma": {"bos_token": "<bos>", "eos_token": "<eos>"},
+    "phi3": {"bos_token": "<s>", "eos_token": "<|endoftext|>"},
+    "qwen2.5": {"eos_token": "<|im_end|>"},
 }
 
 
@@ -235,11 +258,16 @@ def main():
     for name, source, text, special in templates:
         doc["templates"][name] = {"source": source, "text": text}
         tmpl = env.from_string(text)
+        # templates with a thinking switch (Qwen3, SmolLM3): rendered with it unset, on and off
+        thinking = (None, True, False) if "enable_thinking" in text else (None,)
         for conv_name, messages, tools in CONVERSATIONS:
-            for agp in (False, True):
+            for agp, think in ((a, t) for a in (False, True) for t in thinking):
                 variables = {"messages": messages, "tools": tools, "documents": None, "add_generation_prompt": agp}
+                if think is not None:
+                    variables["enable_thinking"] = think
                 variables.update(special)
-                case = {"template": name, "conversation": conv_name, "vars": variables}
+                label = conv_name if think is None else "%s, enable_thinking=%s" % (conv_name, think)
+                case = {"template": name, "conversation": label, "vars": variables}
                 try:
                     case["expected"] = tmpl.render(**variables)
                 except Exception as e:

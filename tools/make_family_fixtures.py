@@ -1,24 +1,36 @@
 #!/usr/bin/env python3
-"""Builds tiny random-weight Qwen2 and Qwen3 folders with transformers' own outputs as goldens (issue #50), for
-tests/unit/test_families.c and tests/cli/test_families.sh.
+"""Builds tiny random-weight Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3 and SmolLM3 folders with transformers' own outputs
+as goldens (issue #50), for tests/unit/test_families.c, and (--gguf) converts each with llama.cpp's
+convert_hf_to_gguf.py.
 
 Responsibility: for each family, a transformers config of a tiny shape (hidden 64, vocab 1024: the smollm2
 fixture's tokenizer), a model built by transformers with a fixed seed, its weights moved off their defaults where a
-default would hide a mistake (norm weights 1 +- 0.3, q/k/v biases and q/k norm weights random: transformers
-initialises biases to 0 and norms to 1), written by save_pretrained (fp32 safetensors), reloaded from the folder,
-then run by transformers in fp32 (eager attention, CPU) for:
+default would hide a mistake (norm weights 1 +- 0.3 -- Gemma's, which scale by 1 + w, +- 0.3 around 0 --, q/k/v
+biases and q/k norm weights random: transformers initialises biases to 0 and norms to 1 or 0), rounded to fp16 and
+written by save_pretrained (fp16 safetensors: half the bytes, and every value exact in fp32), reloaded from the
+folder in fp32, then run by transformers in fp32 (eager attention, CPU) for:
   logits.f32  [T, V] float32 of the smollm2 fixture's 40-token prompt, every position;
   golden.json the prompt, per-token NLL (nll[i] = -log p(prompt[i + 1] | prompt[.. i])), and a 32-token greedy
               continuation of the greedy prompt with each step's top-1/top-2 logit margin.
 Qwen2's config keeps use_sliding_window false (its sliding_window must then be ignored); Qwen3's head_dim (32)
-differs from hidden / heads (16) and its embeddings are untied.
-Needs torch and transformers (the GPU machine has them; a CPU is enough).
-Usage: tools/make_family_fixtures.py --out DIR [--tar]   (--tar: one DIR/<name>.tar per folder instead of folders)
+differs from hidden / heads (16) and its embeddings are untied. Gemma 2 / 3: window 8 on the sliding layers (the
+prompt is 40 tokens), query_pre_attn_scalar = head_dim (llama.cpp scales by head_dim), Gemma 2's soft-caps small
+enough to bite, Gemma 3's local base 10000 and linear scaling 2 on the global layers. Phi-3: partial rotary 0.5,
+LongRoPE factors with max_position_embeddings = the original (so transformers and llama.cpp both take the short
+factors, attention factor 1). SmolLM3: 4 layers, the 4th without RoPE (llama.cpp's fixed step).
+Needs torch and transformers 5.x (the GPU machine has them; a CPU is enough).
+Usage: tools/make_family_fixtures.py --out DIR [--tar] [--only NAME ...]
+         (--tar: one DIR/<name>.tar per folder instead of folders)
+       CONVERT_HF_TO_GGUF=/path/to/llama.cpp/convert_hf_to_gguf.py tools/make_family_fixtures.py --gguf --out DIR
+         (after the first step: DIR/<name>/model-llamacpp-f16.gguf from each folder, listed in its golden.json's
+         gguf_files; llama.cpp's gguf-py must be importable: PYTHONPATH=/path/to/llama.cpp/gguf-py)
 """
 import argparse
 import io
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -43,7 +55,32 @@ FAMILIES = {
         hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
         head_dim=32, max_position_embeddings=128, rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
         use_sliding_window=False, sliding_window=None, attention_bias=False)),
+    "gemma2-tiny": ("Gemma2Config", "Gemma2ForCausalLM", dict(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, query_pre_attn_scalar=16, max_position_embeddings=128, rope_theta=1000000.0, rms_norm_eps=1e-6,
+        tie_word_embeddings=True, sliding_window=8, attn_logit_softcapping=1.5, final_logit_softcapping=4.0,
+        hidden_activation="gelu_pytorch_tanh", layer_types=["sliding_attention", "full_attention",
+                                                            "sliding_attention"])),
+    "gemma3-tiny": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, query_pre_attn_scalar=16, max_position_embeddings=128, rms_norm_eps=1e-6,
+        tie_word_embeddings=True, sliding_window=8, hidden_activation="gelu_pytorch_tanh",
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+    "phi3-tiny": ("Phi3Config", "Phi3ForCausalLM", dict(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=128, original_max_position_embeddings=128, rope_theta=10000.0, rms_norm_eps=1e-6,
+        tie_word_embeddings=False, partial_rotary_factor=0.5, sliding_window=None, pad_token_id=0,
+        rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+                      "long_factor": [2.0, 4.0, 8.0, 16.0]})),
+    "smollm3-tiny": ("SmolLM3Config", "SmolLM3ForCausalLM", dict(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=128, rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        no_rope_layers=[1, 1, 1, 0], no_rope_layer_interval=4, use_sliding_window=False, sliding_window=None,
+        pad_token_id=0)),
 }
+GEMMA = ("gemma2-tiny", "gemma3-tiny")
 
 
 @torch.no_grad()
@@ -69,13 +106,17 @@ def build(name, out):
     with torch.no_grad():
         for pname, p in model.named_parameters():
             if pname.endswith("norm.weight"):
-                p.copy_(1.0 + 0.3 * (torch.rand(p.shape, generator=gen) * 2 - 1))
+                p.copy_((0.0 if name in GEMMA else 1.0) + 0.3 * (torch.rand(p.shape, generator=gen) * 2 - 1))
             elif pname.endswith(".bias"):
                 p.copy_(0.2 * torch.randn(p.shape, generator=gen))
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
+    model.half().save_pretrained(out, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(TOKENIZER_FROM / f, out / f)
+    if name == "phi3-tiny":  # llama.cpp's Phi-3 converter reads a BPE tokenizer.json only for a GPT2Tokenizer class
+        tc = json.loads((out / "tokenizer_config.json").read_text())
+        tc["tokenizer_class"] = "GPT2Tokenizer"
+        (out / "tokenizer_config.json").write_text(json.dumps(tc, indent=2) + "\n")
     ref = getattr(transformers, model_cls).from_pretrained(out, attn_implementation="eager",
                                                              dtype=torch.float32).eval()
     prompt = fixture["prompt_ids"]
@@ -87,8 +128,8 @@ def build(name, out):
     gprompt = fixture["greedy_prompt_ids"]
     cont, margins = greedy(ref, gprompt, N_GREEDY)
     golden = {
-        "model": "%s: %s random weights (normal, std %g, seed %d; norms 1 +- 0.3; biases normal std 0.2)"
-                 % (name, model_cls, INIT_STD, SEED),
+        "model": "%s: %s random weights (normal, std %g, seed %d; norms 1 +- 0.3, Gemma's 0 +- 0.3; biases normal "
+                 "std 0.2), saved in fp16" % (name, model_cls, INIT_STD, SEED),
         "tensors": sorted(n for n, _ in ref.named_parameters()),
         "prompt_ids": prompt,
         "logits_file": "logits.f32",
@@ -100,20 +141,45 @@ def build(name, out):
         "greedy_continuation": cont,
         "greedy_margins": margins,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "gguf_files": {},
         "notes": "Built by tools/make_family_fixtures.py. The prompts and tokenizer files are the smollm2 fixture's.",
     }
     (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
     print(f"{name}: mean nll {golden['mean_nll']:.5f}, greedy min margin {min(margins):.4f}", flush=True)
 
 
+def convert(folder):
+    """folder/model-llamacpp-f16.gguf by llama.cpp's converter ($CONVERT_HF_TO_GGUF), listed in golden.json."""
+    script = os.environ.get("CONVERT_HF_TO_GGUF")
+    if not script:
+        sys.exit("--gguf needs CONVERT_HF_TO_GGUF=/path/to/llama.cpp/convert_hf_to_gguf.py")
+    if folder.name == "gemma2-tiny" and not (folder / "tokenizer.model").is_file():
+        # llama.cpp's Gemma2Model reads only a SentencePiece tokenizer.model; the fixtures share a BPE tokenizer.json
+        print(f"{folder.name}: skipped (llama.cpp converts Gemma 2 only with a SentencePiece tokenizer.model)")
+        return
+    out = folder / "model-llamacpp-f16.gguf"
+    subprocess.run([sys.executable, script, str(folder), "--outtype", "f16", "--outfile", str(out)], check=True)
+    golden = json.loads((folder / "golden.json").read_text())
+    golden.setdefault("gguf_files", {})[out.name] = "llama.cpp convert_hf_to_gguf.py --outtype f16 (%s)" % script
+    (folder / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
+    print(f"{folder.name}: {out.name}", flush=True)
+
+
 def main():
-    ap = argparse.ArgumentParser(description="Build the tiny Qwen2 / Qwen3 fixtures with transformers' goldens.")
+    ap = argparse.ArgumentParser(description="Build the tiny family fixtures with transformers' goldens.")
     ap.add_argument("--out", required=True)
     ap.add_argument("--tar", action="store_true")
+    ap.add_argument("--gguf", action="store_true", help="convert the folders already in --out with llama.cpp")
+    ap.add_argument("--only", nargs="*", help="only these families")
     args = ap.parse_args()
     out = Path(args.out)
+    names = args.only or list(FAMILIES)
+    if args.gguf:
+        for name in names:
+            convert(out / name)
+        return 0
     print("torch", torch.__version__, "transformers", transformers.__version__, flush=True)
-    for name in FAMILIES:
+    for name in names:
         if not args.tar:
             build(name, out / name)
             continue

@@ -20,6 +20,7 @@ tg_cache_shape tg_model_cache_shape(const tg_model *model, int64_t context, cons
         .context_length = context,
         .kv_source = hp->kv_source,
         .layer_window = layer_window,
+        .attn_softcap = hp->attn_softcap,
     };
     return shape;
 }
@@ -37,13 +38,13 @@ size_t tg_cache_bytes(const tg_model *model, const tg_cache_params *params, int6
 static int *layer_windows(const tg_model *model, bool *ok) {
     const tg_hparams *hp = &model->hp;
     *ok = true;
-    if (hp->sliding_window <= 0) return NULL;
+    if (hp->sliding_window <= 0 && !hp->layer_window) return NULL;
     int *w = malloc((size_t)hp->n_layers * sizeof *w);
     if (!w) {
         *ok = false;
         return NULL;
     }
-    for (int l = 0; l < hp->n_layers; l++) w[l] = hp->sliding_window;
+    for (int l = 0; l < hp->n_layers; l++) w[l] = hp->layer_window ? hp->layer_window[l] : hp->sliding_window;
     return w;
 }
 

@@ -178,6 +178,90 @@ static const builtin BUILTINS[] = {
     "ndif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif mes"
     "sage['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only u"
     "ser and assistant roles are supported!') }}{% endif %}{% endfor %}"},
+    /* google/gemma-2-2b-it's chat_template (llama.cpp models/templates/google-gemma-2-2b-it.jinja; Gemma 3 uses the
+     * same turns with a system prompt folded into the first user turn). */
+    {"gemma",
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported"
+    "') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 ="
+    "= 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{"
+    "% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = m"
+    "essage['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n"
+    "' + message['content'] | trim + '<end_of_turn>\n"
+    "' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n"
+    "'}}{% endif %}"},
+    /* microsoft/Phi-3.5-mini-instruct's chat_template (llama.cpp models/templates/microsoft-Phi-3.5-mini-instruct.jinja). */
+    {"phi3",
+    "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}{{'<|system|"
+    ">\n"
+    "' + message['content'] + '<|end|>\n"
+    "'}}{% elif message['role'] == 'user' %}{{'<|user|>\n"
+    "' + message['content'] + '<|end|>\n"
+    "'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n"
+    "' + message['content'] + '<|end|>\n"
+    "'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n"
+    "' }}{% else %}{{ eos_token }}{% endif %}"},
+    /* Qwen/Qwen2.5-7B-Instruct's chat_template (llama.cpp models/templates/Qwen-Qwen2.5-7B-Instruct.jinja): ChatML
+     * with Qwen's default system prompt and tool calls. */
+    {"qwen2.5",
+    "{%- if tools %}\n"
+    "    {{- '<|im_start|>system\\n' }}\n"
+    "    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- messages[0]['content'] }}\n"
+    "    {%- else %}\n"
+    "        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}\n"
+    "    {%- endif %}\n"
+    "    {{- \"\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>\" }}\n"
+    "    {%- for tool in tools %}\n"
+    "        {{- \"\\n\" }}\n"
+    "        {{- tool | tojson }}\n"
+    "    {%- endfor %}\n"
+    "    {{- \"\\n</tools>\\n\\nFor each function call, return a json object with function name and argum"
+    "ents within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\\"name\\\": <function-name>, \\\"ar"
+    "guments\\\": <args-json-object>}\\n</tool_call><|im_end|>\\n\" }}\n"
+    "{%- else %}\n"
+    "    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+    "    {%- else %}\n"
+    "        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistan"
+    "t.<|im_end|>\\n' }}\n"
+    "    {%- endif %}\n"
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "    {%- if (message.role == \"user\") or (message.role == \"system\" and not loop.first) or (message"
+    ".role == \"assistant\" and not message.tool_calls) %}\n"
+    "        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}\n"
+    "    {%- elif message.role == \"assistant\" %}\n"
+    "        {{- '<|im_start|>' + message.role }}\n"
+    "        {%- if message.content %}\n"
+    "            {{- '\\n' + message.content }}\n"
+    "        {%- endif %}\n"
+    "        {%- for tool_call in message.tool_calls %}\n"
+    "            {%- if tool_call.function is defined %}\n"
+    "                {%- set tool_call = tool_call.function %}\n"
+    "            {%- endif %}\n"
+    "            {{- '\\n<tool_call>\\n{\"name\": \"' }}\n"
+    "            {{- tool_call.name }}\n"
+    "            {{- '\", \"arguments\": ' }}\n"
+    "            {{- tool_call.arguments | tojson }}\n"
+    "            {{- '}\\n</tool_call>' }}\n"
+    "        {%- endfor %}\n"
+    "        {{- '<|im_end|>\\n' }}\n"
+    "    {%- elif message.role == \"tool\" %}\n"
+    "        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != \"tool\") %}\n"
+    "            {{- '<|im_start|>user' }}\n"
+    "        {%- endif %}\n"
+    "        {{- '\\n<tool_response>\\n' }}\n"
+    "        {{- message.content }}\n"
+    "        {{- '\\n</tool_response>' }}\n"
+    "        {%- if loop.last or (messages[loop.index0 + 1].role != \"tool\") %}\n"
+    "            {{- '<|im_end|>\\n' }}\n"
+    "        {%- endif %}\n"
+    "    {%- endif %}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n"
+    "    {{- '<|im_start|>assistant\\n' }}\n"
+    "{%- endif %}\n"},
 };
 
 const char *tg_chat_builtin(const char *name) {
@@ -187,4 +271,4 @@ const char *tg_chat_builtin(const char *name) {
     return NULL;
 }
 
-const char *tg_chat_builtin_names(void) { return "chatml, smollm2, zephyr, llama2, llama3, llama3.2, mistral"; }
+const char *tg_chat_builtin_names(void) { return "chatml, smollm2, zephyr, llama2, llama3, llama3.2, mistral, gemma, phi3, qwen2.5"; }

@@ -147,8 +147,10 @@ static int print_info(FILE *out, const char *path, const tg_model *model, bool t
     fprintf(out, "rope theta       %g\n", (double)in.rope_theta);
     fprintf(out, "rope scaling     %s\n", in.rope_scaling);
     fprintf(out, "norm eps         %g\n", (double)in.norm_eps);
-    if (in.sliding_window > 0) fprintf(out, "sliding window   %d\n", in.sliding_window);
+    if (in.layer_pattern[0]) fprintf(out, "layer pattern    %s\n", in.layer_pattern);
+    else if (in.sliding_window > 0) fprintf(out, "sliding window   %d\n", in.sliding_window);
     else fprintf(out, "sliding window   none\n");
+    if (in.family[0]) fprintf(out, "family           %s\n", in.family);
     fprintf(out, "tied embeddings  %s\n", in.tied_embeddings ? "yes" : "no");
     const int32_t *eos = NULL;
     const size_t n_eos = tg_token_eos_ids(model, &eos);

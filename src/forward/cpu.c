@@ -21,6 +21,7 @@
 #include "forward/sched.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/vec.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -37,8 +38,9 @@ typedef struct {
 
 /* What a compiled step is. MATMUL: one to three products of one input (into their values, or added to x), each
  * with its bias when it has one; GATE_UP: gate and up of the same rows, then the gated activation on those rows;
- * ATTEND: a layer's attention rounds; HEADS: the per-head norms of one to three values, a row a unit. */
-typedef enum { ST_MATMUL, ST_GATE_UP, ST_ATTEND, ST_HEADS } step_kind;
+ * ATTEND: a layer's attention rounds; HEADS: the per-head norms of one to three values, a row a unit; ROPE: a layer's
+ * q and k rotated (program_rope rows), a row a unit; NORM_ADD: x += norm(t) (a post-norm), a row a unit. */
+typedef enum { ST_MATMUL, ST_GATE_UP, ST_ATTEND, ST_HEADS, ST_ROPE, ST_NORM_ADD } step_kind;
 
 /* How each thread prepares a matrix step's input: NORM: norm(x) with norm_w; ATT: the attention pieces combined;
  * HIDDEN: the gated activation (the GATE value). */
@@ -53,10 +55,15 @@ typedef struct {
     const float *norm_w;
     const float *bias[3];  /* MATMUL: out[j] += bias[j] on every row (NULL: none) */
     const float *hnorm[3]; /* HEADS: the norm weight [head_dim] of the heads of out[j] */
+    tg_arch_glu glu;       /* GATE_UP: the gated activation */
+    float cap;             /* the output head: its logits soft-capped at cap (0: not) */
+    const double *freq;    /* ROPE: [rope_dims / 2] the layer's frequencies (NULL: no rotation) */
+    float qf;              /* ROPE: the queries' factor */
+    float rope_mul;        /* ROPE: the factor on cos and sin */
     bool residual; /* the product is added to x (out[0] == X) through the thread's tmp rows */
     bool head;     /* the output head: only the rows whose logits are wanted */
     int layer;     /* ATTEND */
-    bool own_kv;   /* ATTEND */
+    bool own_kv;   /* ATTEND; ROPE: k rotates too */
 } cstep;
 
 struct tg_backend {
@@ -64,11 +71,14 @@ struct tg_backend {
     int max_rows, n_threads;
     int64_t max_in; /* widest step input: max(d_model, n_heads * head_dim, ffn_dim) */
     const tg_tensor *embed;
+    float embed_scale; /* x *= embed_scale after the embedding (0: not) */
+    const float *post_w; /* compiling: the weight of the post-norm that waits for its add */
     cstep *cs; /* [n_cs] the compiled program */
     int n_cs;
     int *next_mat; /* [n_cs] the index of the next matrix step after step i (-1: none) */
     int first_mat;
-    int64_t n_mat, n_attend, n_heads; /* matrix steps; attention steps (2 scheduler steps per round each); HEADS */
+    int64_t n_mat, n_attend, n_rowsteps; /* matrix steps; attention steps (2 scheduler steps per round each);
+                                          * HEADS, ROPE and NORM_ADD steps */
     /* shared activations for up to max_rows rows (row t = row t of the call) */
     float *x;  /* [max_rows, d_model] residual stream */
     float *q;  /* [max_rows, n_heads * head_dim] queries (pre-RoPE, then rotated and scaled in place) */
@@ -76,6 +86,7 @@ struct tg_backend {
     float *v;  /* [max_rows, n_kv_heads * head_dim] values */
     float *hg; /* [max_rows, ffn_dim] gate projection, then act(gate) * up */
     float *hu; /* [max_rows, ffn_dim] up projection */
+    float *t;  /* [max_rows, d_model] a block's output before its post-norm */
     tg_attn attn;
     tg_step_ctr *steps; /* [steps_of(max_rows)] the steps of one call, in the order every thread runs them */
     tg_share_ctr *shares; /* [n_mat, n_threads] the threads' shares of each matrix step of one call */
@@ -86,7 +97,7 @@ struct tg_backend {
 /* The scheduler steps of a call with n_rounds attention rounds: one per matrix or HEADS step, two per round per
  * layer. */
 static int64_t steps_of(const tg_backend *be, int n_rounds) {
-    return be->n_mat + be->n_heads + 2 * (int64_t)n_rounds * be->n_attend;
+    return be->n_mat + be->n_rowsteps + 2 * (int64_t)n_rounds * be->n_attend;
 }
 
 /* ---- compiling the program ------------------------------------------------------------------------------------- */
@@ -95,10 +106,51 @@ static bool cannot(const tg_op *o, const char *why, tg_error *err) {
     return tg_fail(err, "the cpu backend cannot run the model: %s (%s)", tg_op_name(o->kind), why);
 }
 
+/* The operations of rows other than Llama's: the embedding's scale, the logits' soft-cap, a layer's own RoPE, a
+ * post-norm's add. True when o was one of them (err set when it cannot be compiled). */
+static bool compile_extra(tg_backend *be, const tg_program *p, int i, bool *handled, tg_error *err) {
+    const tg_op *o = &p->ops[i];
+    cstep *last = be->n_cs ? &be->cs[be->n_cs - 1] : NULL;
+    *handled = true;
+    switch (o->kind) {
+    case TG_OP_SCALE:
+        if (i != 1 || p->ops[0].kind != TG_OP_EMBED || o->out != TG_VAL_X) return cannot(o, "of the embedding", err);
+        be->embed_scale = o->scale;
+        return true;
+    case TG_OP_SOFTCAP:
+        if (!last || !last->head || p->ops[i - 1].kind != TG_OP_MATMUL) return cannot(o, "of the logits", err);
+        last->cap = o->scale;
+        return true;
+    case TG_OP_ROPE:
+        if (o->out != TG_VAL_Q || o->layer < 0) return cannot(o, "of a layer's queries and keys", err);
+        be->cs[be->n_cs++] = (cstep){.kind = ST_ROPE, .layer = o->layer, .own_kv = o->own_kv, .freq = o->freq,
+                                     .qf = o->scale, .rope_mul = o->rope_mul};
+        return true;
+    case TG_OP_NORM:
+        if (o->in != TG_VAL_T || o->out != TG_VAL_T) break;
+        if (o->norm != TG_NORM_RMS || !last || last->kind != ST_MATMUL || last->n_w != 1 || last->out[0] != TG_VAL_T)
+            return cannot(o, "rms of a block's output, right after its product", err);
+        be->post_w = o->norm_w;
+        return true;
+    case TG_OP_ADD:
+        if (p->ops[i - 1].kind != TG_OP_NORM || p->ops[i - 1].out != TG_VAL_T) break;
+        if (o->in != TG_VAL_T || o->out != TG_VAL_X) return cannot(o, "of a post-norm into x", err);
+        be->cs[be->n_cs++] = (cstep){.kind = ST_NORM_ADD, .norm_w = be->post_w};
+        return true;
+    default:
+        break;
+    }
+    *handled = false;
+    return true;
+}
+
 /* Appends the step for program operation o, or fuses o into the last step. */
 static bool compile_op(tg_backend *be, const tg_program *p, int i, const float **norm_w, bool *own_kv, tg_error *err) {
     const tg_op *o = &p->ops[i];
     cstep *last = be->n_cs ? &be->cs[be->n_cs - 1] : NULL;
+    bool handled;
+    if (!compile_extra(be, p, i, &handled, err)) return false;
+    if (handled) return true;
     switch (o->kind) {
     case TG_OP_EMBED:
         if (i != 0 || o->out != TG_VAL_X) return cannot(o, "only as the first operation, into x", err);
@@ -118,9 +170,10 @@ static bool compile_op(tg_backend *be, const tg_program *p, int i, const float *
         return true;
     case TG_OP_GLU:
         if (!last || last->kind != ST_MATMUL || last->n_w != 2 || last->out[0] != o->in || last->out[1] != o->in2 ||
-            o->out != o->in || o->glu != TG_GLU_SILU)
-            return cannot(o, "silu, in place, right after the gate and up products", err);
+            o->out != o->in)
+            return cannot(o, "in place, right after the gate and up products", err);
         last->kind = ST_GATE_UP;
+        last->glu = o->glu;
         return true;
     case TG_OP_ADD:
         if (!last || last->kind != ST_MATMUL || last->n_w != 1 || last->out[0] != o->in || o->out != TG_VAL_X ||
@@ -185,8 +238,8 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
         be->next_mat[i] = next;
         if (be->cs[i].kind == ST_ATTEND) {
             be->n_attend++;
-        } else if (be->cs[i].kind == ST_HEADS) {
-            be->n_heads++;
+        } else if (be->cs[i].kind == ST_HEADS || be->cs[i].kind == ST_ROPE || be->cs[i].kind == ST_NORM_ADD) {
+            be->n_rowsteps++;
         } else {
             next = i;
             be->n_mat++;
@@ -216,6 +269,7 @@ static float *value_of(const tg_backend *be, tg_val v, size_t *ld) {
     case TG_VAL_V: *ld = kvd; return be->v;
     case TG_VAL_GATE: *ld = (size_t)hp->ffn_dim; return be->hg;
     case TG_VAL_UP: *ld = (size_t)hp->ffn_dim; return be->hu;
+    case TG_VAL_T: *ld = (size_t)hp->d_model; return be->t;
     default: *ld = (size_t)hp->d_model; return be->x;
     }
 }
@@ -328,11 +382,18 @@ static void run_matrix(tg_team *tm, const prep_ctx *c, float *tmp) {
             const size_t ff = jb->ldy;
             tg_matmul_rows(jobs[0].w, &a, r0, r1, jobs[0].y + r0, ff);
             tg_matmul_rows(jobs[1].w, &a, r0, r1, jobs[1].y + r0, ff);
-            for (int64_t t = 0; t < a.n; t++) tg_swiglu(jobs[0].y + (size_t)t * ff + r0, jobs[1].y + (size_t)t * ff + r0, r1 - r0);
+            for (int64_t t = 0; t < a.n; t++) {
+                float *g = jobs[0].y + (size_t)t * ff + r0;
+                const float *up = jobs[1].y + (size_t)t * ff + r0;
+                if (c->st->glu == TG_GLU_GELU_TANH) tg_geglu_tanh(g, up, r1 - r0);
+                else tg_swiglu(g, up, r1 - r0);
+            }
         } else if (!c->st->residual) {
             tg_matmul_rows(jb->w, &a, r0, r1, jb->y + r0, jb->ldy);
             const float *bias = c->st->bias[j];
             for (int64_t t = 0; bias && t < a.n; t++) tg_add_bias(jb->y + (size_t)t * jb->ldy + r0, bias + r0, r1 - r0);
+            for (int64_t t = 0; c->st->cap > 0.0f && t < a.n; t++)
+                tg_softcap(jb->y + (size_t)t * jb->ldy + r0, c->st->cap, r1 - r0);
         } else {
             const int64_t nr = r1 - r0;
             tg_matmul_rows(jb->w, &a, r0, r1, tmp, (size_t)nr);
@@ -356,6 +417,43 @@ static void run_heads(tg_team *tm, const tg_backend *be, const cstep *st, int n)
             float *y = value_of(be, st->out[j], &ld);
             tg_rmsnorm_heads(y + (size_t)t * ld, (int64_t)ld / hp->head_dim, hp->head_dim, st->hnorm[j], hp->norm_eps);
         }
+        tg_finish(tm);
+    }
+    tg_step_end(tm, n);
+}
+
+/* A ROPE step: each row's queries (and keys) rotated at the row's position, the queries scaled, a row a unit (cos /
+ * sin in the thread's work space). Ends the step. */
+static void run_rope(tg_team *tm, const tg_backend *be, const cstep *st, const tg_rows *rows, float *work) {
+    const tg_hparams *hp = &be->m->hp;
+    const int rd = hp->rope_dims, hd = hp->head_dim;
+    const size_t qd = (size_t)hp->n_heads * (size_t)hd, kvd = (size_t)hp->n_kv_heads * (size_t)hd;
+    float *c = work, *s = work + rd / 2;
+    for (int64_t t; (t = tg_claim(tm, rows->n)) >= 0;) {
+        float *q = be->q + (size_t)t * qd, *k = be->k + (size_t)t * kvd;
+        if (st->freq) {
+            tg_rope_angles_freqs(rd, rows->pos[t], st->freq, c, s);
+            for (int i = 0; st->rope_mul != 1.0f && i < rd / 2; i++) {
+                c[i] *= st->rope_mul;
+                s[i] *= st->rope_mul;
+            }
+            tg_rope_heads(q, hp->n_heads, hd, rd, c, s, hp->rope_style);
+            if (st->own_kv) tg_rope_heads(k, hp->n_kv_heads, hd, rd, c, s, hp->rope_style);
+        }
+        if (st->qf != 1.0f) tg_scale_f32(q, st->qf, (int64_t)qd);
+        tg_finish(tm);
+    }
+    tg_step_end(tm, rows->n);
+}
+
+/* A NORM_ADD step: x += norm(t) * norm_w on each row, a row a unit (the norm in the thread's tmp row). Ends the
+ * step. */
+static void run_norm_add(tg_team *tm, const tg_backend *be, const cstep *st, int n, float *tmp) {
+    const int64_t d = be->m->hp.d_model;
+    for (int64_t t; (t = tg_claim(tm, n)) >= 0;) {
+        tg_rmsnorm(tmp, be->t + t * d, st->norm_w, d, be->m->hp.norm_eps);
+        float *x = be->x + t * d;
+        for (int64_t i = 0; i < d; i++) x[i] += tmp[i];
         tg_finish(tm);
     }
     tg_step_end(tm, n);
@@ -387,6 +485,14 @@ static void run_thread(void *arg, int thread) {
             run_heads(&tm, be, st, rows->n);
             continue;
         }
+        if (st->kind == ST_ROPE) {
+            run_rope(&tm, be, st, rows, tb->work);
+            continue;
+        }
+        if (st->kind == ST_NORM_ADD) {
+            run_norm_add(&tm, be, st, rows->n, tb->tmp);
+            continue;
+        }
         const int next = be->next_mat[i];
         if (next >= 0) {
             plan_step(be, rows, next, &plans[!cur]);
@@ -400,7 +506,10 @@ static void run_thread(void *arg, int thread) {
 
 static void cpu_run(tg_backend *be, const tg_rows *rows) {
     const int64_t d = be->m->hp.d_model;
-    for (int t = 0; t < rows->n; t++) tg_tensor_get_row(be->embed, rows->ids[t], be->x + t * d);
+    for (int t = 0; t < rows->n; t++) {
+        tg_tensor_get_row(be->embed, rows->ids[t], be->x + t * d);
+        if (be->embed_scale != 0.0f) tg_scale_f32(be->x + t * d, be->embed_scale, d);
+    }
     tg_steps_reset(be->steps, steps_of(be, rows->n_rounds), be->shares, be->n_mat * be->n_threads);
     cpu_call c = {be, rows};
     tg_pool_run(be->pool, run_thread, &c);
@@ -417,7 +526,8 @@ static void cpu_destroy(tg_backend *be) {
         void *bufs[] = {be->tb[i].xb, be->tb[i].xq, be->tb[i].tmp, be->tb[i].work, be->tb[i].gwork, be->tb[i].wide};
         for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++) free(bufs[j]);
     }
-    void *bufs[] = {be->tb, be->cs, be->next_mat, be->x, be->q, be->k, be->v, be->hg, be->hu, be->steps, be->shares};
+    void *bufs[] = {be->tb,  be->cs, be->next_mat, be->x,     be->q,     be->k,
+                    be->v,   be->hg, be->hu,       be->t,     be->steps, be->shares};
     for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++) free(bufs[j]);
     tg_attn_free(&be->attn);
     tg_pool_free(be->pool);
@@ -467,10 +577,11 @@ static tg_backend *cpu_create(const struct tg_model *m, const tg_program *p, con
         be->v = alloc_rows(max_rows, kvd);
         be->hg = alloc_rows(max_rows, hp->ffn_dim);
         be->hu = alloc_rows(max_rows, hp->ffn_dim);
+        be->t = alloc_rows(max_rows, hp->d_model);
         be->steps = calloc((size_t)steps_of(be, max_rows), sizeof *be->steps);
         be->shares = aligned_alloc(_Alignof(tg_share_ctr), (size_t)(be->n_mat > 0 ? be->n_mat : 1) *
                                                                (size_t)be->n_threads * sizeof *be->shares);
-        ok = (be->x && be->q && be->k && be->v && be->hg && be->hu && be->steps && be->shares &&
+        ok = (be->x && be->q && be->k && be->v && be->hg && be->hu && be->t && be->steps && be->shares &&
               tg_attn_init(&be->attn, hp, cache, max_rows) && alloc_threads(be, p)) ||
              tg_fail(err, "out of memory for the forward pass scratch (%d tokens, %d threads)", max_rows, n_threads);
     }

@@ -2,7 +2,10 @@
  * architecture's differences come from its row (model/arch.h), not from branches in a backend. */
 #include "forward/program.h"
 
+#include <math.h>
 #include <stdlib.h>
+
+#include "model/layer_pattern.h"
 
 #include "util/error.h"
 
@@ -25,8 +28,9 @@ static tg_op op(tg_op_kind kind, tg_val out, tg_val in) {
 
 static tg_op norm(tg_val out, tg_val in, const float *w, const tg_arch *a) {
     tg_op o = op(TG_OP_NORM, out, in);
+    (void)a;
     o.norm_w = w;
-    o.norm = a->norm;
+    o.norm = TG_NORM_RMS; /* the model holds the multiplier (arch.h) */
     return o;
 }
 
@@ -74,14 +78,29 @@ static bool layer(tg_program *p, const struct tg_model *m, int l) {
         tg_op e = op(extras[i].kind, extras[i].v, extras[i].v);
         e.bias = extras[i].kind == TG_OP_BIAS ? extras[i].w : NULL;
         e.norm_w = extras[i].kind == TG_OP_HEAD_NORM ? extras[i].w : NULL;
-        e.norm = a->norm;
+        e.norm = TG_NORM_RMS;
         ok = ok && emit(p, e);
+    }
+    /* program_rope rows: q, k rotated with the layer's own frequencies, q scaled (the cache's rotation is then the
+     * identity) */
+    const double *freq = m->hp.layer_freq && m->hp.layer_rope[l] ? m->hp.layer_freq + (size_t)l * (size_t)(m->hp.rope_dims / 2)
+                                                                   : NULL;
+    const float qf = a->program_rope ? tg_layer_rope_q_factor(&m->hp) : 1.0f;
+    if (freq || qf != 1.0f) {
+        tg_op r = op(TG_OP_ROPE, TG_VAL_Q, TG_VAL_Q);
+        r.layer = l;
+        r.freq = freq;
+        r.scale = qf;
+        r.rope_mul = m->hp.rope_attn_factor > 0.0f ? m->hp.rope_attn_factor : 1.0f;
+        r.own_kv = own_kv;
+        ok = ok && emit(p, r);
     }
     /* q, k = rope(q, k) at each row's position; the cache += k, v; att = softmax(q K^T / sqrt(head_dim)) V */
     ok = ok && emit(p, rope);
     ok = ok && emit(p, attend);
-    /* x = x + att Wo */
+    /* x = x + att Wo (Gemma: x + norm(att Wo)) */
     ok = ok && emit(p, matmul(TG_VAL_T, &w->wo, TG_VAL_ATT));
+    if (a->post_norms) ok = ok && emit(p, norm(TG_VAL_T, TG_VAL_T, w->post_attn_norm, a));
     ok = ok && emit(p, op(TG_OP_ADD, TG_VAL_X, TG_VAL_T));
     /* h = norm(x); x = x + (act(h Wgate) * (h Wup)) Wdown */
     ok = ok && emit(p, norm(TG_VAL_H, TG_VAL_X, w->ffn_norm, a));
@@ -89,37 +108,26 @@ static bool layer(tg_program *p, const struct tg_model *m, int l) {
     ok = ok && emit(p, matmul(TG_VAL_UP, &w->w_up, TG_VAL_H));
     ok = ok && emit(p, glu);
     ok = ok && emit(p, matmul(TG_VAL_T, &w->w_down, TG_VAL_GATE));
+    if (a->post_norms) ok = ok && emit(p, norm(TG_VAL_T, TG_VAL_T, w->post_ffn_norm, a));
     ok = ok && emit(p, op(TG_OP_ADD, TG_VAL_X, TG_VAL_T));
     return ok;
 }
 
-/* The first field of row a that the layer does not write yet (NULL: none): a row must not be run as Llama's. */
-static const char *unwritten(const tg_arch *a) {
-    const struct {
-        bool set;
-        const char *field;
-    } fields[] = {
-        {a->post_norms, "post_norms"}, {a->fused_qkv, "fused_qkv"},
-        {a->embed_scale, "embed_scale"}, {a->attn_softcap != 0 || a->final_softcap != 0, "soft-caps"},
-        {a->no_rope_every != 0, "no_rope_every"},
-    };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (fields[i].set) return fields[i].field;
-    return NULL;
-}
-
 bool tg_program_build(tg_program *p, const struct tg_model *m, tg_error *err) {
     *p = (tg_program){0};
-    const char *missing = unwritten(arch_of(m));
-    if (missing)
-        return tg_fail(err, "architecture %s: its %s is not in the model program yet", arch_of(m)->name, missing);
-    tg_op embed = op(TG_OP_EMBED, TG_VAL_X, TG_VAL_X);
+    tg_op embed = op(TG_OP_EMBED, TG_VAL_X, TG_VAL_X), scale = op(TG_OP_SCALE, TG_VAL_X, TG_VAL_X);
     embed.w = &m->tok_embd;
-    /* x = embedding(ids); the layers; logits = norm(x) W_out */
+    scale.scale = (float)sqrt((double)m->hp.d_model);
+    /* x = embedding(ids) (Gemma: * sqrt(d_model), rounded to a float as transformers does); the layers;
+     * logits = norm(x) W_out (Gemma 2: soft-capped) */
     bool ok = emit(p, embed);
+    if (arch_of(m)->embed_scale) ok = ok && emit(p, scale);
     for (int l = 0; ok && l < m->hp.n_layers; l++) ok = layer(p, m, l);
     ok = ok && emit(p, norm(TG_VAL_H, TG_VAL_X, m->out_norm, arch_of(m)));
     ok = ok && emit(p, matmul(TG_VAL_LOGITS, &m->lm_head, TG_VAL_H));
+    tg_op cap = op(TG_OP_SOFTCAP, TG_VAL_LOGITS, TG_VAL_LOGITS);
+    cap.scale = m->hp.final_softcap;
+    if (m->hp.final_softcap > 0.0f) ok = ok && emit(p, cap);
     if (ok) return true;
     tg_program_free(p);
     return tg_fail(err, "out of memory for the model program");
@@ -131,7 +139,7 @@ void tg_program_free(tg_program *p) {
 }
 
 const char *tg_op_name(tg_op_kind kind) {
-    static const char *const names[TG_OP_COUNT] = {"embed", "norm",   "matmul", "rope/append", "attend",
-                                                   "glu",   "add",    "bias",   "head norm"};
+    static const char *const names[TG_OP_COUNT] = {"embed", "norm", "matmul",    "rope/append", "attend", "glu",
+                                                   "add",   "bias", "head norm", "scale",       "rope",   "softcap"};
     return kind < TG_OP_COUNT ? names[kind] : "?";
 }

@@ -25,7 +25,7 @@ typedef enum {
 
 typedef enum {
     TG_OP_EMBED,       /* out = rows of w picked by the tokens' ids */
-    TG_OP_NORM,        /* out = norm(in) * norm_w (norm kind: the architecture row's) */
+    TG_OP_NORM,        /* out = norm(in) * norm_w (in = x, out = h; or in = out = t: a block output's post-norm) */
     TG_OP_MATMUL,      /* out = in . w^T: out[t, r] = row r of w . row t of in */
     TG_OP_ROPE_APPEND, /* layer's q, k rotated at each row's position, k and v appended to the row's cache (own_kv) */
     TG_OP_ATTEND,      /* out = attention of layer's queries over the row's cache (causal, its policy's window) */
@@ -33,6 +33,12 @@ typedef enum {
     TG_OP_ADD,         /* out += in (the residual connection) */
     TG_OP_BIAS,        /* out += bias, on every row (in = out) */
     TG_OP_HEAD_NORM,   /* each head_dim-wide head of out normalised in place with norm_w [head_dim] (in = out) */
+    TG_OP_SCALE,       /* out *= scale (in = out; the embedding's sqrt(d_model), Gemma) */
+    TG_OP_ROPE,        /* layer's q (and k when own_kv) rotated in place at each row's position with freq [rope_dims
+                        * / 2] on the first rope_dims dims of each head, cos and sin times rope_mul (freq NULL: no
+                        * rotation), then q *= scale (rows with
+                        * program_rope; the cache's own rotation is then the identity) */
+    TG_OP_SOFTCAP,     /* out = scale * tanh(out / scale) (in = out; Gemma 2's logits) */
     TG_OP_COUNT
 } tg_op_kind;
 
@@ -43,9 +49,13 @@ typedef struct {
     const tg_tensor *w;   /* EMBED, MATMUL: the matrix [out columns, in columns] */
     const float *norm_w;  /* NORM: the weight [d_model]; HEAD_NORM: [head_dim] */
     const float *bias;    /* BIAS: [out's row length] */
-    tg_arch_norm norm;    /* NORM, HEAD_NORM */
+    const double *freq;   /* ROPE: [rope_dims / 2] the layer's pair frequencies (NULL: it does not rotate) */
+    float scale;          /* SCALE, SOFTCAP: the factor / the cap; ROPE: the queries' factor */
+    float rope_mul;       /* ROPE: the factor on cos and sin, so on the rotated dims of q and of k (LongRoPE) */
+    tg_arch_norm norm;    /* NORM, HEAD_NORM: always RMS (the model holds Gemma's 1 + w, arch.h) */
     tg_arch_glu glu;      /* GLU */
-    bool own_kv;          /* ROPE_APPEND: the layer appends its own k, v (false: it reads kv_source's, YOCO) */
+    bool own_kv;          /* ROPE_APPEND: the layer appends its own k, v (false: it reads kv_source's, YOCO); ROPE:
+                           * the layer has keys of its own to rotate */
 } tg_op;
 
 typedef struct {

@@ -170,3 +170,21 @@ void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t 
 }
 
 void tg_swiglu(float *gate, const float *up, int64_t n) { tg_kernels()->swiglu(gate, up, n); }
+
+void tg_geglu_tanh(float *gate, const float *up, int64_t n) {
+    const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i];
+        gate[i] = (float)(0.5 * g * (1.0 + tanh(k * (g + 0.044715 * g * g * g))) * (double)up[i]);
+    }
+}
+
+void tg_softcap(float *x, float cap, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
+}
+
+void tg_rope_heads(float *x, int n_heads, int head_dim, int rot_dims, const float *c, const float *s,
+                   tg_rope_style style) {
+    if (rot_dims < 2) return;
+    for (int h = 0; h < n_heads; h++) rope_rotate(x + (size_t)h * (size_t)head_dim, 1, rot_dims, 0, rot_dims / 2, c, s, style);
+}

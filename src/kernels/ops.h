@@ -64,4 +64,16 @@ void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t 
  * silu(+inf) = +inf, silu(g) -> -0 for very negative finite g. (A NaN or an Inf times 0 still gives NaN.) */
 void tg_swiglu(float *gate, const float *up, int64_t n);
 
+/* gate[i] = gelu_tanh(gate[i]) * up[i], gelu_tanh(g) = g / 2 (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))) (GeGLU,
+ * Gemma; computed in double, rounded once). */
+void tg_geglu_tanh(float *gate, const float *up, int64_t n);
+
+/* x[i] = cap * tanh(x[i] / cap) (Gemma 2's soft-cap of the logits), cap > 0. */
+void tg_softcap(float *x, float cap, int64_t n);
+
+/* The first rot_dims dims of each of the n_heads head_dim-wide heads of x rotated with c / s [rot_dims / 2]
+ * (tg_rope_angles_freqs(rot_dims, ...)) in style's pairs; the other dims kept (partial rotary, Phi-4-mini). */
+void tg_rope_heads(float *x, int n_heads, int head_dim, int rot_dims, const float *c, const float *s,
+                   tg_rope_style style);
+
 #endif

@@ -365,9 +365,12 @@ void tg_kvcache_attend_piece(const tg_kvcache *c, int layer, int64_t pos, const 
 
 bool tg_kvcache_piece_softmax(const tg_kvcache *c, float *sc, int64_t ld, int64_t nt, float *part) {
     const int gq = c->g.n_heads / c->g.n_kv_heads;
+    const float cap = c->shape.attn_softcap;
     bool any = false;
     for (int i = 0; i < gq; i++) {
         float *si = sc + (int64_t)i * ld;
+        for (int64_t t = 0; cap > 0.0f && t < nt; t++) /* the soft-cap keeps a masked -inf score masked */
+            if (si[t] > -INFINITY) si[t] = cap * tanhf(si[t] / cap);
         const float m = tg_max_skip_nan(si, nt); /* NaN scores are skipped here and make the sum NaN later */
         part[i] = m;
         if (m == -INFINITY) {

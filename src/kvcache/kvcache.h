@@ -35,6 +35,7 @@ typedef struct {
     int64_t context_length;     /* capacity of an unbounded cache */
     const int *kv_source;       /* [n_layers]: layer whose K/V each layer reads (NULL = every layer its own) */
     const int *layer_window;    /* [n_layers]: sliding window of each layer, 0 = none (NULL = none) */
+    float attn_softcap;         /* > 0: every score s becomes c tanh(s / c) before the softmax (Gemma 2) */
 } tg_cache_shape;
 
 typedef struct tg_kvcache tg_kvcache;

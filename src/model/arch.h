@@ -15,9 +15,13 @@ typedef struct {
     const char *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
     const char *bq, *bk, *bv;     /* the q, k, v biases (rows with qkv_bias) */
     const char *q_norm, *k_norm;  /* the per-head q and k norms (rows with qk_norm) */
+    const char *post_attn_norm, *post_ffn_norm; /* the norms of the attention / feed-forward outputs (post_norms) */
+    const char *wqkv, *w_gate_up; /* the fused [q | k | v] and [gate | up] matrices (fused_qkv) */
 } tg_weight_names;
 
-/* How a norm scales: RMS: x / rms(x) * w (Llama); RMS_PLUS_ONE: x / rms(x) * (1 + w) (Gemma). */
+/* How a norm scales: RMS: x / rms(x) * w (Llama); RMS_PLUS_ONE: x / rms(x) * (1 + w) (Gemma). The model holds the
+ * multiplier: the Hugging Face loader adds the 1 when it copies a RMS_PLUS_ONE row's norms (llama.cpp's converter
+ * has added it to a GGUF file's already), so the program's norms are all RMS. */
 typedef enum { TG_NORM_RMS, TG_NORM_RMS_PLUS_ONE } tg_arch_norm;
 
 /* The feed-forward's gated activation: act(x W_gate) * (x W_up). SILU: SwiGLU (Llama); GELU_TANH: GeGLU (Gemma). */
@@ -39,10 +43,21 @@ typedef struct {
     bool qkv_bias;               /* biases on q, k, v (Qwen2) */
     bool qk_norm;                /* a norm of each head's query and key before RoPE (Qwen3) */
     bool post_norms;             /* norms of the attention and feed-forward outputs before the residual (Gemma 2/3) */
-    bool fused_qkv;              /* one [q | k | v] matrix in the file (Phi-3) */
+    bool fused_qkv;              /* one [q | k | v] and one [gate | up] matrix in the file (Phi-3) */
     bool embed_scale;            /* the embedding scaled by sqrt(d_model) (Gemma) */
-    float attn_softcap, final_softcap; /* tanh soft-caps of the scores / the logits (Gemma 2); 0: none */
-    int no_rope_every;           /* every Nth layer (N-1, 2N-1, ...) attends without RoPE (SmolLM3); 0: all rotate */
+    bool program_rope;           /* the model program rotates q and k (model/layer_rope.h: per-layer frequencies,
+                                  * partial rotary, layers without RoPE, a query scale); the cache's RoPE is then
+                                  * the identity */
+    float gguf_rope_theta_local; /* llama.cpp's fixed RoPE base of the sliding layers (Gemma 3: 10000); 0: none */
+    int gguf_big_layers;         /* llama.cpp scales the queries by (d_model / n_heads)^-1/2, not head_dim^-1/2, for
+                                  * the model with this many layers (Gemma 2 / 3 27B); 0: never */
+    int no_rope_interval;        /* layer l attends without RoPE when (l + 1) % no_rope_interval == 0, where the file
+                                  * lists no "no_rope_layers" (SmolLM3: 4, llama.cpp's fixed step); 0: all rotate */
+    int swa_pattern;             /* layer l is sliding unless (l + 1) % swa_pattern == 0 (Gemma 2: 2, Gemma 3: 6),
+                                  * where the file lists no layer types; 0: the window applies to every layer */
+    const char *hf_defaults;     /* JSON: transformers' config defaults for keys config.json may leave out (Gemma);
+                                  * a config.json whose model is under "text_config" (Gemma3ForConditionalGeneration)
+                                  * is read from that object over these defaults */
 } tg_arch;
 
 /* The row named `name` (tg_hparams.architecture), NULL when none. */

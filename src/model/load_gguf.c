@@ -101,10 +101,8 @@ static bool read_rope_scaling(const tg_gguf *g, const char *arch, tg_hparams *hp
 
 /* rope_freqs.weight (llama.cpp's converter writes it for Llama 3.1 / 3.2): head_dim / 2 factors, each pair's
  * frequency divided by its factor. Copied to f32; each must be positive and finite. */
-static bool read_rope_freqs(struct tg_model *m, const tg_gguf *g, tg_error *err) {
-    static const char NAME[] = "rope_freqs.weight";
-    if (!tg_gguf_find_tensor(g, NAME)) return true;
-    const int half = m->hp.head_dim / 2;
+static bool read_factor_tensor(struct tg_model *m, const tg_gguf *g, const char *NAME, int half, const float **out,
+                               tg_error *err) {
     tg_tensor t;
     if (!tg_gguf_tensor_view(g, NAME, 1, half, &t, err)) return false;
     float *f = tg_model_alloc_f32(m, (size_t)half);
@@ -113,7 +111,34 @@ static bool read_rope_freqs(struct tg_model *m, const tg_gguf *g, tg_error *err)
     for (int i = 0; i < half; i++)
         if (!(f[i] > 0.0f) || !isfinite(f[i]))
             return tg_fail(err, "%s: %s[%d] = %g must be a positive number", tg_gguf_path(g), NAME, i, (double)f[i]);
-    m->hp.rope_scaling.freq_factors = f;
+    *out = f;
+    return true;
+}
+
+static bool read_rope_freqs(struct tg_model *m, const tg_gguf *g, tg_error *err) {
+    static const char NAME[] = "rope_freqs.weight";
+    if (!tg_gguf_find_tensor(g, NAME)) return true;
+    return read_factor_tensor(m, g, NAME, m->hp.head_dim / 2, &m->hp.rope_scaling.freq_factors, err);
+}
+
+/* LongRoPE as llama.cpp's converter writes Phi-3: rope_factors_long.weight / rope_factors_short.weight [rope_dims /
+ * 2], <arch>.rope.scaling.original_context_length and .attn_factor. */
+static bool read_longrope(struct tg_model *m, const tg_gguf *g, const char *arch, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    const bool has_long = tg_gguf_find_tensor(g, "rope_factors_long.weight") != NULL;
+    if (!has_long && !tg_gguf_find_tensor(g, "rope_factors_short.weight")) return true;
+    const int half = hp->rope_dims / 2;
+    int orig = 0;
+    if (!read_factor_tensor(m, g, "rope_factors_long.weight", half, &hp->rope_long, err) ||
+        !read_factor_tensor(m, g, "rope_factors_short.weight", half, &hp->rope_short, err) ||
+        !arch_int(g, arch, "rope.scaling.original_context_length", true, 0, &orig, err) ||
+        !arch_f32(g, arch, "rope.scaling.attn_factor", false, 1.0f, &hp->rope_attn_factor, err))
+        return false;
+    if (orig < 1 || !(hp->rope_attn_factor > 0.0f) || !isfinite(hp->rope_attn_factor))
+        return tg_fail(err, "%s: LongRoPE needs a positive original context and attention factor", tg_gguf_path(g));
+    hp->rope_scaling.type = TG_ROPE_SCALING_LONGROPE;
+    hp->rope_scaling.original_context = orig;
+    hp->rope_original_context = orig;
     return true;
 }
 
@@ -140,7 +165,8 @@ static bool read_hparams(const tg_gguf *g, const char *arch, bool weights, tg_hp
                        arch, value_length, hp->head_dim);
     int rope_dims;
     if (!arch_int(g, arch, "rope.dimension_count", false, hp->head_dim, &rope_dims, err)) return false;
-    if (weights && rope_dims != hp->head_dim)
+    if (hp->arch && hp->arch->program_rope) hp->rope_dims = rope_dims; /* partial rotary: layer_pattern.h checks */
+    else if (weights && rope_dims != hp->head_dim)
         return tg_fail(err, "%s: %s.rope.dimension_count %d differs from the head size %d (partial RoPE is not "
                             "supported)", path, arch, rope_dims, hp->head_dim);
     if (!arch_int(g, arch, "attention.sliding_window", false, 0, &hp->sliding_window, err)) return false;
@@ -162,6 +188,45 @@ static bool read_hparams(const tg_gguf *g, const char *arch, bool weights, tg_hp
                        hp->vocab_size);
     /* llama.cpp's converter permutes Llama's Q/K rows; it keeps other families' (NEOX rotation) */
     hp->rope_style = hp->arch && hp->arch->gguf_rope_half ? TG_ROPE_HALF : TG_ROPE_INTERLEAVED;
+    return true;
+}
+
+/* What a family reads beyond Llama's keys, as llama.cpp reads it (Gemma 2 / 3: the soft-caps, the query scale, the
+ * sliding / full pattern, Gemma 3's local RoPE base). */
+static bool read_family(const tg_gguf *g, const char *arch, struct tg_model *m, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    const tg_arch *a = hp->arch;
+    if (a->program_rope && hp->rope_dims > 0 && !read_longrope(m, g, arch, err)) return false;
+    if (a->no_rope_interval > 0) { /* llama.cpp's fixed step (SmolLM3: every 4th layer without RoPE) */
+        hp->layer_rope = tg_model_alloc(m, (size_t)hp->n_layers);
+        if (!hp->layer_rope) return tg_fail(err, "out of memory");
+        for (int l = 0; l < hp->n_layers; l++) hp->layer_rope[l] = (l + 1) % a->no_rope_interval != 0;
+    }
+    if (a->swa_pattern == 0) return true;
+    if (!arch_f32(g, arch, "attn_logit_softcapping", false, 0.0f, &hp->attn_softcap, err) ||
+        !arch_f32(g, arch, "final_logit_softcapping", false, 0.0f, &hp->final_softcap, err))
+        return false;
+    if (!(hp->attn_softcap >= 0.0f) || !(hp->final_softcap >= 0.0f) || !isfinite(hp->attn_softcap) ||
+        !isfinite(hp->final_softcap))
+        return tg_fail(err, "%s: the soft-caps must be positive", tg_gguf_path(g));
+    if (a->gguf_big_layers > 0 && hp->n_layers == a->gguf_big_layers)
+        hp->query_scale = 1.0f / sqrtf((float)(hp->d_model / hp->n_heads));
+    /* the sliding layers' base: <arch>.rope.freq_base_swa, else llama.cpp's default for the family */
+    if (!arch_f32(g, arch, "rope.freq_base_swa", false, a->gguf_rope_theta_local, &hp->rope_theta_local, err))
+        return false;
+    if (!(hp->rope_theta_local >= 0.0f) || !isfinite(hp->rope_theta_local))
+        return tg_fail(err, "%s: %s.rope.freq_base_swa must be positive", tg_gguf_path(g), arch);
+    if (hp->sliding_window <= 0) return tg_fail(err, "%s: %s.attention.sliding_window is missing", tg_gguf_path(g), arch);
+    int pattern = a->swa_pattern;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    if (tg_gguf_has(g, key) && !arch_int(g, arch, "attention.sliding_window_pattern", false, pattern, &pattern, err))
+        return false;
+    hp->layer_window = tg_model_alloc(m, (size_t)hp->n_layers * sizeof(int));
+    if (!hp->layer_window) return tg_fail(err, "out of memory");
+    for (int l = 0; l < hp->n_layers; l++)
+        hp->layer_window[l] = pattern <= 0 || (l + 1) % pattern != 0 ? hp->sliding_window : 0;
+    hp->sliding_window = 0;
     return true;
 }
 
@@ -197,6 +262,7 @@ bool tg_model_load_gguf(struct tg_model *m, const char *path, tg_error *err) {
     }
 
     if (!tg_hparams_validate(hp, path, err)) return false;
+    if (!read_family(g, hp->architecture, m, err)) return false;
     if (!read_rope_freqs(m, g, err)) return false;
     hp->tied_embeddings = tg_gguf_find_tensor(g, "output.weight") == NULL;
     if (!tg_model_init_kv_source(m, err)) return false;

@@ -99,12 +99,17 @@ static bool read_rope_object(const config *c, const json_t *obj, const char *wha
     const json_t *th = json_object_get(obj, "rope_theta");
     if (th && !json_is_null(th) && !num_value(th, c->path, "rope_theta", &hp->rope_theta, err)) return false;
     const json_t *partial = json_object_get(obj, "partial_rotary_factor");
-    if (partial && !json_is_null(partial) && !(json_is_number(partial) && json_number_value(partial) == 1.0))
-        return tg_fail(err, "%s: %s \"partial_rotary_factor\" other than 1 (partial RoPE) is not supported",
-                       c->path, what);
+    if (partial && !json_is_null(partial) && !(json_is_number(partial) && json_number_value(partial) == 1.0) &&
+        !hp->arch->program_rope)
+        return tg_fail(err, "%s: %s \"partial_rotary_factor\" other than 1 (partial RoPE) is not supported for %s",
+                       c->path, what, hp->arch->name);
     tg_rope_scaling *s = &hp->rope_scaling;
     memset(s, 0, sizeof *s);
     if (strcmp(t, "default") == 0) return true;
+    if ((strcmp(t, "longrope") == 0 || strcmp(t, "su") == 0) && hp->arch->program_rope) {
+        s->type = TG_ROPE_SCALING_LONGROPE; /* its factors: read_longrope */
+        return true;
+    }
     if (strcmp(t, "linear") == 0) {
         s->type = TG_ROPE_SCALING_LINEAR;
         return rope_num(c, obj, what, t, "factor", &s->factor, err);
@@ -141,6 +146,18 @@ static bool read_rope(const config *c, tg_hparams *hp, tg_error *err) {
     if (rs && json_is_object(rs) && json_object_size(rs) == 0) rs = NULL;
     if (rs) return read_rope_object(c, rs, "rope_scaling", hp, err);
     const json_t *rp = cfg_get(c, "rope_parameters");
+    const json_t *full = rp ? json_object_get(rp, "full_attention") : NULL;
+    if (json_is_object(full) && hp->arch->swa_pattern > 0) {
+        /* transformers 5's Gemma 3: one object per layer type; the sliding layers' base is the local one */
+        const json_t *sl = json_object_get(rp, "sliding_attention");
+        const json_t *st = json_is_object(sl) ? json_object_get(sl, "rope_type") : NULL;
+        if (st && !(json_is_string(st) && strcmp(json_string_value(st), "default") == 0))
+            return tg_fail(err, "%s: rope_parameters.sliding_attention type other than default is not supported",
+                           c->path);
+        const json_t *th = json_is_object(sl) ? json_object_get(sl, "rope_theta") : NULL;
+        if (th && !num_value(th, c->path, "rope_theta", &hp->rope_theta_local, err)) return false;
+        return read_rope_object(c, full, "rope_parameters.full_attention", hp, err);
+    }
     return !rp || read_rope_object(c, rp, "rope_parameters", hp, err);
 }
 
@@ -188,10 +205,15 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
     if (!json_is_object(c->root)) return tg_fail(err, "%s: not a JSON object", c->path);
     if (!read_architecture(c, hp, err)) return false;
 
-    const json_t *act = cfg_get(c, "hidden_act");
-    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
-        return tg_fail(err, "%s: hidden_act '%.32s' is not supported (only silu)", c->path,
-                       json_is_string(act) ? json_string_value(act) : "?");
+    /* the row's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU; Gemma names it hidden_activation) */
+    const char *want = hp->arch->glu == TG_GLU_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
+    static const char *const act_keys[] = {"hidden_act", "hidden_activation"};
+    for (int i = 0; i < 2; i++) {
+        const json_t *act = cfg_get(c, act_keys[i]);
+        if (act && !(json_is_string(act) && strcmp(json_string_value(act), want) == 0))
+            return tg_fail(err, "%s: %s '%.32s' is not supported (%s: only %s)", c->path, act_keys[i],
+                           json_is_string(act) ? json_string_value(act) : "?", hp->arch->name, want);
+    }
     bool bias = false;
     if (!cfg_bool(c, "attention_bias", false, &bias, err)) return false;
     if (bias) return tg_fail(err, "%s: attention_bias is not supported", c->path);
@@ -217,6 +239,153 @@ static bool read_config(const config *c, tg_hparams *hp, tg_error *err) {
 
     hp->sliding_window = 0;
     return !hp->arch->hf_sliding_window || read_window(c, hp, err);
+}
+
+/* A positive number or null / absent (0). */
+static bool cfg_opt_pos(const config *c, const char *key, float *out, tg_error *err) {
+    if (!cfg_float(c, key, 0.0f, out, err)) return false;
+    if (*out < 0.0f || !isfinite(*out)) return tg_fail(err, "%s: \"%s\" must be positive", c->path, key);
+    return true;
+}
+
+/* The per-layer pattern: "layer_types" ("sliding_attention" / "full_attention" per layer) or, without it, every
+ * swa_pattern-th layer full ("sliding_window_pattern" where given); the sliding layers get "sliding_window". */
+static bool read_layer_types(const config *c, struct tg_model *m, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    int window = 0, pattern = hp->arch->swa_pattern;
+    if (!cfg_int(c, "sliding_window", false, 0, &window, err)) return false;
+    if (!cfg_int(c, "sliding_window_pattern", false, pattern, &pattern, err)) return false;
+    const json_t *types = cfg_get(c, "layer_types");
+    if (types && (!json_is_array(types) || json_array_size(types) != (size_t)hp->n_layers))
+        return tg_fail(err, "%s: \"layer_types\" must list %d layer types", c->path, hp->n_layers);
+    hp->layer_window = tg_model_alloc(m, (size_t)hp->n_layers * sizeof(int));
+    if (!hp->layer_window) return tg_fail(err, "out of memory");
+    for (int l = 0; l < hp->n_layers; l++) {
+        bool sliding = pattern > 0 && (l + 1) % pattern != 0;
+        if (types) {
+            const char *t = json_string_value(json_array_get(types, (size_t)l));
+            if (!t || (strcmp(t, "sliding_attention") != 0 && strcmp(t, "full_attention") != 0))
+                return tg_fail(err, "%s: \"layer_types\"[%d] is not sliding_attention or full_attention", c->path, l);
+            sliding = strcmp(t, "sliding_attention") == 0;
+        }
+        if (sliding && window < 1) return tg_fail(err, "%s: sliding layers without a \"sliding_window\"", c->path);
+        hp->layer_window[l] = sliding ? window : 0;
+    }
+    return true;
+}
+
+/* One LongRoPE factor list of obj: rope_dims / 2 positive numbers, copied into the model. */
+static bool read_factors(const config *c, struct tg_model *m, const json_t *obj, const char *key, const float **out,
+                         tg_error *err) {
+    const json_t *a = json_object_get(obj, key);
+    const int half = m->hp.rope_dims / 2;
+    if (!json_is_array(a) || json_array_size(a) != (size_t)half)
+        return tg_fail(err, "%s: longrope \"%s\" must list %d numbers (rotated dims / 2)", c->path, key, half);
+    float *f = tg_model_alloc_f32(m, (size_t)half);
+    if (!f) return tg_fail(err, "out of memory");
+    for (int i = 0; i < half; i++) {
+        const json_t *v = json_array_get(a, (size_t)i);
+        if (!json_is_number(v) || !(json_number_value(v) > 0.0))
+            return tg_fail(err, "%s: longrope \"%s\"[%d] must be a positive number", c->path, key, i);
+        f[i] = (float)json_number_value(v);
+    }
+    *out = f;
+    return true;
+}
+
+/* Partial rotary ("partial_rotary_factor": the rotated dims, int(head_dim * factor) as transformers takes them) and
+ * LongRoPE (Phi-3): the short and long factors, the original context, the attention factor (given, or transformers'
+ * sqrt(1 + ln(s) / ln(original)) with s = max_position_embeddings / original, 1 when s <= 1). */
+static bool read_longrope(const config *c, struct tg_model *m, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    const json_t *obj = cfg_get(c, "rope_scaling");
+    if (!obj || (json_is_object(obj) && json_object_size(obj) == 0)) obj = cfg_get(c, "rope_parameters");
+    float partial = 1.0f;
+    const json_t *pv = obj ? json_object_get(obj, "partial_rotary_factor") : NULL;
+    if (pv && json_is_number(pv)) partial = (float)json_number_value(pv);
+    else if (!cfg_float(c, "partial_rotary_factor", 1.0f, &partial, err)) return false;
+    if (!(partial > 0.0f && partial <= 1.0f)) return tg_fail(err, "%s: \"partial_rotary_factor\" must be in (0, 1]", c->path);
+    hp->rope_dims = (int)((double)hp->head_dim * (double)partial);
+    if (hp->rope_dims < 2 || hp->rope_dims % 2 != 0)
+        return tg_fail(err, "%s: %d rotated dims (head_dim x partial_rotary_factor) must be even", c->path, hp->rope_dims);
+    if (hp->rope_scaling.type != TG_ROPE_SCALING_LONGROPE) return true;
+    int orig = 0;
+    const json_t *ov = json_object_get(obj, "original_max_position_embeddings");
+    if (ov && json_is_integer(ov) && json_integer_value(ov) > 0 && json_integer_value(ov) <= INT_MAX)
+        orig = (int)json_integer_value(ov);
+    else if (!cfg_int(c, "original_max_position_embeddings", true, 0, &orig, err)) return false;
+    if (orig < 1) return tg_fail(err, "%s: longrope needs a positive original_max_position_embeddings", c->path);
+    hp->rope_original_context = orig;
+    hp->rope_scaling.original_context = orig;
+    if (!read_factors(c, m, obj, "short_factor", &hp->rope_short, err) ||
+        !read_factors(c, m, obj, "long_factor", &hp->rope_long, err))
+        return false;
+    const json_t *af = json_object_get(obj, "attention_factor");
+    if (af && json_is_number(af) && json_number_value(af) > 0.0) {
+        hp->rope_attn_factor = (float)json_number_value(af);
+    } else {
+        const double scale = (double)hp->context_length / (double)orig;
+        hp->rope_attn_factor = scale <= 1.0 ? 1.0f : (float)sqrt(1.0 + log(scale) / log((double)orig));
+    }
+    return true;
+}
+
+/* SmolLM3's layers without RoPE: "no_rope_layers" (1: the layer rotates) or every "no_rope_layer_interval"-th. */
+static bool read_no_rope(const config *c, struct tg_model *m, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    int every = hp->arch->no_rope_interval;
+    if (!cfg_int(c, "no_rope_layer_interval", false, every, &every, err)) return false;
+    const json_t *list = cfg_get(c, "no_rope_layers");
+    if (list && (!json_is_array(list) || json_array_size(list) != (size_t)hp->n_layers))
+        return tg_fail(err, "%s: \"no_rope_layers\" must list %d flags", c->path, hp->n_layers);
+    hp->layer_rope = tg_model_alloc(m, (size_t)hp->n_layers);
+    if (!hp->layer_rope) return tg_fail(err, "out of memory");
+    for (int l = 0; l < hp->n_layers; l++) {
+        const json_t *v = list ? json_array_get(list, (size_t)l) : NULL;
+        if (list && !json_is_integer(v) && !json_is_boolean(v))
+            return tg_fail(err, "%s: \"no_rope_layers\"[%d] is not 0 or 1", c->path, l);
+        hp->layer_rope[l] = list ? (json_is_integer(v) ? json_integer_value(v) != 0 : json_is_true(v))
+                                 : every <= 0 || (l + 1) % every != 0;
+    }
+    return true;
+}
+
+/* What a family reads beyond Llama's keys (Gemma 2 / 3: the query scalar, the soft-caps, the local RoPE base, the
+ * per-layer pattern; Phi-3: partial rotary, LongRoPE; SmolLM3: the layers without RoPE). */
+static bool read_family(const config *c, struct tg_model *m, tg_error *err) {
+    tg_hparams *hp = &m->hp;
+    if (hp->arch->program_rope && !read_longrope(c, m, err)) return false;
+    if (hp->arch->no_rope_interval > 0 && !read_no_rope(c, m, err)) return false;
+    if (hp->arch->swa_pattern == 0) return true;
+    float qpas = 0.0f;
+    if (!cfg_opt_pos(c, "query_pre_attn_scalar", &qpas, err)) return false;
+    hp->query_scale = qpas > 0.0f ? 1.0f / sqrtf(qpas) : 0.0f;
+    if (!cfg_opt_pos(c, "attn_logit_softcapping", &hp->attn_softcap, err) ||
+        !cfg_opt_pos(c, "final_logit_softcapping", &hp->final_softcap, err) ||
+        !(hp->rope_theta_local > 0.0f || cfg_opt_pos(c, "rope_local_base_freq", &hp->rope_theta_local, err)))
+        return false;
+    return read_layer_types(c, m, err);
+}
+
+/* A family with config defaults (tg_arch.hf_defaults) is read from those defaults overlaid with config.json, or with
+ * its "text_config" (Gemma3ForConditionalGeneration keeps the language model there); others from config.json as it
+ * is. Takes root; NULL (err set) when memory runs out. */
+static json_t *with_defaults(json_t *root, const char *path, tg_error *err) {
+    const json_t *archs = json_object_get(root, "architectures");
+    const json_t *name = json_array_get(archs, 0);
+    const tg_arch *a = json_is_string(name) ? tg_arch_by_hf(json_string_value(name), false) : NULL;
+    if (!a || !a->hf_defaults) return root;
+    json_t *d = json_loads(a->hf_defaults, 0, NULL);
+    const json_t *text = json_object_get(root, "text_config");
+    if (!d || json_object_update(d, json_is_object(text) ? (json_t *)text : root) != 0 ||
+        json_object_set(d, "architectures", (json_t *)archs) != 0) {
+        json_decref(d);
+        json_decref(root);
+        tg_fail(err, "%s: out of memory", path);
+        return NULL;
+    }
+    json_decref(root);
+    return d;
 }
 
 /* True when config.json names the YOCO architecture. */
@@ -264,6 +433,41 @@ static bool check_shared_layers(const struct tg_model *m, const char *path, tg_e
         }
     }
     return true;
+}
+
+/* A multimodal checkpoint keeps the language model's tensors under another prefix (Gemma3ForConditionalGeneration:
+ * transformers 4 "language_model.model.", 5 "model.language_model."): the names "model." becomes (owned by m). */
+static bool text_model_names(struct tg_model *m, tg_weight_names *names, tg_error *err) {
+    static const char *const prefixes[] = {"language_model.model.", "model.language_model."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        char probe[128];
+        snprintf(probe, sizeof probe, "%sembed_tokens.weight", prefixes[i]);
+        if (!tg_safetensors_find(m->st, probe)) continue;
+        const char **fields[] = {&names->tok_embd, &names->out_norm, &names->layer_prefix};
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+            const char *rest = *fields[f] + strlen("model.");
+            const size_t n = strlen(prefixes[i]) + strlen(rest) + 1;
+            char *buf = tg_model_alloc(m, n);
+            if (!buf) return tg_fail(err, "out of memory");
+            snprintf(buf, n, "%s%s", prefixes[i], rest);
+            *fields[f] = buf;
+        }
+        return true;
+    }
+    return true;
+}
+
+/* A RMS_PLUS_ONE row's norms scale by 1 + w: the model holds the multiplier (arch.h), as llama.cpp's GGUF does. */
+static void add_one_to_norms(struct tg_model *m) {
+    const tg_hparams *hp = &m->hp;
+    for (int i = 0; i < hp->d_model; i++) m->out_norm[i] += 1.0f;
+    for (int l = 0; l < hp->n_layers; l++) {
+        tg_layer_weights *w = &m->layers[l];
+        float *vecs[] = {w->attn_norm, w->ffn_norm, w->post_attn_norm, w->post_ffn_norm, w->q_norm, w->k_norm};
+        const int n[] = {hp->d_model, hp->d_model, hp->d_model, hp->d_model, hp->head_dim, hp->head_dim};
+        for (size_t v = 0; v < sizeof vecs / sizeof vecs[0]; v++)
+            for (int i = 0; vecs[v] && i < n[v]; i++) vecs[v][i] += 1.0f;
+    }
 }
 
 static bool st_view(const void *ctx, const char *name, int64_t rows, int64_t cols, tg_tensor *out, tg_error *err) {
@@ -360,9 +564,10 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, t
         return false;
     }
     json_t *root = tg_json_load_path(path, 0, NULL, err);
+    if (root) root = with_defaults(root, path, err);
     if (!root) return false;
     config c = {root, path};
-    bool ok = read_config(&c, &m->hp, err) && tg_hparams_validate(&m->hp, path, err) &&
+    bool ok = read_config(&c, &m->hp, err) && tg_hparams_validate(&m->hp, path, err) && read_family(&c, m, err) &&
               tg_model_init_kv_source(m, err) && read_kv_source(&c, &m->hp, err);
     if (!ok) {
         json_decref(root);
@@ -408,10 +613,13 @@ bool tg_model_load_hf(struct tg_model *m, const char *dir, tg_model_need need, t
     }
 
     tg_weight_names names = m->hp.arch->hf;
+    if (!text_model_names(m, &names, err)) return false;
     /* A tied model's one matrix may be stored under either name (transformers saves whichever it meets first:
      * TinyStories-656K has lm_head.weight only); with both, the embedding's copy is used. */
     if (m->hp.tied_embeddings && !tg_safetensors_find(m->st, names.tok_embd) &&
         tg_safetensors_find(m->st, names.lm_head))
         names.tok_embd = names.lm_head;
-    return tg_model_bind_weights(m, &names, st_view, m->st, err);
+    if (!tg_model_bind_weights(m, &names, st_view, m->st, err)) return false;
+    if (m->hp.arch->norm == TG_NORM_RMS_PLUS_ONE) add_one_to_norms(m);
+    return true;
 }

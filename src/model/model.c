@@ -2,6 +2,7 @@
  * model info, and the tokenizer entry points of the public API. */
 #define _POSIX_C_SOURCE 200809L
 #include "model/model.h"
+#include "model/layer_pattern.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -54,6 +55,7 @@ float *tg_model_alloc_f32(struct tg_model *m, size_t n) {
 
 bool tg_model_set_rope_freqs(struct tg_model *m, tg_error *err) {
     tg_hparams *hp = &m->hp;
+    if (hp->arch && hp->arch->program_rope) return tg_model_set_layer_rope(m, err);
     if (!tg_rope_is_scaled(&hp->rope_scaling)) return true;
     double *f = tg_model_alloc(m, (size_t)(hp->head_dim / 2) * sizeof(double));
     if (!f) return tg_fail(err, "out of memory");
@@ -143,6 +145,23 @@ static bool bind_matrix(const tg_view_fn view, const void *ctx, const char *name
     return true;
 }
 
+/* A fused matrix [sum rows[i], cols] (Phi-3's [q | k | v], [gate | up]) bound once and viewed as its n parts, part
+ * i rows [rows[0] + ... + rows[i - 1], + rows[i]) (rows are stored whole, so a part is a pointer into the file). */
+static bool bind_fused(const tg_view_fn view, const void *ctx, const char *name, const int64_t *rows, int n,
+                       int64_t cols, tg_tensor **outs, bind_stats *s, tg_error *err) {
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += rows[i];
+    tg_tensor whole;
+    if (!bind_matrix(view, ctx, name, total, cols, &whole, s, true, err)) return false;
+    const size_t rb = tg_row_bytes(whole.type, cols);
+    for (int i = 0, r0 = 0; i < n; r0 += (int)rows[i], i++) {
+        *outs[i] = whole;
+        outs[i]->rows = rows[i];
+        outs[i]->data = (const uint8_t *)whole.data + (size_t)r0 * rb;
+    }
+    return true;
+}
+
 /* A vector of d elements (a norm's weight, a bias): an owned f32 copy. */
 static bool bind_vec(struct tg_model *m, const tg_view_fn view, const void *ctx, const char *name, int64_t d,
                      float **out, bind_stats *s, tg_error *err) {
@@ -191,7 +210,7 @@ static bool bind_layer_vecs(struct tg_model *m, const tg_weight_names *names, tg
     tg_layer_weights *w = &m->layers[l];
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
     const bool own_kv = hp->kv_source[l] == l, bias = hp->arch && hp->arch->qkv_bias;
-    const bool qk = hp->arch && hp->arch->qk_norm;
+    const bool qk = hp->arch && hp->arch->qk_norm, post = hp->arch && hp->arch->post_norms;
     const struct {
         bool want;
         const char *name;
@@ -202,6 +221,8 @@ static bool bind_layer_vecs(struct tg_model *m, const tg_weight_names *names, tg
         {bias && own_kv, names->bk, kvd, &w->bk},
         {bias && own_kv, names->bv, kvd, &w->bv},
         {qk, names->q_norm, hp->head_dim, &w->q_norm}, {qk && own_kv, names->k_norm, hp->head_dim, &w->k_norm},
+        {post, names->post_attn_norm, hp->d_model, &w->post_attn_norm},
+        {post, names->post_ffn_norm, hp->d_model, &w->post_ffn_norm},
     };
     char name[256];
     for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
@@ -237,9 +258,18 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
         const char *p = names->layer_prefix;
         layer_name(name, sizeof name, p, l, names->attn_norm);
         if (!bind_vec(m, view, ctx, name, d, &w->attn_norm, &s, err)) return false;
+        const bool fused = hp->arch && hp->arch->fused_qkv;
+        if (fused) {
+            const int64_t qkv_rows[] = {qd, kvd, kvd}, gu_rows[] = {ff, ff};
+            tg_tensor *qkv[] = {&w->wq, &w->wk, &w->wv}, *gu[] = {&w->w_gate, &w->w_up};
+            layer_name(name, sizeof name, p, l, names->wqkv);
+            if (!bind_fused(view, ctx, name, qkv_rows, 3, d, qkv, &s, err)) return false;
+            layer_name(name, sizeof name, p, l, names->w_gate_up);
+            if (!bind_fused(view, ctx, name, gu_rows, 2, d, gu, &s, err)) return false;
+        }
         layer_name(name, sizeof name, p, l, names->wq);
-        if (!bind_matrix(view, ctx, name, qd, d, &w->wq, &s, true, err)) return false;
-        if (hp->kv_source[l] == l) {
+        if (!fused && !bind_matrix(view, ctx, name, qd, d, &w->wq, &s, true, err)) return false;
+        if (hp->kv_source[l] == l && !fused) {
             layer_name(name, sizeof name, p, l, names->wk);
             if (!bind_matrix(view, ctx, name, kvd, d, &w->wk, &s, true, err)) return false;
             layer_name(name, sizeof name, p, l, names->wv);
@@ -251,9 +281,9 @@ bool tg_model_bind_weights(struct tg_model *m, const tg_weight_names *names, tg_
         layer_name(name, sizeof name, p, l, names->ffn_norm);
         if (!bind_vec(m, view, ctx, name, d, &w->ffn_norm, &s, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_gate);
-        if (!bind_matrix(view, ctx, name, ff, d, &w->w_gate, &s, true, err)) return false;
+        if (!fused && !bind_matrix(view, ctx, name, ff, d, &w->w_gate, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_up);
-        if (!bind_matrix(view, ctx, name, ff, d, &w->w_up, &s, true, err)) return false;
+        if (!fused && !bind_matrix(view, ctx, name, ff, d, &w->w_up, &s, true, err)) return false;
         layer_name(name, sizeof name, p, l, names->w_down);
         if (!bind_matrix(view, ctx, name, d, ff, &w->w_down, &s, true, err)) return false;
     }
@@ -410,6 +440,8 @@ void tg_model_get_info(const tg_model *m, tg_model_info *info) {
     info->has_tokenizer = m->tokenizer != NULL;
     tg_rope_scaling_describe(&hp->rope_scaling, info->rope_scaling, sizeof info->rope_scaling);
     snprintf(info->absent, sizeof info->absent, "%s", m->absent);
+    tg_layer_pattern_describe(hp, info->layer_pattern, sizeof info->layer_pattern);
+    tg_family_describe(hp, info->family, sizeof info->family);
 }
 
 int64_t tg_hparams_param_count(const tg_hparams *hp) {
@@ -428,6 +460,7 @@ int64_t tg_hparams_param_count(const tg_hparams *hp) {
         int64_t vecs = 0;
         if (hp->arch && hp->arch->qkv_bias) vecs += qd + (own_kv ? 2 * kvd : 0);
         if (hp->arch && hp->arch->qk_norm) vecs += (int64_t)hp->head_dim * (own_kv ? 2 : 1);
+        if (hp->arch && hp->arch->post_norms) vecs += 2 * d;
         if (!tg_add_i64(2 * d + attn_q, own_kv ? attn_kv : 0, &layer_kv) || !tg_add_i64(layer_kv, ffn, &layer_kv) ||
             !tg_add_i64(layer_kv, vecs, &layer_kv) || !tg_add_i64(total, layer_kv, &total))
             return -1;

@@ -24,6 +24,21 @@ typedef struct {
     int vocab_size;
     int context_length;
     int sliding_window;       /* 0 = none */
+    int *layer_window;        /* [n_layers] the model's window of each layer (0: none; owned by the model); NULL:
+                               * sliding_window on every layer (Gemma 2/3: on the sliding layers only) */
+    float attn_softcap;       /* scores s -> c tanh(s / c) before the softmax (Gemma 2); 0: none */
+    float final_softcap;      /* the same on the logits (Gemma 2); 0: none */
+    float query_scale;        /* the queries' factor before attention (Gemma: query_pre_attn_scalar^-1/2); 0:
+                               * 1 / sqrt(head_dim) */
+    float rope_theta_local;   /* Gemma 3: the RoPE base of the sliding layers (unscaled); 0: rope_theta */
+    int rope_dims;            /* the dims of each head that rotate (partial rotary, Phi-4-mini); 0: head_dim */
+    float rope_attn_factor;   /* LongRoPE: the factor on cos and sin (on q and k); 0: 1 */
+    const float *rope_long, *rope_short; /* LongRoPE: [rope_dims / 2] each pair's divisor, by context (owned) */
+    int64_t rope_original_context;       /* LongRoPE: the pre-training context that picks long or short */
+    unsigned char *layer_rope;/* [n_layers] program_rope rows: 0 the layer does not rotate (SmolLM3), 1 global,
+                               * 2 local (Gemma 3's sliding layers); owned by the model */
+    const double *layer_freq; /* program_rope rows: [n_layers][rope_dims / 2] each layer's pair frequencies (owned;
+                               * model/layer_rope.h) */
     float rope_theta;
     float norm_eps;
     tg_rope_style rope_style; /* HALF for Hugging Face weights, INTERLEAVED for llama.cpp-converted GGUF */
@@ -46,6 +61,7 @@ typedef struct {
     tg_tensor w_down;            /* [d_model, ffn_dim] */
     float *bq, *bk, *bv;         /* [n_heads * head_dim], [n_kv_heads * head_dim] x 2: biases (qkv_bias; else NULL) */
     float *q_norm, *k_norm;      /* [head_dim] the per-head norms of q and k (qk_norm; else NULL) */
+    float *post_attn_norm, *post_ffn_norm; /* [d_model] the norms of the block outputs (post_norms; else NULL) */
 } tg_layer_weights;
 
 /* The most end-of-sequence ids a model keeps (real configs list up to three). */

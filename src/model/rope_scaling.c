@@ -39,6 +39,9 @@ void tg_rope_scaling_describe(const tg_rope_scaling *s, char *out, size_t cap) {
         w = snprintf(out, cap, "llama3 (factor %g, low %g, high %g, original context %lld)", s->factor,
                      s->low_freq_factor, s->high_freq_factor, (long long)s->original_context);
         break;
+    case TG_ROPE_SCALING_LONGROPE:
+        w = snprintf(out, cap, "longrope (original context %lld)", (long long)s->original_context);
+        break;
     }
     if (s && s->freq_factors && w >= 0 && (size_t)w < cap) {
         if (s->type == TG_ROPE_SCALING_NONE) snprintf(out, cap, "rope_freqs.weight factors (Llama 3.1 form)");

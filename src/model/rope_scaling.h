@@ -12,13 +12,15 @@ typedef enum {
     TG_ROPE_SCALING_NONE = 0, /* theta^(-2i/head_dim) ("default") */
     TG_ROPE_SCALING_LINEAR,   /* every frequency divided by factor (position interpolation) */
     TG_ROPE_SCALING_LLAMA3,   /* Llama 3.1: long wavelengths divided by factor, short kept, a smooth ramp between */
+    TG_ROPE_SCALING_LONGROPE, /* Phi-3: per-pair divisors (freq_factors: the long ones when the model's context passes
+                               * original_context, else the short ones) and an attention factor (tg_hparams) */
 } tg_rope_scaling_type;
 
 typedef struct {
     tg_rope_scaling_type type;
     double factor;                            /* LINEAR, LLAMA3: > 0 */
     double low_freq_factor, high_freq_factor; /* LLAMA3: 0 < low < high */
-    int64_t original_context;                 /* LLAMA3: the pre-training context (> 0) */
+    int64_t original_context;                 /* LLAMA3, LONGROPE: the pre-training context (> 0) */
     const float *freq_factors;                /* optional [head_dim / 2]: pair i's frequency is also divided by
                                                * freq_factors[i] (GGUF rope_freqs.weight, llama.cpp's Llama 3.1
                                                * form); owned by the model */

@@ -165,7 +165,7 @@ static void test_builtins(void **state) {
         tg_chat_template_free(t);
         count++;
     }
-    assert_int_equal(count, 7);
+    assert_int_equal(count, 10);
 }
 
 static void test_hostile_nesting(void **state) {

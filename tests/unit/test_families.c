@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "test_golden.h"
 #include "tinygpt.h"
 
 #define NLL_REL_TOL 1e-4
@@ -30,34 +31,6 @@
 static const char *family_root(void) {
     const char *env = getenv("TG_FAMILY_DIR");
     return env && *env ? env : "tests/data/families";
-}
-
-static int32_t *json_ids(const json_t *a, size_t *n) {
-    *n = json_array_size(a);
-    int32_t *ids = malloc((*n ? *n : 1) * sizeof *ids);
-    for (size_t i = 0; ids && i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(a, i));
-    return ids;
-}
-
-static float *read_f32(const char *path, size_t n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    float *buf = malloc(n * sizeof *buf);
-    size_t got = buf ? fread(buf, sizeof *buf, n, f) : 0;
-    int extra = fgetc(f);
-    fclose(f);
-    if (got != n || extra != EOF) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-static int32_t argmax(const float *x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return (int32_t)best;
 }
 
 /* -log softmax(row)[id], in double. */
@@ -72,7 +45,7 @@ static double nll_of(const float *row, int64_t n, int32_t id) {
 /* The prompt's logits and NLL against the golden ones; the number of failures. */
 static int check_prompt(const char *dir, tg_model *m, const json_t *golden, const float *want, int64_t V) {
     size_t n;
-    int32_t *ids = json_ids(json_object_get(golden, "prompt_ids"), &n);
+    int32_t *ids = golden_json_ids(json_object_get(golden, "prompt_ids"), &n);
     const json_t *nll = json_object_get(golden, "nll");
     tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
@@ -108,8 +81,8 @@ static int check_prompt(const char *dir, tg_model *m, const json_t *golden, cons
 /* The greedy continuation up to the first step whose golden margin is not clear; the number of failures. */
 static int check_greedy(const char *dir, tg_model *m, const json_t *golden, int64_t V) {
     size_t n_prompt, n_want;
-    int32_t *prompt = json_ids(json_object_get(golden, "greedy_prompt_ids"), &n_prompt);
-    int32_t *want = json_ids(json_object_get(golden, "greedy_continuation"), &n_want);
+    int32_t *prompt = golden_json_ids(json_object_get(golden, "greedy_prompt_ids"), &n_prompt);
+    int32_t *want = golden_json_ids(json_object_get(golden, "greedy_continuation"), &n_want);
     const json_t *margins = json_object_get(golden, "greedy_margins");
     size_t clear = 0;
     while (clear < n_want && json_number_value(json_array_get(margins, clear)) > MARGIN_CLEAR) clear++;
@@ -121,7 +94,7 @@ static int check_greedy(const char *dir, tg_model *m, const json_t *golden, int6
     size_t same = 0;
     bool ok = s && logits && tg_session_eval(s, prompt, n_prompt, NULL, logits, &err);
     while (ok && same < clear) {
-        int32_t next = argmax(logits, V);
+        int32_t next = golden_argmax(logits, V);
         if (next != want[same]) break;
         same++;
         ok = tg_session_eval(s, &next, 1, NULL, logits, &err);
@@ -153,7 +126,7 @@ static int check_policy(const char *dir, tg_model *m, tg_kv_precision prec, int6
     for (; ok && finite && steps < total; steps++) {
         ok = tg_session_eval(s, &tok, 1, NULL, logits, &err);
         for (int64_t v = 0; ok && v < V; v++) finite = finite && isfinite(logits[v]);
-        tok = argmax(logits, V);
+        tok = golden_argmax(logits, V);
     }
     print_message("%s: %s K/V + window 64: %lld tokens (context %d), logits %s\n", dir,
                   prec == TG_KV_FP16 ? "fp16" : "int4", (long long)steps, info.context_length,
@@ -201,7 +174,7 @@ static int check_family(const char *dir) {
     const json_t *shape = json_object_get(golden, "logits_shape");
     const int64_t T = json_integer_value(json_array_get(shape, 0)), V = json_integer_value(json_array_get(shape, 1));
     snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_object_get(golden, "logits_file")));
-    float *want = T > 0 && V > 0 ? read_f32(path, (size_t)(T * V)) : NULL;
+    float *want = T > 0 && V > 0 ? golden_read_f32(path, (size_t)(T * V)) : NULL;
     int fails = 0;
     if (!want) {
         print_error("%s: no logits file of the golden shape\n", dir);

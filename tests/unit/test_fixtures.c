@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "test_golden.h"
 #include "tinygpt.h"
 
 /* Largest |logit - golden| accepted per weight type; the golden logits reach |20|. F32 weights: only summation
@@ -52,20 +53,6 @@ static const char *fixture_root(void) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static float *read_f32(const char *path, size_t n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    float *buf = malloc(n * sizeof *buf);
-    size_t got = buf ? fread(buf, sizeof *buf, n, f) : 0;
-    int extra = fgetc(f);
-    fclose(f);
-    if (got != n || extra != EOF) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* Reads one fixture folder; false (with a message) when it is malformed. */
 static bool load_fixture(fixture *fx, const char *dir) {
     snprintf(fx->dir, sizeof fx->dir, "%s", dir);
@@ -86,7 +73,7 @@ static bool load_fixture(fixture *fx, const char *dir) {
     fx->T = json_integer_value(json_array_get(shape, 0));
     fx->V = json_integer_value(json_array_get(shape, 1));
     snprintf(path, sizeof path, "%s/%s", dir, lf);
-    fx->logits = fx->T > 0 && fx->V > 0 ? read_f32(path, (size_t)(fx->T * fx->V)) : NULL;
+    fx->logits = fx->T > 0 && fx->V > 0 ? golden_read_f32(path, (size_t)(fx->T * fx->V)) : NULL;
     if (!fx->logits) {
         print_error("%s: missing or not %lld x %lld floats\n", path, (long long)fx->T, (long long)fx->V);
         return false;
@@ -141,14 +128,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* ids of a JSON array of integers (malloc'd) */
-static int32_t *json_ids(const json_t *a, size_t *n) {
-    *n = json_array_size(a);
-    int32_t *ids = malloc((*n ? *n : 1) * sizeof *ids);
-    for (size_t i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(a, i));
-    return ids;
-}
-
 /* By the lowest-precision weight type in the file ("Q8_0 + F16 (+F32 norms)", "F16 (+F32 norms)", "F32"). */
 static double tolerance_for(const tg_model_info *info) {
     if (strstr(info->weight_types, "Q8_0")) return TOL_Q8_0;
@@ -181,7 +160,7 @@ static void test_fixture_logits(void **state) {
     for (int i = 0; i < set->n; i++) {
         fixture *fx = &set->f[i];
         size_t n_ids;
-        int32_t *ids = json_ids(json_object_get(fx->golden, "prompt_ids"), &n_ids);
+        int32_t *ids = golden_json_ids(json_object_get(fx->golden, "prompt_ids"), &n_ids);
         assert_int_equal(n_ids, fx->T);
         int window = hf_window(fx);
         for (int s = 0; s < fx->n_sources; s++) {
@@ -244,13 +223,6 @@ static void test_fixture_logits(void **state) {
     assert_int_equal(failures, 0);
 }
 
-static int32_t argmax(const float *x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return (int32_t)best;
-}
-
 static void test_fixture_greedy(void **state) {
     fixture_set *set = *state;
     if (set->n == 0) skip();
@@ -258,8 +230,8 @@ static void test_fixture_greedy(void **state) {
     for (int i = 0; i < set->n; i++) {
         fixture *fx = &set->f[i];
         size_t n_prompt, n_want;
-        int32_t *prompt = json_ids(json_object_get(fx->golden, "greedy_prompt_ids"), &n_prompt);
-        int32_t *want = json_ids(json_object_get(fx->golden, "greedy_continuation"), &n_want);
+        int32_t *prompt = golden_json_ids(json_object_get(fx->golden, "greedy_prompt_ids"), &n_prompt);
+        int32_t *want = golden_json_ids(json_object_get(fx->golden, "greedy_continuation"), &n_want);
         int window = hf_window(fx);
         for (int s = 0; s < fx->n_sources; s++) {
             tg_model *m = load_or_report(fx->sources[s]);
@@ -277,7 +249,7 @@ static void test_fixture_greedy(void **state) {
             size_t same = 0;
             bool ok = sess && tg_session_eval(sess, prompt, n_prompt, NULL, logits, &err);
             for (size_t k = 0; ok && k < n_want; k++) {
-                int32_t next = argmax(logits, info.vocab_size);
+                int32_t next = golden_argmax(logits, info.vocab_size);
                 if (next != want[k]) break;
                 same++;
                 ok = tg_session_eval(sess, &next, 1, NULL, logits, &err);

@@ -21,6 +21,7 @@
 #include "format/safetensors.h"
 #include "gguf_builder.h"
 #include "safetensors_builder.h"
+#include "test_golden.h"
 #include "tinygpt.h"
 
 /* Largest |logit - reference| accepted. The tiny model's reference is float64: F32 weights differ only by fp32
@@ -54,35 +55,6 @@ static tg_model *load_ok(const char *path) {
     return m;
 }
 
-static float *read_f32(const char *path, size_t n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    float *buf = malloc(n * sizeof *buf);
-    size_t got = buf ? fread(buf, sizeof *buf, n, f) : 0;
-    int extra = fgetc(f);
-    fclose(f);
-    if (got != n || extra != EOF) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-/* ids of a JSON array of integers (malloc'd) */
-static int32_t *json_ids(const json_t *a, size_t *n) {
-    *n = json_array_size(a);
-    int32_t *ids = malloc((*n ? *n : 1) * sizeof *ids);
-    for (size_t i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(a, i));
-    return ids;
-}
-
-static int32_t argmax(const float *x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return (int32_t)best;
-}
-
 /* ---- against the PyTorch reference ---- */
 
 typedef struct {
@@ -97,7 +69,7 @@ static bool golden_open(golden_set *g, const char *json_path) {
     json_error_t je;
     g->golden = json_load_file(json_path, 0, &je);
     if (!g->golden) return false;
-    g->prompt = json_ids(json_object_get(g->golden, "prompt_ids"), &g->T);
+    g->prompt = golden_json_ids(json_object_get(g->golden, "prompt_ids"), &g->T);
     json_t *shape = json_object_get(g->golden, "logits_shape");
     assert_int_equal(json_integer_value(json_array_get(shape, 0)), (json_int_t)g->T);
     g->V = json_integer_value(json_array_get(shape, 1));
@@ -118,7 +90,7 @@ static float *golden_logits(const golden_set *g, const char *json_path, const ch
     const char *slash = strrchr(json_path, '/');
     int dir_len = slash ? (int)(slash - json_path) : 1;
     snprintf(path, sizeof path, "%.*s/%s", dir_len, slash ? json_path : ".", file);
-    float *x = read_f32(path, (size_t)g->T * (size_t)g->V);
+    float *x = golden_read_f32(path, (size_t)g->T * (size_t)g->V);
     if (!x) fail_msg("%s: missing or not %zu x %lld floats", path, g->T, (long long)g->V);
     return x;
 }
@@ -139,7 +111,7 @@ static double logits_diff(const tg_model *m, const golden_set *g, const float *r
             double d = fabs((double)a[v] - (double)b[v]);
             if (!(d <= worst)) worst = d;
         }
-        *argmax_agree += argmax(a, g->V) == argmax(b, g->V);
+        *argmax_agree += golden_argmax(a, g->V) == golden_argmax(b, g->V);
     }
     free(got);
     tg_session_free(s);
@@ -159,7 +131,7 @@ static size_t greedy_match(const tg_model *m, const int32_t *prompt, size_t n_pr
     if (!tg_session_eval(s, prompt, n_prompt, NULL, logits, &err)) fail_msg("%s", err.msg);
     size_t same = 0;
     for (; same < n_want; same++) {
-        int32_t next = argmax(logits, V);
+        int32_t next = golden_argmax(logits, V);
         if (next != want[same]) break;
         if (!tg_session_eval(s, &next, 1, NULL, logits, &err)) fail_msg("%s", err.msg);
     }
@@ -178,7 +150,7 @@ static void check_source(const golden_set *g, const float *ref, const char *path
     int agree;
     double d = logits_diff(m, g, ref, &agree);
     size_t n_want;
-    int32_t *want = json_ids(json_object_get(g->golden, cont_key), &n_want);
+    int32_t *want = golden_json_ids(json_object_get(g->golden, cont_key), &n_want);
     size_t same = greedy_match(m, g->prompt, g->T, want, n_want);
     print_message("%s [%s] vs %s: max |logit diff| %.3g (tolerance %g), argmax agrees at %d of %zu; greedy %zu of "
                   "%zu%s\n", path, info.weight_types, what, d, tol, agree, g->T, same, n_want,
@@ -248,7 +220,7 @@ static void run_policy(const tg_model *m, tg_kv_precision prec, int64_t window, 
     for (int64_t i = 0; i < (int64_t)n_prompt * V; i++)
         if (!isfinite(logits[i])) fail_msg("non-finite prompt logit at %lld", (long long)i);
     for (int k = 0; k < n_decode; k++) {
-        int32_t next = argmax(logits, V);
+        int32_t next = golden_argmax(logits, V);
         if (!tg_session_eval(s, &next, 1, NULL, logits, &err))
             fail_msg("%s, window %lld, token %d: %s", tg_kv_precision_name(prec), (long long)window, k, err.msg);
         for (int32_t v = 0; v < V; v++)
