@@ -1,7 +1,7 @@
 # tinygpt — `make` builds ./tinygpt; `make test` builds everything under ASan+UBSan and runs the whole suite.
 CC      ?= cc
-PKGS    := jansson libpcre2-8 libedit libmicrohttpd
-LIB_PKGS := jansson libpcre2-8 # what libtinygpt itself needs (libedit and libmicrohttpd are the tool's)
+PKGS    := jansson libpcre2-8 zlib libedit libmicrohttpd
+LIB_PKGS := jansson libpcre2-8 zlib # what libtinygpt itself needs (libedit and libmicrohttpd are the tool's)
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Werror
 INC     := -Iinclude -Isrc
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS))

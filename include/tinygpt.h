@@ -66,6 +66,11 @@ typedef enum {
     TG_ERR_CACHE_MEMORY_LIMIT,          /* the cache's bytes exceed max_memory; the message ends with
                                          * "more than the memory limit N" */
     TG_ERR_ABORTED,                     /* the session's abort callback asked to stop (tg_session_set_abort) */
+    /* a snapshot refused (tg_session_restore) */
+    TG_ERR_SNAPSHOT_CORRUPT,            /* not a snapshot, truncated, damaged (checksum) or inconsistent */
+    TG_ERR_SNAPSHOT_VERSION,            /* a format version this library does not read */
+    TG_ERR_SNAPSHOT_MODEL,              /* made with another model (its shape or fingerprint differs) */
+    TG_ERR_SNAPSHOT_POLICY,             /* made under another KV cache policy or with another sampler vocabulary */
 } tg_error_code;
 
 /* One line naming the file or setting and the problem, and what it is about. */
@@ -434,6 +439,61 @@ TG_API void tg_sampler_accept(tg_sampler *s, int32_t id);
 /* Back to the state tg_sampler_new left: the PRNG re-seeded from the parameters' seed, the repeat penalty's history
  * emptied (with tg_session_reset, a run then repeats exactly, sampled or greedy). */
 TG_API void tg_sampler_reset(tg_sampler *s);
+
+/* ---- snapshots: a session saved and restored (docs/snapshot-format.md) ----------------------------------------
+ * A snapshot holds the session's KV cache in its stored precision (every buffer as allocated: quantised groups and
+ * their scales, the residual ring, the sinks, the counters of held and evicted tokens), its position and every token
+ * it evaluated, optionally a sampler's state and the logits after the last token; a versioned header, a fingerprint
+ * of the model and the resolved cache policy, and a CRC-32 of everything. Restored into a session of the same model
+ * and policy, the next logits equal the original's bit for bit. */
+
+/* The tokens the session evaluated since it was made, reset or restored, in order (*n = its position; n may be
+ * NULL); valid until the next eval, reset, restore or free. NULL when there are none. */
+TG_API const int32_t *tg_session_tokens(const tg_session *s, size_t *n);
+/* What travels with a session in its snapshot besides the cache and the tokens (each part optional): a sampler's
+ * state (its PRNG and the repeat penalty's history), the logits after the last token (so that a restored session
+ * samples without evaluating anything), and an application's own bytes (e.g. `tinygpt chat` keeps its conversation
+ * there), stored and checksummed but not interpreted. */
+typedef struct {
+    const tg_sampler *sampler; /* NULL: none saved */
+    const float *logits;       /* [vocab]; NULL: none saved */
+    const void *app;           /* app_len bytes; NULL: none saved */
+    size_t app_len;
+} tg_snapshot_extras;
+
+/* Saves s (and *extras when not NULL) into *buf (malloc'ed, caller frees) of *len bytes. False with err filled when
+ * memory runs out. */
+TG_API bool tg_session_save(const tg_session *s, const tg_snapshot_extras *extras, void **buf, size_t *len,
+                            tg_error *err);
+
+/* Where tg_session_restore puts what travelled with the session (each pointer may be NULL: that part is skipped). */
+typedef struct {
+    tg_sampler *sampler; /* receives the saved sampler state when there is one (keeps its own otherwise) */
+    float *logits;       /* room for vocab floats: receives the saved logits when there are some */
+    bool has_logits;     /* out: whether it did */
+    bool want_app;       /* in: *app receives a malloc'ed copy of the application's bytes (caller frees; NULL and
+                          * app_len 0 when there are none) */
+    void *app;
+    size_t app_len;
+} tg_snapshot_restore;
+
+/* Restores buf[len] (from tg_session_save) into s, a session of the same model and cache policy: s then holds what
+ * the saved session held (position, tokens, cache); *out (may be NULL) receives what travelled with it. Refusals,
+ * with err's code: a buffer that is no snapshot, is cut short, fails its checksum or is inconsistent
+ * (TG_ERR_SNAPSHOT_CORRUPT), another format version (TG_ERR_SNAPSHOT_VERSION), another model
+ * (TG_ERR_SNAPSHOT_MODEL), another cache policy or a sampler of another vocabulary (TG_ERR_SNAPSHOT_POLICY): s and
+ * the sampler are then unchanged. A cache state that passes these checks but cannot be restored (max_memory, out of
+ * memory) leaves s empty (position 0). Never reads outside buf[len]. */
+TG_API bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_restore *out, tg_error *err);
+/* tg_session_save into the file at path, atomically (tg_snapshot_write_file). */
+TG_API bool tg_session_save_file(const tg_session *s, const tg_snapshot_extras *extras, const char *path,
+                                 tg_error *err);
+/* Writes buf[len] to the file at path atomically: to a temporary file beside it, flushed to disk (fsync), renamed
+ * over path (and the directory flushed), so that a crash leaves either the old file or the new one, never half of
+ * one. False with err naming path when it cannot be written (the temporary file is then removed). */
+TG_API bool tg_snapshot_write_file(const char *path, const void *buf, size_t len, tg_error *err);
+/* tg_session_restore of the file at path (err names it; a missing file: TG_ERR_OTHER with the system's words). */
+TG_API bool tg_session_restore_file(tg_session *s, const char *path, tg_snapshot_restore *out, tg_error *err);
 
 /* ---- the generation step: logits in, a token and its text out ---------------------------------------------------
  * One step of every generation loop (tg_generate, `tinygpt sample` / `chat` / `compare`, the server): sample a

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/cache_shape.h"
 #include "api/session_internal.h"
@@ -27,6 +28,9 @@ struct tg_session {
     int chunk;           /* tokens per forward call */
     tg_abort_fn abort_fn; /* asked before every forward call; NULL = never */
     void *abort_user;
+    int32_t *ids;        /* [pos] every token evaluated since the session was made or reset (snapshots, prefix
+                          * reuse); room for cap_ids */
+    size_t cap_ids;
 };
 
 tg_session *tg_session_new(const tg_model *model, const tg_cache_params *params, int n_threads, tg_error *err) {
@@ -68,6 +72,7 @@ void tg_session_free(tg_session *s) {
     if (!s) return;
     tg_forward_free(s->fwd);
     tg_kvcache_free(s->cache);
+    free(s->ids);
     free(s);
 }
 
@@ -92,6 +97,18 @@ static bool session_eval(tg_session *s, const int32_t *ids, size_t n, float *log
     if (!s->bounded && (n > (size_t)INT64_MAX || (int64_t)n > s->context - s->pos))
         return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full", (long long)s->context);
 
+    /* room in the history for every token, before anything is evaluated */
+    if (n > s->cap_ids - (size_t)s->pos) {
+        size_t cap = s->cap_ids ? s->cap_ids : 256;
+        while (cap - (size_t)s->pos < n) {
+            if (cap > SIZE_MAX / 2 / sizeof *s->ids) return tg_fail(err, "out of memory for the token history");
+            cap *= 2;
+        }
+        int32_t *grown = realloc(s->ids, cap * sizeof *grown);
+        if (!grown) return tg_fail(err, "out of memory for the token history");
+        s->ids = grown;
+        s->cap_ids = cap;
+    }
     const int64_t start = s->pos;
     for (size_t i = 0; i < n;) {
         int c = n - i < (size_t)s->chunk ? (int)(n - i) : s->chunk;
@@ -105,6 +122,7 @@ static bool session_eval(tg_session *s, const int32_t *ids, size_t n, float *log
         bool last = i + (size_t)c == n;
         tg_forward_chunk(s->fwd, s->cache, ids + i, c, s->pos, logits_all ? logits_all + (int64_t)i * vocab : NULL,
                          last ? logits_last : NULL);
+        memcpy(s->ids + s->pos, ids + i, (size_t)c * sizeof *ids);
         s->pos += c;
         i += (size_t)c;
     }
@@ -161,6 +179,26 @@ void tg_session_reset(tg_session *s) {
     if (!s) return;
     tg_kvcache_reset(s->cache);
     s->pos = 0;
+}
+
+const int32_t *tg_session_tokens(const tg_session *s, size_t *n) {
+    if (n) *n = s ? (size_t)s->pos : 0;
+    return s ? s->ids : NULL;
+}
+
+struct tg_kvcache *tg_session_kvcache(tg_session *s) { return s->cache; }
+
+bool tg_session_set_history(tg_session *s, const int32_t *ids, size_t n, tg_error *err) {
+    if (n > s->cap_ids) {
+        int32_t *grown = n <= SIZE_MAX / sizeof *grown ? malloc(n * sizeof *grown) : NULL;
+        if (!grown) return tg_fail(err, "out of memory for the token history");
+        free(s->ids);
+        s->ids = grown;
+        s->cap_ids = n;
+    }
+    if (n) memcpy(s->ids, ids, n * sizeof *ids);
+    s->pos = (int64_t)n;
+    return true;
 }
 
 void tg_session_set_abort(tg_session *s, tg_abort_fn fn, void *user) {

@@ -49,6 +49,10 @@ static const char USAGE[] =
     "                                 of standard input when it is not a terminal) and exit; reads only the\n"
     "                                 tokenizer files\n"
     "  --quiet                        no banner and no report after each turn\n"
+    "  --session FILE                 keep the conversation in FILE (a snapshot, docs/snapshot-format.md: the\n"
+    "                                 KV cache, the messages, the sampler's state): resumed from it when it exists\n"
+    "                                 (same model and cache flags; not with --system / --messages), saved after\n"
+    "                                 each turn, atomically (a crash leaves the previous turn's file)\n"
     "\n"
     "sampling:\n"
     "  -n, --tokens N                 most tokens per reply (default 512)\n"
@@ -79,6 +83,7 @@ static void on_sigint(int sig) {
 
 typedef struct {
     const char *model_path, *template_name, *system, *system_file, *messages_path;
+    const char *session_path; /* --session FILE, or NULL */
     char model_buf[4200]; /* the bundled model's path when no MODEL is given */
     bool print_prompt, quiet;
     tg_opt_list stops;
@@ -91,7 +96,8 @@ typedef struct {
 static int parse_chat_args(int argc, char **argv, chat_args *a) {
     int64_t tokens = 512, threads = 0, context = 0;
     const char *model = NULL;
-    enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_THREADS, O_CONTEXT, O_OWN };
+    enum { O_MODEL, O_TMPL, O_SYS, O_SYSF, O_MSGS, O_PRINT, O_QUIET, O_TOKENS, O_THREADS, O_CONTEXT, O_SESSION,
+           O_OWN };
     enum { O_SAMPLING = O_OWN, O_CACHE = O_SAMPLING + TG_SAMPLING_OPT_COUNT, O_ALL = O_CACHE + TG_CACHE_OPT_COUNT };
     tg_opt o[O_ALL] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
@@ -107,6 +113,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
                        .hi = 4096},
         [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
                        .hi = INT32_MAX},
+        [O_SESSION] = {.name = "--session", .kind = TG_OPT_STRING, .dest = &a->session_path},
     };
     tg_generate_flags flags;
     const int parsed = tg_sampling_cache_parse("chat", argc, argv, o, O_OWN, &flags);
@@ -115,6 +122,7 @@ static int parse_chat_args(int argc, char **argv, chat_args *a) {
     a->model_path = tg_model_or_bundled(flags.n_pos ? flags.pos[0] : model, "chat", a->model_buf, sizeof a->model_buf);
     if (!a->model_path) return TG_EXIT_ERROR;
     if (o[O_SYS].seen && o[O_SYSF].seen) return tg_usage_error("chat", "--system and --system-file: give one of them");
+    if (o[O_SESSION].seen && !a->session_path[0]) return tg_usage_error("chat", "--session: an empty file name");
     bool given[3];
     const int sampling = tg_sampling_flags_params("chat", &flags.sampling, o + O_SAMPLING, &a->sp, given);
     if (sampling != TG_EXIT_OK) return sampling;
@@ -382,10 +390,59 @@ static int print_prompt(tg_chat_conv *c) {
     return ok ? TG_EXIT_OK : tg_runtime_error("writing to stdout: %s", strerror(errno));
 }
 
+/* --session: the conversation's own state, kept in the snapshot's application bytes: {"messages": [...], "fed":
+ * the text the cache holds, "stale": bool, "turn": n}. */
+static int save_session(const chat_args *a, chat_run *r) {
+    if (!a->session_path) return TG_EXIT_OK;
+    json_t *o = json_pack("{s:O, s:s%, s:b, s:i}", "messages", r->conv.messages, "fed", r->fed.p ? r->fed.p : "",
+                          r->fed.len, "stale", r->stale, "turn", r->turn);
+    char *app = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!app) return tg_runtime_error("--session %s: the conversation could not be saved (out of memory, or text "
+                                      "that is not UTF-8)", a->session_path);
+    tg_error err = {0};
+    const tg_snapshot_extras x = {.sampler = r->g.sampler, .app = app, .app_len = strlen(app)};
+    const bool ok = tg_session_save_file(r->g.session, &x, a->session_path, &err);
+    free(app);
+    return ok ? TG_EXIT_OK : tg_runtime_error("--session %s", err.msg);
+}
+
+/* --session: resumes the conversation of an existing file (the session, its messages, the sampler's state);
+ * nothing to do when there is none yet. */
+static int resume_session(const chat_args *a, chat_run *r, bool *resumed) {
+    *resumed = false;
+    if (!a->session_path || access(a->session_path, F_OK) != 0) return TG_EXIT_OK;
+    tg_error err = {0};
+    tg_snapshot_restore out = {.sampler = r->g.sampler, .want_app = true};
+    if (!tg_session_restore_file(r->g.session, a->session_path, &out, &err))
+        return tg_runtime_error("--session %s", err.msg);
+    json_error_t jerr;
+    json_t *o = out.app ? json_loadb(out.app, out.app_len, 0, &jerr) : NULL;
+    free(out.app);
+    json_t *messages = NULL;
+    const char *fed = NULL;
+    size_t fed_len = 0;
+    int stale = 0, turn = 0;
+    char msg[1200];
+    bool ok = o && json_unpack(o, "{s:o, s:s%, s:b, s:i}", "messages", &messages, "fed", &fed, &fed_len, "stale",
+                               &stale, "turn", &turn) == 0;
+    char *text = ok ? json_dumps(messages, JSON_COMPACT) : NULL;
+    ok = ok && text && tg_chat_conv_add_json(&r->conv, text, strlen(text), "--session", msg, sizeof msg) &&
+         buf_append(&r->fed, fed, fed_len);
+    free(text);
+    json_decref(o);
+    if (!ok) return tg_runtime_error("--session %s: the file holds no conversation of `tinygpt chat`", a->session_path);
+    r->stale = stale;
+    r->turn = turn;
+    *resumed = true;
+    return TG_EXIT_OK;
+}
+
 static int converse(const chat_args *a, chat_run *r) {
     const char *last = tg_chat_conv_last_role(&r->conv);
     if (last && strcmp(last, "user") == 0) {
         int st = assistant_turn(a, r);
+        if (st == TG_EXIT_OK) st = save_session(a, r);
         if (st != TG_EXIT_OK) return st < 0 ? TG_EXIT_OK : st;
     }
     tg_line_input in;
@@ -408,6 +465,7 @@ static int converse(const chat_args *a, chat_run *r) {
             break;
         }
         status = assistant_turn(a, r);
+        if (status == TG_EXIT_OK) status = save_session(a, r);
     }
     if (in.tty && status == TG_EXIT_OK) fputc('\n', stderr);
     tg_line_input_close(&in);
@@ -424,6 +482,12 @@ int tg_cmd_chat(int argc, char **argv) {
     if (!tg_chat_conv_open(&r.conv, a.model_path, a.template_name, msg, sizeof msg)) {
         return a.template_name && !tg_chat_builtin(a.template_name) ? tg_usage_error("chat", "%s", msg)
                                                                      : tg_runtime_error("%s", msg);
+    }
+    const bool resuming = a.session_path && access(a.session_path, F_OK) == 0;
+    if (resuming && (a.system || a.system_file || a.messages_path)) {
+        chat_free(&r);
+        return tg_usage_error("chat", "--session %s exists: --system, --system-file and --messages only start a new "
+                              "conversation", a.session_path);
     }
     status = add_history(&a, &r.conv);
     if (status == TG_EXIT_OK && a.print_prompt) status = print_prompt(&r.conv);
@@ -461,6 +525,8 @@ int tg_cmd_chat(int argc, char **argv) {
     gp.n_end_ids = tg_chat_conv_end_ids(&r.conv, r.g.model, eot, MAX_EOT);
     gp.abort = reply_interrupted;
     status = tg_gen_run_open(&r.g, &a.cache, a.threads, &a.sp, &gp);
+    bool resumed = false;
+    if (status == TG_EXIT_OK) status = resume_session(&a, &r, &resumed);
     if (status != TG_EXIT_OK) {
         chat_free(&r);
         return status;
@@ -470,6 +536,9 @@ int tg_cmd_chat(int argc, char **argv) {
         tg_session_cache_report(r.g.session, &rep);
         tg_report_banner(stderr, a.model_path, &info, &rep, &a.sp, tg_session_threads(r.g.session));
         fprintf(stderr, "tinygpt: chat template: %s\n", r.conv.origin);
+        if (resumed)
+            fprintf(stderr, "tinygpt: --session %s: resumed after turn %d (position %" PRId64 ")\n", a.session_path,
+                    r.turn, tg_session_position(r.g.session));
     }
 
     struct sigaction sa;

@@ -65,6 +65,11 @@ static const char USAGE[] =
     "                                 and the text report (errors and warnings stay text lines)\n"
     "  --progress N                   every N generated tokens, one line on stderr: tokens so far, tokens/s over\n"
     "                                 the last N, resident memory, tokens held by the cache, CPU seconds so far\n"
+    "  --prompt-cache FILE            llama.cpp's: the session after the prompt is saved to FILE (a snapshot,\n"
+    "                                 docs/snapshot-format.md, written atomically after the run); a later run whose\n"
+    "                                 prompt starts with that prompt's tokens restores it and reads only the rest\n"
+    "                                 (same model and cache flags; otherwise the prompt is read whole and FILE\n"
+    "                                 replaced); the report says how many tokens were reused\n"
     "\n";
 
 /* What has been written to stdout: the errno of a failed write, and whether the text ends inside a line. */
@@ -105,16 +110,17 @@ typedef struct {
     bool json;        /* --json: the report as one JSON object on stderr */
     tg_opt_list stops;
     int64_t progress; /* a progress line every this many generated tokens; 0 = none */
+    const char *prompt_cache; /* --prompt-cache FILE, or NULL */
     tg_cache_params cache;
 } sample_args;
 
 /* Parses the flags into a; returns TG_EXIT_OK to go on, or the status to exit with (-1 for --help). */
 static int parse_sample_args(int argc, char **argv, sample_args *a) {
     int64_t tokens = 128, threads = 0, progress = 0, context = 0;
-    const char *prompt = "", *prompt_file = NULL, *model = NULL;
+    const char *prompt = "", *prompt_file = NULL, *model = NULL, *prompt_cache = NULL;
     bool no_echo = false, ignore_eos = false, json = false;
     enum { O_PROMPT, O_TOKENS, O_THREADS, O_NOECHO, O_IGNEOS, O_PROGRESS, O_PFILE, O_MODEL, O_CONTEXT, O_JSON,
-           O_OWN };
+           O_PCACHE, O_OWN };
     enum { O_SAMPLING = O_OWN, O_CACHE = O_SAMPLING + TG_SAMPLING_OPT_COUNT, O_ALL = O_CACHE + TG_CACHE_OPT_COUNT };
     tg_opt o[O_ALL] = {
         [O_PROMPT] = {.name = "--prompt", .alias = "-p", .kind = TG_OPT_STRING, .dest = &prompt},
@@ -128,6 +134,7 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
         [O_CONTEXT] = {.name = "--context", .alias = "-c", .kind = TG_OPT_INT, .dest = &context, .lo = 1,
                        .hi = INT32_MAX},
         [O_JSON] = {.name = "--json", .kind = TG_OPT_FLAG, .dest = &json},
+        [O_PCACHE] = {.name = "--prompt-cache", .kind = TG_OPT_STRING, .dest = &prompt_cache},
     };
     tg_generate_flags flags;
     const int parsed = tg_sampling_cache_parse("sample", argc, argv, o, O_OWN, &flags);
@@ -154,6 +161,8 @@ static int parse_sample_args(int argc, char **argv, sample_args *a) {
     a->ignore_eos = ignore_eos;
     a->json = json;
     a->progress = o[O_PROGRESS].seen ? progress : 0;
+    a->prompt_cache = o[O_PCACHE].seen ? prompt_cache : NULL;
+    if (a->prompt_cache && !a->prompt_cache[0]) return tg_usage_error("sample", "--prompt-cache: an empty file name");
     if (!tg_cache_flags_params("sample", &flags.cache, o + O_CACHE, &a->cache)) return TG_EXIT_USAGE;
     if (o[O_CONTEXT].seen) a->cache.context = context;
     return TG_EXIT_OK;
@@ -190,11 +199,34 @@ typedef struct {
     tg_gen_run g;     /* model, session, sampler, the generation step (EOS, --stop, --tokens, Ctrl-C), logits */
     int32_t *ids;     /* [n_prompt] the prompt's token ids */
     stdout_state out; /* errno of a failed write to stdout, and whether the text ends inside a line */
+    void *snap;       /* --prompt-cache: the session after the prompt (snap_len bytes), written after the run */
+    size_t snap_len;
 } sample_run;
 
 static void run_free(sample_run *r) {
     tg_gen_run_free(&r->g);
     free(r->ids);
+    free(r->snap);
+}
+
+/* --prompt-cache: restores the saved session when the file exists; returns the prompt tokens it already holds
+ * (its tokens are a prefix of ids[n]: the shorter ones, or all of them when the saved logits come with them), else
+ * empties the session and returns 0 (a file that cannot be used is said on stderr: it is replaced after the run). */
+static size_t restore_prompt_cache(const sample_args *a, sample_run *r, size_t n) {
+    if (access(a->prompt_cache, F_OK) != 0) return 0; /* the first run */
+    tg_error err = {0};
+    tg_snapshot_restore out = {.logits = r->g.logits};
+    if (!tg_session_restore_file(r->g.session, a->prompt_cache, &out, &err)) {
+        tg_session_reset(r->g.session);
+        fprintf(stderr, "tinygpt: --prompt-cache %s; the prompt is read whole and the file replaced\n", err.msg);
+        return 0;
+    }
+    size_t held = 0;
+    const int32_t *saved = tg_session_tokens(r->g.session, &held);
+    if (held <= n && (held == 0 || memcmp(saved, r->ids, held * sizeof *saved) == 0) && (held < n || out.has_logits))
+        return held;
+    tg_session_reset(r->g.session);
+    return 0;
 }
 
 /* The prompt's ids: BOS first when the model adds it; an empty prompt is BOS alone. */
@@ -248,15 +280,17 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     tg_model_info info;
     tg_model_get_info(r->g.model, &info);
 
+    const size_t reused = a->prompt_cache ? restore_prompt_cache(a, r, n_prompt) : 0;
     int64_t room = tg_session_remaining(r->g.session);
-    if ((int64_t)n_prompt > room) {
+    if ((int64_t)(n_prompt - reused) > room) {
         return tg_runtime_error("the prompt is %zu tokens but the context holds %" PRId64 "; bound the cache with "
                                 "--streaming-llm-window M (and --streaming-llm-sink N) or --kv-budget BYTES",
                                 n_prompt, room);
     }
     /* the cache of the whole run now (an unbounded one grows by chunks; at most its context): a --max-memory it
      * would pass fails here, before the banner, in one line */
-    const int64_t run = a->n_tokens > INT64_MAX - (int64_t)n_prompt ? INT64_MAX : (int64_t)n_prompt + a->n_tokens;
+    const int64_t fresh = (int64_t)(n_prompt - reused);
+    const int64_t run = a->n_tokens > INT64_MAX - fresh ? INT64_MAX : fresh + a->n_tokens;
     if (!tg_session_reserve(r->g.session, run, &err)) {
         tg_cli_word_error(&err, &a->cache);
         return tg_runtime_error("%s", err.msg);
@@ -270,7 +304,7 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     }
 
     double t0 = tg_monotonic_s();
-    size_t done = 0;
+    size_t done = reused;
     while (done < n_prompt && !tg_interrupted()) {
         size_t n = n_prompt - done < PROMPT_CHUNK ? n_prompt - done : PROMPT_CHUNK;
         if (!tg_session_eval(r->g.session, r->ids + done, n, NULL, r->g.logits, &err)) {
@@ -280,6 +314,11 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         done += n;
     }
     double t_prompt = tg_monotonic_s() - t0;
+    /* the state after the prompt, for the next run (written after this one) */
+    if (a->prompt_cache && done == n_prompt) {
+        const tg_snapshot_extras x = {.logits = r->g.logits};
+        if (!tg_session_save(r->g.session, &x, &r->snap, &r->snap_len, &err)) return tg_runtime_error("%s", err.msg);
+    }
 
     int write_state = 0; /* 0 ok, 1 reader gone, -1 error */
     const char *text = NULL;
@@ -338,6 +377,9 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
     if (write_state == 0 && r->out.mid_line && (isatty(STDOUT_FILENO) || stdout_is_stderr()))
         write_state = emit("\n", 1, &r->out);
     if (write_state < 0) return tg_runtime_error("writing to stdout: %s", strerror(r->out.write_errno));
+    if (r->snap && !tg_snapshot_write_file(a->prompt_cache, r->snap, r->snap_len, &err))
+        return tg_runtime_error("--prompt-cache %s", err.msg);
+    const int64_t prefilled = (int64_t)(done - reused);
 
     tg_session_cache_report(r->g.session, &rep);
     if (a->json) {
@@ -345,19 +387,25 @@ static int generate(const sample_args *a, sample_run *r, size_t n_prompt, const 
         if (stop) why = stop;
         else if (context_full) why = "context full";
         else if (write_state == 1) why = "stdout closed";
-        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:i, s:o, s:o, s:s, s:o}", "model", model_path, "model_info",
+        json_t *pc = a->prompt_cache ? json_pack("{s:s, s:I, s:I}", "file", a->prompt_cache, "reused",
+                                                 (json_int_t)reused, "prefilled", (json_int_t)prefilled)
+                                     : json_null();
+        json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:i, s:o, s:o, s:s, s:o, s:o}", "model", model_path, "model_info",
                               tg_json_model_info(&info), "sampling", tg_json_sampler(&a->sp),
                               "sampling_defaults_from", a->sp_note[0] ? json_string(a->sp_note) : json_null(),
                               "threads", tg_session_threads(r->g.session), "prompt",
-                              tg_json_speed((int64_t)done, t_prompt),
+                              tg_json_speed(prefilled, t_prompt),
                               "generated", tg_json_speed(generated, t_gen), "stop", why, "cache",
-                              tg_json_cache_report(&rep));
+                              tg_json_cache_report(&rep), "prompt_cache", pc);
         if (!tg_json_print(stderr, o))
             return tg_runtime_error("--json: the report could not be written (out of memory, or a model path that "
                                     "is not UTF-8)");
         return TG_EXIT_OK;
     }
-    tg_report_speed(stderr, "prompt", (int64_t)done, t_prompt);
+    tg_report_speed(stderr, "prompt", prefilled, t_prompt);
+    if (a->prompt_cache)
+        fprintf(stderr, "prompt cache: reused %zu of %zu prompt tokens, prefilled %" PRId64 " (%s)\n", reused,
+                n_prompt, prefilled, a->prompt_cache);
     tg_report_speed(stderr, "generated", generated, t_gen);
     if (stop) fprintf(stderr, "stopped: %s\n", stop);
     tg_report_cache(stderr, &rep);

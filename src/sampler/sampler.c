@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/sampler_state.h"
 #include "util/free_all.h"
 #include "tinygpt.h"
 #include "util/error.h"
@@ -288,4 +289,25 @@ static int32_t sample_from(tg_sampler *s, const float *logits) {
         if (r < cum) return s->kept[j];
     }
     return s->kept[n_kept - 1]; /* r landed on the rounding slack at the very top */
+}
+
+/* ---- state for session snapshots (sampler_state.h) ------------------------------------------------------------ */
+
+int32_t tg_sampler_vocab(const tg_sampler *s) { return s ? s->vocab : 0; }
+
+size_t tg_sampler_history_cap(const tg_sampler *s) { return s && s->recent ? (size_t)s->p.repeat_last_n : 0; }
+
+size_t tg_sampler_get_state(const tg_sampler *s, uint64_t rng[4], int32_t *hist) {
+    memcpy(rng, s->rng, sizeof s->rng);
+    if (!s->recent) return 0;
+    const size_t cap = (size_t)s->p.repeat_last_n;
+    const size_t oldest = s->n_recent < cap ? 0 : s->next_recent;
+    for (size_t i = 0; i < s->n_recent; i++) hist[i] = s->recent[(oldest + i) % cap];
+    return s->n_recent;
+}
+
+void tg_sampler_set_state(tg_sampler *s, const uint64_t rng[4], const int32_t *hist, size_t n) {
+    s->n_recent = s->next_recent = 0;
+    for (size_t i = 0; i < n; i++) tg_sampler_accept(s, hist[i]);
+    memcpy(s->rng, rng, sizeof s->rng);
 }
