@@ -119,6 +119,14 @@ static void test_round_trip_every_precision(void **state) {
     p.key_precision = p.value_precision = TG_KV_INT4;
     p.group_size = 0; /* whole-history scales: a store that doubles */
     round_trip(m, &p, 40, 6, "int4 group 0");
+    /* rotated stores (--kv-rotate): saved as rotated codes, restored into the same rotation */
+    p = tg_cache_default_params();
+    p.key_precision = p.value_precision = TG_KV_INT2;
+    p.rotate = TG_KV_ROTATE_ON;
+    round_trip(m, &p, 50, 7, "int2 rotated");
+    p.rotate = TG_KV_ROTATE_VALUES;
+    p.window = 24;
+    round_trip(m, &p, 70, 7, "int2 values rotated window 24");
     tg_model_free(m);
 }
 
@@ -226,6 +234,11 @@ static void test_refusals(void **state) {
     tg_session *other_policy = new_session(m, &p8);
     expect_refused(other_policy, buf, len, TG_ERR_SNAPSHOT_POLICY, "key precision: int4 in the snapshot, int8 here");
     tg_session_free(other_policy);
+    tg_cache_params pr = p4;
+    pr.rotate = TG_KV_ROTATE_ON;
+    tg_session *rotated = new_session(m, &pr);
+    expect_refused(rotated, buf, len, TG_ERR_SNAPSHOT_POLICY, "keys rotated: no in the snapshot, yes here");
+    tg_session_free(rotated);
     tg_cache_params pw = p4;
     pw.window = 64;
     tg_session *bounded = new_session(m, &pw);
