@@ -3,7 +3,7 @@
  * tools/make_family_fixtures.py), the Hugging Face folder and each GGUF file golden.json lists: the per-token NLL
  * of the prompt within 1e-4 relative, the logits within 1e-3, the greedy continuation equal up to the first step
  * whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights, fp32 cache); then every cache policy (fp16,
- * int4 + StreamingLLM window 64, both bounded) runs 300 tokens past the model's context with finite logits.
+ * int4 + StreamingLLM window 64, both bounded) runs 2,000 tokens past the model's context with finite logits.
  * Fails when the folder holds no fixture. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -26,7 +26,7 @@
 #define NLL_REL_TOL 1e-4
 #define LOGIT_TOL 1e-3
 #define MARGIN_CLEAR 1e-3
-#define PAST_CONTEXT 300
+#define PAST_CONTEXT 2000
 
 static const char *family_root(void) {
     const char *env = getenv("TG_FAMILY_DIR");
