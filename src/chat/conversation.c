@@ -116,6 +116,20 @@ char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, siz
     return text;
 }
 
+bool tg_chat_conv_probe(const tg_chat_conv *c, char *msg, size_t cap) {
+    const char *last = tg_chat_conv_last_role(c);
+    const bool ends_with_user = last && strcmp(last, "user") == 0;
+    tg_chat_conv probe = *c;
+    probe.messages = json_copy(c->messages); /* shallow: the probe turn is appended to the copy only */
+    bool ok = probe.messages && (ends_with_user || tg_chat_conv_add(&probe, "user", "Hello.", 6, msg, cap));
+    if (!probe.messages) snprintf(msg, cap, "out of memory");
+    size_t len = 0;
+    char *text = ok ? tg_chat_conv_render(&probe, true, &len, msg, cap) : NULL;
+    free(text);
+    json_decref(probe.messages);
+    return text != NULL;
+}
+
 const char *tg_chat_conv_last_role(const tg_chat_conv *c) {
     size_t n = json_array_size(c->messages);
     return n ? json_string_value(json_object_get(json_array_get(c->messages, n - 1), "role")) : NULL;

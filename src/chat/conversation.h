@@ -41,6 +41,12 @@ bool tg_chat_conv_add_json(tg_chat_conv *c, const char *text, size_t len, const 
  * one line in msg naming the template and `--chat-template NAME`. */
 char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap);
 
+/* Whether the template renders this conversation with the generation prompt once a user turn is there: as it is
+ * when it ends with a user message, else with a user message appended (a template may read messages[0] or require
+ * a user turn last, as Qwen's and Gemma's do, so the empty conversation of a chat's start is no test). False with
+ * msg as tg_chat_conv_render's; the conversation is not changed. */
+bool tg_chat_conv_probe(const tg_chat_conv *c, char *msg, size_t cap);
+
 /* The ids that end a reply (tg_chat_end_ids of the conversation's template). */
 size_t tg_chat_conv_end_ids(const tg_chat_conv *c, const tg_model *model, int32_t *ids, size_t max);
 

@@ -496,13 +496,10 @@ int tg_cmd_chat(int argc, char **argv) {
         return status;
     }
     /* A template that cannot render this conversation fails here, before the weights are read. */
-    size_t len = 0;
-    char *probe = tg_chat_conv_render(&r.conv, true, &len, msg, sizeof msg);
-    if (!probe) {
+    if (!tg_chat_conv_probe(&r.conv, msg, sizeof msg)) {
         chat_free(&r);
         return tg_runtime_error("%s", msg);
     }
-    free(probe);
 
     tg_error err = {0};
     r.g.model = tg_model_load(a.model_path, &err);
