@@ -3,7 +3,7 @@
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
  *   build/release/tools/gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b
- *                                       --type TYPE --out FILE [--seed S] [--ctx N]
+ *                                       --type TYPE --out FILE [--seed S] [--ctx N] [--arch ARCH]
  *
  * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  * q3_k, q4_k, q5_k, q6_k, iq4_nl; any case). tiny-256 is a 2-layer, 256-wide model (rows whole K-quant blocks) for
@@ -15,6 +15,12 @@
  * per-block scale (d, and dmin or m with a random sign) chosen so that the block's largest magnitude is about 0.05. The vocabulary is synthetic and self-contained: a SentencePiece-style
  * ("llama") token list with <unk>, <s>, </s>, the 256 byte tokens, the printable ASCII characters and filler words,
  * as many tokens as the shape's vocabulary, which llama.cpp and tinygpt both load.
+ *
+ * ARCH (default llama) lays the same shape out as another family of issue 50, with llama.cpp's architecture name,
+ * metadata keys and tensors (ARCHS below): qwen2 (q/k/v biases), qwen3 (per-head q/k norms), gemma2 (post-norms,
+ * soft-caps, sliding layers), gemma3 (post-norms, q/k norms, 5 sliding layers in 6), phi3 (fused qkv and gate_up),
+ * smollm3 (every 4th layer without RoPE: llama.cpp's fixed step), so that `tinygpt bench` compares each family with
+ * a Llama of the same shape (bench/families.sh).
  *
  * The file is streamed tensor by tensor (a 1.1B-parameter F16 file is 2.2 GB); the only buffers are one row. */
 #define _POSIX_C_SOURCE 200809L
@@ -80,6 +86,24 @@ static const shape SHAPES[] = {
     {"tinyllama-1.1b", 22, 2048, 32, 4, 64, 5632, 32000, false, 10000.0f, 1e-5f, 8192},
     /* Llama-3.2-1B's tensor shapes and context (no RoPE scaling written: speed and memory do not depend on it) */
     {"llama-3.2-1b", 16, 2048, 32, 8, 64, 8192, 128256, true, 500000.0f, 1e-5f, 131072},
+};
+
+/* The families' layouts in llama.cpp's GGUF names (src/model/arch.c reads the same). */
+typedef struct {
+    const char *name;
+    bool qkv_bias, qk_norm, post_norms, fused;
+    int sliding_window;                 /* > 0: Gemma's sliding layers (the pattern: the architecture's default) */
+    float attn_softcap, final_softcap;  /* Gemma 2 */
+} arch_layout;
+
+static const arch_layout ARCHS[] = {
+    {"llama", false, false, false, false, 0, 0.0f, 0.0f},
+    {"qwen2", true, false, false, false, 0, 0.0f, 0.0f},
+    {"qwen3", false, true, false, false, 0, 0.0f, 0.0f},
+    {"gemma2", false, false, true, false, 4096, 50.0f, 30.0f},
+    {"gemma3", false, true, true, false, 1024, 0.0f, 0.0f},
+    {"phi3", false, false, false, true, 0, 0.0f, 0.0f},
+    {"smollm3", false, false, false, false, 0, 0.0f, 0.0f},
 };
 
 /* ---- random numbers ---------------------------------------------------------------------------------------- */
@@ -238,7 +262,7 @@ static void add_tensor(tensor *t, size_t *n, const char *name, int64_t rows, int
     x->rows = rows;
     x->cols = cols;
     x->norm = norm;
-    x->type = norm ? TG_DT_F32 : wtype;
+    x->type = norm || rows == 1 ? TG_DT_F32 : wtype; /* norms and biases: one F32 row, as llama.cpp keeps them */
     x->nbytes = tg_row_bytes(x->type, cols) * (size_t)rows;
 }
 
@@ -270,7 +294,7 @@ static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *
     const size_t rb = tg_row_bytes(t->type, t->cols);
     for (int64_t r = 0; r < t->rows && w->ok; r++) {
         if (wt->encode_row) {
-            for (int64_t j = 0; j < t->cols; j++) row[j] = t->norm ? 1.0f : rng_normal(rng, 0.02f);
+            for (int64_t j = 0; j < t->cols; j++) row[j] = t->norm ? 1.0f : rng_normal(rng, 0.02f); /* (biases too) */
             wt->encode_row(row, out, t->cols);
         } else random_blocks(wt, t->type, t->cols, rng, out);
         put(w, out, rb);
@@ -279,13 +303,14 @@ static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *
 
 static int usage(void) {
     fputs("usage: gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b "
-          "--type f16|q8_0|q4_k|... --out FILE [--seed S] [--ctx N]\n",
+          "--type f16|q8_0|q4_k|... --out FILE [--seed S] [--ctx N] "
+          "[--arch llama|qwen2|qwen3|gemma2|gemma3|phi3|smollm3]\n",
           stderr);
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *shape_name = NULL, *type_name = NULL, *out_path = NULL;
+    const char *shape_name = NULL, *type_name = NULL, *out_path = NULL, *arch_name = "llama";
     uint64_t seed = 1;
     long ctx = 0;
     for (int i = 1; i < argc; i++) {
@@ -296,6 +321,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--shape") == 0) shape_name = v;
         else if (strcmp(a, "--type") == 0) type_name = v;
         else if (strcmp(a, "--out") == 0) out_path = v;
+        else if (strcmp(a, "--arch") == 0) arch_name = v;
         else if (strcmp(a, "--seed") == 0) {
             seed = strtoull(v, &end, 10);
             if (!end || *end) return usage();
@@ -312,6 +338,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gen_random_gguf: unknown shape '%s'\n", shape_name);
         return usage();
     }
+    const arch_layout *ar = NULL;
+    for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+        if (strcmp(ARCHS[i].name, arch_name) == 0) ar = &ARCHS[i];
+    if (!ar) {
+        fprintf(stderr, "gen_random_gguf: unknown architecture '%s'\n", arch_name);
+        return usage();
+    }
     tg_dtype wtype = TG_DT_COUNT;
     for (int t = 0; t < TG_DT_COUNT; t++)
         if (t != TG_DT_F32 && tg_weight_type_of((tg_dtype)t)->ggml_type >= 0 &&
@@ -326,7 +359,7 @@ int main(int argc, char **argv) {
     const int context = ctx > 0 ? (int)ctx : sh->context;
 
     /* tensor list in llama.cpp's order */
-    const size_t max_tensors = 3 + 9 * (size_t)sh->n_layers;
+    const size_t max_tensors = 3 + 16 * (size_t)sh->n_layers;
     tensor *ts = calloc(max_tensors, sizeof *ts);
     if (!ts) return 1;
     size_t nt = 0;
@@ -337,17 +370,38 @@ int main(int argc, char **argv) {
     for (int l = 0; l < sh->n_layers; l++) {
         char name[64];
 #define T(suffix, rows, cols, norm)                                                                                 \
-    snprintf(name, sizeof name, "blk.%d." suffix, l);                                                              \
-    add_tensor(ts, &nt, name, rows, cols, norm, wtype)
+    do {                                                                                                           \
+        snprintf(name, sizeof name, "blk.%d." suffix, l);                                                          \
+        add_tensor(ts, &nt, name, rows, cols, norm, wtype);                                                        \
+    } while (0)
         T("attn_norm.weight", 1, d, true);
-        T("attn_q.weight", qd, d, false);
-        T("attn_k.weight", kvd, d, false);
-        T("attn_v.weight", kvd, d, false);
+        if (ar->fused) {
+            T("attn_qkv.weight", qd + 2 * kvd, d, false);
+        } else {
+            T("attn_q.weight", qd, d, false);
+            T("attn_k.weight", kvd, d, false);
+            T("attn_v.weight", kvd, d, false);
+        }
+        if (ar->qkv_bias) {
+            T("attn_q.bias", 1, qd, false);
+            T("attn_k.bias", 1, kvd, false);
+            T("attn_v.bias", 1, kvd, false);
+        }
+        if (ar->qk_norm) {
+            T("attn_q_norm.weight", 1, sh->head_dim, true);
+            T("attn_k_norm.weight", 1, sh->head_dim, true);
+        }
         T("attn_output.weight", d, qd, false);
+        if (ar->post_norms) T("post_attention_norm.weight", 1, d, true);
         T("ffn_norm.weight", 1, d, true);
-        T("ffn_gate.weight", sh->ffn_dim, d, false);
-        T("ffn_up.weight", sh->ffn_dim, d, false);
+        if (ar->fused) {
+            T("ffn_up.weight", 2 * (int64_t)sh->ffn_dim, d, false);
+        } else {
+            T("ffn_gate.weight", sh->ffn_dim, d, false);
+            T("ffn_up.weight", sh->ffn_dim, d, false);
+        }
         T("ffn_down.weight", d, sh->ffn_dim, false);
+        if (ar->post_norms) T("post_ffw_norm.weight", 1, d, true);
 #undef T
     }
     uint64_t off = 0;
@@ -366,25 +420,34 @@ int main(int argc, char **argv) {
     setvbuf(w.f, iobuf, _IOFBF, sizeof iobuf);
 
     /* header: the metadata is counted first */
-    const int n_kv = 14 + N_VOCAB_KV + 1;
+    const int n_arch_kv = 2 + (ar->sliding_window > 0) + (ar->attn_softcap > 0) + (ar->final_softcap > 0);
+    const int n_kv = 14 + n_arch_kv + N_VOCAB_KV + 1;
     put(&w, "GGUF", 4);
     put_u32(&w, 3);
     put_u64(&w, nt);
     put_u64(&w, (uint64_t)n_kv);
-    kv_str(&w, "general.architecture", "llama");
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, ar->name), key)
+    kv_str(&w, "general.architecture", ar->name);
     kv_str(&w, "general.name", sh->name);
     kv_u32(&w, "general.alignment", ALIGNMENT);
     kv_u32(&w, "general.file_type", ftype);
-    kv_u32(&w, "llama.block_count", (uint32_t)sh->n_layers);
-    kv_u32(&w, "llama.context_length", (uint32_t)context);
-    kv_u32(&w, "llama.embedding_length", (uint32_t)sh->d_model);
-    kv_u32(&w, "llama.feed_forward_length", (uint32_t)sh->ffn_dim);
-    kv_u32(&w, "llama.attention.head_count", (uint32_t)sh->n_heads);
-    kv_u32(&w, "llama.attention.head_count_kv", (uint32_t)sh->n_kv_heads);
-    kv_f32(&w, "llama.attention.layer_norm_rms_epsilon", sh->norm_eps);
-    kv_u32(&w, "llama.rope.dimension_count", (uint32_t)sh->head_dim);
-    kv_f32(&w, "llama.rope.freq_base", sh->rope_theta);
-    kv_u32(&w, "llama.vocab_size", (uint32_t)sh->vocab);
+    kv_u32(&w, KEY("block_count"), (uint32_t)sh->n_layers);
+    kv_u32(&w, KEY("context_length"), (uint32_t)context);
+    kv_u32(&w, KEY("embedding_length"), (uint32_t)sh->d_model);
+    kv_u32(&w, KEY("feed_forward_length"), (uint32_t)sh->ffn_dim);
+    kv_u32(&w, KEY("attention.head_count"), (uint32_t)sh->n_heads);
+    kv_u32(&w, KEY("attention.head_count_kv"), (uint32_t)sh->n_kv_heads);
+    kv_f32(&w, KEY("attention.layer_norm_rms_epsilon"), sh->norm_eps);
+    kv_u32(&w, KEY("rope.dimension_count"), (uint32_t)sh->head_dim);
+    kv_f32(&w, KEY("rope.freq_base"), sh->rope_theta);
+    kv_u32(&w, KEY("vocab_size"), (uint32_t)sh->vocab);
+    kv_u32(&w, KEY("attention.key_length"), (uint32_t)sh->head_dim);
+    kv_u32(&w, KEY("attention.value_length"), (uint32_t)sh->head_dim);
+    if (ar->sliding_window > 0) kv_u32(&w, KEY("attention.sliding_window"), (uint32_t)ar->sliding_window);
+    if (ar->attn_softcap > 0) kv_f32(&w, KEY("attn_logit_softcapping"), ar->attn_softcap);
+    if (ar->final_softcap > 0) kv_f32(&w, KEY("final_logit_softcapping"), ar->final_softcap);
+#undef KEY
     write_vocab(&w, sh->vocab);
     kv_str(&w, "general.source", "tinygpt tools/gen_random_gguf: random weights, real shapes");
 
@@ -423,6 +486,7 @@ int main(int argc, char **argv) {
         remove(out_path);
         return 1;
     }
-    printf("%s: %s, %s, %" PRId64 " parameters, context %d\n", out_path, sh->name, type_name, n_params, context);
+    printf("%s: %s as %s, %s, %" PRId64 " parameters, context %d\n", out_path, sh->name, ar->name, type_name, n_params,
+           context);
     return 0;
 }
