@@ -305,7 +305,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         const char *finish = j->finish_reason;
         char error[sizeof j->error];
         memcpy(error, j->error, sizeof error);
-        const tg_oai_usage u = {s->prompt_tokens, j->completion_tokens, j->cached_tokens};
+        const tg_oai_usage u = {s->prompt_tokens, j->completion_tokens, j->cached_tokens, j->restore_s * 1e3};
         pthread_mutex_unlock(&j->mu);
         if (n && !text) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (n) out_event(s, tg_oai_chunk(&s->meta, text, n, NULL, 0));
@@ -465,7 +465,7 @@ static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_ser
         char id[48];
         tg_oai_meta m;
         make_meta(srv, kind, id, sizeof id, &m);
-        const tg_oai_usage u = {(int64_t)j->n_ids, j->completion_tokens, j->cached_tokens};
+        const tg_oai_usage u = {(int64_t)j->n_ids, j->completion_tokens, j->cached_tokens, j->restore_s * 1e3};
         res = send_json(srv, c, tg_oai_response(&m, j->text, j->len, j->finish_reason, &u));
     }
     tg_job_unref(j);

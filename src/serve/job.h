@@ -43,6 +43,7 @@ typedef struct {
     size_t len, cap;
     int64_t completion_tokens;
     int64_t cached_tokens;   /* prompt tokens taken from a parked conversation (set before RUNNING) */
+    double restore_s;        /* seconds the look-up and restore of a parked conversation took (set before RUNNING) */
     const char *finish_reason; /* "stop" / "length" once done without error */
     int error_status;        /* non-zero: failed with this HTTP status */
     char error[256];

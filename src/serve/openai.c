@@ -67,9 +67,9 @@ static json_t *usage_value(const tg_oai_usage *u) {
 
 /* llama-server's counts: prompt tokens reused from a cache, prompt tokens evaluated, tokens generated. */
 static json_t *timings_value(const tg_oai_usage *u) {
-    return json_pack("{s:I, s:I, s:I}", "cache_n", (json_int_t)u->cached_tokens, "prompt_n",
+    return json_pack("{s:I, s:I, s:I, s:f}", "cache_n", (json_int_t)u->cached_tokens, "prompt_n",
                      (json_int_t)(u->prompt_tokens - u->cached_tokens), "predicted_n",
-                     (json_int_t)u->completion_tokens);
+                     (json_int_t)u->completion_tokens, "restore_ms", u->restore_ms);
 }
 
 char *tg_oai_error(const tg_serve_error *e) {

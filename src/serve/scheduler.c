@@ -112,10 +112,12 @@ static bool session_open(tg_sched *s, tg_job *j, session *ss) {
         return false;
     }
     if (j->cache_prompt) {
+        const double t0 = tg_monotonic_s();
         const size_t got = tg_park_take(s->cfg.park, ss->seq, j->ids, j->n_ids);
         ss->prefilled = got;
         pthread_mutex_lock(&j->mu);
         j->cached_tokens = (int64_t)got;
+        j->restore_s = tg_monotonic_s() - t0;
         pthread_mutex_unlock(&j->mu);
     }
     tg_job_set_running(j);
