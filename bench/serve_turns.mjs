@@ -145,15 +145,18 @@ async function parkingTier(tier) {
   const key = tier === "RAM" ? "ram" : "disk";
   const n = m(`parked_conversations{tier="${key}"}`), bytes = m(`parked_bytes{tier="${key}"}`);
   const ms = [];
+  let misses = 0;
   for (let i = convs.length - 1; i >= 0; i--) {
     const messages = [...convs[i], { role: "user", content: "And then?" }];
     const r = await (await c.chat.completions.create({ model, messages, max_tokens: 1, temperature: 0 })
       .asResponse()).json();
-    if (!(r.usage.prompt_tokens_details.cached_tokens > 0)) throw new Error(`conversation ${i} was not continued`);
-    ms.push(r.timings.restore_ms);
+    // a miss: the reply, cut by max_tokens, re-tokenised to other ids than it was generated as (docs/SERVING.md)
+    if (r.usage.prompt_tokens_details.cached_tokens > 0) ms.push(r.timings.restore_ms);
+    else misses++;
   }
   console.log(`${tier.padEnd(4)}  ${String(n).padStart(13)}  ${(bytes / n).toFixed(0).padStart(24)}  ` +
-              `${pct(ms, 50).toFixed(3).padStart(16)}  ${pct(ms, 99).toFixed(3).padStart(16)}`);
+              `${pct(ms, 50).toFixed(3).padStart(16)}  ${pct(ms, 99).toFixed(3).padStart(16)}  ` +
+              `${String(ms.length).padStart(9)}  ${String(misses).padStart(6)}`);
   srv.proc.kill("SIGTERM");
   await new Promise((r) => srv.proc.on("exit", r));
   rmSync(dir, { recursive: true, force: true });
@@ -161,7 +164,7 @@ async function parkingTier(tier) {
 
 async function parking() {
   console.log(`${parked} parked conversations (${serverFlags.join(" ")}; each ~70 prompt + 8 generated tokens)`);
-  console.log("tier  conversations  bytes per conversation  restore p50 (ms)  restore p99 (ms)");
+  console.log("tier  conversations  bytes per conversation  restore p50 (ms)  restore p99 (ms)  continued  misses");
   await parkingTier("RAM");
   await parkingTier("disk");
 }

@@ -235,7 +235,7 @@ static bool index_dir(tg_park *p, tg_error *err) {
         list[n++] = (found){path, st.st_mtim};
     }
     closedir(d);
-    if (ok) qsort(list, n, sizeof *list, by_mtime);
+    if (ok && n > 1) qsort(list, n, sizeof *list, by_mtime);
     for (size_t i = 0; i < n; i++) {
         void *buf = NULL;
         size_t len = 0;
