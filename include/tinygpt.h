@@ -494,6 +494,17 @@ TG_API bool tg_session_save_file(const tg_session *s, const tg_snapshot_extras *
 TG_API bool tg_snapshot_write_file(const char *path, const void *buf, size_t len, tg_error *err);
 /* tg_session_restore of the file at path (err names it; a missing file: TG_ERR_OTHER with the system's words). */
 TG_API bool tg_session_restore_file(tg_session *s, const char *path, tg_snapshot_restore *out, tg_error *err);
+/* A sequence (a batch's session) saved like a session: the sequence does not keep its tokens, so the caller gives
+ * them, ids[n] with n its position. The snapshot is the one tg_session_save writes: either restores into the other. */
+TG_API bool tg_sequence_save(const tg_sequence *q, const int32_t *ids, size_t n, const tg_snapshot_extras *extras,
+                             void **buf, size_t *len, tg_error *err);
+/* tg_session_restore for a sequence (same refusals; a failure past the checks leaves q at position 0); *ids (may be
+ * NULL) receives a malloc'ed copy of the tokens it holds, *n their count. */
+TG_API bool tg_sequence_restore(tg_sequence *q, const void *buf, size_t len, tg_snapshot_restore *out, int32_t **ids,
+                                size_t *n, tg_error *err);
+/* The tokens a snapshot holds (header and checksum checked; the model is not): *ids malloc'ed (caller frees), *n
+ * their count. False with err (TG_ERR_SNAPSHOT_*) as tg_session_restore refuses the buffer. */
+TG_API bool tg_snapshot_tokens(const void *buf, size_t len, int32_t **ids, size_t *n, tg_error *err);
 
 /* ---- the generation step: logits in, a token and its text out ---------------------------------------------------
  * One step of every generation loop (tg_generate, `tinygpt sample` / `chat` / `compare`, the server): sample a

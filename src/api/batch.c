@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/cache_shape.h"
+#include "api/sequence_internal.h"
 #include "forward/forward.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
@@ -14,6 +15,7 @@
 #include "util/error.h"
 
 struct tg_sequence {
+    const tg_model *model;
     tg_kvcache *cache;
     int64_t pos;
     int64_t context; /* the cache's capacity when unbounded */
@@ -43,6 +45,7 @@ tg_sequence *tg_sequence_new(const tg_model *model, const tg_cache_params *param
     }
     tg_sequence *q = tg_calloc_or_fail(1, sizeof *q, err);
     if (!q) return NULL;
+    q->model = model;
     q->cache = tg_model_kvcache_new(model, params, err);
     if (!q->cache) {
         free(q);
@@ -62,6 +65,17 @@ void tg_sequence_free(tg_sequence *q) {
 }
 
 int64_t tg_sequence_position(const tg_sequence *q) { return q ? q->pos : 0; }
+
+const tg_model *tg_sequence_model(const tg_sequence *q) { return q->model; }
+
+tg_kvcache *tg_sequence_kvcache(tg_sequence *q) { return q->cache; }
+
+void tg_sequence_set_position(tg_sequence *q, int64_t pos) { q->pos = pos; }
+
+void tg_sequence_empty(tg_sequence *q) {
+    tg_kvcache_reset(q->cache);
+    q->pos = 0;
+}
 
 int64_t tg_sequence_remaining(const tg_sequence *q) {
     if (!q) return 0;

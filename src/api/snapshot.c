@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "api/sequence_internal.h"
 #include "api/session_internal.h"
 #include "kernels/tensor.h"
 #include "kvcache/snapshot.h"
@@ -101,8 +102,10 @@ static uint32_t model_fingerprint(const tg_model *m) {
 
 /* Writes a section: tag, body length, body (written by fn twice: counting, then for real). */
 typedef struct {
-    const tg_session *s;
+    const tg_model *model;
     tg_kvcache *cache;
+    const int32_t *ids;   /* [n_ids] the tokens the cache holds, in order */
+    size_t n_ids;
     const tg_sampler *sampler;
     const float *logits;
     const void *app;
@@ -125,7 +128,7 @@ static void section(tg_wbytes *w, uint32_t tag, body_fn fn, const save_ctx *ctx)
 
 static void body_model(const save_ctx *c, tg_wbytes *w) {
     int64_t v[6];
-    model_shape(tg_session_model(c->s), v);
+    model_shape(c->model, v);
     for (int i = 0; i < 6; i++) tg_w_i64(w, v[i]);
     tg_w_u32(w, c->fingerprint);
 }
@@ -133,10 +136,8 @@ static void body_model(const save_ctx *c, tg_wbytes *w) {
 static void body_policy(const save_ctx *c, tg_wbytes *w) { tg_kvcache_save_policy(c->cache, w); }
 
 static void body_session(const save_ctx *c, tg_wbytes *w) {
-    size_t n;
-    const int32_t *ids = tg_session_tokens(c->s, &n);
-    tg_w_u64(w, n);
-    for (size_t i = 0; i < n; i++) tg_w_u32(w, (uint32_t)ids[i]);
+    tg_w_u64(w, c->n_ids);
+    for (size_t i = 0; i < c->n_ids; i++) tg_w_u32(w, (uint32_t)c->ids[i]);
 }
 
 static void body_cache(const save_ctx *c, tg_wbytes *w) { tg_kvcache_save_state(c->cache, w); }
@@ -148,7 +149,7 @@ static void body_sampler(const save_ctx *c, tg_wbytes *w) {
 }
 
 static void body_logits(const save_ctx *c, tg_wbytes *w) {
-    const int32_t V = tg_vocab_size(tg_session_model(c->s));
+    const int32_t V = tg_vocab_size(c->model);
     tg_w_u32(w, (uint32_t)V);
     w_floats(w, c->logits, V);
 }
@@ -165,15 +166,15 @@ static void payload(const save_ctx *ctx, tg_wbytes *w) {
     if (ctx->app) section(w, TAG_APP, body_app, ctx);
 }
 
-bool tg_session_save(const tg_session *s, const tg_snapshot_extras *extras, void **buf, size_t *len, tg_error *err) {
-    if (!s || !buf || !len) return tg_fail(err, "no session or no buffer to save it into");
+/* The snapshot of cache c of model m holding ids[n_ids] (tg_session_save's contract). */
+static bool save_core(const tg_model *m, tg_kvcache *c, const int32_t *ids, size_t n_ids,
+                      const tg_snapshot_extras *extras, void **buf, size_t *len, tg_error *err) {
     *buf = NULL;
     *len = 0;
     const tg_snapshot_extras none = {0};
     const tg_snapshot_extras *x = extras ? extras : &none;
     const tg_sampler *sampler = x->sampler;
-    save_ctx ctx = {s,      tg_session_kvcache((tg_session *)s), sampler, x->logits, x->app, x->app_len,
-                    model_fingerprint(tg_session_model(s)), {0}, NULL, 0};
+    save_ctx ctx = {m, c, ids, n_ids, sampler, x->logits, x->app, x->app_len, model_fingerprint(m), {0}, NULL, 0};
     int32_t *hist = NULL;
     if (sampler) {
         const size_t cap = tg_sampler_history_cap(sampler);
@@ -203,6 +204,21 @@ bool tg_session_save(const tg_session *s, const tg_snapshot_extras *extras, void
     *buf = p;
     *len = HEADER_BYTES + n;
     return true;
+}
+
+bool tg_session_save(const tg_session *s, const tg_snapshot_extras *extras, void **buf, size_t *len, tg_error *err) {
+    if (!s || !buf || !len) return tg_fail(err, "no session or no buffer to save it into");
+    size_t n;
+    const int32_t *ids = tg_session_tokens(s, &n);
+    return save_core(tg_session_model(s), tg_session_kvcache((tg_session *)s), ids, n, extras, buf, len, err);
+}
+
+bool tg_sequence_save(const tg_sequence *q, const int32_t *ids, size_t n, const tg_snapshot_extras *extras,
+                      void **buf, size_t *len, tg_error *err) {
+    if (!q || !buf || !len || (n && !ids)) return tg_fail(err, "no sequence, tokens or buffer to save it into");
+    if ((int64_t)n != tg_sequence_position(q))
+        return tg_fail(err, "%zu tokens given for a sequence at position %lld", n, (long long)tg_sequence_position(q));
+    return save_core(tg_sequence_model(q), tg_sequence_kvcache((tg_sequence *)q), ids, n, extras, buf, len, err);
 }
 
 /* ---- reading ------------------------------------------------------------------------------------------------- */
@@ -274,7 +290,17 @@ static bool read_header(const uint8_t *p, size_t len, tg_rbytes *pay, tg_error *
     return true;
 }
 
-bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_restore *out, tg_error *err) {
+/* What a restore changes besides the cache: the holder's tokens and position (commit; false when memory runs out),
+ * or its emptying after a failure (empty). */
+typedef struct {
+    void *holder;
+    bool (*commit)(void *holder, const int32_t *ids, size_t n, tg_error *err);
+    void (*empty)(void *holder);
+} restore_target;
+
+/* Restores buf[len] into cache c of model m and its holder (tg_session_restore's contract). */
+static bool restore_core(const tg_model *m, tg_kvcache *c, const restore_target *t, const void *buf, size_t len,
+                         tg_snapshot_restore *out, tg_error *err) {
     tg_snapshot_restore ignore = {0};
     if (!out) out = &ignore;
     out->has_logits = false;
@@ -282,14 +308,12 @@ bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_
     out->app_len = 0;
     tg_sampler *sampler = out->sampler;
     float *logits = out->logits;
-    if (!s || !buf) return tg_fail(err, "no session or no snapshot");
     tg_rbytes r, model, policy, sess, cache, smpl = {0}, lg = {0}, app = {0};
     bool has_smpl, has_lg, has_app;
     if (!read_header(buf, len, &r, err)) return false;
     if (!next_section(&r, TAG_MODEL, false, &model, NULL, err) ||
-        !check_model(tg_session_model(s), &model, err))
+        !check_model(m, &model, err))
         return false;
-    tg_kvcache *c = tg_session_kvcache(s);
     if (!next_section(&r, TAG_POLICY, false, &policy, NULL, err)) return false;
     if (!tg_kvcache_check_policy(c, &policy, err)) {
         if (err) err->code = policy.ok ? TG_ERR_SNAPSHOT_POLICY : TG_ERR_SNAPSHOT_CORRUPT;
@@ -308,7 +332,7 @@ bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_
     const uint64_t n_ids = tg_r_u64(&sess);
     if (!sess.ok || n_ids > (sess.n - sess.off) / 4 || (sess.n - sess.off) != n_ids * 4)
         return corrupt(err, "the token list does not match its section's length");
-    const int32_t V = tg_vocab_size(tg_session_model(s));
+    const int32_t V = tg_vocab_size(m);
     /* the sampler's state: the count the section says, ids in the vocabulary (or the unused marker) */
     uint64_t rng[4] = {0};
     uint64_t hist_cap = 0;
@@ -349,11 +373,11 @@ bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_
     bool ok = tg_kvcache_load_state(c, &cache, (int64_t)n_ids, err);
     if (!ok && err && err->code == TG_ERR_OTHER) err->code = TG_ERR_SNAPSHOT_CORRUPT;
     if (ok && cache.off != cache.n) ok = corrupt(err, "the cache section is longer than its state");
-    if (ok) ok = tg_session_set_history(s, ids, (size_t)n_ids, err);
+    if (ok) ok = t->commit(t->holder, ids, (size_t)n_ids, err);
     free(ids);
     if (!ok) {
         free(app_copy);
-        tg_session_reset(s);
+        t->empty(t->holder);
         return false;
     }
     if (has_smpl && sampler) {
@@ -361,7 +385,7 @@ bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_
         int32_t *hist = n_hist ? malloc(n_hist * sizeof *hist) : NULL;
         if (n_hist && !hist) {
             free(app_copy);
-            tg_session_reset(s);
+            t->empty(t->holder);
             return tg_fail(err, "out of memory for the sampler's history");
         }
         for (size_t i = 0; i < n_hist; i++) hist[i] = (int32_t)tg_r_u32(&smpl); /* ids outside the vocabulary are
@@ -378,5 +402,68 @@ bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_
     out->has_logits = has_lg && logits;
     out->app = app_copy;
     out->app_len = app_copy ? app.n : 0;
+    return true;
+}
+
+static bool session_commit(void *holder, const int32_t *ids, size_t n, tg_error *err) {
+    return tg_session_set_history(holder, ids, n, err);
+}
+
+static void session_empty(void *holder) { tg_session_reset(holder); }
+
+bool tg_session_restore(tg_session *s, const void *buf, size_t len, tg_snapshot_restore *out, tg_error *err) {
+    if (!s || !buf) return tg_fail(err, "no session or no snapshot");
+    const restore_target t = {s, session_commit, session_empty};
+    return restore_core(tg_session_model(s), tg_session_kvcache(s), &t, buf, len, out, err);
+}
+
+/* A sequence restored: its position and, when the caller asked, a copy of the tokens. */
+typedef struct {
+    tg_sequence *q;
+    int32_t **ids;
+    size_t *n;
+} sequence_holder;
+
+static bool sequence_commit(void *holder, const int32_t *ids, size_t n, tg_error *err) {
+    sequence_holder *h = holder;
+    if (h->ids) {
+        *h->ids = malloc((n ? n : 1) * sizeof **h->ids);
+        if (!*h->ids) return tg_fail(err, "out of memory for %zu tokens", n);
+        if (n) memcpy(*h->ids, ids, n * sizeof *ids);
+    }
+    if (h->n) *h->n = n;
+    tg_sequence_set_position(h->q, (int64_t)n);
+    return true;
+}
+
+static void sequence_empty(void *holder) { tg_sequence_empty(((sequence_holder *)holder)->q); }
+
+bool tg_sequence_restore(tg_sequence *q, const void *buf, size_t len, tg_snapshot_restore *out, int32_t **ids,
+                         size_t *n, tg_error *err) {
+    if (ids) *ids = NULL;
+    if (n) *n = 0;
+    if (!q || !buf) return tg_fail(err, "no sequence or no snapshot");
+    sequence_holder h = {q, ids, n};
+    const restore_target t = {&h, sequence_commit, sequence_empty};
+    return restore_core(tg_sequence_model(q), tg_sequence_kvcache(q), &t, buf, len, out, err);
+}
+
+bool tg_snapshot_tokens(const void *buf, size_t len, int32_t **ids, size_t *n, tg_error *err) {
+    if (!buf || !ids || !n) return tg_fail(err, "no snapshot");
+    *ids = NULL;
+    *n = 0;
+    tg_rbytes r, model, policy, sess;
+    if (!read_header(buf, len, &r, err) || !next_section(&r, TAG_MODEL, false, &model, NULL, err) ||
+        !next_section(&r, TAG_POLICY, false, &policy, NULL, err) ||
+        !next_section(&r, TAG_SESSION, false, &sess, NULL, err))
+        return false;
+    const uint64_t n_ids = tg_r_u64(&sess);
+    if (!sess.ok || n_ids > (sess.n - sess.off) / 4 || (sess.n - sess.off) != n_ids * 4)
+        return corrupt(err, "the token list does not match its section's length");
+    int32_t *out = malloc((n_ids ? (size_t)n_ids : 1) * sizeof *out);
+    if (!out) return tg_fail(err, "out of memory for %" PRIu64 " tokens", n_ids);
+    for (uint64_t i = 0; i < n_ids; i++) out[i] = (int32_t)tg_r_u32(&sess);
+    *ids = out;
+    *n = (size_t)n_ids;
     return true;
 }

@@ -25,6 +25,18 @@
 #include "serve/scheduler.h"
 #include "util/clock.h"
 
+/* The conversation flags' help, printed after USAGE (one string would pass the 4095 bytes C11 promises). */
+static const char USAGE_PARK[] =
+    "\nconversations (docs/SERVING.md, \"Continuing conversations\"):\n"
+    "  --park-budget BYTES            RAM for finished conversations kept as snapshots (the cache in its stored\n"
+    "                                 precision and its tokens), least recently parked evicted first; a request\n"
+    "                                 whose tokens extend one continues it and prefills only its new tokens\n"
+    "                                 (default 256M; 0 = no reuse). Apart from --kv-budget\n"
+    "  --park-dir DIR                 conversations evicted from RAM (and all of them at shutdown) go to DIR as\n"
+    "                                 files, written atomically; a restarted server continues them\n"
+    "  --park-disk-budget BYTES       bytes of files in --park-dir, oldest removed first (default 1G)\n"
+    "\n";
+
 static const char USAGE[] =
     "usage: tinygpt serve [MODEL] [--host 127.0.0.1] [--port 8080] [options]\n"
     "\n"
@@ -63,11 +75,14 @@ static const char USAGE[] =
     "A request may ask for its own cache policy with the extension fields \"kv_quantize\" (fp32 ... int2),\n"
     "\"streaming_llm_window\" and \"streaming_llm_sink\": accepted when its cache needs no more bytes (and holds no\n"
     "more tokens) than the server's policy. llama-server's names \"n_predict\", \"ignore_eos\", \"top_k\", \"min_p\",\n"
-    "\"repeat_penalty\", \"repeat_last_n\" are understood.\n"
+    "\"repeat_penalty\", \"repeat_last_n\", \"cache_prompt\" (default true; false: no reuse of a parked\n"
+    "conversation) are understood. A response's usage.prompt_tokens_details.cached_tokens (and timings.cache_n)\n"
+    "says how many prompt tokens were reused, timings.prompt_n how many were prefilled.\n"
     "\n";
 
 typedef struct {
-    const char *model_path, *host, *api_key, *chat_template;
+    const char *model_path, *host, *api_key, *chat_template, *park_dir;
+    int64_t park_budget, park_disk_budget;
     int64_t port, kv_budget, max_sessions, queue, max_tokens, max_body, prefill, threads, max_prompt, max_conn, per_ip;
     double request_timeout;
     double grace;
@@ -88,8 +103,10 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
     a->grace = 10;
     a->max_conn = 1024;
     a->request_timeout = 30;
+    a->park_budget = (int64_t)256 << 20;
+    a->park_disk_budget = (int64_t)1 << 30;
     enum { O_MODEL, O_HOST, O_PORT, O_KEY, O_BUDGET, O_SESSIONS, O_QUEUE, O_MAXTOK, O_BODY, O_PREFILL, O_GRACE,
-           O_TMPL, O_CONTEXT, O_THREADS, O_MAXPROMPT, O_CONN, O_PER_IP, O_REQ_TIMEOUT, O_OWN };
+           O_TMPL, O_CONTEXT, O_THREADS, O_MAXPROMPT, O_CONN, O_PER_IP, O_REQ_TIMEOUT, O_PARK, O_PARK_DIR, O_PARK_DISK, O_OWN };
     tg_opt o[O_OWN + TG_CACHE_OPT_COUNT] = {
         [O_MODEL] = {.name = "--model", .alias = "-m", .kind = TG_OPT_STRING, .dest = &model},
         [O_HOST] = {.name = "--host", .kind = TG_OPT_STRING, .dest = &a->host},
@@ -114,6 +131,10 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
         [O_CONN] = {.name = "--max-connections", .kind = TG_OPT_INT, .dest = &a->max_conn, .lo = 1, .hi = 1 << 20},
         [O_PER_IP] = {.name = "--max-connections-per-ip", .kind = TG_OPT_INT, .dest = &a->per_ip, .lo = 1,
                       .hi = 1 << 20},
+        [O_PARK] = {.name = "--park-budget", .kind = TG_OPT_SIZE, .dest = &a->park_budget, .lo = 0, .hi = INT64_MAX},
+        [O_PARK_DIR] = {.name = "--park-dir", .kind = TG_OPT_STRING, .dest = &a->park_dir},
+        [O_PARK_DISK] = {.name = "--park-disk-budget", .kind = TG_OPT_SIZE, .dest = &a->park_disk_budget, .lo = 1,
+                         .hi = INT64_MAX},
         [O_REQ_TIMEOUT] = {.name = "--request-timeout", .kind = TG_OPT_FLOAT, .dest = &a->request_timeout,
                            .flo = 0.01, .fhi = 86400},
     };
@@ -129,6 +150,7 @@ static int parse_serve_args(int argc, char **argv, serve_args *a) {
     if (o[O_MODEL].seen && n_pos)
         return tg_usage_error("serve", "--model and a MODEL argument: give one of them, not both");
     if (a->api_key && !a->api_key[0]) return tg_usage_error("serve", "--api-key: expected a non-empty key");
+    if (a->park_dir && !a->park_dir[0]) return tg_usage_error("serve", "--park-dir: expected a directory");
     unsigned char addr[sizeof(struct in6_addr)];
     if (inet_pton(AF_INET, a->host, addr) != 1 && inet_pton(AF_INET6, a->host, addr) != 1)
         return tg_usage_error("serve", "--host %s: not an IPv4 or IPv6 address", a->host);
@@ -206,6 +228,7 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
     int status = TG_EXIT_ERROR;
     tg_batch *batch = NULL;
     tg_sched *sched = NULL;
+    tg_park *park = NULL;
     tg_http *http = NULL;
     tg_chat_conv conv;
     bool have_conv = false;
@@ -262,7 +285,16 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
         tg_runtime_error("%s", err.msg);
         goto done;
     }
-    tg_sched_config sc = {model, batch, a->kv_budget, a->max_sessions, a->queue, (int)a->prefill, &metrics};
+    /* TINYGPT_TEST_PARK_KILL_IN_WRITE=N (tests only): the first park file write dies after N bytes */
+    const char *kill_in_write = getenv("TINYGPT_TEST_PARK_KILL_IN_WRITE");
+    const tg_park_config pc = {a->park_budget, a->park_dir, a->park_disk_budget,
+                               kill_in_write ? strtoll(kill_in_write, NULL, 10) : 0};
+    park = tg_park_new(&pc, model, &err);
+    if (!park) {
+        tg_runtime_error("%s", err.msg);
+        goto done;
+    }
+    tg_sched_config sc = {model, batch, a->kv_budget, a->max_sessions, a->queue, (int)a->prefill, &metrics, park};
     sched = tg_sched_start(&sc, &err);
     if (!sched) {
         tg_runtime_error("%s", err.msg);
@@ -290,6 +322,15 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
             id, strchr(a->host, ':') ? "[" : "", a->host, strchr(a->host, ':') ? "]" : "", tg_http_port(http),
             srv.session_bytes, a->kv_budget, fit, a->max_sessions, a->queue, tg_batch_threads(batch),
             srv.max_connections, srv.max_connections_per_ip);
+    if (tg_park_enabled(park)) {
+        tg_park_stats ps;
+        tg_park_get_stats(park, &ps);
+        fprintf(stderr, "tinygpt serve: parking finished conversations: %" PRId64 " bytes of RAM", a->park_budget);
+        if (a->park_dir)
+            fprintf(stderr, ", then %s (%" PRId64 " bytes; %" PRId64 " conversations found, %" PRId64 " files refused)",
+                    a->park_dir, a->park_disk_budget, ps.disk_count, ps.disk_refused);
+        fputc('\n', stderr);
+    }
 
     const int sig = wait_for_signal(signals);
     fprintf(stderr, "tinygpt serve: %s: no longer admitting; %" PRId64 " requests running or queued, %g s grace\n",
@@ -303,6 +344,8 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
     status = TG_EXIT_OK;
 done:
     tg_sched_stop(sched); /* fails what is left: every waiting handler and stream ends */
+    if (status == TG_EXIT_OK) tg_park_flush(park); /* the conversations in RAM to --park-dir, for a restart */
+    tg_park_free(park);
     /* let the handlers and streams write their last words (an error event, [DONE]) before the sockets close */
     for (int i = 0; http && i < 500 && atomic_load(&srv.in_flight) > 0; i++) /* at most 5 s */
         nanosleep(&(struct timespec){0, 10000000L}, NULL);
@@ -321,6 +364,7 @@ int tg_cmd_serve(int argc, char **argv) {
     serve_args a = {0};
     int status = parse_serve_args(argc, argv, &a);
     if (tg_help_printed(&status, USAGE)) {
+        fputs(USAGE_PARK, stdout);
         fputs("(in serve, --kv-budget is the budget of all sessions together; a session's own budget is\n"
               "--kv-session-budget)\n",
               stdout);

@@ -175,6 +175,7 @@ static tg_job *make_job(tg_server *srv, const tg_serve_request *r, tg_serve_erro
     j->t_submit = tg_monotonic_s();
     j->max_tokens = r->max_tokens > 0 ? r->max_tokens : srv->max_tokens;
     j->ignore_eos = r->ignore_eos;
+    j->cache_prompt = r->cache_prompt;
     j->sp = r->sp;
     if (!r->seed_given) {
         struct timespec ts;
@@ -304,7 +305,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         const char *finish = j->finish_reason;
         char error[sizeof j->error];
         memcpy(error, j->error, sizeof error);
-        const tg_oai_usage u = {s->prompt_tokens, j->completion_tokens};
+        const tg_oai_usage u = {s->prompt_tokens, j->completion_tokens, j->cached_tokens, j->restore_s * 1e3};
         pthread_mutex_unlock(&j->mu);
         if (n && !text) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (n) out_event(s, tg_oai_chunk(&s->meta, text, n, NULL, 0));
@@ -464,7 +465,7 @@ static enum MHD_Result generate(tg_server *srv, struct MHD_Connection *c, tg_ser
         char id[48];
         tg_oai_meta m;
         make_meta(srv, kind, id, sizeof id, &m);
-        const tg_oai_usage u = {(int64_t)j->n_ids, j->completion_tokens};
+        const tg_oai_usage u = {(int64_t)j->n_ids, j->completion_tokens, j->cached_tokens, j->restore_s * 1e3};
         res = send_json(srv, c, tg_oai_response(&m, j->text, j->len, j->finish_reason, &u));
     }
     tg_job_unref(j);

@@ -33,6 +33,7 @@ typedef struct {
     int32_t end_ids[TG_JOB_MAX_END_IDS];
     size_t n_end_ids;
     double t_submit;         /* monotonic seconds */
+    bool cache_prompt;       /* continue a parked conversation the prompt extends (park.h) */
 
     /* output, under mu */
     pthread_mutex_t mu;
@@ -41,6 +42,8 @@ typedef struct {
     char *text;              /* the generated text released so far (stop strings held back, never included) */
     size_t len, cap;
     int64_t completion_tokens;
+    int64_t cached_tokens;   /* prompt tokens taken from a parked conversation (set before RUNNING) */
+    double restore_s;        /* seconds the look-up and restore of a parked conversation took (set before RUNNING) */
     const char *finish_reason; /* "stop" / "length" once done without error */
     int error_status;        /* non-zero: failed with this HTTP status */
     char error[256];

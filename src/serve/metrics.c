@@ -108,10 +108,36 @@ char *tg_metrics_render(tg_metrics *m, const tg_metrics_gauges *g, size_t *len) 
         {"prompt_tokens_total", "Prompt tokens evaluated.", "counter", s.prompt_tokens},
         {"generated_tokens_total", "Tokens generated.", "counter", s.generated_tokens},
         {"batch_steps_total", "Batched forward passes run.", "counter", s.steps},
+        {"prefix_hits_total", "Requests that continued a parked conversation (only their new tokens prefilled).",
+         "counter", g->park.hits},
+        {"prefix_misses_total", "Requests with cache_prompt that found no parked conversation their prompt extends.",
+         "counter", g->park.misses},
+        {"prefix_reused_tokens_total", "Prompt tokens taken from parked conversations instead of prefilled.",
+         "counter", g->park.reused_tokens},
+        {"park_disk_refused_total", "Files in --park-dir that were no usable snapshot.", "counter",
+         g->park.disk_refused},
+        {"park_write_errors_total", "Parked conversations lost because their file could not be written.", "counter",
+         g->park.write_errors},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         put(&b, "# HELP tinygpt_%s %s\n# TYPE tinygpt_%s %s\ntinygpt_%s %lld\n", rows[i].name, rows[i].help,
             rows[i].name, rows[i].type, rows[i].name, rows[i].value);
+    /* the parked conversations by tier */
+    const struct {
+        const char *name, *help, *type;
+        long long ram, disk;
+    } tiers[] = {
+        {"parked_bytes", "Bytes of parked conversations (snapshots and token lists; --park-budget, --park-disk-budget).",
+         "gauge", g->park.ram_bytes, g->park.disk_bytes},
+        {"parked_conversations", "Conversations parked for continuation.", "gauge", g->park.ram_count,
+         g->park.disk_count},
+        {"park_evictions_total", "Parked conversations evicted for lack of room (ram: moved to disk or dropped; disk: "
+         "file removed).", "counter", g->park.ram_evictions, g->park.disk_evictions},
+    };
+    for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
+        put(&b, "# HELP tinygpt_%s %s\n# TYPE tinygpt_%s %s\ntinygpt_%s{tier=\"ram\"} %lld\ntinygpt_%s{tier=\"disk\"} %lld\n",
+            tiers[i].name, tiers[i].help, tiers[i].name, tiers[i].type, tiers[i].name, tiers[i].ram, tiers[i].name,
+            tiers[i].disk);
     put(&b, "# HELP tinygpt_tokens_per_second Generated tokens per second, all sessions, over the last second.\n"
             "# TYPE tinygpt_tokens_per_second gauge\ntinygpt_tokens_per_second %.3f\n", s.tokens_per_s);
     put(&b, "# HELP tinygpt_http_responses_total Responses by HTTP status.\n"

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "serve/park.h"
+
 #define TG_METRICS_TTFT_BUCKETS 9
 #define TG_METRICS_STATUSES 9
 
@@ -24,6 +26,7 @@ typedef struct {
 typedef struct {
     int64_t active, queued, max_sessions, queue_cap;
     int64_t kv_bytes_used, kv_budget;
+    tg_park_stats park; /* parked conversations (park.h) */
 } tg_metrics_gauges;
 
 void tg_metrics_init(tg_metrics *m);

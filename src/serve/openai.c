@@ -59,9 +59,17 @@ static char *dump(json_t *v) {
 }
 
 static json_t *usage_value(const tg_oai_usage *u) {
-    return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)u->prompt_tokens, "completion_tokens",
+    return json_pack("{s:I, s:I, s:I, s:{s:I}}", "prompt_tokens", (json_int_t)u->prompt_tokens, "completion_tokens",
                      (json_int_t)u->completion_tokens, "total_tokens",
-                     (json_int_t)(u->prompt_tokens + u->completion_tokens));
+                     (json_int_t)(u->prompt_tokens + u->completion_tokens), "prompt_tokens_details",
+                     "cached_tokens", (json_int_t)u->cached_tokens);
+}
+
+/* llama-server's counts: prompt tokens reused from a cache, prompt tokens evaluated, tokens generated. */
+static json_t *timings_value(const tg_oai_usage *u) {
+    return json_pack("{s:I, s:I, s:I, s:f}", "cache_n", (json_int_t)u->cached_tokens, "prompt_n",
+                     (json_int_t)(u->prompt_tokens - u->cached_tokens), "predicted_n",
+                     (json_int_t)u->completion_tokens, "restore_ms", u->restore_ms);
 }
 
 char *tg_oai_error(const tg_serve_error *e) {
@@ -93,10 +101,10 @@ static const char *object_name(const tg_oai_meta *m, bool stream) {
 
 char *tg_oai_response(const tg_oai_meta *m, const char *text, size_t len, const char *finish_reason,
                       const tg_oai_usage *u) {
-    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o, s:n}", "id", m->id, "object", object_name(m, false),
-                          "created", (json_int_t)m->created, "model", m->model, "choices",
-                          choice(m, text, len, finish_reason, false, 0), "usage", usage_value(u),
-                          "system_fingerprint"));
+    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o, s:o, s:n}", "id", m->id, "object",
+                          object_name(m, false), "created", (json_int_t)m->created, "model", m->model, "choices",
+                          choice(m, text, len, finish_reason, false, 0), "usage", usage_value(u), "timings",
+                          timings_value(u), "system_fingerprint"));
 }
 
 char *tg_oai_chunk(const tg_oai_meta *m, const char *text, size_t len, const char *finish_reason, int first_chat) {
@@ -106,8 +114,9 @@ char *tg_oai_chunk(const tg_oai_meta *m, const char *text, size_t len, const cha
 }
 
 char *tg_oai_usage_chunk(const tg_oai_meta *m, const tg_oai_usage *u) {
-    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", m->id, "object", object_name(m, true), "created",
-                          (json_int_t)m->created, "model", m->model, "choices", "usage", usage_value(u)));
+    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[], s:o, s:o}", "id", m->id, "object", object_name(m, true),
+                          "created", (json_int_t)m->created, "model", m->model, "choices", "usage", usage_value(u),
+                          "timings", timings_value(u)));
 }
 
 char *tg_oai_models(const char *model_id, int64_t created) {

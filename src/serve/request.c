@@ -277,7 +277,8 @@ bool tg_serve_request_parse(const char *body, size_t len, tg_serve_kind kind, tg
         if (!json_is_string(model)) return tg_serve_fail(e, 400, INVALID, "model", "'model' must be a string");
         r->model = json_string_value(model);
     }
-    if (!get_bool(r->root, "stream", &r->stream, e) || !get_bool(r->root, "ignore_eos", &r->ignore_eos, e) ||
+    r->cache_prompt = true;
+    if (!get_bool(r->root, "stream", &r->stream, e) || !get_bool(r->root, "cache_prompt", &r->cache_prompt, e) || !get_bool(r->root, "ignore_eos", &r->ignore_eos, e) ||
         !get_sampling(r->root, r, e) || !get_max_tokens(r->root, r, e) || !get_stops(r->root, r, e) ||
         !get_cache(r->root, r, e) || !refuse_unsupported(r->root, e))
         return false;

@@ -52,6 +52,8 @@ typedef struct {
     bool has_kv_quantize;
     tg_kv_precision kv_quantize;
     int64_t kv_window, kv_sink;
+    bool cache_prompt;       /* llama-server's field (default true): continue a parked conversation the prompt
+                              * extends; false: prefill the whole prompt */
 } tg_serve_request;
 
 /* Parses body[len] for kind. Types and ranges are checked here (the model name, the token limits and the cache

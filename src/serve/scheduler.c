@@ -7,7 +7,9 @@
  * sample, and hand the text to the jobs.
  * A session's answer follows `tinygpt sample` token for token: the same prompt ids, the same sampler, the same
  * generation step (tg_generator: EOS, stop strings, max_tokens), and logits that tg_batch guarantees are the
- * single-session ones. */
+ * single-session ones, however the prompt is split into calls: so a session continued from a parked conversation
+ * (park.h: its cache restored, only the prompt's new tokens prefilled) answers what one that read the whole prompt
+ * answers. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "serve/scheduler.h"
@@ -27,6 +29,9 @@ typedef struct {
     tg_sampler *sampler;
     tg_generator *gen;  /* over sampler: the job's end ids, stop strings and max_tokens */
     float *logits;      /* [vocab] */
+    int32_t *fed;       /* [n_fed] the generated tokens fed back (for parking: the cache holds ids + fed) */
+    size_t n_fed, cap_fed;
+    bool park_lost;     /* fed could not grow: not parked */
     size_t prefilled;   /* prompt tokens evaluated */
     int32_t next_id;    /* the token to feed when decoding */
     bool decoding;      /* the prompt is in: next_id is fed each step */
@@ -67,6 +72,7 @@ static void session_free_parts(session *ss) {
     tg_sampler_free(ss->sampler);
     tg_sequence_free(ss->seq);
     free(ss->logits);
+    free(ss->fed);
 }
 
 /* Makes job's session; false when it cannot be had (the job is failed; the caller releases its bytes). */
@@ -105,8 +111,48 @@ static bool session_open(tg_sched *s, tg_job *j, session *ss) {
         session_free_parts(ss);
         return false;
     }
+    if (j->cache_prompt) {
+        const double t0 = tg_monotonic_s();
+        const size_t got = tg_park_take(s->cfg.park, ss->seq, j->ids, j->n_ids);
+        ss->prefilled = got;
+        pthread_mutex_lock(&j->mu);
+        j->cached_tokens = (int64_t)got;
+        j->restore_s = tg_monotonic_s() - t0;
+        pthread_mutex_unlock(&j->mu);
+    }
     tg_job_set_running(j);
     return true;
+}
+
+/* Parks the finished session: its cache holds the prompt and the generated tokens fed back. */
+static void session_park(tg_sched *s, session *ss) {
+    if (!tg_park_enabled(s->cfg.park) || ss->park_lost) return;
+    const tg_job *j = ss->job;
+    const int64_t pos = tg_sequence_position(ss->seq);
+    if (pos < (int64_t)j->n_ids || (size_t)pos - j->n_ids > ss->n_fed) return;
+    const size_t n_gen = (size_t)pos - j->n_ids;
+    int32_t *ids = malloc(((size_t)pos ? (size_t)pos : 1) * sizeof *ids);
+    if (!ids) return;
+    memcpy(ids, j->ids, j->n_ids * sizeof *ids);
+    if (n_gen) memcpy(ids + j->n_ids, ss->fed, n_gen * sizeof *ids);
+    tg_park_put(s->cfg.park, ss->seq, ids, (size_t)pos);
+    free(ids);
+}
+
+/* Remembers id, generated and about to be fed, for parking. */
+static void remember_fed(session *ss, int32_t id) {
+    if (ss->park_lost) return;
+    if (ss->n_fed == ss->cap_fed) {
+        const size_t cap = ss->cap_fed ? ss->cap_fed * 2 : 256;
+        int32_t *p = realloc(ss->fed, cap * sizeof *p);
+        if (!p) {
+            ss->park_lost = true;
+            return;
+        }
+        ss->fed = p;
+        ss->cap_fed = cap;
+    }
+    ss->fed[ss->n_fed++] = id;
 }
 
 static void session_close(session *ss) {
@@ -117,12 +163,13 @@ static void session_close(session *ss) {
 
 /* The end of a generation: the detokeniser's and the stop filter's held bytes, then the finish reason ("stop" at
  * an end id or a stop string, else "length"). */
-static void session_finish(session *ss) {
+static void session_finish(tg_sched *s, session *ss) {
     tg_gen_token t;
     tg_error err = {0};
     if (!tg_generator_finish(ss->gen, &t, &err)) {
         tg_job_fail(ss->job, 500, err.msg);
     } else {
+        session_park(s, ss);
         tg_job_append(ss->job, t.text, t.len, false);
         tg_job_finish(ss->job, t.stop == TG_GEN_END || t.stop == TG_GEN_STOP_STRING ? "stop" : "length");
     }
@@ -148,9 +195,10 @@ static void session_sample(tg_sched *s, session *ss) {
         tg_job_append(j, t.text, t.len, true);
     }
     if (t.stop != TG_GEN_GOING || tg_sequence_remaining(ss->seq) < 1) {
-        session_finish(ss);
+        session_finish(s, ss);
         return;
     }
+    remember_fed(ss, t.id);
     ss->next_id = t.id;
     ss->decoding = true;
 }
@@ -429,6 +477,7 @@ void tg_sched_gauges(tg_sched *s, tg_metrics_gauges *g) {
     g->queue_cap = s->cfg.queue_cap;
     g->kv_bytes_used = s->adm.used;
     g->kv_budget = s->adm.budget;
+    tg_park_get_stats(s->cfg.park, &g->park);
     pthread_mutex_unlock(&s->mu);
 }
 

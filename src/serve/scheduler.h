@@ -10,6 +10,7 @@
 
 #include "serve/job.h"
 #include "serve/metrics.h"
+#include "serve/park.h"
 #include "tinygpt.h"
 
 typedef struct {
@@ -20,6 +21,7 @@ typedef struct {
     int64_t queue_cap;        /* requests waiting at most */
     int prefill_per_step;     /* prompt tokens per step, over all sessions */
     tg_metrics *metrics;      /* not owned */
+    tg_park *park;            /* not owned; finished conversations parked and continued (NULL: none) */
 } tg_sched_config;
 
 typedef struct tg_sched tg_sched;

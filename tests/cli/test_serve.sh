@@ -123,7 +123,7 @@ for p in "$P1" "$P2"; do
     text_of "$tmp/r.json" >"$tmp/got"
     [ "$st" = 200 ] && cmp -s "$tmp/got" "$tmp/want" && ok ||
         bad "greedy '$p': HTTP $st, server $(head -c 200 "$tmp/got") vs sample $(head -c 200 "$tmp/want")"
-    grep -q "\"usage\":{\"prompt_tokens\":$np,\"completion_tokens\":24,\"total_tokens\":$((np + 24))}" "$tmp/r.json" &&
+    grep -q "\"usage\":{\"prompt_tokens\":$np,\"completion_tokens\":24,\"total_tokens\":$((np + 24)),\"prompt_tokens_details\":{\"cached_tokens\":0}}" "$tmp/r.json" &&
         ok || bad "usage (prompt $np tokens): $(head -c 400 "$tmp/r.json")"
     curl -sN --max-time 60 -d "{\"prompt\": \"$p\", \"max_tokens\": 24, \"temperature\": 0, \"stream\": true}" \
         "$BASE/v1/completions" >"$tmp/sse"
@@ -147,7 +147,8 @@ ev = open(sys.argv[1], encoding="utf-8").read().split("\n\n")
 assert ev[-2] == "data: [DONE]", ev[-3:]
 last, fin = json.loads(ev[-3][len("data: "):]), json.loads(ev[-4][len("data: "):])
 n = int(sys.argv[2])
-assert last["choices"] == [] and last["usage"] == {"prompt_tokens": n, "completion_tokens": 24, "total_tokens": n + 24}, last
+assert last["choices"] == [] and last["usage"] == {"prompt_tokens": n, "completion_tokens": 24, "total_tokens": n + 24,
+                                                  "prompt_tokens_details": {"cached_tokens": 0}}, last
 assert fin["choices"][0]["finish_reason"] == "length" and "usage" not in fin, fin
 PY
 

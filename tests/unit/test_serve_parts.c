@@ -143,7 +143,11 @@ static void test_request_fields_and_defaults(void **state) {
     assert_true(r.sp.temperature == 1.0f && r.sp.top_p == 1.0f && r.sp.top_k == 0 && r.sp.min_p == 0.0f);
     assert_int_equal(r.max_tokens, 0);
     assert_false(r.stream || r.seed_given || r.has_kv_quantize);
+    assert_true(r.cache_prompt); /* llama-server's default */
     assert_int_equal(r.kv_window, -1);
+    tg_serve_request_free(&r);
+    r = parse_ok("{\"prompt\": \"hi\", \"cache_prompt\": false}", TG_SERVE_COMPLETION);
+    assert_false(r.cache_prompt);
     tg_serve_request_free(&r);
     r = parse_ok("{\"model\": \"m\", \"prompt\": [\"one\"], \"max_tokens\": 7, \"temperature\": 0, \"top_p\": 0.5, "
                  "\"seed\": 42, \"stop\": [\"a\", \"bc\"], \"stream\": true, \"stream_options\": {\"include_usage\": "
@@ -277,11 +281,18 @@ static void test_openai_bodies(void **state) {
     assert_string_equal(json_string_value(json_object_get(v, "object")), "chat.completion.chunk");
     json_decref(v);
     free(s);
-    const tg_oai_usage u = {3, 4};
+    const tg_oai_usage u = {10, 4, 7, 0.5};
     const tg_oai_meta mc = {TG_SERVE_COMPLETION, "cmpl-1", "tiny", 1};
     s = tg_oai_response(&mc, "xyz", 3, "length", &u);
     v = json_loads(s, 0, NULL);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "usage"), "total_tokens")), 7);
+    json_t *usage = json_object_get(v, "usage"), *timings = json_object_get(v, "timings");
+    assert_int_equal(json_integer_value(json_object_get(usage, "total_tokens")), 14);
+    /* OpenAI's cached prompt tokens and llama-server's counts: 7 reused, 3 prefilled, 4 generated */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(usage, "prompt_tokens_details"),
+                                                        "cached_tokens")), 7);
+    assert_int_equal(json_integer_value(json_object_get(timings, "cache_n")), 7);
+    assert_int_equal(json_integer_value(json_object_get(timings, "prompt_n")), 3);
+    assert_int_equal(json_integer_value(json_object_get(timings, "predicted_n")), 4);
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(v, "choices"), 0), "text")),
                         "xyz");
     json_decref(v);
