@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "serve/generate.h"
@@ -153,6 +154,29 @@ static enum MHD_Result route(tg_server *srv, struct MHD_Connection *c, const cha
     return fail(srv, c, 404, "invalid_request_error", "not_found", "no such route");
 }
 
+/* Counts the request's Content-Length and Transfer-Encoding headers (MHD_get_connection_values' iterator). */
+typedef struct {
+    int lengths, encodings;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    (void)value;
+    framing *f = cls;
+    if (strcasecmp(key, "Content-Length") == 0) f->lengths++;
+    if (strcasecmp(key, "Transfer-Encoding") == 0) f->encodings++;
+    return MHD_YES;
+}
+
+/* Whether the body's length is told one way only: libmicrohttpd 0.9.75 takes the first of two Content-Length headers
+ * (and Transfer-Encoding over Content-Length), where a proxy in front may take another, so that the two read a
+ * different request boundary (request smuggling). Such a request is refused before its body is read. */
+static bool one_framing(struct MHD_Connection *c) {
+    framing f = {0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    return f.lengths + f.encodings <= 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -169,6 +193,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             cc->answered = true;
             return fail(srv, c, 401, "authentication_error", "invalid_api_key",
                         "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
+        }
+        if (!one_framing(c)) {
+            cc->answered = true;
+            return fail(srv, c, 400, "invalid_request_error", NULL,
+                        "the body's length is given more than once (Content-Length twice, or with Transfer-Encoding)");
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
