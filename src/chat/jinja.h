@@ -188,6 +188,11 @@ typedef struct {
 /* Charges n units of work (one per element touched or key compared, one per 64 string bytes scanned); fails past
  * limits.max_work or the render's deadline, or when the render's cancel says stop. */
 void tj_charge(tj_rt *r, size_t pos, uint64_t n);
+/* The work units of n string bytes read code point by code point (indexing, slicing and measuring a string, case
+ * mapping, repr and tojson escaping): decoding costs many times a byte of memcmp / memchr / memcpy, which counts 64
+ * bytes a unit, so these count 8 (and 1 for any call), keeping the work limit a bound on the time. */
+#define TJ_DECODE_UNITS(n) ((uint64_t)(n) / 8 + 1)
+
 /* Counts one loop iteration; fails past limits.max_iterations or the render's deadline. */
 void tj_iteration(tj_rt *r, size_t pos);
 
