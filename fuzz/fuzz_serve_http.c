@@ -98,7 +98,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t got = 0;
     for (;;) {
         const ssize_t r = recv(fd, answer + got, sizeof answer - 1 - got, 0);
-        if (r < 0) fuzz_die("the server", "no answer within ANSWER_S seconds");
+        if (r < 0) {
+            pthread_mutex_lock(&srv.prep_mu);
+            fprintf(stderr, "no answer: %lld bodies being parsed (%lld bytes), %lld jobs pending, %d in flight\n",
+                    (long long)srv.prep.n, (long long)srv.prep.used, (long long)tg_sched_pending(srv.sched),
+                    atomic_load(&srv.in_flight));
+            pthread_mutex_unlock(&srv.prep_mu);
+            fuzz_die("the server", "no answer within ANSWER_S seconds");
+        }
         if (r == 0 || got + (size_t)r >= sizeof answer - 1) break;
         got += (size_t)r;
     }

@@ -139,6 +139,12 @@ static strip_set read_set(tj_rt *r, size_t pos, tj_value set) {
     strip_set ss = {set, {0, 0}, false, true};
     tj_charge(r, pos, set.u.s.n / 4 + 1); /* decoded once, a few bytes a unit */
     for (size_t i = 0; i < set.u.s.n;) {
+        const unsigned char b = (unsigned char)set.u.s.p[i];
+        if (b < 0x80) { /* ASCII, the usual set: one bit */
+            ss.ascii[b >> 6] |= (uint64_t)1 << (b & 63);
+            i++;
+            continue;
+        }
         const size_t at = i;
         const uint32_t cp = tj_utf8_next(set.u.s.p, set.u.s.n, &i);
         char t[4];

@@ -51,6 +51,7 @@ typedef struct {
     size_t len, cap;
     bool too_big;
     bool answered; /* refused when the headers came in (401, 413): whatever body follows is dropped unread */
+    tg_json_count count; /* the body's JSON values so far: past TG_SERVE_MAX_JSON_VALUES the rest is not kept */
 } conn_ctx;
 
 enum MHD_Result tg_http_send(tg_server *srv, struct MHD_Connection *c, unsigned status, const char *content_type,
@@ -187,6 +188,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cc) { /* the headers are in */
         cc = calloc(1, sizeof *cc);
         if (!cc) return MHD_NO;
+        cc->count.values = 1;
         *con_cls = cc;
         /* the key before any body is read: a keyless client costs no buffer */
         if (strcmp(url, "/health") != 0 && !authorized(srv, c)) {
@@ -221,7 +223,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) { /* a piece of the body */
         const size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (cc->too_big) return MHD_YES;
+        if (cc->too_big || cc->count.values > TG_SERVE_MAX_JSON_VALUES) return MHD_YES;
+        /* too many JSON values: the body is refused whatever follows, so nothing more is kept, and it never waits
+         * for its turn to be parsed (tg_prep) beside the requests that can be served */
+        tg_json_count_feed(&cc->count, upload_data, n);
+        if (cc->count.values > TG_SERVE_MAX_JSON_VALUES) {
+            free(cc->body);
+            cc->body = NULL;
+            cc->len = cc->cap = 0;
+            return MHD_YES;
+        }
         if (n > (size_t)srv->max_body - cc->len) {
             cc->too_big = true;
             return MHD_YES;
@@ -244,6 +255,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "the body is larger than the server's limit of %lld bytes (--max-body)",
                  (long long)srv->max_body);
         return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
+    }
+    if (cc->count.values > TG_SERVE_MAX_JSON_VALUES) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the body has more than %d JSON values (objects, arrays, items)",
+                 TG_SERVE_MAX_JSON_VALUES);
+        return fail(srv, c, 400, "invalid_request_error", NULL, msg);
     }
     tg_watchdog_request_read(h->wd, watch_of(c));
     return route(srv, c, url, method, cc);
