@@ -104,6 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     (long long)srv.prep.n, (long long)srv.prep.used, (long long)tg_sched_pending(srv.sched),
                     atomic_load(&srv.in_flight));
             pthread_mutex_unlock(&srv.prep_mu);
+            if (getenv("TG_FUZZ_GDB")) { /* every thread's stack, to see where the request is */
+                char cmd[128];
+                snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt 12' >&2", (int)getpid());
+                if (system(cmd) != 0) fprintf(stderr, "(gdb failed)\n");
+            }
             fuzz_die("the server", "no answer within ANSWER_S seconds");
         }
         if (r == 0 || got + (size_t)r >= sizeof answer - 1) break;
