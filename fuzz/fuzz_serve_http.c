@@ -104,6 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     (long long)srv.prep.n, (long long)srv.prep.used, (long long)tg_sched_pending(srv.sched),
                     atomic_load(&srv.in_flight));
             pthread_mutex_unlock(&srv.prep_mu);
+            tg_metrics_gauges g;
+            tg_sched_gauges(srv.sched, &g);
+            fprintf(stderr, "  sessions active %lld, queued %lld, KV bytes in use %lld of %lld\n", (long long)g.active,
+                    (long long)g.queued, (long long)g.kv_bytes_used, (long long)g.kv_budget);
             if (getenv("TG_FUZZ_GDB")) { /* every thread's stack, to see where the request is */
                 char cmd[128];
                 snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt 12' >&2", (int)getpid());
