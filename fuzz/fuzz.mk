@@ -6,9 +6,15 @@ FUZ        := fuzz/build
 FUZZ_SRC   := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN   := $(FUZZ_SRC:fuzz/%.c=$(FUZ)/%)
 FUZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZ)/obj/%.o) $(VARIANT_SRC:%.c=$(FUZ)/obj/%.avx512.o)
-FUZ_CLI_OBJ := $(FUZ)/obj/src/cli/args.o $(FUZ)/obj/src/cli/text.o $(FUZ)/obj/src/serve/request.o \
-               $(FUZ)/obj/src/serve/openai.o
+FUZ_CLI_OBJ := $(FUZ)/obj/src/cli/args.o $(FUZ)/obj/src/cli/text.o \
+               $(patsubst %.c,$(FUZ)/obj/%.o,$(sort $(wildcard src/serve/*.c)))
 .SECONDARY: $(FUZ_CLI_OBJ)
+# The arithmetic (matrix products, attention kernels, the device backend) is built plain: -O2, no sanitizers, no
+# coverage. The harnesses fuzz readers, parsers, templates and the request path, not arithmetic, and these are the
+# slow compiles (under ASan, minutes on a loaded machine); everything else is built once, instrumented.
+FUZZ_PLAIN := $(filter src/kernels/% src/kvcache/attend% src/backend/% build/gen/%,$(LIB_SRC))
+FUZ_PLAIN_OBJ := $(FUZZ_PLAIN:%.c=$(FUZ)/obj/%.o)
+FUZ_PLAIN_VARIANT_OBJ := $(filter $(FUZZ_PLAIN:%.c=$(FUZ)/obj/%.avx512.o),$(VARIANT_SRC:%.c=$(FUZ)/obj/%.avx512.o))
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BIN)
@@ -16,6 +22,14 @@ fuzz: $(FUZZ_BIN)
 $(FUZ)/libtinygpt.a: $(FUZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(FUZ_PLAIN_OBJ): $(FUZ)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(WARN) -O2 -g $(call isa_flags,$<,$@) -pthread $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZ_PLAIN_VARIANT_OBJ): $(FUZ)/obj/%.avx512.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(WARN) -O2 -g $(call isa_flags,$<,$@) -pthread $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZ)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -71,6 +71,7 @@ typedef enum {
     TG_ERR_SNAPSHOT_VERSION,            /* a format version this library does not read */
     TG_ERR_SNAPSHOT_MODEL,              /* made with another model (its shape or fingerprint differs) */
     TG_ERR_SNAPSHOT_POLICY,             /* made under another KV cache policy or with another sampler vocabulary */
+    TG_ERR_TOO_MANY_TOKENS,             /* tg_tokenize_max: the text gives more tokens than the caller's cap */
 } tg_error_code;
 
 /* One line naming the file or setting and the problem, and what it is about. */
@@ -133,6 +134,12 @@ TG_API void tg_model_get_info(const tg_model *model, tg_model_info *info);
  * add_bos. On success *ids is malloc'ed (caller frees) and *n_ids set. */
 TG_API bool tg_tokenize(const tg_model *model, const char *text, size_t len, bool add_bos, int32_t **ids,
                         size_t *n_ids, tg_error *err);
+/* tg_tokenize that stops as soon as the text is known to give more than max_ids ids (BOS counted): false with
+ * TG_ERR_TOO_MANY_TOKENS ("... more than max_ids tokens"). Its memory and work on a text over the cap are of the
+ * order of the cap, not of the text (for a server: a 4 MB prompt of one letter is not split into 4 million
+ * symbols first). */
+TG_API bool tg_tokenize_max(const tg_model *model, const char *text, size_t len, bool add_bos, size_t max_ids,
+                            int32_t **ids, size_t *n_ids, tg_error *err);
 TG_API int32_t tg_token_bos(const tg_model *model);   /* -1 if none */
 TG_API int32_t tg_token_eos(const tg_model *model);   /* -1 if none */
 /* Every id that ends generation, without repeats: the tokenizer's EOS, then config.json's and

@@ -87,7 +87,7 @@ tj_value tj_getitem(tj_rt *r, size_t pos, tj_value obj, tj_value key) {
         if (i >= 0 && i < len) return obj.u.list->v[i];
         return tj_undef("list index out of range");
     } else if (obj.kind == TV_STR && as_index(key, &i)) {
-        tj_charge(r, pos, obj.u.s.n / 64); /* code points are counted from the start */
+        tj_charge(r, pos, TJ_DECODE_UNITS(obj.u.s.n)); /* code points are counted from the start */
         int64_t len = (int64_t)tj_utf8_len(obj.u.s.p, obj.u.s.n);
         if (i < 0) i += len;
         if (i < 0 || i >= len) return tj_undef("string index out of range");
@@ -140,7 +140,7 @@ tj_value tj_slice(tj_rt *r, size_t pos, tj_value obj, const tj_value *start, con
     int64_t count = 0;
     if (st > 0 && lo < hi) count = (hi - lo - 1) / st + 1;
     else if (st < 0 && lo > hi) count = (lo - hi - 1) / (-st) + 1;
-    tj_charge(r, pos, (uint64_t)count + sn / 64); /* the items, and the bytes scanned for code points */
+    tj_charge(r, pos, (uint64_t)count + (is_str ? TJ_DECODE_UNITS(sn) : 0)); /* the items, the bytes decoded */
     if (!is_str) {
         tj_list *l = tj_list_new(r->c, (size_t)count);
         l->tuple = obj.u.list->tuple;

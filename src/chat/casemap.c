@@ -119,7 +119,7 @@ static uint32_t *decode_all(tj_rt *r, tj_value s, size_t *n) {
 
 tj_value tj_case(tj_rt *r, tj_value s, int mode) {
     size_t n;
-    tj_charge(r, TJ_NOPOS, s.u.s.n / 64 + 1);
+    tj_charge(r, TJ_NOPOS, TJ_DECODE_UNITS(s.u.s.n));
     uint32_t *cps = decode_all(r, s, &n), out[3];
     tj_buf b = {0};
     bool prev_cased = false;
@@ -147,7 +147,7 @@ tj_value tj_case(tj_rt *r, tj_value s, int mode) {
 
 tj_value tj_title_words(tj_rt *r, tj_value s) {
     size_t n;
-    tj_charge(r, TJ_NOPOS, s.u.s.n / 64 + 1);
+    tj_charge(r, TJ_NOPOS, TJ_DECODE_UNITS(s.u.s.n));
     uint32_t *cps = decode_all(r, s, &n), out[3];
     tj_buf b = {0};
     bool start = true;
@@ -173,7 +173,7 @@ tj_value tj_title_words(tj_rt *r, tj_value s) {
 bool tj_is_case(tj_rt *r, tj_value s, bool upper) {
     size_t i = 0;
     bool cased = false;
-    tj_charge(r, TJ_NOPOS, s.u.s.n / 64 + 1);
+    tj_charge(r, TJ_NOPOS, TJ_DECODE_UNITS(s.u.s.n));
     while (i < s.u.s.n) {
         int c = case_class(tj_utf8_next(s.u.s.p, s.u.s.n, &i));
         if (c == (upper ? LOWER : UPPER)) return false;

@@ -60,6 +60,19 @@ typedef struct {
 char *tg_chat_template_render(const tg_chat_template *t, const json_t *vars, const tg_chat_clock *clock, size_t *len,
                               tg_error *err);
 
+/* Asked while a render runs (with the wall clock: every 256 charged steps or loop iterations): stop(data) true
+ * abandons the render ("chat template: rendering abandoned ..."). For a server: the client has gone, or the server is
+ * stopping. */
+typedef struct {
+    bool (*stop)(void *data);
+    void *data;
+} tg_chat_cancel;
+
+/* tg_chat_template_render that also stops when cancel says so (cancel may be NULL: the same as
+ * tg_chat_template_render). */
+char *tg_chat_template_render_cancel(const tg_chat_template *t, const json_t *vars, const tg_chat_clock *clock,
+                                     const tg_chat_cancel *cancel, size_t *len, tg_error *err);
+
 /* The built-in templates, for --chat-template NAME: the source for name, or NULL when there is none. */
 const char *tg_chat_builtin(const char *name);
 /* The built-in names, comma-separated ("chatml, llama2, ..."), for messages and --help. */

@@ -101,13 +101,18 @@ bool tg_chat_conv_add_json(tg_chat_conv *c, const char *text, size_t len, const 
 }
 
 char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap) {
+    return tg_chat_conv_render_cancel(c, add_generation_prompt, NULL, len, msg, cap);
+}
+
+char *tg_chat_conv_render_cancel(const tg_chat_conv *c, bool add_generation_prompt, const tg_chat_cancel *cancel,
+                                 size_t *len, char *msg, size_t cap) {
     json_t *vars = tg_chat_source_vars(&c->src, c->messages, add_generation_prompt);
     if (!vars) {
         snprintf(msg, cap, "out of memory");
         return NULL;
     }
     tg_error err = {0};
-    char *text = tg_chat_template_render(c->tmpl, vars, NULL, len, &err);
+    char *text = tg_chat_template_render_cancel(c->tmpl, vars, NULL, cancel, len, &err);
     json_decref(vars);
     if (!text) {
         snprintf(msg, cap, "%s: %s", c->origin, err.msg);

@@ -40,6 +40,9 @@ bool tg_chat_conv_add_json(tg_chat_conv *c, const char *text, size_t len, const 
 /* Renders the conversation (add_generation_prompt as given). Returns the malloc'ed text (caller frees), or NULL with
  * one line in msg naming the template and `--chat-template NAME`. */
 char *tg_chat_conv_render(const tg_chat_conv *c, bool add_generation_prompt, size_t *len, char *msg, size_t cap);
+/* tg_chat_conv_render that also stops when cancel says so (tg_chat_template_render_cancel; NULL: none). */
+char *tg_chat_conv_render_cancel(const tg_chat_conv *c, bool add_generation_prompt, const tg_chat_cancel *cancel,
+                                 size_t *len, char *msg, size_t cap);
 
 /* Whether the template renders this conversation with the generation prompt once a user turn is there: as it is
  * when it ends with a user message, else with a user message appended (a template may read messages[0] or require

@@ -279,7 +279,7 @@ tj_value tj_apply_filter(tj_rt *r, size_t pos, int fid, tj_value v, const tj_arg
     case F_LENGTH:
         switch (v.kind) {
         case TV_UNDEF: return tj_int(0);
-        case TV_STR: tj_charge(r, pos, v.u.s.n / 64); return tj_int((int64_t)tj_utf8_len(v.u.s.p, v.u.s.n));
+        case TV_STR: tj_charge(r, pos, TJ_DECODE_UNITS(v.u.s.n)); return tj_int((int64_t)tj_utf8_len(v.u.s.p, v.u.s.n));
         case TV_LIST:
             if (!v.u.list->generator) return tj_int((int64_t)v.u.list->n);
             break;

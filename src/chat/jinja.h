@@ -178,6 +178,7 @@ typedef struct {
     tg_chat_limits lim;
     uint64_t work, iterations;
     double deadline;   /* tg_monotonic_s() past which the render fails (0: none) */
+    const tg_chat_cancel *cancel; /* asked with the clock; NULL: none */
     uint32_t ticks;    /* calls since the clock was last read */
     int vdepth; /* nesting of the recursive value functions (repr, ==, tojson, JSON conversion) */
     int64_t now;
@@ -185,8 +186,13 @@ typedef struct {
 } tj_rt;
 
 /* Charges n units of work (one per element touched or key compared, one per 64 string bytes scanned); fails past
- * limits.max_work or the render's deadline. */
+ * limits.max_work or the render's deadline, or when the render's cancel says stop. */
 void tj_charge(tj_rt *r, size_t pos, uint64_t n);
+/* The work units of n string bytes read code point by code point (indexing, slicing and measuring a string, case
+ * mapping, repr and tojson escaping): decoding costs many times a byte of memcmp / memchr / memcpy, which counts 64
+ * bytes a unit, so these count 8 (and 1 for any call), keeping the work limit a bound on the time. */
+#define TJ_DECODE_UNITS(n) ((uint64_t)(n) / 8 + 1)
+
 /* Counts one loop iteration; fails past limits.max_iterations or the render's deadline. */
 void tj_iteration(tj_rt *r, size_t pos);
 

@@ -104,7 +104,7 @@ static tj_value need_str(tj_rt *r, size_t pos, const tj_value *v, const char *wh
     return *v;
 }
 
-/* Whether cp is one of the code points of set. */
+/* Whether cp is one of the code points of set, decoding the whole set (tj_utf8_next's reading of its bytes). */
 static bool in_set(uint32_t cp, tj_value set) {
     size_t i = 0;
     while (i < set.u.s.n)
@@ -112,8 +112,71 @@ static bool in_set(uint32_t cp, tj_value set) {
     return false;
 }
 
-/* str.strip / lstrip / rstrip: each code point looked at costs a scan of the set (charged as it goes: the set's
- * bytes / 64 + 1 a code point), whitespace one unit per 64 bytes stripped. */
+/* cp's shortest UTF-8 (cp < 0x110000 or any value tj_utf8_next gives); returns its length. */
+static size_t utf8_put(uint32_t cp, char *t) {
+    if (cp < 0x80) return t[0] = (char)cp, 1;
+    if (cp < 0x800) return t[0] = (char)(0xC0 | cp >> 6), t[1] = (char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000)
+        return t[0] = (char)(0xE0 | cp >> 12), t[1] = (char)(0x80 | (cp >> 6 & 0x3F)), t[2] = (char)(0x80 | (cp & 0x3F)),
+               3;
+    t[0] = (char)(0xF0 | (cp >> 18 & 0x07));
+    t[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    t[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    t[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* A strip set read once: its ASCII members as a bitmap; whether it has others, and whether its bytes are the
+ * shortest UTF-8 of its code points (then a code point is in it exactly when its UTF-8 is found in its bytes: such
+ * text resynchronises at every lead byte). */
+typedef struct {
+    tj_value set;
+    uint64_t ascii[2];
+    bool other, canonical;
+} strip_set;
+
+static strip_set read_set(tj_rt *r, size_t pos, tj_value set) {
+    strip_set ss = {set, {0, 0}, false, true};
+    tj_charge(r, pos, set.u.s.n / 4 + 1); /* decoded once, a few bytes a unit */
+    for (size_t i = 0; i < set.u.s.n;) {
+        const unsigned char b = (unsigned char)set.u.s.p[i];
+        if (b < 0x80) { /* ASCII, the usual set: one bit */
+            ss.ascii[b >> 6] |= (uint64_t)1 << (b & 63);
+            i++;
+            continue;
+        }
+        const size_t at = i;
+        const uint32_t cp = tj_utf8_next(set.u.s.p, set.u.s.n, &i);
+        char t[4];
+        if (utf8_put(cp, t) != i - at || memcmp(t, set.u.s.p + at, i - at) != 0) ss.canonical = false;
+        if (cp < 0x80) ss.ascii[cp >> 6] |= (uint64_t)1 << (cp & 63);
+        else ss.other = true;
+    }
+    return ss;
+}
+
+/* Whether cp is in the set, charged by what the look takes: one unit for ASCII, a search of the set's bytes (bytes / 64
+ * + 1) for others, a decoding of the whole set (bytes / 4 + 1) when its bytes are not canonical UTF-8. */
+static bool strip_member(tj_rt *r, size_t pos, const strip_set *ss, uint32_t cp) {
+    if (cp < 0x80) {
+        tj_charge(r, pos, 1);
+        return (ss->ascii[cp >> 6] >> (cp & 63)) & 1;
+    }
+    if (!ss->other) {
+        tj_charge(r, pos, 1);
+        return false;
+    }
+    if (!ss->canonical) {
+        tj_charge(r, pos, ss->set.u.s.n / 4 + 1);
+        return in_set(cp, ss->set);
+    }
+    tj_charge(r, pos, ss->set.u.s.n / 64 + 1);
+    char t[4];
+    return memmem(ss->set.u.s.p, ss->set.u.s.n, t, utf8_put(cp, t)) != NULL;
+}
+
+/* str.strip / lstrip / rstrip: with a set, the set is read once (its bytes / 4) and each code point looked at is
+ * charged by strip_member; whitespace one unit per 64 bytes stripped. */
 static tj_value do_strip(tj_rt *r, size_t pos, tj_value s, const tj_value *chars, bool left, bool right) {
     const char *p = s.u.s.p;
     size_t n = s.u.s.n;
@@ -129,24 +192,22 @@ static tj_value do_strip(tj_rt *r, size_t pos, tj_value s, const tj_value *chars
         tj_charge(r, pos, (s.u.s.n - n) / 64);
         return tj_str(p, n);
     }
-    const uint64_t per = chars->u.s.n / 64 + 1;
+    const strip_set ss = read_set(r, pos, *chars);
     if (left)
         while (n > 0) {
-            tj_charge(r, pos, per);
             size_t i = 0;
             uint32_t cp = tj_utf8_next(p, n, &i);
-            if (!in_set(cp, *chars)) break;
+            if (!strip_member(r, pos, &ss, cp)) break;
             p += i;
             n -= i;
         }
     if (right)
         while (n > 0) {
-            tj_charge(r, pos, per);
             size_t start = n - 1;
             while (start > 0 && ((unsigned char)p[start] & 0xC0) == 0x80) start--;
             size_t i = start;
             uint32_t cp = tj_utf8_next(p, n, &i);
-            if (!in_set(cp, *chars)) break;
+            if (!strip_member(r, pos, &ss, cp)) break;
             n = start;
         }
     return tj_str(p, n);

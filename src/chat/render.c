@@ -227,6 +227,11 @@ static void exec_body(tj_state *st, const tj_node *body) {
 
 char *tg_chat_template_render(const tg_chat_template *t, const json_t *vars, const tg_chat_clock *clock, size_t *len,
                               tg_error *err) {
+    return tg_chat_template_render_cancel(t, vars, clock, NULL, len, err);
+}
+
+char *tg_chat_template_render_cancel(const tg_chat_template *t, const json_t *vars, const tg_chat_clock *clock,
+                                     const tg_chat_cancel *cancel, size_t *len, tg_error *err) {
     if (vars && !json_is_object(vars)) {
         tg_fail(err, "chat template: the render variables must be a JSON object");
         return NULL;
@@ -240,6 +245,7 @@ char *tg_chat_template_render(const tg_chat_template *t, const json_t *vars, con
     c->cap = t->lim.max_memory_bytes;
     tj_state st = {.rt = {.c = c, .lim = t->lim}};
     st.rt.deadline = t->lim.max_seconds > 0 ? tg_monotonic_s() + t->lim.max_seconds : 0;
+    st.rt.cancel = cancel && cancel->stop ? cancel : NULL;
     st.rt.now = clock ? clock->now : (int64_t)time(NULL);
     st.rt.now_utc = clock ? clock->utc : false;
     tj_buf out = {.limit = t->lim.max_output_bytes};

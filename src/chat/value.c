@@ -6,11 +6,13 @@
 #include "chat/jinja.h"
 #include "util/clock.h"
 
-/* The wall clock, read every 256 calls (a read costs more than most charged steps). */
+/* The wall clock and the cancel, read every 256 calls (a read costs more than most charged steps). */
 static void check_clock(tj_rt *r, size_t pos) {
-    if (r->deadline <= 0 || (++r->ticks & 255) != 0) return;
-    if (tg_monotonic_s() > r->deadline)
+    if ((r->deadline <= 0 && !r->cancel) || (++r->ticks & 255) != 0) return;
+    if (r->deadline > 0 && tg_monotonic_s() > r->deadline)
         tj_fail(r->c, pos, "took longer than %g s to render (the limit)", r->lim.max_seconds);
+    if (r->cancel && r->cancel->stop(r->cancel->data))
+        tj_fail(r->c, pos, "rendering abandoned (the client has gone or the server is stopping)");
 }
 
 void tj_charge(tj_rt *r, size_t pos, uint64_t n) {

@@ -78,7 +78,7 @@ static bool py_printable(uint32_t cp) {
 }
 
 static void repr_str(tj_rt *r, tj_buf *b, const char *s, size_t n) {
-    tj_charge(r, TJ_NOPOS, n / 64 + 1);
+    tj_charge(r, TJ_NOPOS, TJ_DECODE_UNITS(n));
     bool has_sq = memchr(s, '\'', n) != NULL, has_dq = memchr(s, '"', n) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
     tj_buf_putc(r->c, b, q);
@@ -176,7 +176,7 @@ tj_value tj_str_of(tj_rt *r, size_t pos, tj_value v) {
 }
 
 static void json_str(tj_rt *r, tj_buf *b, const char *s, size_t n) {
-    tj_charge(r, TJ_NOPOS, n / 64 + 1);
+    tj_charge(r, TJ_NOPOS, TJ_DECODE_UNITS(n));
     tj_buf_putc(r->c, b, '"');
     size_t i = 0;
     while (i < n) {

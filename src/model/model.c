@@ -505,6 +505,13 @@ bool tg_tokenize(const tg_model *m, const char *text, size_t len, bool add_bos, 
     return tg_tokenizer_encode(m->tokenizer, text, len, add_bos, ids, n_ids, err);
 }
 
+bool tg_tokenize_max(const tg_model *m, const char *text, size_t len, bool add_bos, size_t max_ids, int32_t **ids,
+                     size_t *n_ids, tg_error *err) {
+    bool over;
+    if (!m || !m->tokenizer) return tg_fail(err, "no tokenizer loaded");
+    return tg_tokenizer_encode_max(m->tokenizer, text, len, add_bos, max_ids, ids, n_ids, &over, err);
+}
+
 int32_t tg_token_bos(const tg_model *m) {
     if (!m) return -1;
     return m->tokenizer ? tg_tokenizer_bos(m->tokenizer) : m->config_bos;

@@ -71,12 +71,24 @@ static bool fits_by_bytes(tg_server *srv, size_t len, const char *param, tg_serv
                          len, (long long)srv->max_prompt_tokens);
 }
 
+/* text tokenised into j's ids, stopping as soon as it gives more than the server's cap (a 4 MB prompt of one letter
+ * is refused at the cap, not after 4 million symbols); false with e filled (400 naming param) */
+static bool tokenize_capped(tg_server *srv, const char *text, size_t len, bool add_bos, tg_job *j, const char *param,
+                            tg_serve_error *e) {
+    tg_error err = {0};
+    if (tg_tokenize_max(srv->model, text, len, add_bos, (size_t)srv->max_prompt_tokens, &j->ids, &j->n_ids, &err))
+        return true;
+    if (err.code == TG_ERR_TOO_MANY_TOKENS)
+        return tg_serve_fail(e, 400, INVALID, param, "the prompt is more than %lld tokens; this server takes at most "
+                             "%lld (--max-prompt-tokens)", (long long)srv->max_prompt_tokens,
+                             (long long)srv->max_prompt_tokens);
+    return tg_serve_fail(e, 400, INVALID, param, "%s", err.msg);
+}
+
 /* The prompt's ids into j (BOS first when the model adds it; an empty prompt is BOS alone). */
 static bool completion_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_serve_error *e) {
-    tg_error err = {0};
     if (!fits_by_bytes(srv, r->prompt_len, "prompt", e)) return false;
-    if (!tg_tokenize(srv->model, r->prompt, r->prompt_len, tg_model_adds_bos(srv->model), &j->ids, &j->n_ids, &err))
-        return tg_serve_fail(e, 400, INVALID, "prompt", "%s", err.msg);
+    if (!tokenize_capped(srv, r->prompt, r->prompt_len, tg_model_adds_bos(srv->model), j, "prompt", e)) return false;
     if (j->n_ids > 0) return true;
     const int32_t bos = tg_token_bos(srv->model);
     if (bos < 0) return tg_serve_fail(e, 400, INVALID, "prompt", "the prompt is empty and the model has no BOS token");
@@ -88,8 +100,21 @@ static bool completion_ids(tg_server *srv, const tg_serve_request *r, tg_job *j,
     return true;
 }
 
-/* The conversation rendered with the model's template (as `tinygpt chat` renders its first turn) and tokenised. */
-static bool chat_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_serve_error *e) {
+/* A render's cancel (tg_chat_cancel): the request's client has gone or the server is stopping. */
+typedef struct {
+    tg_server *srv;
+    struct MHD_Connection *conn;
+} render_watch;
+
+static bool render_stop(void *data) {
+    const render_watch *w = data;
+    return atomic_load(&w->srv->draining) || tg_http_client_gone(w->conn);
+}
+
+/* The conversation rendered with the model's template (as `tinygpt chat` renders its first turn) and tokenised; the
+ * render is abandoned when the client leaves or the server begins to stop (then 503, or no answer: e->status 0). */
+static bool chat_ids(tg_server *srv, struct MHD_Connection *c, const tg_serve_request *r, tg_job *j,
+                     tg_serve_error *e) {
     if (!srv->conv)
         return tg_serve_fail(e, 400, INVALID, "messages",
                              "the model carries no chat template; start the server with --chat-template NAME");
@@ -99,7 +124,15 @@ static bool chat_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_se
      * template limits (work, iterations, a wall-clock deadline), so no request waits for another's render */
     tg_chat_conv conv = *srv->conv;
     conv.messages = r->messages;
-    char *text = tg_chat_conv_render(&conv, true, &len, msg, sizeof msg);
+    render_watch watch = {srv, c};
+    const tg_chat_cancel cancel = {render_stop, &watch};
+    char *text = tg_chat_conv_render_cancel(&conv, true, &cancel, &len, msg, sizeof msg);
+    if (!text && atomic_load(&srv->draining))
+        return tg_serve_fail(e, 503, "server_error", NULL, "the server is shutting down");
+    if (!text && tg_http_client_gone(c)) {
+        e->status = 0; /* nobody to answer */
+        return false;
+    }
     if (!text) return tg_serve_fail(e, 400, INVALID, "messages", "%s", msg);
     if (!fits_by_bytes(srv, len, "messages", e)) {
         free(text);
@@ -107,10 +140,9 @@ static bool chat_ids(tg_server *srv, const tg_serve_request *r, tg_job *j, tg_se
     }
     const char *bos = srv->conv->src.bos_token;
     const bool add_bos = tg_model_adds_bos(srv->model) && !(bos && *bos && strncmp(text, bos, strlen(bos)) == 0);
-    tg_error err = {0};
-    const bool ok = tg_tokenize(srv->model, text, len, add_bos, &j->ids, &j->n_ids, &err);
+    const bool ok = tokenize_capped(srv, text, len, add_bos, j, "messages", e);
     free(text);
-    if (!ok) return tg_serve_fail(e, 400, INVALID, "messages", "%s", err.msg);
+    if (!ok) return false;
     if (j->n_ids == 0) return tg_serve_fail(e, 400, INVALID, "messages", "the rendered conversation is empty");
     memcpy(j->end_ids, srv->end_ids, srv->n_end_ids * sizeof *j->end_ids);
     j->n_end_ids = srv->n_end_ids;
@@ -153,8 +185,8 @@ static bool cache_policy(tg_server *srv, const tg_serve_request *r, tg_job *j, t
     return true;
 }
 
-/* The job of a parsed request, or NULL with e filled. */
-static tg_job *make_job(tg_server *srv, const tg_serve_request *r, tg_serve_error *e) {
+/* The job of a parsed request from connection c, or NULL with e filled (e->status 0: the client has gone). */
+static tg_job *make_job(tg_server *srv, struct MHD_Connection *c, const tg_serve_request *r, tg_serve_error *e) {
     if (r->model && strcmp(r->model, srv->model_id) != 0 && strcmp(r->model, srv->model_path) != 0) {
         tg_serve_fail(e, 400, INVALID, "model", "the model '%.200s' is not served here (this server serves '%.200s')",
                       r->model, srv->model_id);
@@ -182,7 +214,7 @@ static tg_job *make_job(tg_server *srv, const tg_serve_request *r, tg_serve_erro
         clock_gettime(CLOCK_REALTIME, &ts);
         j->sp.seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)atomic_load(&srv->next_id);
     }
-    bool ok = r->kind == TG_SERVE_CHAT ? chat_ids(srv, r, j, e) : completion_ids(srv, r, j, e);
+    bool ok = r->kind == TG_SERVE_CHAT ? chat_ids(srv, c, r, j, e) : completion_ids(srv, r, j, e);
     ok = ok && cache_policy(srv, r, j, e);
     for (size_t i = 0; ok && i < r->n_stops; i++) {
         j->stops[i] = strdup(r->stops[i]);
@@ -402,16 +434,18 @@ static void prep_leave(tg_server *srv, size_t len) {
 }
 
 /* The job of body[len] (parsed, rendered, tokenised under srv->prep; the parsed tree freed before the job runs), or
- * NULL with e filled (e->status 0: the client went while it waited). */
+ * NULL with e filled (e->status 0: the client went while it waited; 503 when the server began to stop). */
 static tg_job *prepare(tg_server *srv, struct MHD_Connection *c, tg_serve_kind kind, const char *body, size_t len,
                        bool *streamed, bool *include_usage, tg_serve_error *e) {
     if (!prep_enter(srv, c, len)) {
-        e->status = 0;
+        /* SIGTERM while it waited its turn: answered, not dropped (an empty reply reads as a broken server) */
+        if (atomic_load(&srv->draining)) tg_serve_fail(e, 503, "server_error", NULL, "the server is shutting down");
+        else e->status = 0;
         return NULL;
     }
     tg_serve_request r;
     tg_job *j = NULL;
-    if (tg_serve_request_parse(body, len, kind, &r, e)) j = make_job(srv, &r, e);
+    if (tg_serve_request_parse(body, len, kind, &r, e)) j = make_job(srv, c, &r, e);
     *streamed = r.stream;
     *include_usage = r.include_usage;
     tg_serve_request_free(&r);

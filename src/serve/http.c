@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "serve/generate.h"
@@ -50,6 +51,7 @@ typedef struct {
     size_t len, cap;
     bool too_big;
     bool answered; /* refused when the headers came in (401, 413): whatever body follows is dropped unread */
+    tg_json_count count; /* the body's JSON values so far: past TG_SERVE_MAX_JSON_VALUES the rest is not kept */
 } conn_ctx;
 
 enum MHD_Result tg_http_send(tg_server *srv, struct MHD_Connection *c, unsigned status, const char *content_type,
@@ -153,6 +155,29 @@ static enum MHD_Result route(tg_server *srv, struct MHD_Connection *c, const cha
     return fail(srv, c, 404, "invalid_request_error", "not_found", "no such route");
 }
 
+/* Counts the request's Content-Length and Transfer-Encoding headers (MHD_get_connection_values' iterator). */
+typedef struct {
+    int lengths, encodings;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    (void)value;
+    framing *f = cls;
+    if (strcasecmp(key, "Content-Length") == 0) f->lengths++;
+    if (strcasecmp(key, "Transfer-Encoding") == 0) f->encodings++;
+    return MHD_YES;
+}
+
+/* Whether the body's length is told one way only: libmicrohttpd 0.9.75 takes the first of two Content-Length headers
+ * (and Transfer-Encoding over Content-Length), where a proxy in front may take another, so that the two read a
+ * different request boundary (request smuggling). Such a request is refused before its body is read. */
+static bool one_framing(struct MHD_Connection *c) {
+    framing f = {0, 0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    return f.lengths + f.encodings <= 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -163,12 +188,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!cc) { /* the headers are in */
         cc = calloc(1, sizeof *cc);
         if (!cc) return MHD_NO;
+        cc->count.values = 1;
         *con_cls = cc;
         /* the key before any body is read: a keyless client costs no buffer */
         if (strcmp(url, "/health") != 0 && !authorized(srv, c)) {
             cc->answered = true;
             return fail(srv, c, 401, "authentication_error", "invalid_api_key",
                         "missing or wrong API key: send the header 'Authorization: Bearer KEY'");
+        }
+        if (!one_framing(c)) {
+            cc->answered = true;
+            return fail(srv, c, 400, "invalid_request_error", NULL,
+                        "the body's length is given more than once (Content-Length twice, or with Transfer-Encoding)");
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
@@ -192,7 +223,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_data_size > 0) { /* a piece of the body */
         const size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (cc->too_big) return MHD_YES;
+        if (cc->too_big || cc->count.values > TG_SERVE_MAX_JSON_VALUES) return MHD_YES;
+        /* too many JSON values: the body is refused whatever follows, so nothing more is kept, and it never waits
+         * for its turn to be parsed (tg_prep) beside the requests that can be served */
+        tg_json_count_feed(&cc->count, upload_data, n);
+        if (cc->count.values > TG_SERVE_MAX_JSON_VALUES) {
+            free(cc->body);
+            cc->body = NULL;
+            cc->len = cc->cap = 0;
+            return MHD_YES;
+        }
         if (n > (size_t)srv->max_body - cc->len) {
             cc->too_big = true;
             return MHD_YES;
@@ -215,6 +255,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "the body is larger than the server's limit of %lld bytes (--max-body)",
                  (long long)srv->max_body);
         return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
+    }
+    if (cc->count.values > TG_SERVE_MAX_JSON_VALUES) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the body has more than %d JSON values (objects, arrays, items)",
+                 TG_SERVE_MAX_JSON_VALUES);
+        return fail(srv, c, 400, "invalid_request_error", NULL, msg);
     }
     tg_watchdog_request_read(h->wd, watch_of(c));
     return route(srv, c, url, method, cc);

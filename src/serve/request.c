@@ -241,29 +241,28 @@ static bool refuse_unsupported(json_t *root, tg_serve_error *e) {
     return true;
 }
 
-/* The JSON values of body[len] at most (one per '{', '[' and ',' outside strings, plus one): a cheap scan that bounds
- * the parsed tree before jansson builds it (tens of bytes of memory for each "{}," of a body). */
-static size_t json_values_at_most(const char *body, size_t len) {
-    size_t n = 1;
-    bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
-        const char ch = body[i];
-        if (in_string) {
-            if (ch == '\\') i++;
-            else if (ch == '"') in_string = false;
+void tg_json_count_feed(tg_json_count *c, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char ch = p[i];
+        if (c->escaped) {
+            c->escaped = false;
+        } else if (c->in_string) {
+            if (ch == '\\') c->escaped = true;
+            else if (ch == '"') c->in_string = false;
         } else if (ch == '"') {
-            in_string = true;
+            c->in_string = true;
         } else if (ch == '{' || ch == '[' || ch == ',') {
-            n++;
+            c->values++;
         }
     }
-    return n;
 }
 
 bool tg_serve_request_parse(const char *body, size_t len, tg_serve_kind kind, tg_serve_request *r, tg_serve_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
-    if (json_values_at_most(body, len) > TG_SERVE_MAX_JSON_VALUES)
+    tg_json_count count = {1, false, false};
+    tg_json_count_feed(&count, body, len);
+    if (count.values > TG_SERVE_MAX_JSON_VALUES)
         return tg_serve_fail(e, 400, INVALID, NULL, "the body has more than %d JSON values (objects, arrays, items)",
                              TG_SERVE_MAX_JSON_VALUES);
     json_error_t je;

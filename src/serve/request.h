@@ -17,6 +17,15 @@
  * value, so a 4 MB body of "{}," would take hundreds of MB). A chat of thousands of messages is far below it. */
 #define TG_SERVE_MAX_JSON_VALUES 100000
 
+/* The JSON values of a body at most (one per '{', '[' and ',' outside strings, plus one), counted as its pieces
+ * arrive: the cheap scan behind TG_SERVE_MAX_JSON_VALUES, resumable, so that the server stops buffering a body as
+ * soon as it has too many. Start from {1, false, false}. */
+typedef struct {
+    size_t values;
+    bool in_string, escaped;
+} tg_json_count;
+void tg_json_count_feed(tg_json_count *c, const char *p, size_t n);
+
 typedef enum { TG_SERVE_COMPLETION, TG_SERVE_CHAT } tg_serve_kind;
 
 /* An OpenAI error: the HTTP status and the error object's fields. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/byte_level.h"
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/utf8.h"
 #include "util/checked.h"
@@ -21,6 +22,10 @@ typedef struct {
     tg_idvec out;
     size_t max_bytes; /* the call's expansion ceiling, tg_tok_max_bytes(len): also the most ids it may give */
     size_t budget;    /* what is left of it after the sections encoded so far */
+    size_t max_ids;   /* the caller's cap on ids (SIZE_MAX: none); more: stop, with *over */
+    size_t reach[256]; /* the most bytes of a word one id starting with byte b stands for (bounded only) */
+    bool bounded;     /* reach holds: every id stands for at least one byte and at most reach[] bytes */
+    bool *over;       /* set when the ids pass max_ids */
 } enc_ctx;
 
 static void enc_free(enc_ctx *c) {
@@ -103,6 +108,30 @@ static bool normalize(const tg_tokenizer *t, enc_ctx *c, const char *s, size_t n
 #define LIMIT_FMT "(limit: %dx the input + %d bytes)"
 #define LIMIT_ARGS TG_TOK_EXPAND_FACTOR, TG_TOK_EXPAND_SLACK
 
+/* Stops the call: the text gives more than c->max_ids ids. */
+static bool too_many(enc_ctx *c, const tg_tokenizer *t, tg_error *err) {
+    *c->over = true;
+    return tg_fail_code(err, TG_ERR_TOO_MANY_TOKENS, "%s: the text gives more than %zu tokens", t->source, c->max_ids);
+}
+
+/* Whether word w[0..len) gives more than `room` ids, told without encoding it: each id stands for a vocabulary text
+ * (or an unknown character, a fallback byte) that starts where the one before ended and is at most
+ * c->reach[its first byte] bytes long, so the fewest such steps that cover the word (farthest reach first) is a lower
+ * bound on what BPE or SentencePiece gives. Counts at most room + 1 steps. False when c->reach is unknown. */
+static bool word_over(const enc_ctx *c, const char *w, size_t len, size_t room) {
+    if (!c->bounded) return false;
+    size_t ids = 0, end = 0, far = 0;
+    for (size_t p = 0; p < len && end < len; p++) {
+        const size_t r = p + c->reach[(uint8_t)w[p]];
+        if (r > far) far = r;
+        if (p == end) {
+            if (++ids > room) return true;
+            end = far;
+        }
+    }
+    return false;
+}
+
 /* Pre-tokenizes normalized text norm[0, n) and runs the model over its pieces. first: it starts at offset 0 of the
  * caller's text. Charged to c->budget. */
 static bool encode_normalized(const tg_tokenizer *t, enc_ctx *c, const char *norm, size_t norm_n, bool first,
@@ -120,9 +149,12 @@ static bool encode_normalized(const tg_tokenizer *t, enc_ctx *c, const char *nor
     for (size_t i = 0; i < c->pieces.n; i++) {
         const tg_piece pc = c->pieces.p[i];
         const char *w = c->pieces.buf + pc.off;
+        /* a word that cannot fit the cap is not split into symbols (28 bytes each, and a heap of pairs) */
+        if (word_over(c, w, pc.len, c->max_ids - c->out.n)) return too_many(c, t, err);
         const bool ok = t->model == TG_TOKMODEL_BPE ? tg_bpe_word(t, w, pc.len, &c->word, &c->out)
                                                     : tg_spm_word(t, w, pc.len, &c->word, &c->out);
         if (!ok) return tg_fail(err, "out of memory encoding a %zu-byte word", pc.len);
+        if (c->out.n > c->max_ids) return too_many(c, t, err);
     }
     if (c->out.n > c->max_bytes)
         return tg_fail(err, "%s: the input gives more than %zu tokens " LIMIT_FMT, t->source, c->max_bytes,
@@ -163,6 +195,7 @@ static bool encode_split_normalized(const tg_tokenizer *t, enc_ctx *c, const cha
         }
         ok = encode_normalized(t, c, norm + sec, end - sec, first && sec == 0, err);
         if (ok && !tg_idvec_push(&c->out, a->id)) ok = tg_fail(err, "out of memory");
+        if (ok && c->out.n > c->max_ids) ok = too_many(c, t, err);
         pos += t->norm_len[k];
         if (a->rstrip) {
             for (size_t s; (s = space_after(norm + pos, n - pos)) > 0;) pos += s;
@@ -221,19 +254,69 @@ static size_t max_bytes_for(size_t len) {
     return n;
 }
 
+/* Whether every id of a word stands for at least one of its bytes and at most a vocabulary text's (or an unknown
+ * character's) bytes: no character is dropped (BPE and SentencePiece drop one that is not in the vocabulary, has no
+ * fallback token for each of its bytes and no unknown token to become) and no run of unknowns is fused into one id
+ * (Hugging Face's fuse_unk, which matters only where byte fallback does not cover every byte). */
+static bool ids_bounded(const tg_tokenizer *t) {
+    bool all_bytes = true; /* every byte has an id of its own to fall back on */
+    for (int b = 0; all_bytes && b < 256; b++) {
+        const char one = (char)b;
+        all_bytes = t->byte_id[b] >= 0 || (t->model == TG_TOKMODEL_SPM && tg_strmap_get(&t->vocab, &one, 1) >= 0);
+    }
+    if (t->model == TG_TOKMODEL_SPM) return all_bytes || t->unk >= 0;
+    if (t->byte_fallback && all_bytes) return true;
+    if (t->unk >= 0) return !t->fuse_unk;
+    /* byte-level words are made of the 256 byte-level characters only: each in the vocabulary, nothing drops */
+    bool byte_level = false;
+    for (size_t k = 0; k < t->n_pre; k++) {
+        if (t->pre[k].kind == TG_PRE_BYTE_LEVEL) byte_level = true;
+        if (t->pre[k].kind == TG_PRE_METASPACE) byte_level = false;
+    }
+    for (int b = 0; byte_level && b < 256; b++) {
+        char ch[2];
+        const uint8_t byte = (uint8_t)b;
+        byte_level = tg_strmap_get(&t->vocab, ch, tg_byte_level_encode(&byte, 1, ch)) >= 0;
+    }
+    return byte_level;
+}
+
+/* Fills c->reach (the longest vocabulary text starting with each byte, at least 4: an unknown character, a fallback
+ * byte) and sets c->bounded when ids_bounded holds (else no word is refused before it is encoded). */
+static void set_reach(const tg_tokenizer *t, enc_ctx *c) {
+    c->bounded = ids_bounded(t);
+    for (int b = 0; b < 256; b++) c->reach[b] = 4;
+    for (int32_t i = 0; c->bounded && i < t->n_vocab; i++) {
+        size_t len;
+        const char *s = tg_tok_text(t, i, &len);
+        if (len > 0 && len > c->reach[(uint8_t)s[0]]) c->reach[(uint8_t)s[0]] = len;
+    }
+}
+
 bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n,
                          tg_error *err) {
+    bool over;
+    return tg_tokenizer_encode_max(t, text, len, add_bos, SIZE_MAX, ids, n, &over, err);
+}
+
+bool tg_tokenizer_encode_max(const tg_tokenizer *t, const char *text, size_t len, bool add_bos, size_t max_ids,
+                             int32_t **ids, size_t *n, bool *over, tg_error *err) {
     *ids = NULL;
     *n = 0;
+    *over = false;
     if (!t) return tg_fail(err, "tokenizer: no tokenizer");
     if (!text && len) return tg_fail(err, "%s: NULL text to encode", t->source);
     if (add_bos && t->bos < 0) return tg_fail(err, "%s: BOS requested but the vocabulary has no BOS token", t->source);
     enc_ctx c = {0};
     c.max_bytes = c.budget = max_bytes_for(len);
+    c.max_ids = max_ids;
+    if (max_ids != SIZE_MAX) set_reach(t, &c);
+    c.over = over;
     c.pre = tg_pretok_ctx_new(t->source);
     bool ok = c.pre != NULL;
     if (!ok) tg_fail(err, "out of memory");
     if (ok && add_bos && !tg_idvec_push(&c.out, t->bos)) ok = tg_fail(err, "out of memory");
+    if (ok && c.out.n > max_ids) ok = too_many(&c, t, err);
 
     tg_added_scan scan;
     tg_added_scan_init(&scan, t->added_match, text, len);
@@ -247,6 +330,7 @@ bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bo
         }
         ok = encode_section(t, &c, text + sec, end - sec, sec == 0, err);
         if (ok && !tg_idvec_push(&c.out, a->id)) ok = tg_fail(err, "out of memory");
+        if (ok && c.out.n > max_ids) ok = too_many(&c, t, err);
         pos += a->len;
         if (a->rstrip) {
             for (size_t s; (s = space_after(text + pos, len - pos)) > 0;) pos += s;

@@ -31,6 +31,12 @@ bool tg_tokenizer_adds_bos(const tg_tokenizer *t);
  * array *ids of *n ids, BOS first when add_bos. Special/added tokens appearing in the text are matched as wholes. */
 bool tg_tokenizer_encode(const tg_tokenizer *t, const char *text, size_t len, bool add_bos, int32_t **ids, size_t *n,
                          tg_error *err);
+/* tg_tokenizer_encode that stops as soon as the text is known to give more than max_ids ids (BOS counted): false,
+ * *over set, err->code TG_ERR_TOO_MANY_TOKENS. A word is split into symbols only when the ids so far and the fewest
+ * it can give fit the cap, so a text over the cap costs memory and work of the order of the cap, not of the text
+ * (a million-letter word is refused before a million symbols are made). max_ids SIZE_MAX: no cap. */
+bool tg_tokenizer_encode_max(const tg_tokenizer *t, const char *text, size_t len, bool add_bos, size_t max_ids,
+                             int32_t **ids, size_t *n, bool *over, tg_error *err);
 
 /* The bytes token `id` stands for when it follows `prev` (prev = -1 at the start of the text, which lasts while the
  * tokens before decode to nothing, e.g. after a leading BOS; the detokeniser tracks this): byte-level tokens

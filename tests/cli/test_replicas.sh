@@ -48,7 +48,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-for _ in $(seq 1200); do [ -f "$LB/ready" ] && break; kill -0 "$RUN" 2>/dev/null || break; sleep 0.05; done
+up_or_gone() { [ -f "$LB/ready" ] || ! kill -0 "$RUN" 2>/dev/null; }
+wait_for_event 120 up_or_gone
 if [ ! -f "$LB/ready" ]; then
     bad "run.sh did not come up: $(tail -5 "$tmp/run.out") $(tail -5 "$LB/haproxy.log" 2>/dev/null)"
     kill -TERM "$RUN" 2>/dev/null
@@ -78,11 +79,9 @@ for line in data.decode().splitlines():
         print(f[17].split()[0])
 PY
 }
-# wait_status NAME STATE: until HAProxy says so (60 s at most: a bound for a loaded machine); false when it does not
-wait_status() {
-    for _ in $(seq 1200); do [ "$(lb_status "$1")" = "$2" ] && return 0; sleep 0.05; done
-    return 1
-}
+# wait_status NAME STATE: until HAProxy says so (120 s at most: a bound for a loaded machine); false when it does not
+status_is() { [ "$(lb_status "$1")" = "$2" ]; }
+wait_status() { wait_for_event 120 status_is "$1" "$2"; }
 # ask N OUT: N greedy requests through the balancer, one after the other (Python's urllib: one process for all);
 # each line of OUT is "STATUS REPLICA TEXT" (the replica from HAProxy's X-Tinygpt-Replica header, the text as JSON)
 ask() {
@@ -127,7 +126,7 @@ st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' -d '{"prompt": "x", "n": 2}' "
 
 # ---- r2 killed: the next request still succeeds (retried on another), the check marks r2 down, r2 gets nothing ----
 kill -KILL "$(cat "$LB/r2.pid")"
-for _ in $(seq 3000); do [ -f "$LB/r2.exit" ] && break; sleep 0.02; done
+wait_for_event 120 test -f "$LB/r2.exit" || bad "r2 killed: run.sh did not see it exit"
 ask 2 "$tmp/b"
 [ "$(served "$tmp/b" 'r1|r3')" = 2 ] && ok || bad "just after the kill: $(cat "$tmp/b")"
 wait_status r2 DOWN && ok || bad "r2 killed but HAProxy says $(lb_status r2): $(tail -5 "$LB/haproxy.log")"
@@ -141,7 +140,7 @@ curl -sN --max-time 60 -D "$tmp/long.hdr" \
     -d '{"prompt": "x", "max_tokens": 100000, "ignore_eos": true, "stream": true}' \
     "$BASE/v1/completions" >"$tmp/long.sse" &
 LONG=$!
-for _ in $(seq 9000); do [ -s "$tmp/long.sse" ] && break; sleep 0.02; done
+wait_for_event 180 test -s "$tmp/long.sse"
 D=$(tr -d '\r' <"$tmp/long.hdr" | sed -n 's/^[Xx]-[Tt]inygpt-[Rr]eplica: //p')
 case "$D" in r1) K=r3 ;; r3) K=r1 ;; *) K= ;; esac
 if [ -z "$K" ]; then
@@ -155,15 +154,12 @@ else
     curl -sN --max-time 60 -d '{"prompt": "The king", "max_tokens": 8, "temperature": 0, "stream": true}' \
         "http://127.0.0.1:$DPORT/v1/completions" >"$tmp/short.sse" &
     SHORT=$!
-    for _ in $(seq 9000); do [ -s "$tmp/short.sse" ] && break; sleep 0.02; done
+    wait_for_event 180 test -s "$tmp/short.sse"
     t0=$(date +%s.%N)
     kill -TERM "$(cat "$LB/$D.pid")"
     st=
-    for _ in $(seq 3000); do
-        st=$(curl -s -o "$tmp/h" -w '%{http_code}' "http://127.0.0.1:$DPORT/health")
-        [ "$st" = 503 ] && break
-        sleep 0.02
-    done
+    health_503() { st=$(curl -s -o "$tmp/h" -w '%{http_code}' "http://127.0.0.1:$DPORT/health") && [ "$st" = 503 ]; }
+    wait_for_event 120 health_503
     [ "$st" = 503 ] && grep -q 'shutting down' "$tmp/h" && ok || bad "$D draining: /health answers $st $(cat "$tmp/h")"
     # it admits nothing new: a request straight to it gets 503, Retry-After and OpenAI's error object
     st=$(curl -s -D "$tmp/hdr" -o "$tmp/err.json" -w '%{http_code}' -d '{"prompt": "x", "max_tokens": 2}' \
@@ -177,7 +173,7 @@ else
         bad "no 503 check of $D in the log: $(grep "$D" "$LB/haproxy.log" | tail -3)"
     ask 3 "$tmp/e"
     [ "$(served "$tmp/e" "$K")" = 3 ] && ok || bad "with $D out of the pool: $(cat "$tmp/e")"
-    for _ in $(seq 2400); do [ -s "$LB/$D.exit" ] && break; sleep 0.05; done
+    wait_for_event 120 test -s "$LB/$D.exit"
     t1=$(stat -c %.3Y "$LB/$D.exit" 2>/dev/null || date +%s.%N) # when run.sh saw it exit
     [ "$(cat "$LB/$D.exit" 2>/dev/null)" = 0 ] && ok || bad "$D after SIGTERM: exit $(cat "$LB/$D.exit" 2>/dev/null)"
     # the drain ends after the grace, not with the 100,000-token stream (the margin is for a loaded machine: the

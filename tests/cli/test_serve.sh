@@ -29,12 +29,11 @@ start() {
     "$T" serve "$MODEL" --port 0 --threads 1 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
     SPID=$!
     PORT=
-    for _ in $(seq 2400); do
+    listening() {
         PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/$name.err" | sed 's/.*://')
-        [ -n "$PORT" ] && break
-        kill -0 "$SPID" 2>/dev/null || break
-        sleep 0.05
-    done
+        [ -n "$PORT" ] || ! kill -0 "$SPID" 2>/dev/null
+    }
+    wait_for_event 120 listening
     [ -n "$PORT" ] || bad "$name: the server did not start: $(cat "$tmp/$name.err")"
     BASE=http://127.0.0.1:$PORT
 }
@@ -42,7 +41,8 @@ start() {
 stop() {
     kill -TERM "$SPID" 2>/dev/null
     local st
-    for _ in $(seq 2400); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
+    gone() { ! kill -0 "$SPID" 2>/dev/null; }
+    wait_for_event 120 gone
     if kill -0 "$SPID" 2>/dev/null; then
         bad "$1: still running 120 s after SIGTERM"
         kill -KILL "$SPID"
@@ -51,12 +51,12 @@ stop() {
     st=$?
     [ "$st" -eq 0 ] && ok || bad "$1: exit $st after SIGTERM: $(tail -20 "$tmp/$1.err")"
 }
-# until WHAT CMD...: waits for an event by polling CMD (every 20 ms) until it succeeds; the bound (180 s) is for a
-# machine under load, not a guess at timing: when it passes, bad WHAT and return 1 (the test goes on, failed)
+# until WHAT CMD...: waits for an event (wait_for_event, lib.sh); the bound (180 s) is for a machine under load, not a
+# guess at timing: when it passes, bad WHAT and return 1 (the test goes on, failed)
 until_() {
     local what=$1
     shift
-    for _ in $(seq 9000); do "$@" && return 0; sleep 0.02; done
+    wait_for_event 180 "$@" && return 0
     bad "$what: did not happen within 180 s"
     return 1
 }
@@ -324,6 +324,16 @@ grep -q 'SIGTERM: no longer admitting' "$tmp/A.err" && ok || bad "SIGTERM: no me
 start B --kv-quantize int4 --streaming-llm-window 32 --api-key sekrit --grace 0.3 --prefill-chunk 16 \
     --max-prompt-tokens 20000 --max-body 8M
 auth=(-H 'Authorization: Bearer sekrit')
+# tokenising stops at the cap: a 7 MB prompt of one letter (few enough bytes for the byte check: a token of the
+# bundled model may stand for hundreds of bytes) is refused at 20,000 tokens; the server's peak memory (VmHWM, kB: a
+# count, not a time) grows by less than 150 MB, where encoding the whole prompt first takes several times that
+hwm() { sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$SPID/status"; }
+python3 -c 'import json; print(json.dumps({"prompt": "a" * 7000000}))' >"$tmp/letter.json"
+hwm_before=$(hwm)
+expect_error "a 7 MB prompt of one letter" 400 prompt /v1/completions @"$tmp/letter.json" "${auth[@]}"
+hwm_after=$(hwm)
+grep -q 'more than 20000 tokens' "$tmp/err.json" && [ $((hwm_after - hwm_before)) -lt 150000 ] && ok ||
+    bad "one letter over the cap: VmHWM $hwm_before -> $hwm_after kB: $(head -c 300 "$tmp/err.json")"
 want "$tmp/want" --prompt "$P1" -n 60 --kv-quantize int4 --streaming-llm-window 32
 curl -s --max-time 60 "${auth[@]}" -d "{\"prompt\": \"$P1\", \"max_tokens\": 60, \"temperature\": 0}" \
     "$BASE/v1/completions" >"$tmp/r.json"
@@ -517,6 +527,7 @@ hostile() { # CHECK [ARGS...]
 hostile slowloris
 hostile perip 3
 hostile halfclose
+hostile framing
 stop F
 MODEL=models/tinygpt-flagship.gguf
 

@@ -8,6 +8,9 @@ server's answer, or its closing the connection) with a generous bound; nothing s
       a request sent and the client's sending half shut down (shutdown(SHUT_WR)): the answer still comes
   hostile_client.py keyfirst HOST PORT
       with --api-key: a keyless request that declares a 3 MB body and sends none gets 401 at once
+  hostile_client.py framing HOST PORT
+      a body whose length is told twice (two Content-Length headers; Content-Length and Transfer-Encoding) gets 400
+      before its body is read, and /health on a fresh connection is answered after it
   hostile_client.py perip HOST PORT LIMIT
       LIMIT idle connections from 127.0.0.1 (--max-connections-per-ip LIMIT): one more from 127.0.0.1 is closed
       unanswered, while 127.0.0.2 is still served
@@ -93,6 +96,22 @@ def keyfirst(host, port):
     check("a keyless request is refused before its body", first.startswith(b"HTTP/1.1 401"), repr(first[:200]))
 
 
+def framing(host, port):
+    body = b'{"prompt": "x", "max_tokens": 1}'
+    for name, extra in (("two Content-Length headers", b"Content-Length: 5\r\n"),
+                        ("Content-Length and Transfer-Encoding", b"Transfer-Encoding: chunked\r\n")):
+        s = connect(host, port)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                  + str(len(body)).encode() + b"\r\n" + extra + b"Connection: close\r\n\r\n" + body)
+        out, how = read_all(s)
+        s.close()
+        head, _, rest = out.partition(b"\r\n\r\n")
+        ok = head.startswith(b"HTTP/1.1 400") and b"given more than once" in rest
+        check(name + ": 400 before the body", ok, how + " " + repr(out[:300]))
+    status = health(host, port)
+    check("/health after them", status.startswith(b"HTTP/1.1 200"), repr(status))
+
+
 def perip(host, port, limit):
     held = [connect(host, port) for _ in range(limit)]
     # each held connection is in once /health from it answers (keep-alive): the server counts them all
@@ -123,6 +142,8 @@ def main():
         halfclose(host, port)
     elif what == "keyfirst":
         keyfirst(host, port)
+    elif what == "framing":
+        framing(host, port)
     elif what == "perip":
         perip(host, port, int(sys.argv[4]))
     else:

@@ -244,6 +244,18 @@ static void test_request_refusals(void **state) {
     r0 = parse_ok(big, TG_SERVE_COMPLETION);
     assert_int_equal(r0.prompt_len, n_items * 3 + 1);
     tg_serve_request_free(&r0);
+    /* the server counts a body as its pieces arrive: any cut (an escape split from its character included) gives
+     * the count of the whole */
+    static const char pieces[] = "{\"a\": [1, {}, \"x,\\\",[{\"], \"b\": [[], {\"c\": \"\\\\\"}, 3]}";
+    tg_json_count whole = {1, false, false};
+    tg_json_count_feed(&whole, pieces, strlen(pieces));
+    assert_int_equal(whole.values, 12);
+    for (size_t cut = 0; cut <= strlen(pieces); cut++) {
+        tg_json_count c = {1, false, false};
+        tg_json_count_feed(&c, pieces, cut);
+        tg_json_count_feed(&c, pieces + cut, strlen(pieces) - cut);
+        assert_int_equal(c.values, whole.values);
+    }
     free(big);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_serve_request r;

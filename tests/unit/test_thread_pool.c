@@ -21,6 +21,8 @@ typedef struct {
     int slow_member;     /* this member sleeps ~200 us in every run (-1: none) */
 } work;
 
+/* A nap is the stimulus here, not a wait for an event: it makes a worker or the caller fall asleep so that the
+ * wake-ups are exercised; the checks (every member ran once per run, its writes visible) hold at any timing. */
 static void nap_us(long us) {
     struct timespec t = {0, us * 1000};
     nanosleep(&t, NULL);

@@ -73,12 +73,30 @@ static bool check_encode(const tg_tokenizer *t, const char *what, const char *te
     size_t n = 0;
     tg_error err = {0};
     assert_true(tg_tokenizer_encode(t, text, strlen(text), bos, &ids, &n, &err));
-    const bool ok = prefix_only ? n >= n_want && same_ids(ids, n_want, want, n_want) : same_ids(ids, n, want, n_want);
+    bool ok = prefix_only ? n >= n_want && same_ids(ids, n_want, want, n_want) : same_ids(ids, n, want, n_want);
     if (!ok) {
         print_error("%s: '%s'\n", what, text);
         print_ids("want", want, n_want);
         print_ids("got ", ids, n);
     }
+    /* capped at its own length, the same ids; capped one below, refused (its lower bound never refuses a text that
+     * fits: every fixture and variant, every golden text) */
+    int32_t *capped = NULL;
+    size_t n_capped = 0;
+    bool over = true;
+    if (!tg_tokenizer_encode_max(t, text, strlen(text), bos, n, &capped, &n_capped, &over, &err) || over ||
+        !same_ids(capped, n_capped, ids, n)) {
+        print_error("%s: '%s' capped at its %zu ids: %s\n", what, text, n, err.msg);
+        ok = false;
+    }
+    free(capped);
+    capped = NULL;
+    if (n > 0 && (tg_tokenizer_encode_max(t, text, strlen(text), bos, n - 1, &capped, &n_capped, &over, &err) ||
+                  !over || err.code != TG_ERR_TOO_MANY_TOKENS)) {
+        print_error("%s: '%s' capped at %zu ids below its %zu: not refused\n", what, text, n - 1, n);
+        ok = false;
+    }
+    free(capped);
     free(ids);
     return ok;
 }
@@ -244,6 +262,40 @@ static void test_golden_fixtures(void **state) {
 }
 
 /* The tokenizer variants of tests/data/tokenizer/make_golden.py. */
+/* A 4 MB word of one letter capped at 1000 ids: refused (TG_ERR_TOO_MANY_TOKENS) before it is split into symbols;
+ * test_serve.sh counts the server's peak memory for the same refusal. */
+static void test_capped_one_letter(void **state) {
+    (void)state;
+    const char *dir = "tests/data/fixtures/smollm2";
+    char path[512];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (!exists(path)) {
+        print_message("skip: no %s\n", path);
+        return;
+    }
+    tg_error err = {0};
+    tg_tokenizer *t = tg_tokenizer_load_hf(dir, &err);
+    assert_non_null(t);
+    const size_t len = (size_t)4 << 20;
+    char *text = malloc(len);
+    assert_non_null(text);
+    memset(text, 'a', len);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    bool over = false;
+    assert_false(tg_tokenizer_encode_max(t, text, len, false, 1000, &ids, &n, &over, &err));
+    assert_true(over);
+    assert_int_equal(err.code, TG_ERR_TOO_MANY_TOKENS);
+    assert_non_null(strstr(err.msg, "more than 1000 tokens"));
+    /* the same word under the cap is encoded whole */
+    assert_true(tg_tokenizer_encode_max(t, text, 900, false, 1000, &ids, &n, &over, &err));
+    assert_false(over);
+    assert_true(n > 0 && n <= 900);
+    free(ids);
+    free(text);
+    tg_tokenizer_free(t);
+}
+
 static void test_golden_tokenizer_variants(void **state) {
     (void)state;
     check_root("tests/data/tokenizer");
@@ -253,6 +305,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_fixtures),
         cmocka_unit_test(test_golden_tokenizer_variants),
+        cmocka_unit_test(test_capped_one_letter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
