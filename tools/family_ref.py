@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Builds tests/data/families/<family>-tiny (qwen2, qwen3, gemma2, gemma3, smollm3, phi3): tiny random-weight Hugging
-Face folders with goldens from a plain-Python float64 forward pass written here from the transformers model
+"""Builds tiny random-weight Hugging Face folders (qwen2, qwen3, gemma2, gemma3, smollm3, phi3; tests/data/families/
+phi3-ownref-tiny is its Phi-3 folder, renamed: the other families' committed fixtures are transformers' own, see
+tests/data/families/README.md) with goldens from a plain-Python float64 forward pass written here from the transformers model
 definitions' maths (no numpy, torch or transformers needed: the machine that runs the suite has none).
 tools/make_family_fixtures.py makes the same kind of folders with transformers' own outputs where transformers is
 installed; until those are committed, these goldens are an independent second implementation, not transformers'.

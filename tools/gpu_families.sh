@@ -38,15 +38,28 @@ for d in "$work"/fam/*/; do
     echo "== $name"
     # The fixtures carry the smollm2 fixture's byte-level BPE tokenizer (tokenizer.json only); llama.cpp's Gemma 2
     # and Phi-3 converters read a SentencePiece tokenizer.model, so their vocabulary step takes the converter's own
-    # byte-level BPE path (_set_vocab_gpt2, as it does for Gemma 3 and Phi-4). The weights and hyperparameters are
+    # byte-level BPE path (_set_vocab_gpt2, as it does for Gemma 3 and Phi-4), with the pre-tokenizer named. The weights and hyperparameters are
     # converted by llama.cpp's code unchanged; the logits below come from token ids, not text.
     (cd "$P" && timeout 120 python3 - "$d" "$d/model-llamacpp-f32.gguf" <<'PYEOF'
 import runpy, sys
 sys.path.insert(0, ".")
-import conversion.gemma, conversion.phi
+import conversion.base, conversion.gemma, conversion.phi
 for cls in (conversion.gemma.Gemma2Model, conversion.phi.Phi3MiniModel):
     cls.set_vocab = lambda self: self._set_vocab_gpt2()
-sys.argv = ["convert_hf_to_gguf.py", sys.argv[1], "--outtype", "f32", "--outfile", sys.argv[2]]
+# the fixtures' tokenizer is SmolLM2's, whose pre-tokenizer llama.cpp names "smollm" (its hash table keys on
+# the real tokenizer's, which the fixtures' transformers re-save changes)
+conversion.base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "smollm"
+# Gemma 3's converter leaves the sliding / full pattern to llama.cpp's default period of 6; the fixture's layer_types
+# (sliding, full, sliding) are written per layer, as llama.cpp's converters of the later Gemmas do
+gemma3_params = conversion.gemma.Gemma3Model.set_gguf_parameters
+def set_gguf_parameters(self):
+    gemma3_params(self)
+    if "layer_types" in self.hparams:
+        self.gguf_writer.add_sliding_window_pattern([t == "sliding_attention" for t in self.hparams["layer_types"]])
+conversion.gemma.Gemma3Model.set_gguf_parameters = set_gguf_parameters
+# (a neutral model name: llama.cpp sets Phi-3 token attributes by the name, looking up tokens this vocabulary lacks)
+sys.argv = ["convert_hf_to_gguf.py", sys.argv[1], "--outtype", "f32", "--outfile", sys.argv[2], "--model-name",
+            "tinygpt-fixture"]
 runpy.run_path("convert_hf_to_gguf.py", run_name="__main__")
 PYEOF
     ) >"$d/convert.log" 2>&1 || { echo "convert failed"; tail -n 15 "$d/convert.log"; continue; }

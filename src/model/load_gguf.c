@@ -217,15 +217,28 @@ static bool read_family(const tg_gguf *g, const char *arch, struct tg_model *m, 
     if (!(hp->rope_theta_local >= 0.0f) || !isfinite(hp->rope_theta_local))
         return tg_fail(err, "%s: %s.rope.freq_base_swa must be positive", tg_gguf_path(g), arch);
     if (hp->sliding_window <= 0) return tg_fail(err, "%s: %s.attention.sliding_window is missing", tg_gguf_path(g), arch);
+    /* the pattern: a period (layer l is full when (l + 1) % period == 0; 0 = every layer sliding) or, as llama.cpp
+     * writes it from a config's layer_types, one bool per layer (true = sliding) */
     int pattern = a->swa_pattern;
     char key[128];
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-    if (tg_gguf_has(g, key) && !arch_int(g, arch, "attention.sliding_window_pattern", false, pattern, &pattern, err))
+    tg_gguf_array per_layer = {0};
+    const bool is_array = tg_gguf_get_array(g, key, &per_layer);
+    if (is_array && (per_layer.count != (uint64_t)hp->n_layers ||
+                     (per_layer.elem_type != TG_GGUF_BOOL && per_layer.elem_type != TG_GGUF_U8 &&
+                      per_layer.elem_type != TG_GGUF_I32 && per_layer.elem_type != TG_GGUF_U32)))
+        return tg_fail(err, "%s: %s holds %llu values of type %d; expected one bool per layer (%d)", tg_gguf_path(g),
+                       key, (unsigned long long)per_layer.count, (int)per_layer.elem_type, hp->n_layers);
+    if (!is_array && tg_gguf_has(g, key) &&
+        !arch_int(g, arch, "attention.sliding_window_pattern", false, pattern, &pattern, err))
         return false;
     hp->layer_window = tg_model_alloc(m, (size_t)hp->n_layers * sizeof(int));
     if (!hp->layer_window) return tg_fail(err, "out of memory");
-    for (int l = 0; l < hp->n_layers; l++)
-        hp->layer_window[l] = pattern <= 0 || (l + 1) % pattern != 0 ? hp->sliding_window : 0;
+    for (int l = 0; l < hp->n_layers; l++) {
+        const bool sliding = is_array ? tg_gguf_array_i64(&per_layer, (uint64_t)l) != 0
+                                      : pattern <= 0 || (l + 1) % pattern != 0;
+        hp->layer_window[l] = sliding ? hp->sliding_window : 0;
+    }
     hp->sliding_window = 0;
     return true;
 }

@@ -2,7 +2,8 @@
  * folder of tests/data/families/ (or $TG_FAMILY_DIR) with a golden.json (tools/family_ref.py or
  * tools/make_family_fixtures.py), the Hugging Face folder and each GGUF file golden.json lists: the per-token NLL
  * of the prompt within 1e-4 relative, the logits within 1e-3, the greedy continuation equal up to the first step
- * whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights, fp32 cache); then every cache policy (fp16,
+ * whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights, fp32 cache); the GGUF file llama.cpp's own
+ * converter wrote from the folder against llama.cpp's logits (check_llamacpp); then every cache policy (fp16,
  * int4 + StreamingLLM window 64, both bounded) runs 2,000 tokens past the model's context with finite logits.
  * Fails when the folder holds no fixture. */
 #define _POSIX_C_SOURCE 200809L
@@ -27,6 +28,9 @@
 #define LOGIT_TOL 1e-3
 #define MARGIN_CLEAR 1e-3
 #define PAST_CONTEXT 2000
+/* tinygpt against llama.cpp on the same F32 GGUF: two float32 implementations that sum in different orders (and
+ * approximate tanh differently, Gemma's GELU and soft-caps) */
+#define LLAMACPP_LOGIT_TOL 2e-3
 
 static const char *family_root(void) {
     const char *env = getenv("TG_FAMILY_DIR");
@@ -109,6 +113,69 @@ static int check_greedy(const char *dir, tg_model *m, const json_t *golden, int6
     return !ok || same != clear || clear == 0;
 }
 
+/* The top-1 / top-2 gap of row[V]. */
+static double margin_of(const float *row, int64_t V) {
+    const int32_t top = golden_argmax(row, V);
+    double second = -INFINITY;
+    for (int64_t v = 0; v < V; v++)
+        if (v != top && row[v] > second) second = row[v];
+    return (double)row[top] - second;
+}
+
+/* The GGUF file llama.cpp's convert_hf_to_gguf.py wrote from the folder, against llama.cpp's own logits over the same
+ * ids (tools/gpu_families.sh: greedy-llamacpp.json, llamacpp-logits.f32 [K + 1, V], the logits before each of the K
+ * continuation tokens and after the last, with the greedy prompt and the transformers greedy ids fed): tinygpt's logits within LLAMACPP_LOGIT_TOL
+ * and its argmax equal to llama.cpp's at every step where llama.cpp's margin is clear. The number of failures. */
+static int check_llamacpp(const char *dir, const json_t *golden, int64_t V) {
+    char path[1400];
+    snprintf(path, sizeof path, "%s/greedy-llamacpp.json", dir);
+    json_error_t je;
+    json_t *ref = json_load_file(path, 0, &je);
+    if (!ref) return 0; /* no llama.cpp reference for this family (tools/gpu_families.sh names why) */
+    size_t n_prompt, n_cont;
+    int32_t *prompt = golden_json_ids(json_object_get(golden, "greedy_prompt_ids"), &n_prompt);
+    int32_t *cont = golden_json_ids(json_object_get(golden, "greedy_continuation"), &n_cont);
+    /* K rows: before each continuation token, and after the last */
+    const size_t K = json_array_size(json_object_get(ref, "argmax_before_each")) + 1;
+    snprintf(path, sizeof path, "%s/llamacpp-logits.f32", dir);
+    float *want = K > 1 && K <= n_cont + 1 ? golden_read_f32(path, K * (size_t)V) : NULL;
+    snprintf(path, sizeof path, "%s/model-llamacpp-f32.gguf", dir);
+    tg_error err = {0};
+    tg_model *m = want ? tg_model_load(path, &err) : NULL;
+    tg_cache_params p = tg_cache_default_params();
+    p.key_precision = p.value_precision = TG_KV_FP32;
+    tg_session *s = m ? tg_session_new(m, &p, 2, &err) : NULL;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    bool ok = s && logits && tg_session_eval(s, prompt, n_prompt, NULL, logits, &err);
+    double worst = 0;
+    size_t clear = 0, same = 0;
+    for (size_t k = 0; ok && k < K; k++) {
+        const float *w = want + k * (size_t)V;
+        for (int64_t v = 0; v < V; v++) {
+            const double d = fabs((double)logits[v] - (double)w[v]);
+            if (!(d <= worst)) worst = d;
+        }
+        if (margin_of(w, V) > MARGIN_CLEAR) {
+            clear++;
+            same += golden_argmax(logits, V) == golden_argmax(w, V);
+        }
+        if (k + 1 < K) ok = tg_session_eval(s, &cont[k], 1, NULL, logits, &err);
+    }
+    if (!ok) print_error("%s: %s\n", path, want ? err.msg : "no llama.cpp logits of the reference's shape");
+    else
+        print_message("%s: against llama.cpp over %zu steps: logits within %.3g (tolerance %g), argmax equal at %zu of "
+                      "the %zu steps with a clear margin\n", path, K, worst, LLAMACPP_LOGIT_TOL, same, clear);
+    const int fails = !ok || !(worst <= LLAMACPP_LOGIT_TOL) || same != clear || clear == 0;
+    free(logits);
+    tg_session_free(s);
+    tg_model_free(m);
+    free(want);
+    free(prompt);
+    free(cont);
+    json_decref(ref);
+    return fails;
+}
+
 /* A bounded cache of `prec` (StreamingLLM: 4 sinks + window 64) runs PAST_CONTEXT tokens past the model's context,
  * greedily, with every logit finite; the number of failures. */
 static int check_policy(const char *dir, tg_model *m, tg_kv_precision prec, int64_t V) {
@@ -181,6 +248,7 @@ static int check_family(const char *dir) {
         fails = 1;
     } else {
         fails += check_source(dir, golden, want, V);
+        fails += check_llamacpp(dir, golden, V);
         const char *key;
         json_t *val;
         json_object_foreach(json_object_get(golden, "gguf_files"), key, val) {
