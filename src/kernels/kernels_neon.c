@@ -1,8 +1,8 @@
 /* kernels_neon.c — the aarch64 kernel tables (kernels.h): NEON (every aarch64 CPU) and dotprod (ARMv8.2 sdot).
  * Each starts as a copy of the scalar table (its exact activation quantisers and its vector primitives, whose bits
  * the vec.h contracts compare against) with the rows and primitives that have NEON kernels put in: F32 / F16 / BF16
- * rows, Q8_0 / Q4_0 rows (widening multiplies on NEON, sdot on dotprod), axpy / scale / bf16 widening. Built once
- * (pthread_once) and const afterwards. Compiled on another architecture, the file has no table. */
+ * rows, Q8_0 / Q4_0 and K-quant (Q2_K .. Q6_K) rows (widening multiplies on NEON, sdot on dotprod), axpy / scale /
+ * bf16 widening. Built once (pthread_once) and const afterwards. Compiled on another architecture, the file has no table. */
 #include "kernels/kernels.h"
 
 #include "kernels/neon.h"
@@ -16,6 +16,15 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #define FLOAT_ROW(t) {tg_neon_gemv_##t, tg_neon_tile_##t, NULL, NULL, NULL, 8, NULL}
 #define Q32_ROW(isa, t) {tg_##isa##_gemv_##t, NULL, NULL, tg_##isa##_gemm_##t, NULL, 8, NULL}
+#define KQ_ROW(isa, t) {tg_##isa##_gemv_##t, NULL, NULL, NULL, tg_##isa##_gemm_q8k_##t, 8, NULL}
+#define KQ_ROWS(table, isa)                                                                                         \
+    do {                                                                                                            \
+        table.type[TG_DT_Q2_K] = (tg_type_kernels)KQ_ROW(isa, q2_k);                                                \
+        table.type[TG_DT_Q3_K] = (tg_type_kernels)KQ_ROW(isa, q3_k);                                                \
+        table.type[TG_DT_Q4_K] = (tg_type_kernels)KQ_ROW(isa, q4_k);                                                \
+        table.type[TG_DT_Q5_K] = (tg_type_kernels)KQ_ROW(isa, q5_k);                                                \
+        table.type[TG_DT_Q6_K] = (tg_type_kernels)KQ_ROW(isa, q6_k);                                                \
+    } while (0)
 
 static void build(void) {
     neon = *tg_kernels_for(TG_ISA_SCALAR);
@@ -26,6 +35,7 @@ static void build(void) {
     neon.type[TG_DT_BF16] = (tg_type_kernels)FLOAT_ROW(bf16);
     neon.type[TG_DT_Q8_0] = (tg_type_kernels)Q32_ROW(neon, q8_0);
     neon.type[TG_DT_Q4_0] = (tg_type_kernels)Q32_ROW(neon, q4_0);
+    KQ_ROWS(neon, neon);
     neon.quant_acts = true;
     neon.tile_rows = 2;
     neon.tile_vecs = 4;
@@ -37,6 +47,7 @@ static void build(void) {
     dotprod.name = tg_isa_name(TG_ISA_DOTPROD);
     dotprod.type[TG_DT_Q8_0] = (tg_type_kernels)Q32_ROW(dotprod, q8_0);
     dotprod.type[TG_DT_Q4_0] = (tg_type_kernels)Q32_ROW(dotprod, q4_0);
+    KQ_ROWS(dotprod, dotprod);
 }
 
 const tg_cpu_kernels *tg_cpu_kernels_neon(void) {

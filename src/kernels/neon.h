@@ -44,4 +44,38 @@ void tg_dotprod_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const t
 void tg_dotprod_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,
                           int64_t n, float *y, size_t ldy);
 
+/* K-quant weights (Q2_K .. Q6_K) against tg_q8k_block activations (tg_gemv_fn; tg_gemm_q8k_fn: token t's
+ * super-blocks at xk + t * nsup): kquant_neon_inline.h, the bits of the AVX2 kernels (gemv_kquant_avx2.c), with
+ * widening multiplies in the NEON file and sdot in the dotprod one. */
+void tg_neon_gemv_q2_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_neon_gemm_q8k_q2_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                           int64_t n, float *y, size_t ldy);
+void tg_neon_gemv_q3_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_neon_gemm_q8k_q3_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                           int64_t n, float *y, size_t ldy);
+void tg_neon_gemv_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_neon_gemm_q8k_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                           int64_t n, float *y, size_t ldy);
+void tg_neon_gemv_q5_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_neon_gemm_q8k_q5_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                           int64_t n, float *y, size_t ldy);
+void tg_neon_gemv_q6_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_neon_gemm_q8k_q6_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                           int64_t n, float *y, size_t ldy);
+void tg_dotprod_gemv_q2_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_dotprod_gemm_q8k_q2_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                              int64_t n, float *y, size_t ldy);
+void tg_dotprod_gemv_q3_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_dotprod_gemm_q8k_q3_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                              int64_t n, float *y, size_t ldy);
+void tg_dotprod_gemv_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_dotprod_gemm_q8k_q4_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                              int64_t n, float *y, size_t ldy);
+void tg_dotprod_gemv_q5_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_dotprod_gemm_q8k_q5_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                              int64_t n, float *y, size_t ldy);
+void tg_dotprod_gemv_q6_k(const uint8_t *w, size_t w_stride, int64_t nr, const void *x, int64_t cols, float *y);
+void tg_dotprod_gemm_q8k_q6_k(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8k_block *xk, int64_t nsup,
+                              int64_t n, float *y, size_t ldy);
+
 #endif

@@ -62,6 +62,8 @@ const tg_attn_kernels *tg_attn_kernels_for(tg_isa isa) {
 #if defined(__x86_64__)
     case TG_ISA_AVX512: return tg_attn_kernels_avx512();
 #endif
+    case TG_ISA_NEON: return tg_attn_kernels_neon();
+    case TG_ISA_DOTPROD: return tg_attn_kernels_dotprod();
     default: return NULL;
     }
 }
@@ -201,7 +203,7 @@ static bool repositioned(const view *vw, bool keys, bool is_sink) {
 /* Whether the integer kernels take a segment (with the tiles that follow it: g->run rows). */
 static bool int_path_of(const view *vw, bool keys, bool is_sink, const tg_segment *g) {
     const int64_t D = vw->c->g.head_dim;
-    return g->tiled && vw->ak && D % 8 == 0 && !repositioned(vw, keys, is_sink) &&
+    return g->tiled && vw->ak && vw->ak->int_keys && D % 8 == 0 && !repositioned(vw, keys, is_sink) &&
            D <= TG_ATTN_INT_MAX_D;
 }
 

@@ -1,6 +1,7 @@
 /* attend_kernels.h — internal to src/kvcache: a block of up to eight cache rows as the attention kernels read it, the
  * attention and KIVI-append kernel table of an instruction set (tg_attn_kernels, chosen at run time), and the AVX2
- * kernels that fill it (attend_avx2.c, attend_int_avx2.c, kivi_avx2.c; attend_group_avx512.c for AVX-512). attend.c
+ * kernels that fill it (attend_avx2.c, attend_int_avx2.c, kivi_avx2.c; attend_group_avx512.c for AVX-512;
+ * attend_neon.c's tg_attn_neon_* below; attend_int_dotprod.c defines the tg_attn_int_* kernels on aarch64). attend.c
  * holds the scalar reference (no table) and everything else. */
 #ifndef TG_KVCACHE_ATTEND_KERNELS_H
 #define TG_KVCACHE_ATTEND_KERNELS_H
@@ -127,6 +128,14 @@ void tg_attn_avx2_scores_rows(const tg_attn_rows *s, const float *qh, int gq, in
  * stored and reloaded per block: the same FMAs in the same order per element of o, so the bits of the block calls. */
 void tg_attn_avx2_values_rows(const tg_attn_rows *s, const float *p, int64_t ld, int gq, int64_t D, float *o);
 
+/* ---- the aarch64 float block kernels (attend_neon.c): the contracts and bits of tg_attn_avx2_fold / scores /
+ * values / widen above; runs() is false ---- */
+void tg_attn_neon_fold(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias);
+void tg_attn_neon_scores(const tg_attn_block *b, const float *qh, int gq, int64_t D, float *sc, int64_t ld);
+void tg_attn_neon_values(const tg_attn_block *b, const float *p, int64_t ld, int gq, int64_t D, float *o);
+void tg_attn_neon_widen(const tg_attn_block *b, int r, int64_t D, float *out);
+bool tg_attn_neon_runs(int kind, int64_t D);
+
 /* ---- prefill groups at 512 bits (attend_group_avx512.c; attend_group.c's arithmetic) ---- */
 
 /* rows[r] = row i0 + r of a float segment (kind TG_SEG_F32 / F16 / BF16, rows at p + i * stride) as fp32 for r < n:
@@ -144,7 +153,8 @@ void tg_attn512_group_values(const float *const *rows, int64_t n, int64_t D, con
 
 /* One instruction set's attention and KIVI-append kernels (contracts above and in kivi_avx2.h); every entry gives the
  * bits of the AVX2 kernel of the same name (the AVX-512 table's at 512 bits where the file says so). group_*: NULL
- * where the set has no prefill-group kernels. */
+ * where the set has no prefill-group kernels. The aarch64 tables have no kivi_* entries (NULL: the scalar append),
+ * no run kernels (runs() false; scores_rows / values_rows NULL) and, on NEON without dotprod, no int_* entries. */
 typedef struct {
     tg_isa isa;
     void (*fold)(const float *qh, int gq, int64_t D, const float *grid, float *qf, float *bias);
@@ -183,8 +193,11 @@ typedef struct {
 const tg_attn_kernels *tg_attn_kernels_get(void);
 /* The table of `isa` where this build and this CPU have one (NULL for scalar): for tests. */
 const tg_attn_kernels *tg_attn_kernels_for(tg_isa isa);
-/* The instruction-set files' tables (attend_table_avx2.c and its AVX-512 build), NULL where compiled without them. */
+/* The instruction-set files' tables (attend_table_avx2.c and its AVX-512 build; attend_table_neon.c), NULL where
+ * compiled without them. */
 const tg_attn_kernels *tg_attn_kernels_avx2(void);
 const tg_attn_kernels *tg_attn_kernels_avx512(void);
+const tg_attn_kernels *tg_attn_kernels_neon(void);
+const tg_attn_kernels *tg_attn_kernels_dotprod(void);
 
 #endif

@@ -45,7 +45,7 @@ static void grouped_flush(const tg_kvcache *c, const tg_store_geom *sg, tg_store
         group = c->group_f32;
     }
     const tg_attn_kernels *ak = c->simd ? tg_attn_kernels_get() : NULL;
-    const bool fast = ak && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
+    const bool fast = ak && ak->kivi_key_group && sg->tiled && D <= TG_KIVI_AVX2_MAX_D;
     for (int64_t h = 0; h < H; h++) {
         const int64_t uh = unit * H + h;
         uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);

@@ -98,7 +98,8 @@ static void provisional_insert_head(const tg_kvcache *c, const tg_store_geom *sg
     tg_kivi_unit_of(c, sg, n, &k, &unit);
     uint16_t *scale = s->scale[k], *zero = s->zero[k];
     const tg_attn_kernels *ak = c->simd ? tg_attn_kernels_get() : NULL;
-    const tg_attn_kernels *fast = ak && sg->tiled && D <= TG_KIVI_AVX2_MAX_D ? ak : NULL; /* kivi_avx2.c's path */
+    /* kivi_avx2.c's path, where the table has it */
+    const tg_attn_kernels *fast = ak && ak->kivi_key_row && sg->tiled && D <= TG_KIVI_AVX2_MAX_D ? ak : NULL;
     const int64_t uh = unit * H + h;
     uint8_t *rows = tg_kivi_group_rows(c, sg, s, k, unit, h);
     if (sg->per_channel && t > 0) {

@@ -26,7 +26,40 @@
 #include "attend_team.h"
 #include "util/half.h"
 
-#if TG_HAVE_AVX2
+/* The integer kernels: attend_int_avx2.c on x86, attend_int_dotprod.c on aarch64 CPUs with dotprod (the tests skip
+ * without it). Both give the same bits: test_tile_runs hashes every result it checks and compares the hash with the
+ * x86 kernels'. */
+#if TG_HAVE_AVX2 || TG_HAVE_NEON
+
+#if TG_HAVE_NEON
+#define NEED_INT_KERNELS()                                                                                            \
+    do {                                                                                                              \
+        if (!tg_cpu_features_get()->dotprod) skip();                                                                  \
+    } while (0)
+#else
+#define NEED_INT_KERNELS()                                                                                            \
+    do {                                                                                                              \
+    } while (0)
+#endif
+
+/* FNV-1a of n bytes at p, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* test_tile_runs' hashes of its results per head dim (32, 64, .. 256) on the x86 kernels (AVX2 and AVX-512 VNNI give
+ * the same). */
+static const uint64_t tile_runs_hash[8] = {0x18ede1a54d68a54cull, 0xa9706056eda2b381ull, 0xfb18581ca932e149ull,
+                                           0xec6eabd3946cd40eull, 0xe1478de99e65bf70ull, 0x9eadd340228d1cfdull,
+                                           0x939b03c74cc59cb5ull, 0x6bc5bc7c167db621ull};
+
+/* TG_TEST_QUICK=1 (make test-aarch64: under emulation) sweeps the head dims 32, 128 and 224 alone and a shorter
+ * cache; natively, every head dim 32 .. 256. */
+static int quick(void) {
+    const char *e = getenv("TG_TEST_QUICK");
+    return e && *e == '1';
+}
 
 static double urand(uint64_t *s) { /* uniform in [0, 1) */
     *s ^= *s << 13;
@@ -56,7 +89,7 @@ static void test_tile_layout(void **state) {
     const int bitss[] = {8, 4, 2};
     for (int bi = 0; bi < 3; bi++)
         for (int keys = 0; keys < 2; keys++)
-            for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
+            for (int64_t D = 32; D <= MAXD; D += quick() ? 96 : 32) /* 96: the generic head dim */
                 for (int64_t G = 8; G <= MAXG; G *= 2) {
                     const int bits = bitss[bi];
                     random_tile(&seed, keys, bits, G, D, tile, u);
@@ -73,6 +106,7 @@ static void test_tile_layout(void **state) {
 /* Scores of random segments against the exact sums, within dq / 2 * sum u (+ float rounding); VNNI == emulation. */
 static void test_scores_bound(void **state) {
     (void)state;
+    NEED_INT_KERNELS();
     uint64_t seed = 11;
     static uint8_t tile[MAXG * MAXD];
     static int u[MAXG * MAXD];
@@ -84,7 +118,7 @@ static void test_scores_bound(void **state) {
     int checked = 0;
     double worst_ratio = 0.0;
     for (int bi = 0; bi < 3; bi++)
-        for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
+        for (int64_t D = 32; D <= MAXD; D += quick() ? 96 : 32) /* 96: the generic head dim */
             for (int64_t G = 8; G <= MAXG; G *= 2)
                 for (int gi = 0; gi < 6; gi++) {
                     const int bits = bitss[bi], gq = gqs[gi];
@@ -135,6 +169,7 @@ static void test_scores_bound(void **state) {
  * emulation. */
 static void test_values_bound(void **state) {
     (void)state;
+    NEED_INT_KERNELS();
     uint64_t seed = 13;
     static uint8_t tile[MAXG * MAXD];
     static int u[MAXG * MAXD];
@@ -145,7 +180,7 @@ static void test_values_bound(void **state) {
     int checked = 0;
     double worst_ratio = 0.0;
     for (int bi = 0; bi < 3; bi++)
-        for (int64_t D = 32; D <= MAXD; D += 32) /* 96: the generic head dim */
+        for (int64_t D = 32; D <= MAXD; D += quick() ? 96 : 32) /* 96: the generic head dim */
             for (int64_t G = 8; G <= MAXG; G *= 2)
                 for (int gi = 0; gi < 6; gi++) {
                     const int bits = bitss[bi], gq = gqs[gi];
@@ -203,6 +238,7 @@ static void test_values_bound(void **state) {
  * where built, for tiles of 16 rows and more) give the bits of the 256-bit emulation. */
 static void test_tile_runs(void **state) {
     (void)state;
+    NEED_INT_KERNELS();
     enum { NT = 4 };
     uint64_t seed = 17;
     static uint8_t tiles[NT * MAXG * MAXD];
@@ -213,12 +249,15 @@ static void test_tile_runs(void **state) {
     static float sc[2][MAXQ * NT * MAXG], sc2[MAXQ * NT * MAXG], o[2][MAXQ * MAXD], o2[MAXQ * MAXD], o0[MAXQ * MAXD];
     const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5, 8, 11}, groups[] = {8, 16, 32, 48, 64};
     int runs = 0;
+    uint64_t hash[MAXD / 32];
+    for (int i = 0; i < MAXD / 32; i++) hash[i] = 0xcbf29ce484222325ull;
     for (int bi = 0; bi < 3; bi++)
-        for (int64_t D = 32; D <= MAXD; D += 32)
+        for (int64_t D = 32; D <= MAXD; D += quick() ? 96 : 32)
             for (int gri = 0; gri < 5; gri++)
                 for (int gi = 0; gi < 6; gi++) {
                     const int bits = bitss[bi], gq = gqs[gi];
                     const int64_t G = groups[gri];
+                    seed = 17 + 1000003ull * (uint64_t)(((bi * 10 + D / 32) * 10 + gri) * 10 + gi); /* per case */
                     const size_t tb = (size_t)(G * D * bits / 8), stride = 2 * MAXD, vstride = 2 * MAXG;
                     const int64_t ld = NT * MAXG;
                     for (int keys = 0; keys < 2; keys++)
@@ -266,8 +305,18 @@ static void test_tile_runs(void **state) {
                     if (memcmp(sc[0], sc[1], sizeof sc2) || memcmp(o[0], o[1], sizeof o2))
                         fail_msg("int%d D %d G %d gq %d: the VNNI kernels' bits differ from the emulation's", bits,
                                  (int)D, (int)G, gq);
+                    hash[D / 32 - 1] = fnv1a(fnv1a(hash[D / 32 - 1], sc[1], (size_t)(gq * ld) * sizeof(float)), o[1],
+                                             (size_t)(gq * D) * sizeof(float)); /* this case's results alone */
                 }
     assert_true(runs > 100); /* most segments span several tiles */
+    int wrong = 0;
+    for (int64_t D = 32; D <= MAXD; D += quick() ? 96 : 32)
+        if (hash[D / 32 - 1] != tile_runs_hash[D / 32 - 1]) {
+            print_message("head dim %d: the results hash to 0x%016llxull, the x86 kernels' to 0x%016llxull\n", (int)D,
+                          (unsigned long long)hash[D / 32 - 1], (unsigned long long)tile_runs_hash[D / 32 - 1]);
+            wrong++;
+        }
+    assert_int_equal(wrong, 0);
 }
 
 /* Attention through caches whose KIVI groups are tiles (head dim 32 and 64, groups of 8 / 16 / 32, with and without a
@@ -275,6 +324,7 @@ static void test_tile_runs(void **state) {
  * scalar float reference within the precision's tolerance. */
 static void test_cache_attention(void **state) {
     (void)state;
+    NEED_INT_KERNELS();
     const int dims[] = {32, 64};
     const int groups[] = {8, 16, 32};
     const int residuals[] = {0, -1}; /* -1: one group */
@@ -285,7 +335,7 @@ static void test_cache_attention(void **state) {
         for (size_t gi = 0; gi < 3; gi++)
             for (size_t ri = 0; ri < 2; ri++)
                 for (size_t pi = 0; pi < 3; pi++) {
-                    const int D = dims[di], NH = 6, H = 2, HD = H * D, T = 1000;
+                    const int D = dims[di], NH = 6, H = 2, HD = H * D, T = quick() ? 300 : 1000;
                     tg_cache_shape shape = {.n_layers = 1, .n_heads = NH, .n_kv_heads = H, .head_dim = D,
                                             .rope_theta = 10000.0f, .rope_style = TG_ROPE_HALF,
                                             .context_length = T + 8};

@@ -7,7 +7,9 @@
  *   bound for the block types), its prefill kernel bit for bit its decode kernel, the activation quantisers and the
  *   exact conversions bit for bit the scalar ones, the other vector primitives within stated tolerances;
  * - the attention tables' float block kernels against a double-precision reference, and two tables of this CPU
- *   (AVX2 and AVX-512) giving the same bits. */
+ *   (AVX2 and AVX-512) giving the same bits;
+ * - the tables of both architectures giving the same bits: each type's decode kernel on fixed inputs hashes to the
+ *   value the x86 tables gave (test_bits_across_architectures). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -101,11 +103,11 @@ static void test_dispatch_never_exceeds_cpu(void **state) {
         }
         if (t) assert_int_equal(t->isa, i);
         if (a) assert_int_equal(a->isa, i);
-        /* attention tables: every x86 set; none yet on aarch64 (the float and integer caches take the generic path) */
-        assert_true(tg_isa_arch((tg_isa)i) == 1 ? (a != NULL) == (t != NULL) : a == NULL);
+        /* attention tables: every set with a kernel table but scalar (aarch64's i8mm has neither) */
+        assert_true(tg_isa_arch((tg_isa)i) != 0 ? (a != NULL) == (t != NULL) : a == NULL);
     }
     const tg_attn_kernels *a = tg_attn_kernels_get();
-    assert_true(a ? a->isa == k->isa : tg_isa_arch(k->isa) != 1);
+    assert_true(a ? a->isa == k->isa : k->isa == TG_ISA_SCALAR);
 }
 
 /* This binary's path as run (for the emulator's wrapper, which cannot take /proc/self/exe). */
@@ -142,7 +144,7 @@ static int child_check(void) {
     const tg_isa expect = expected_isa(getenv("TG_ISA")), table = expected_table(expect);
     const tg_attn_kernels *a = tg_attn_kernels_get();
     if (f->isa != expect || tg_kernels()->isa != table) return 1;
-    if (tg_isa_arch(table) != 1 ? a != NULL : !a || a->isa != table) return 1;
+    if (table == TG_ISA_SCALAR ? a != NULL : !a || a->isa != table) return 1;
     return 0;
 }
 
@@ -274,8 +276,8 @@ static void test_weight_rows_against_reference(void **state) {
     }
     const tg_isa best = tg_cpu_features_get()->best;
     if (best == TG_ISA_SCALAR) skip();
-    /* an x86 table covers every type; the aarch64 ones F32, F16, BF16, Q8_0 and Q4_0 */
-    assert_true(checked >= (tg_isa_arch(best) == 1 ? TG_DT_COUNT : 5));
+    /* an x86 table covers every type; the aarch64 ones F32, F16, BF16, Q8_0, Q4_0 and Q2_K .. Q6_K */
+    assert_true(checked >= (tg_isa_arch(best) == 1 ? TG_DT_COUNT : 10));
 }
 
 /* Two tables of this CPU (AVX2 and AVX-512, or NEON and dotprod) give the same bits for every type they both have
@@ -307,6 +309,66 @@ static void test_tables_agree(void **state) {
         }
         free(w), free(x), free(xf);
     }
+}
+
+/* The fast tables of both architectures give the same bits (arith_order.h's one order, lane for lane): each type's
+ * decode kernel on fixed inputs, in every table of this CPU that has one, hashes (FNV-1a over the results' bytes) to
+ * the value the x86 tables (AVX2 and AVX-512) gave, recorded here. The inputs are the same bits on every machine
+ * (test_rng.h, the exact fp16 conversions, the scalar activation quantisers). */
+static uint64_t fnv1a_more(uint64_t h, const void *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t fnv1a(const void *p, size_t n) { return fnv1a_more(0xcbf29ce484222325ull, p, n); }
+
+static void test_bits_across_architectures(void **state) {
+    (void)state;
+    static const struct {
+        tg_dtype type;
+        uint64_t hash;
+    } want[] = {
+        {TG_DT_F32, 0xb55781f4f18aecc7ull},
+        {TG_DT_F16, 0x409027d0e77206efull},
+        {TG_DT_BF16, 0x35041cd657e19c79ull},
+        {TG_DT_Q8_0, 0xe7984b3854e87640ull},
+        {TG_DT_Q4_0, 0x0406977916f95fbfull},
+        {TG_DT_Q2_K, 0xa532e91182bb6678ull},
+        {TG_DT_Q3_K, 0xa47fb46c4889a075ull},
+        {TG_DT_Q4_K, 0x4a35721c2446c169ull},
+        {TG_DT_Q5_K, 0x35ad1fd2cf678536ull},
+        {TG_DT_Q6_K, 0x5584ce80ded1edc3ull},
+    };
+    enum { ROWS = 21 };
+    int checked = 0, wrong = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const tg_dtype t = want[i].type;
+        const tg_weight_type *wt = tg_weight_type_of(t);
+        rng_t r = {(uint64_t)(500 + t)};
+        const int64_t cols = wt->block_elems >= 256 ? 768 : wt->block_elems == 1 ? 259 : 256;
+        uint8_t *w = make_matrix(&r, t, ROWS, cols);
+        float *x = malloc((size_t)cols * sizeof *x), y[ROWS];
+        void *xf = malloc((size_t)cols * sizeof(float) + sizeof(tg_q8k_block));
+        assert_true(x && xf);
+        for (int64_t j = 0; j < cols; j++) x[j] = rng_unit(&r) * (j % 29 == 0 ? 6.0f : 1.0f);
+        if (wt->act == TG_ACT_Q8X) tg_quantize_q8x_ref(x, xf, cols);
+        else if (wt->act == TG_ACT_Q8K) tg_quantize_q8k_ref(x, xf, cols);
+        else memcpy(xf, x, (size_t)cols * sizeof(float));
+        for (int isa = TG_ISA_SCALAR + 1; isa < TG_ISA_COUNT; isa++) {
+            const tg_cpu_kernels *k = tg_kernels_for((tg_isa)isa);
+            if (!k || !k->type[t].gemv || (isa > TG_ISA_SCALAR + 1 && k == tg_kernels_for((tg_isa)(isa - 1)))) continue;
+            k->type[t].gemv(w, tg_row_bytes(t, cols), ROWS, xf, cols, y);
+            const uint64_t h = fnv1a(y, sizeof y);
+            checked++;
+            if (h != want[i].hash) {
+                print_message("%s %s: hash 0x%016llxull, x86's 0x%016llxull\n", k->name, wt->name,
+                              (unsigned long long)h, (unsigned long long)want[i].hash);
+                wrong++;
+            }
+        }
+        free(w), free(x), free(xf);
+    }
+    if (!checked) skip();
+    assert_int_equal(wrong, 0);
 }
 
 /* ---- vector primitives ---------------------------------------------------------------------------------------- */
@@ -431,6 +493,76 @@ static void test_attention_blocks_against_reference(void **state) {
     if (!checked) skip();
 }
 
+/* The attention tables' float block kernels give the same bits on both architectures: fold, scores, value sums and
+ * widening of fp32 / fp16 / bf16 rows and of int8 / int4 / int2 codes (keys with a folded grid, values with their
+ * rows' scales) on fixed inputs, in every table of this CPU, hash to the value the x86 tables gave. */
+static void test_attention_bits_across_architectures(void **state) {
+    (void)state;
+    enum { D = 40, GQ = 5, NR = 6, LD = 8 };
+    const uint64_t want = 0x81714698bb92ef20ull;
+    struct {
+        int kind, bits;
+    } const segs[] = {{TG_SEG_F32, 0}, {TG_SEG_F16, 0}, {TG_SEG_BF16, 0}, {TG_SEG_CODES, 8}, {TG_SEG_CODES, 4},
+                      {TG_SEG_CODES, 2}};
+    int checked = 0, wrong = 0;
+    for (int isa = TG_ISA_SCALAR + 1; isa < TG_ISA_COUNT; isa++) {
+        const tg_attn_kernels *ak = tg_attn_kernels_for((tg_isa)isa);
+        if (!ak) continue;
+        rng_t r = {77};
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t si = 0; si < sizeof segs / sizeof segs[0]; si++)
+            for (int keys = 0; keys < 2; keys++) {
+                float q[GQ * D], p[GQ * LD], grid[2 * D], qf[GQ * D], bias[GQ], sc[GQ * LD], o[GQ * D], wide[D];
+                uint8_t store[NR][D * 4];
+                tg_attn_block b;
+                memset(&b, 0, sizeof b);
+                b.kind = segs[si].kind;
+                b.bits = segs[si].bits;
+                b.nr = NR;
+                for (int i = 0; i < NR; i++) {
+                    for (int k = 0; k < D; k++) {
+                        const float v = rng_unit(&r);
+                        const uint16_t hv = b.kind == TG_SEG_F16 ? tg_f32_to_f16(v) : tg_f32_to_bf16(v);
+                        if (b.kind == TG_SEG_F32) memcpy(store[i] + 4 * k, &v, 4);
+                        else if (b.kind != TG_SEG_CODES) memcpy(store[i] + 2 * k, &hv, 2);
+                    }
+                    for (int k = 0; b.kind == TG_SEG_CODES && k < D; k++) store[i][k] = (uint8_t)rng_next(&r);
+                    b.tscale[i] = 0.01f + 0.1f * (rng_unit(&r) + 1.0f);
+                    b.tzero[i] = rng_unit(&r);
+                }
+                for (int i = 0; i < TG_ATTN_BLK; i++) b.rows[i] = store[i < NR ? i : 0];
+                for (int i = 0; i < GQ * D; i++) q[i] = rng_unit(&r), o[i] = rng_unit(&r);
+                for (int i = 0; i < GQ * LD; i++) p[i] = 0.5f * (rng_unit(&r) + 1.0f);
+                for (int k = 0; k < 2 * D; k++) grid[k] = k < D ? 0.01f + 0.05f * (rng_unit(&r) + 1.0f) : rng_unit(&r);
+                const float *qk = q;
+                if (b.kind == TG_SEG_CODES && keys) { /* keys: the grid folded into the queries */
+                    b.grid = grid;
+                    ak->fold(q, GQ, D, grid, qf, bias);
+                    b.bias = bias;
+                    qk = qf;
+                    h = fnv1a_more(h, qf, sizeof qf);
+                    h = fnv1a_more(h, bias, sizeof bias);
+                }
+                for (int i = 0; i < GQ * LD; i++) sc[i] = 0.0f;
+                if (keys) ak->scores(&b, qk, GQ, D, sc, LD);
+                else ak->values(&b, p, LD, GQ, D, o);
+                h = fnv1a_more(h, keys ? (const void *)sc : (const void *)o, keys ? sizeof sc : sizeof o);
+                for (int i = 0; i < NR; i++) {
+                    ak->widen(&b, i, D, wide);
+                    h = fnv1a_more(h, wide, sizeof wide);
+                }
+            }
+        checked++;
+        if (h != want) {
+            print_message("attention %s: hash 0x%016llxull, x86's 0x%016llxull\n", tg_isa_name((tg_isa)isa),
+                          (unsigned long long)h, (unsigned long long)want);
+            wrong++;
+        }
+    }
+    if (!checked) skip();
+    assert_int_equal(wrong, 0);
+}
+
 int main(int argc, char **argv) {
     self_path = argv[0];
     if (argc > 1 && strcmp(argv[1], "--child") == 0) return child_check();
@@ -440,8 +572,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_env_caps_choice),
         cmocka_unit_test(test_weight_rows_against_reference),
         cmocka_unit_test(test_tables_agree),
+        cmocka_unit_test(test_bits_across_architectures),
         cmocka_unit_test(test_vec_rows_against_scalar),
         cmocka_unit_test(test_attention_blocks_against_reference),
+        cmocka_unit_test(test_attention_bits_across_architectures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
