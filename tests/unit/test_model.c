@@ -17,6 +17,7 @@
 #include "gguf_builder.h"
 #include "model/model.h"
 #include "tinygpt.h"
+#include "test_model_util.h"
 #include "util/half.h"
 
 /* ---- a set of random weights ---- */
@@ -398,13 +399,6 @@ static void expect_gguf_error(const wset *w, const gguf_opts *o, const char *fra
     tmp_remove(&t);
 }
 
-static tg_model *load_ok(const char *path) {
-    tg_error err = {0};
-    tg_model *m = tg_model_load(path, &err);
-    if (!m) fail_msg("loading %s: %s", path, err.msg);
-    return m;
-}
-
 /* Logits [n, vocab] of a fixed sequence of n <= 64 tokens, prefilled at once (malloc'd). */
 static float *run_logits(const tg_model *m, int n) {
     tg_error err = {0};
@@ -436,7 +430,7 @@ static void test_gguf_loads_hparams_and_info(void **state) {
     wset_init(&w, 2, 32, 4, 2, 16, 64, false);
     gguf_opts o = {.type = GGUF_BUILDER_F32};
     tmpfile_t t = gguf_file(&w, &o);
-    tg_model *m = load_ok(t.path);
+    tg_model *m = load_model(t.path);
     const tg_hparams *hp = &m->hp;
     assert_string_equal(hp->architecture, "llama");
     assert_int_equal(hp->n_layers, 2);
@@ -479,7 +473,7 @@ static void test_gguf_tied_output(void **state) {
     wset_init(&w, 1, 32, 2, 2, 16, 32, true);
     gguf_opts o = {.type = GGUF_BUILDER_F16};
     tmpfile_t t = gguf_file(&w, &o);
-    tg_model *m = load_ok(t.path);
+    tg_model *m = load_model(t.path);
     assert_true(m->hp.tied_embeddings);
     assert_ptr_equal(m->lm_head.data, m->tok_embd.data);
     tg_model_info info;
@@ -540,7 +534,7 @@ static void test_gguf_bad_metadata(void **state) {
     o.vocab_size_key = N_VOCAB;
     o.rope_scaling = "none";
     tmpfile_t t = gguf_file(&w, &o);
-    tg_model *m = load_ok(t.path);
+    tg_model *m = load_model(t.path);
     tg_model_free(m);
     tmp_remove(&t);
     wset_free(&w);
@@ -552,7 +546,7 @@ static void test_gguf_vocab_only(void **state) {
     wset_init(&w, 1, 32, 4, 4, 8, 64, false);
     gguf_opts o = {.no_tensors = true, .arch = "gpt2"};
     tmpfile_t t = gguf_file(&w, &o);
-    tg_model *m = load_ok(t.path);
+    tg_model *m = load_model(t.path);
     assert_false(m->has_weights);
     tg_model_info info;
     tg_model_get_info(m, &info);
@@ -577,7 +571,7 @@ static void test_gguf_vocab_only_llama_cpp_files(void **state) {
         FILE *f = fopen(files[i], "rb");
         if (!f) continue; /* the shared test data is optional outside the project machine */
         fclose(f);
-        tg_model *m = load_ok(files[i]);
+        tg_model *m = load_model(files[i]);
         tg_model_info info;
         tg_model_get_info(m, &info);
         assert_false(info.has_weights);
@@ -610,7 +604,7 @@ static void test_hf_loads(void **state) {
     wset w;
     wset_init(&w, 2, 32, 4, 2, 16, 64, false);
     char *dir = write_hf(&w, "MistralForCausalLM", "{\"sliding_window\": 7}", NULL);
-    tg_model *m = load_ok(dir);
+    tg_model *m = load_model(dir);
     const tg_hparams *hp = &m->hp;
     assert_string_equal(hp->architecture, "mistral");
     assert_int_equal(hp->head_dim, 16);
@@ -638,7 +632,7 @@ static void test_hf_config_variants(void **state) {
                          "{\"head_dim\": null, \"num_key_value_heads\": null, \"sliding_window\": 5, \"rope_theta\": "
                          "null, \"rope_parameters\": {\"rope_theta\": 500000.0, \"rope_type\": \"default\"}}",
                          NULL);
-    tg_model *m = load_ok(dir);
+    tg_model *m = load_model(dir);
     assert_int_equal(m->hp.head_dim, 8);
     assert_int_equal(m->hp.n_kv_heads, 4);
     assert_int_equal(m->hp.sliding_window, 0);
@@ -707,7 +701,7 @@ static void test_hf_and_gguf_agree(void **state) {
     tmpfile_t t16 = gguf_file(&w, &o);
     o.type = GGUF_BUILDER_Q8_0;
     tmpfile_t tq8 = gguf_file(&w, &o);
-    tg_model *hf = load_ok(dir), *g32 = load_ok(t32.path), *g16 = load_ok(t16.path), *gq8 = load_ok(tq8.path);
+    tg_model *hf = load_model(dir), *g32 = load_model(t32.path), *g16 = load_model(t16.path), *gq8 = load_model(tq8.path);
     int n = 12;
     size_t count = (size_t)n * N_VOCAB;
     float *a = run_logits(hf, n), *b = run_logits(g32, n), *c = run_logits(g16, n), *d = run_logits(gq8, n);
@@ -781,8 +775,8 @@ static void test_rope_scaling_hf_and_gguf_agree(void **state) {
     gguf_opts o_lin = {.type = GGUF_BUILDER_F32, .rope_scaling = "linear", .rope_factor = 4.0f};
     gguf_opts o_plain = {.type = GGUF_BUILDER_F32};
     tmpfile_t g3 = gguf_file(&w, &o3), g_lin = gguf_file(&w, &o_lin), g_plain = gguf_file(&w, &o_plain);
-    tg_model *m_hf3 = load_ok(hf3), *m_g3 = load_ok(g3.path), *m_hl = load_ok(hf_lin), *m_gl = load_ok(g_lin.path),
-             *m_gp = load_ok(g_plain.path);
+    tg_model *m_hf3 = load_model(hf3), *m_g3 = load_model(g3.path), *m_hl = load_model(hf_lin), *m_gl = load_model(g_lin.path),
+             *m_gp = load_model(g_plain.path);
     tg_model_info info;
     tg_model_get_info(m_g3, &info);
     assert_string_equal(info.rope_scaling, "rope_freqs.weight factors (Llama 3.1 form)");

@@ -16,22 +16,9 @@
 #include <cmocka.h>
 
 #include "tinygpt.h"
+#include "test_model_util.h"
 
 static const char SMOL[] = "tests/data/fixtures/smollm2";
-
-static tg_model *load(const char *path) {
-    tg_error err = {0};
-    tg_model *m = tg_model_load(path, &err);
-    if (!m) fail_msg("%s", err.msg);
-    return m;
-}
-
-static void some_ids(int32_t *ids, size_t n, int32_t vocab, uint32_t seed) {
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((seed >> 8) % (uint32_t)vocab);
-    }
-}
 
 static tg_sequence *new_seq(const tg_model *m, const tg_cache_params *p) {
     tg_error err = {0};
@@ -100,7 +87,7 @@ static void round_trip(const tg_model *m, const tg_cache_params *p, size_t nx, s
 
 static void test_round_trips(void **state) {
     (void)state;
-    tg_model *m = load(SMOL);
+    tg_model *m = load_model(SMOL);
     const tg_kv_precision precs[] = {TG_KV_FP16, TG_KV_INT8, TG_KV_INT4};
     for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++) {
         for (int bounded = 0; bounded < 2; bounded++) {
@@ -118,7 +105,7 @@ static void test_round_trips(void **state) {
 /* One format: a session's snapshot restores into a sequence and the other way round. */
 static void test_session_and_sequence(void **state) {
     (void)state;
-    tg_model *m = load(SMOL);
+    tg_model *m = load_model(SMOL);
     const int32_t V = tg_vocab_size(m);
     tg_cache_params p = tg_cache_default_params();
     p.key_precision = p.value_precision = TG_KV_INT4;

@@ -15,27 +15,13 @@
 #include <cmocka.h>
 
 #include "tinygpt.h"
+#include "test_model_util.h"
 
 static const char MODEL[] = "tests/data/fixtures/smollm2";
 
-static tg_model *load(void) {
-    tg_error err = {0};
-    tg_model *m = tg_model_load(MODEL, &err);
-    if (!m) fail_msg("%s", err.msg);
-    return m;
-}
-
-/* n ids spread over the vocabulary, from seed. */
-static void some_ids(int32_t *ids, size_t n, int32_t vocab, uint32_t seed) {
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((seed >> 8) % (uint32_t)vocab);
-    }
-}
-
 static void test_reset_gives_fresh_results(void **state) {
     (void)state;
-    tg_model *m = load();
+    tg_model *m = load_model(MODEL);
     const int32_t V = tg_vocab_size(m);
     enum { N = 40 };
     int32_t x[N], y[N];
@@ -81,7 +67,7 @@ static bool abort_at(void *user) {
 
 static void test_abort_between_chunks(void **state) {
     (void)state;
-    tg_model *m = load();
+    tg_model *m = load_model(MODEL);
     enum { N = 700 }; /* three prefill chunks (of 256), past the model's context: a larger cache */
     int32_t ids[N];
     some_ids(ids, N, tg_vocab_size(m), 3);
@@ -124,7 +110,7 @@ static bool collect(int32_t id, const char *text, size_t len, void *user) {
 
 static void test_generate(void **state) {
     (void)state;
-    tg_model *m = load();
+    tg_model *m = load_model(MODEL);
     const int32_t V = tg_vocab_size(m);
     tg_error err = {0};
     int32_t *prompt = NULL;
@@ -194,7 +180,7 @@ static void test_generate(void **state) {
 /* tg_session_reset + tg_sampler_reset: a sampled run with a repeat penalty repeats exactly. */
 static void test_sampled_run_repeats_after_resets(void **state) {
     (void)state;
-    tg_model *m = load();
+    tg_model *m = load_model(MODEL);
     tg_error err = {0};
     int32_t *prompt = NULL;
     size_t n_prompt = 0;
@@ -237,7 +223,7 @@ static void test_chat(void **state) {
                         "<|im_start|>assistant\n";
     assert_string_equal(text, want);
     assert_int_equal(len, strlen(want));
-    tg_model *m = load();
+    tg_model *m = load_model(MODEL);
     int32_t *ids = NULL;
     size_t n = 0;
     assert_true(tg_chat_tokenize(c, m, text, len, &ids, &n, &err));
@@ -284,7 +270,7 @@ static void test_constructors_report(void **state) {
     assert_null(tg_sampler_new(&sp, 100, &err));
     assert_true(err.msg[0] != '\0');
     memset(&err, 0, sizeof err);
-    tg_model *m = load();
+    tg_model *m = load_model(MODEL);
     tg_cache_params p = tg_cache_default_params();
     p.sink = 4; /* without a window */
     assert_null(tg_session_new(m, &p, 1, &err));

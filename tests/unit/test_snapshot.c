@@ -20,25 +20,12 @@
 #include <cmocka.h>
 
 #include "tinygpt.h"
+#include "test_model_util.h"
 
 static const char SMOL[] = "tests/data/fixtures/smollm2";
 static const char YOCO[] = "tests/data/yoco-tiny";
 static const char YOCO_F32[] = "tests/data/yoco-tiny/model-f32.gguf";
 static const char YOCO_F16[] = "tests/data/yoco-tiny/model-f16.gguf";
-
-static tg_model *load(const char *path) {
-    tg_error err = {0};
-    tg_model *m = tg_model_load(path, &err);
-    if (!m) fail_msg("%s", err.msg);
-    return m;
-}
-
-static void some_ids(int32_t *ids, size_t n, int32_t vocab, uint32_t seed) {
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((seed >> 8) % (uint32_t)vocab);
-    }
-}
 
 static tg_session *new_session(const tg_model *m, const tg_cache_params *p) {
     tg_error err = {0};
@@ -92,7 +79,7 @@ static void round_trip(const tg_model *m, const tg_cache_params *p, size_t nx, s
 
 static void test_round_trip_every_precision(void **state) {
     (void)state;
-    tg_model *m = load(SMOL);
+    tg_model *m = load_model(SMOL);
     for (int k = 0; k < tg_kv_precision_count(); k++) {
         for (int policy = 0; policy < 4; policy++) {
             tg_cache_params p = tg_cache_default_params();
@@ -132,7 +119,7 @@ static void test_round_trip_every_precision(void **state) {
 
 static void test_round_trip_yoco(void **state) {
     (void)state;
-    tg_model *m = load(YOCO);
+    tg_model *m = load_model(YOCO);
     for (int k = 0; k < tg_kv_precision_count(); k++) {
         for (int bounded = 0; bounded < 2; bounded++) {
             tg_cache_params p = tg_cache_default_params();
@@ -150,7 +137,7 @@ static void test_round_trip_yoco(void **state) {
 /* A sampled generation goes on after a restore exactly as it would have: the PRNG and the repeat history travel. */
 static void test_sampler_and_logits_travel(void **state) {
     (void)state;
-    tg_model *m = load(SMOL);
+    tg_model *m = load_model(SMOL);
     const int32_t V = tg_vocab_size(m);
     tg_error err = {0};
     tg_sampler_params sp = tg_sampler_default_params();
@@ -216,7 +203,7 @@ static void expect_refused(tg_session *r, const void *buf, size_t len, tg_error_
 
 static void test_refusals(void **state) {
     (void)state;
-    tg_model *m = load(SMOL), *y32 = load(YOCO_F32), *y16 = load(YOCO_F16);
+    tg_model *m = load_model(SMOL), *y32 = load_model(YOCO_F32), *y16 = load_model(YOCO_F16);
     tg_error err = {0};
     int32_t x[30];
     some_ids(x, 30, tg_vocab_size(m), 9);
@@ -286,7 +273,7 @@ static void test_refusals(void **state) {
  * (the structure checked, never read past); a restored session then evaluates without fault. */
 static void test_damage_loop(void **state) {
     (void)state;
-    tg_model *m = load(SMOL);
+    tg_model *m = load_model(SMOL);
     const int32_t V = tg_vocab_size(m);
     tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
@@ -342,7 +329,7 @@ static void test_damage_loop(void **state) {
 
 static void test_files(void **state) {
     (void)state;
-    tg_model *m = load(SMOL);
+    tg_model *m = load_model(SMOL);
     tg_error err = {0};
     char dir[] = "/tmp/tg-snapshot-XXXXXX";
     assert_non_null(mkdtemp(dir));

@@ -26,6 +26,7 @@
 #include "model/model.h"
 #include "random_model.h"
 #include "tinygpt.h"
+#include "test_model_util.h"
 
 #define LOGIT_TOL 1e-3
 #define PPL_TOL 1e-3
@@ -181,18 +182,11 @@ static tg_cache_params plain(tg_kv_precision k, tg_kv_precision v) {
     return p;
 }
 
-static tg_model *load(const char *path) {
-    tg_error err = {0};
-    tg_model *m = tg_model_load(path, &err);
-    if (!m) fail_msg("%s: %s", path, err.msg);
-    return m;
-}
-
 /* The bundled model (F16 weights, interleaved RoPE): prefill 12 tokens, decode 4; every cache policy the backend
  * takes, StreamingLLM small enough to evict inside the prefill chunk and while decoding. */
 static void test_bundled(void **state) {
     (void)state;
-    tg_model *m = load("models/tinygpt-flagship.gguf");
+    tg_model *m = load_model("models/tinygpt-flagship.gguf");
     int32_t *ids = random_model_text(16, (int)m->hp.vocab_size, 7);
     check_model(m, plain(TG_KV_FP32, TG_KV_FP32), ids, 16, 12, "bundled, fp32, unbounded");
     check_model(m, plain(TG_KV_FP16, TG_KV_FP32), ids, 16, 12, "bundled, fp16 keys / fp32 values");
@@ -207,7 +201,7 @@ static void test_bundled(void **state) {
 /* YOCO: the upper layers read the lower ones' K/V (own_kv false). */
 static void test_yoco(void **state) {
     (void)state;
-    tg_model *m = load("models/tinygpt-yoco.gguf");
+    tg_model *m = load_model("models/tinygpt-yoco.gguf");
     int32_t *ids = random_model_text(14, (int)m->hp.vocab_size, 8);
     check_model(m, plain(TG_KV_FP32, TG_KV_FP32), ids, 14, 10, "yoco, fp32, unbounded");
     check_model(m, streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP16), ids, 14, 1,
@@ -229,7 +223,7 @@ static void test_fixtures(void **state) {
         {"tests/data/fixtures/mistral-sw/model-f32.gguf", "mistral-sw (sliding window)"},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        tg_model *m = load(files[i].path);
+        tg_model *m = load_model(files[i].path);
         int32_t *ids = random_model_text(12, (int)m->hp.vocab_size, 9 + i);
         f32_twin tw;
         twin_init(&tw, m);
@@ -262,7 +256,7 @@ static void test_random(void **state) {
 /* What the backend does not take yet is refused with a message naming it. */
 static void test_refusals(void **state) {
     (void)state;
-    tg_model *m = load("models/tinygpt-flagship.gguf");
+    tg_model *m = load_model("models/tinygpt-flagship.gguf");
     const int32_t ids[1] = {1};
     tg_error err = {0};
     tg_cache_params p = plain(TG_KV_INT4, TG_KV_INT4);
@@ -295,7 +289,7 @@ static void test_refusals(void **state) {
 /* Whether a Vulkan device runs the bundled model; the message when not. */
 static bool device_there(char *why, size_t size) {
     tg_error err = {0};
-    tg_model *m = load("models/tinygpt-flagship.gguf");
+    tg_model *m = load_model("models/tinygpt-flagship.gguf");
     const int32_t ids[1] = {1};
     float *l = run(m, plain(TG_KV_FP32, TG_KV_FP32), device, ids, 1, 1, &err);
     tg_model_free(m);

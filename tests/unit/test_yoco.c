@@ -23,6 +23,7 @@
 #include "safetensors_builder.h"
 #include "test_golden.h"
 #include "tinygpt.h"
+#include "test_model_util.h"
 
 /* Largest |logit - reference| accepted. The tiny model's reference is float64: F32 weights differ only by fp32
  * summation order (measured 1.1e-6); its F16 file rounds every weight to 2^-11 relative (measured 2.8e-3). The
@@ -46,13 +47,6 @@ enum { N_PRECISIONS = sizeof ALL_PRECISIONS / sizeof ALL_PRECISIONS[0] };
 static bool exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
-}
-
-static tg_model *load_ok(const char *path) {
-    tg_error err = {0};
-    tg_model *m = tg_model_load(path, &err);
-    if (!m) fail_msg("%s: %s", path, err.msg);
-    return m;
 }
 
 /* ---- against the PyTorch reference ---- */
@@ -142,7 +136,7 @@ static size_t greedy_match(const tg_model *m, const int32_t *prompt, size_t n_pr
 
 static void check_source(const golden_set *g, const float *ref, const char *path, double tol, const char *cont_key,
                          bool exact, const char *what) {
-    tg_model *m = load_ok(path);
+    tg_model *m = load_model(path);
     tg_model_info info;
     tg_model_get_info(m, &info);
     assert_int_equal(info.vocab_size, g->V);
@@ -240,7 +234,7 @@ static void run_policy(const tg_model *m, tg_kv_precision prec, int64_t window, 
 }
 
 static void compose_all(const char *path, int n_prompt, int n_decode, int64_t window) {
-    tg_model *m = load_ok(path);
+    tg_model *m = load_model(path);
     for (int i = 0; i < N_PRECISIONS; i++) {
         run_policy(m, ALL_PRECISIONS[i], 0, n_prompt, n_decode);
         run_policy(m, ALL_PRECISIONS[i], window, n_prompt, n_decode);
@@ -505,7 +499,7 @@ static void test_synthetic_half_bytes(void **state) {
 static void test_bundled_half_bytes(void **state) {
     (void)state;
     if (!exists(BUNDLED_GGUF) || !exists(STANDARD_GGUF)) skip();
-    tg_model *yoco = load_ok(BUNDLED_GGUF), *standard = load_ok(STANDARD_GGUF);
+    tg_model *yoco = load_model(BUNDLED_GGUF), *standard = load_model(STANDARD_GGUF);
     check_half_bytes(yoco, standard, 8192);
     tg_model_free(yoco);
     tg_model_free(standard);
