@@ -15,9 +15,12 @@ folder in fp32, then run by transformers in fp32 (eager attention, CPU) for:
 Qwen2's config keeps use_sliding_window false (its sliding_window must then be ignored); Qwen3's head_dim (32)
 differs from hidden / heads (16) and its embeddings are untied. Gemma 2 / 3: window 8 on the sliding layers (the
 prompt is 40 tokens), query_pre_attn_scalar = head_dim (llama.cpp scales by head_dim), Gemma 2's soft-caps small
-enough to bite, Gemma 3's local base 10000 and linear scaling 2 on the global layers. Phi-3: partial rotary 0.5,
-LongRoPE factors with max_position_embeddings = the original (so transformers and llama.cpp both take the short
-factors, attention factor 1). SmolLM3: 4 layers, the 4th without RoPE (llama.cpp's fixed step).
+enough to bite, Gemma 3's local base 10000 and linear scaling 2 on the global layers, six layers with the real models'
+pattern (five sliding, then one full: llama.cpp's converter does not write layer_types and takes that default).
+Phi-3: partial rotary 0.5, LongRoPE factors, original context 512 of 1024 (attention factor sqrt(1 + ln 2 / ln 512);
+transformers and llama.cpp with its 512-token context both take the short factors for the prompts), and
+logits-long.f32: transformers past the original context, one token a call, where it takes the long factors.
+SmolLM3: 4 layers, the 4th without RoPE (llama.cpp's fixed step).
 Needs torch and transformers 5.x (the GPU machine has them; a CPU is enough).
 Usage: tools/make_family_fixtures.py --out DIR [--tar] [--only NAME ...]
          (--tar: one DIR/<name>.tar per folder instead of folders)
@@ -62,15 +65,15 @@ FAMILIES = {
         hidden_activation="gelu_pytorch_tanh", layer_types=["sliding_attention", "full_attention",
                                                             "sliding_attention"])),
     "gemma3-tiny": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(
-        hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2,
         head_dim=16, query_pre_attn_scalar=16, max_position_embeddings=128, rms_norm_eps=1e-6,
         tie_word_embeddings=True, sliding_window=8, hidden_activation="gelu_pytorch_tanh",
-        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        layer_types=["sliding_attention"] * 5 + ["full_attention"],
         rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
     "phi3-tiny": ("Phi3Config", "Phi3ForCausalLM", dict(
         hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=128, original_max_position_embeddings=128, rope_theta=10000.0, rms_norm_eps=1e-6,
+        max_position_embeddings=1024, original_max_position_embeddings=512, rope_theta=10000.0, rms_norm_eps=1e-6,
         tie_word_embeddings=False, partial_rotary_factor=0.5, sliding_window=None, pad_token_id=0,
         rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
                       "long_factor": [2.0, 4.0, 8.0, 16.0]})),
@@ -81,6 +84,10 @@ FAMILIES = {
         pad_token_id=0)),
 }
 GEMMA = ("gemma2-tiny", "gemma3-tiny")
+# Families whose golden.json also holds a sequence past the original context fed as transformers generates (LongRoPE:
+# the first LONG_SPLIT ids in one call, then one id a call), and the logits of those single steps.
+LONG = {"phi3-tiny": 512}
+N_LONG = 16
 
 
 @torch.no_grad()
@@ -93,6 +100,24 @@ def greedy(model, prompt, n):
         margins.append(round(float(top.values[0] - top.values[1]), 6))
         seq.append(int(top.indices[0]))
     return seq[len(prompt):], margins
+
+
+@torch.no_grad()
+def long_steps(model, out, split):
+    """split random ids in one call, then N_LONG more one call each (transformers' own cache): the logits of those
+    steps in logits-long.f32 [N_LONG, V]; the golden.json keys that name them."""
+    gen = torch.Generator().manual_seed(SEED + 2)
+    ids = [int(x) for x in torch.randint(1, VOCAB, (split + N_LONG,), generator=gen)]
+    res = model(input_ids=torch.tensor([ids[:split]]), use_cache=True)
+    cache, rows = res.past_key_values, []
+    for i in range(split, split + N_LONG):
+        res = model(input_ids=torch.tensor([[ids[i]]]), past_key_values=cache, use_cache=True)
+        cache = res.past_key_values
+        rows.append(res.logits[0, -1].float())
+    torch.stack(rows).numpy().astype("<f4").tofile(out / "logits-long.f32")
+    return {"long_ids": ids, "long_split": split, "long_logits_file": "logits-long.f32",
+            "long_logits_note": "ids[:long_split] in one call, then one id a call with transformers' cache; the "
+                                "logits of each single step, [len(ids) - long_split, V]"}
 
 
 def build(name, out):
@@ -127,6 +152,7 @@ def build(name, out):
     nll = [round(-float(logp[i, prompt[i + 1]]), 7) for i in range(len(prompt) - 1)]
     gprompt = fixture["greedy_prompt_ids"]
     cont, margins = greedy(ref, gprompt, N_GREEDY)
+    long_golden = long_steps(ref, out, LONG[name]) if name in LONG else {}
     golden = {
         "model": "%s: %s random weights (normal, std %g, seed %d; norms 1 +- 0.3, Gemma's 0 +- 0.3; biases normal "
                  "std 0.2), saved in fp16" % (name, model_cls, INIT_STD, SEED),
@@ -142,6 +168,7 @@ def build(name, out):
         "greedy_margins": margins,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "gguf_files": {},
+        **long_golden,
         "notes": "Built by tools/make_family_fixtures.py. The prompts and tokenizer files are the smollm2 fixture's.",
     }
     (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")

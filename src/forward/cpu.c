@@ -58,6 +58,8 @@ typedef struct {
     tg_arch_glu glu;       /* GATE_UP: the gated activation */
     float cap;             /* the output head: its logits soft-capped at cap (0: not) */
     const double *freq;    /* ROPE: [rope_dims / 2] the layer's frequencies (NULL: no rotation) */
+    const double *freq_long; /* ROPE: those of the positions >= long_from (LongRoPE; NULL: none) */
+    int64_t long_from;
     float qf;              /* ROPE: the queries' factor */
     float rope_mul;        /* ROPE: the factor on cos and sin */
     bool residual; /* the product is added to x (out[0] == X) through the thread's tmp rows */
@@ -124,7 +126,8 @@ static bool compile_extra(tg_backend *be, const tg_program *p, int i, bool *hand
     case TG_OP_ROPE:
         if (o->out != TG_VAL_Q || o->layer < 0) return cannot(o, "of a layer's queries and keys", err);
         be->cs[be->n_cs++] = (cstep){.kind = ST_ROPE, .layer = o->layer, .own_kv = o->own_kv, .freq = o->freq,
-                                     .qf = o->scale, .rope_mul = o->rope_mul};
+                                     .freq_long = o->freq_long, .long_from = o->long_from, .qf = o->scale,
+                                     .rope_mul = o->rope_mul};
         return true;
     case TG_OP_NORM:
         if (o->in != TG_VAL_T || o->out != TG_VAL_T) break;
@@ -432,7 +435,8 @@ static void run_rope(tg_team *tm, const tg_backend *be, const cstep *st, const t
     for (int64_t t; (t = tg_claim(tm, rows->n)) >= 0;) {
         float *q = be->q + (size_t)t * qd, *k = be->k + (size_t)t * kvd;
         if (st->freq) {
-            tg_rope_angles_freqs(rd, rows->pos[t], st->freq, c, s);
+            const bool long_freq = st->freq_long && rows->pos[t] >= st->long_from;
+            tg_rope_angles_freqs(rd, rows->pos[t], long_freq ? st->freq_long : st->freq, c, s);
             for (int i = 0; st->rope_mul != 1.0f && i < rd / 2; i++) {
                 c[i] *= st->rope_mul;
                 s[i] *= st->rope_mul;

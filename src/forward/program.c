@@ -90,6 +90,10 @@ static bool layer(tg_program *p, const struct tg_model *m, int l) {
         tg_op r = op(TG_OP_ROPE, TG_VAL_Q, TG_VAL_Q);
         r.layer = l;
         r.freq = freq;
+        if (freq && m->hp.layer_freq_long) {
+            r.freq_long = m->hp.layer_freq_long + (freq - m->hp.layer_freq);
+            r.long_from = m->hp.rope_original_context;
+        }
         r.scale = qf;
         r.rope_mul = m->hp.rope_attn_factor > 0.0f ? m->hp.rope_attn_factor : 1.0f;
         r.own_kv = own_kv;

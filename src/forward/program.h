@@ -35,7 +35,7 @@ typedef enum {
     TG_OP_HEAD_NORM,   /* each head_dim-wide head of out normalised in place with norm_w [head_dim] (in = out) */
     TG_OP_SCALE,       /* out *= scale (in = out; the embedding's sqrt(d_model), Gemma) */
     TG_OP_ROPE,        /* layer's q (and k when own_kv) rotated in place at each row's position with freq [rope_dims
-                        * / 2] on the first rope_dims dims of each head, cos and sin times rope_mul (freq NULL: no
+                        * / 2] (freq_long from position long_from) on the first rope_dims dims of each head, cos and sin times rope_mul (freq NULL: no
                         * rotation), then q *= scale (rows with
                         * program_rope; the cache's own rotation is then the identity) */
     TG_OP_SOFTCAP,     /* out = scale * tanh(out / scale) (in = out; Gemma 2's logits) */
@@ -50,6 +50,8 @@ typedef struct {
     const float *norm_w;  /* NORM: the weight [d_model]; HEAD_NORM: [head_dim] */
     const float *bias;    /* BIAS: [out's row length] */
     const double *freq;   /* ROPE: [rope_dims / 2] the layer's pair frequencies (NULL: it does not rotate) */
+    const double *freq_long; /* ROPE: [rope_dims / 2] those of the positions >= long_from (LongRoPE); NULL: none */
+    int64_t long_from;    /* ROPE: the first position rotated with freq_long */
     float scale;          /* SCALE, SOFTCAP: the factor / the cap; ROPE: the queries' factor */
     float rope_mul;       /* ROPE: the factor on cos and sin, so on the rotated dims of q and of k (LongRoPE) */
     tg_arch_norm norm;    /* NORM, HEAD_NORM: always RMS (the model holds Gemma's 1 + w, arch.h) */

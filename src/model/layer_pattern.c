@@ -25,18 +25,23 @@ bool tg_model_set_layer_rope(struct tg_model *m, tg_error *err) {
         for (int l = 0; l < L; l++)
             hp->layer_rope[l] = hp->rope_theta_local > 0.0f && hp->layer_window && hp->layer_window[l] > 0 ? 2 : 1;
     }
-    double *f = tg_model_alloc(m, ((size_t)L * (size_t)half + 1) * sizeof(double));
+    const bool longrope = hp->rope_long && hp->rope_short;
+    const size_t table = (size_t)L * (size_t)half;
+    double *f = tg_model_alloc(m, (table * (longrope ? 2 : 1) + 1) * sizeof(double));
     double *zero = tg_model_alloc(m, (size_t)(hp->head_dim / 2) * sizeof(double));
     if (!f || !zero) return tg_fail(err, "out of memory");
-    /* global: the file's scaling (LongRoPE: its long or short divisors, by the model's context); local: unscaled */
-    tg_rope_scaling global = hp->rope_scaling;
-    if (hp->rope_long && hp->rope_short)
-        global.freq_factors = hp->context_length > hp->rope_original_context ? hp->rope_long : hp->rope_short;
-    for (int l = 0; l < L; l++) {
-        double *fl = f + (size_t)l * (size_t)half;
-        if (hp->layer_rope[l] == 2) tg_rope_inv_freq(rd, hp->rope_theta_local, NULL, fl);
-        else tg_rope_inv_freq(rd, hp->rope_theta, &global, fl);
+    /* global: the file's scaling (LongRoPE: its short divisors in f, its long ones in f + table, each position taking
+     * one by rope_original_context); local: unscaled */
+    for (int t = 0; t < (longrope ? 2 : 1); t++) {
+        tg_rope_scaling global = hp->rope_scaling;
+        if (longrope) global.freq_factors = t == 0 ? hp->rope_short : hp->rope_long;
+        for (int l = 0; l < L; l++) {
+            double *fl = f + (size_t)t * table + (size_t)l * (size_t)half;
+            if (hp->layer_rope[l] == 2) tg_rope_inv_freq(rd, hp->rope_theta_local, NULL, fl);
+            else tg_rope_inv_freq(rd, hp->rope_theta, &global, fl);
+        }
     }
+    hp->layer_freq_long = longrope ? f + table : NULL;
     hp->layer_freq = f;
     hp->rope_inv_freq = zero;
     return true;
@@ -114,8 +119,8 @@ void tg_family_describe(const tg_hparams *hp, char *out, size_t cap) {
     if (hp->rope_theta_local > 0.0f)
         put(out, cap, &used, "%slocal RoPE theta %g (unscaled)", used ? ", " : "", hp->rope_theta_local);
     if (hp->rope_scaling.type == TG_ROPE_SCALING_LONGROPE)
-        put(out, cap, &used, "%sLongRoPE %s factors, attention factor %.6g", used ? ", " : "",
-            hp->context_length > hp->rope_original_context ? "long" : "short",
+        put(out, cap, &used, "%sLongRoPE short factors below position %lld, long from there, attention factor %.6g",
+            used ? ", " : "", (long long)hp->rope_original_context,
             hp->rope_attn_factor > 0.0f ? (double)hp->rope_attn_factor : 1.0);
     if (hp->rope_dims > 0 && hp->rope_dims < hp->head_dim)
         put(out, cap, &used, "%spartial RoPE %d of %d dims", used ? ", " : "", hp->rope_dims, hp->head_dim);

@@ -10,7 +10,9 @@
 #include "model/model.h"
 
 /* For a program_rope row: fills hp.layer_rope when the file gave none (every layer global; Gemma 3: its sliding
- * layers local), hp.layer_freq [n_layers][rope_dims / 2] and hp.rope_inv_freq = zeros (the cache's rotation is then
+ * layers local), hp.layer_freq [n_layers][rope_dims / 2] (LongRoPE: with the short factors, and hp.layer_freq_long
+ * with the long ones for the positions >= the original context, as transformers rotates a token at its position
+ * when it is fed one at a time) and hp.rope_inv_freq = zeros (the cache's rotation is then
  * the identity: cos 0 = 1, sin 0 = 0 exactly). Nothing for other rows. hp must be validated. */
 bool tg_model_set_layer_rope(struct tg_model *m, tg_error *err);
 

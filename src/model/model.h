@@ -33,12 +33,14 @@ typedef struct {
     float rope_theta_local;   /* Gemma 3: the RoPE base of the sliding layers (unscaled); 0: rope_theta */
     int rope_dims;            /* the dims of each head that rotate (partial rotary, Phi-4-mini); 0: head_dim */
     float rope_attn_factor;   /* LongRoPE: the factor on cos and sin (on q and k); 0: 1 */
-    const float *rope_long, *rope_short; /* LongRoPE: [rope_dims / 2] each pair's divisor, by context (owned) */
-    int64_t rope_original_context;       /* LongRoPE: the pre-training context that picks long or short */
+    const float *rope_long, *rope_short; /* LongRoPE: [rope_dims / 2] each pair's divisor, by position (owned) */
+    int64_t rope_original_context;       /* LongRoPE: the first position rotated with the long factors */
     unsigned char *layer_rope;/* [n_layers] program_rope rows: 0 the layer does not rotate (SmolLM3), 1 global,
                                * 2 local (Gemma 3's sliding layers); owned by the model */
     const double *layer_freq; /* program_rope rows: [n_layers][rope_dims / 2] each layer's pair frequencies (owned;
-                               * model/layer_rope.h) */
+                               * model/layer_rope.h); LongRoPE: with the short factors */
+    const double *layer_freq_long; /* LongRoPE: [n_layers][rope_dims / 2] with the long factors, for the positions
+                                    * >= rope_original_context (owned); NULL: layer_freq at every position */
     float rope_theta;
     float norm_eps;
     tg_rope_style rope_style; /* HALF for Hugging Face weights, INTERLEAVED for llama.cpp-converted GGUF */

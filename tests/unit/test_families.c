@@ -1,10 +1,11 @@
 /* test_families.c — the architecture families beside Llama (issue #50) against their reference outputs, for every
  * folder of tests/data/families/ (or $TG_FAMILY_DIR) with a golden.json (tools/family_ref.py or
  * tools/make_family_fixtures.py), the Hugging Face folder and each GGUF file golden.json lists: the per-token NLL
- * of the prompt within 1e-4 relative, the logits within 1e-3, the greedy continuation equal up to the first step
- * whose reference top-1 / top-2 margin is 1e-3 or less (fp32 weights, fp32 cache); the GGUF file llama.cpp's own
+ * of the prompt within 1e-4 relative, the logits within 1e-3, the greedy continuation's argmax equal at every step
+ * whose reference top-1 / top-2 margin is over 1e-3 (fp32 weights, fp32 cache); the GGUF file llama.cpp's own
  * converter wrote from the folder against llama.cpp's logits (check_llamacpp); then every cache policy (fp16,
- * int4 + StreamingLLM window 64, both bounded) runs 2,000 tokens past the model's context with finite logits.
+ * int4 + StreamingLLM window 64, both bounded) runs 2,000 tokens past the model's context with finite logits; where
+ * golden.json has them, steps past the original context of a LongRoPE model (check_long).
  * Fails when the folder holds no fixture. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -82,35 +83,75 @@ static int check_prompt(const char *dir, tg_model *m, const json_t *golden, cons
     return fails;
 }
 
-/* The greedy continuation up to the first step whose golden margin is not clear; the number of failures. */
+/* The greedy continuation: the reference's ids fed one at a time after the greedy prompt, tinygpt's argmax equal to
+ * the reference's id at every step whose reference top-1 / top-2 margin is clear (> MARGIN_CLEAR); the number of
+ * failures. */
 static int check_greedy(const char *dir, tg_model *m, const json_t *golden, int64_t V) {
     size_t n_prompt, n_want;
     int32_t *prompt = golden_json_ids(json_object_get(golden, "greedy_prompt_ids"), &n_prompt);
     int32_t *want = golden_json_ids(json_object_get(golden, "greedy_continuation"), &n_want);
     const json_t *margins = json_object_get(golden, "greedy_margins");
-    size_t clear = 0;
-    while (clear < n_want && json_number_value(json_array_get(margins, clear)) > MARGIN_CLEAR) clear++;
     tg_error err = {0};
     tg_cache_params p = tg_cache_default_params();
     p.key_precision = p.value_precision = TG_KV_FP32;
     tg_session *s = tg_session_new(m, &p, 2, &err);
     float *logits = malloc((size_t)V * sizeof *logits);
-    size_t same = 0;
-    bool ok = s && logits && tg_session_eval(s, prompt, n_prompt, NULL, logits, &err);
-    while (ok && same < clear) {
-        int32_t next = golden_argmax(logits, V);
-        if (next != want[same]) break;
-        same++;
-        ok = tg_session_eval(s, &next, 1, NULL, logits, &err);
+    size_t clear = 0, same = 0;
+    bool ok = s && logits && json_array_size(margins) == n_want && tg_session_eval(s, prompt, n_prompt, NULL, logits,
+                                                                                    &err);
+    for (size_t k = 0; ok && k < n_want; k++) {
+        if (json_number_value(json_array_get(margins, k)) > MARGIN_CLEAR) {
+            clear++;
+            same += golden_argmax(logits, V) == want[k];
+        }
+        if (k + 1 < n_want) ok = tg_session_eval(s, &want[k], 1, NULL, logits, &err);
     }
-    print_message("%s: greedy continuation equal for %zu of the %zu steps with a clear margin (of %zu)\n", dir, same,
-                  clear, n_want);
-    if (!ok) print_error("%s: %s\n", dir, err.msg);
+    print_message("%s: greedy argmax equal at %zu of the %zu steps with a clear margin (of %zu)\n", dir, same, clear,
+                  n_want);
+    if (!ok) print_error("%s: %s\n", dir, err.msg[0] ? err.msg : "golden greedy_margins do not match its ids");
     free(logits);
     tg_session_free(s);
     free(prompt);
     free(want);
     return !ok || same != clear || clear == 0;
+}
+
+/* The steps past the model's original context, when golden.json has them (LongRoPE: make_family_fixtures.py's LONG):
+ * long_ids[:long_split] in one call, then one id a call, each single step's logits within LOGIT_TOL of transformers'
+ * (logits-long.f32 [len - long_split, V]). The number of failures. */
+static int check_long(const char *dir, tg_model *m, const json_t *golden, int64_t V) {
+    const json_t *file = json_object_get(golden, "long_logits_file");
+    if (!file) return 0;
+    size_t n;
+    int32_t *ids = golden_json_ids(json_object_get(golden, "long_ids"), &n);
+    const json_int_t split = json_integer_value(json_object_get(golden, "long_split"));
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, json_string_value(file));
+    const size_t steps = split > 0 && (size_t)split < n ? n - (size_t)split : 0;
+    float *want = steps ? golden_read_f32(path, steps * (size_t)V) : NULL;
+    tg_error err = {0};
+    tg_cache_params p = tg_cache_default_params();
+    p.key_precision = p.value_precision = TG_KV_FP32;
+    tg_session *s = want ? tg_session_new(m, &p, 2, &err) : NULL;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    bool ok = s && logits && tg_session_eval(s, ids, (size_t)split, NULL, NULL, &err);
+    double worst = 0;
+    for (size_t k = 0; ok && k < steps; k++) {
+        ok = tg_session_eval(s, &ids[(size_t)split + k], 1, NULL, logits, &err);
+        for (int64_t v = 0; ok && v < V; v++) {
+            const double d = fabs((double)logits[v] - (double)want[k * (size_t)V + (size_t)v]);
+            if (!(d <= worst)) worst = d;
+        }
+    }
+    if (!ok) print_error("%s: %s\n", dir, want ? err.msg : "no long-context logits of the golden shape");
+    else
+        print_message("%s: %zu steps from position %lld (past the original context): logits within %.3g (tolerance "
+                      "%g)\n", dir, steps, (long long)split, worst, LOGIT_TOL);
+    free(logits);
+    tg_session_free(s);
+    free(want);
+    free(ids);
+    return !ok || !(worst <= LOGIT_TOL);
 }
 
 /* The top-1 / top-2 gap of row[V]. */
@@ -221,6 +262,7 @@ static int check_source(const char *src, const json_t *golden, const float *want
     } else {
         fails += check_prompt(src, m, golden, want, V);
         fails += check_greedy(src, m, golden, V);
+        fails += check_long(src, m, golden, V);
         fails += check_policy(src, m, TG_KV_FP16, V);
         fails += check_policy(src, m, TG_KV_INT4, V);
     }
@@ -249,7 +291,7 @@ static int check_family(const char *dir) {
     } else {
         fails += check_source(dir, golden, want, V);
         fails += check_llamacpp(dir, golden, V);
-        /* llama.cpp's converted file without llama.cpp's logits (Phi-3: README.md): against transformers' goldens */
+        /* a llama.cpp-converted file without llama.cpp's logits: against transformers' goldens */
         snprintf(path, sizeof path, "%s/greedy-llamacpp.json", dir);
         struct stat st;
         if (stat(path, &st) != 0) {
