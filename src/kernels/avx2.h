@@ -120,6 +120,8 @@ float tg_avx2_exp_shift_sum(float *x, int64_t n, float m);
 /* vec.h's tg_max_skip_nan over the first n - n % 8 elements into *m (-inf when none); returns how many it read. */
 int64_t tg_avx2_max_skip_nan(const float *x, int64_t n, float *m);
 void tg_avx2_swiglu(float *gate, const float *up, int64_t n);
+/* ops.h's tg_geglu_tanh, eight lanes at a time (the scalar table's formula and edge cases). */
+void tg_avx2_geglu_tanh(float *gate, const float *up, int64_t n);
 
 #endif
 #endif

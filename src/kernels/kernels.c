@@ -53,6 +53,17 @@ static void swiglu(float *gate, const float *up, int64_t n) {
     for (int64_t i = 0; i < n; i++) gate[i] = silu(gate[i]) * up[i];
 }
 
+/* gelu_tanh(g) = g / 2 (1 + tanh(z / 2)) = g * sigmoid(z), z = 2 sqrt(2 / pi) (g + 0.044715 g^3) = g (GELU_C1 +
+ * GELU_C3 g^2); 0 where exp(-z) overflows (g -> -inf, -inf included, which g / inf would make NaN). */
+static inline float gelu_tanh(float g) {
+    const float z = g * (GELU_C1 + GELU_C3 * g * g);
+    return -z > GELU_EXP_MAX ? 0.0f : g / (1.0f + expf(-z));
+}
+
+static void geglu_tanh(float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i++) gate[i] = gelu_tanh(gate[i]) * up[i];
+}
+
 static const tg_cpu_kernels scalar = {
     .isa = TG_ISA_SCALAR,
     .name = "scalar",
@@ -72,6 +83,7 @@ static const tg_cpu_kernels scalar = {
     .max_skip_nan = max_skip_nan,
     .exp_shift_sum = exp_shift_sum,
     .swiglu = swiglu,
+    .geglu_tanh = geglu_tanh,
 };
 
 const tg_cpu_kernels *tg_kernels_for(tg_isa isa) {

@@ -22,6 +22,12 @@
 #include "kernels/types.h"
 #include "util/cpu_features.h"
 
+/* GeGLU's gelu_tanh(g) = g * sigmoid(g (GELU_C1 + GELU_C3 g^2)) (ops.h), in every table: GELU_C1 = 2 sqrt(2 / pi),
+ * GELU_C3 = GELU_C1 * 0.044715; 0 where the sigmoid's exp(-z) would pass GELU_EXP_MAX (its float overflow). */
+#define GELU_C1 1.5957691216057308f
+#define GELU_C3 0.07135481627260025f
+#define GELU_EXP_MAX 88.0f
+
 /* One weight type's kernels on one instruction set: all NULL (the generic scalar path) or all that the format
  * row's act needs (gemv + tile for TG_ACT_F32, gemv + gemm_q8x or gemm_q8x_rows for TG_ACT_Q8X, gemv + gemm_q8k
  * for TG_ACT_Q8K), so that prefill and decode follow one arithmetic order. */
@@ -70,6 +76,7 @@ typedef struct {
     int64_t (*max_skip_nan)(const float *x, int64_t n, float *m);
     float (*exp_shift_sum)(float *x, int64_t n, float m);
     void (*swiglu)(float *gate, const float *up, int64_t n);
+    void (*geglu_tanh)(float *gate, const float *up, int64_t n);
 } tg_cpu_kernels;
 
 /* The table the kernels use in this process (see above); never NULL. */

@@ -69,6 +69,7 @@ static const tg_cpu_kernels table = {
     .max_skip_nan = tg_avx2_max_skip_nan,
     .exp_shift_sum = tg_avx2_exp_shift_sum,
     .swiglu = tg_avx2_swiglu,
+    .geglu_tanh = tg_avx2_geglu_tanh,
 };
 
 const tg_cpu_kernels *tg_cpu_kernels_avx2(void) { return &table; }

@@ -1,6 +1,6 @@
-/* ops.c — RMSNorm, RoPE (direct and table-driven), softmax and SwiGLU, with the edge cases defined in ops.h. Scalar
- * except SwiGLU, whose exp per element is measurable on small models and runs in the kernel table in use (kernels.h:
- * eight lanes at a time with AVX2; the scalar table's loop in kernels.c is its reference). */
+/* ops.c — RMSNorm, RoPE (direct and table-driven), softmax, SwiGLU and GeGLU, with the edge cases defined in ops.h.
+ * Scalar except SwiGLU and GeGLU, whose exp per element is measurable and runs in the kernel table in use
+ * (kernels.h: eight lanes at a time with AVX2; the scalar table's loops in kernels.c are their reference). */
 #include "util/free_all.h"
 #include "kernels/ops.h"
 
@@ -171,13 +171,7 @@ void tg_rope_table_apply(const tg_rope_table *t, float *x, int n_heads, int64_t 
 
 void tg_swiglu(float *gate, const float *up, int64_t n) { tg_kernels()->swiglu(gate, up, n); }
 
-void tg_geglu_tanh(float *gate, const float *up, int64_t n) {
-    const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
-    for (int64_t i = 0; i < n; i++) {
-        const double g = gate[i];
-        gate[i] = (float)(0.5 * g * (1.0 + tanh(k * (g + 0.044715 * g * g * g))) * (double)up[i]);
-    }
-}
+void tg_geglu_tanh(float *gate, const float *up, int64_t n) { tg_kernels()->geglu_tanh(gate, up, n); }
 
 void tg_softcap(float *x, float cap, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);

@@ -1,5 +1,6 @@
 /* vec_avx2.c — AVX2 + FMA + F16C versions of the vector primitives in vec.h (scalar tails for n % 8). */
 #include "kernels/avx2.h"
+#include "kernels/kernels.h"
 
 #if TG_HAVE_AVX2
 
@@ -169,6 +170,23 @@ void tg_avx2_swiglu(float *gate, const float *up, int64_t n) {
     for (; i < n; i++) {
         const float g = gate[i];
         gate[i] = (g == -INFINITY ? 0.0f : g / (1.0f + expf(-g))) * up[i];
+    }
+}
+
+void tg_avx2_geglu_tanh(float *gate, const float *up, int64_t n) {
+    const __m256 c1 = _mm256_set1_ps(GELU_C1), c3 = _mm256_set1_ps(GELU_C3), one = _mm256_set1_ps(1.0f);
+    const __m256 exp_max = _mm256_set1_ps(GELU_EXP_MAX), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 nz = _mm256_xor_ps(_mm256_mul_ps(g, _mm256_fmadd_ps(c3, _mm256_mul_ps(g, g), c1)), sign);
+        __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, tg_avx2_exp_ps(nz)));
+        s = _mm256_andnot_ps(_mm256_cmp_ps(nz, exp_max, _CMP_GT_OQ), s); /* gelu -> 0 far left, -inf included */
+        _mm256_storeu_ps(gate + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        const float g = gate[i], z = g * (GELU_C1 + GELU_C3 * g * g);
+        gate[i] = (-z > GELU_EXP_MAX ? 0.0f : g / (1.0f + expf(-z))) * up[i];
     }
 }
 

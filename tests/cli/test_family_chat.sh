@@ -5,7 +5,7 @@
 # instruct, SmolLM3-3B), two user turns, greedy: the conversation runs (exit 0, a report for each turn, two runs
 # print the same), and its replies equal what `sample` generates from the conversation so far rendered from scratch
 # (`chat --print-prompt`), so the cache kept across turns holds exactly the conversation the template renders (or
-# the turn re-reads it, as with Gemma's trimmed replies). (The weights are random: the replies are not language; the templates'
+# the turn re-reads it, as with Gemma's trimmed replies); `serve` on the same folder answers turn 1 as `sample` does. (The weights are random: the replies are not language; the templates'
 # rendering itself is checked against Jinja2 in tests/cli/test_chat.sh and tests/unit/test_chat_template.c.)
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -71,6 +71,28 @@ PY
     else
         echo "$fam: turn 1's reply holds bytes that are no UTF-8 text (random weights): turn 2 not compared"
     fi
+    # serve: the same folder behind the OpenAI chat endpoint answers turn 1 as `sample` does (greedy, same template)
+    "$T" serve "$d" --port 0 --threads 1 --context 1024 >"$d.sout" 2>"$d.slog" &
+    spid=$!
+    port_of() { port=$(grep -o 'http://127.0.0.1:[0-9]*' "$d.slog" | sed 's/.*://') && [ -n "$port" ]; }
+    if wait_for_event 120 port_of; then
+        python3 -c 'import json,sys; print(json.dumps({"messages": json.load(open(sys.argv[1]))[:1], "max_tokens": 6,
+            "temperature": 0}))' "$d.msgs" >"$d.body"
+        code=$(curl -s --max-time 120 -o "$d.resp" -w '%{http_code}' -H 'Content-Type: application/json' \
+            --data-binary @"$d.body" "http://127.0.0.1:$port/v1/chat/completions")
+        python3 - "$d.resp" "$d.reply1" "$code" <<'PY' && ok || bad "$fam: serve: HTTP $code $(head -c 300 "$d.resp")"
+import json, sys
+resp, want, code = json.load(open(sys.argv[1])), open(sys.argv[2], "rb").read(), sys.argv[3]
+got = resp["choices"][0]["message"]["content"]
+assert code == "200" and resp["usage"]["completion_tokens"] == 6, (code, resp["usage"])
+text = want.decode("utf-8", errors="replace")
+assert "\ufffd" in text or got == text, (got, text)  # bytes that are no text come back as U+FFFD: not compared
+PY
+    else
+        bad "$fam: serve did not start: $(tail -3 "$d.slog")"
+    fi
+    kill -TERM "$spid" 2>/dev/null
+    wait "$spid" && ok || bad "$fam: serve exit $? after SIGTERM: $(tail -3 "$d.slog")"
     echo "--- $fam (template of $(basename "$(dirname "$src")")):"
     paste -d '\n' <(sed 's/^/user: /' "$tmp/turns") <(sed 's/^/assistant: /' "$d.out" | head -2)
 done

@@ -427,6 +427,15 @@ static void test_vec_rows_against_scalar(void **state) {
             for (int i = 0; i < n; i++)
                 if (!(fabsf(ya[i] - yb[i]) <= 1e-6f * fabsf(yb[i]) + 1e-30f || (ya[i] != ya[i] && yb[i] != yb[i])))
                     fail_msg("%s swiglu %d: %.9g vs %.9g", k->name, i, (double)ya[i], (double)yb[i]);
+            /* gelu_tanh(g) * u: 1e-6 relative plus 2e-7 |g u| absolute (ops.h: left of 0 the sigmoid's argument z
+             * carries a few ulp of its own into exp(-z), sigmoid(z) |z| <= 0.28 of them into the result) */
+            for (int i = 0; i < n; i++) ya[i] = yb[i] = x[i] == x[i] ? x[i] : 1.0f;
+            k->geglu_tanh(ya, fa, n), s->geglu_tanh(yb, fa, n);
+            for (int i = 0; i < n; i++) {
+                const float gu = fabsf((x[i] == x[i] ? x[i] : 1.0f) * fa[i]);
+                if (!(fabsf(ya[i] - yb[i]) <= 1e-6f * fabsf(yb[i]) + 2e-7f * gu || (ya[i] != ya[i] && yb[i] != yb[i])))
+                    fail_msg("%s geglu_tanh %d: %.9g vs %.9g", k->name, i, (double)ya[i], (double)yb[i]);
+            }
         }
     }
 }

@@ -252,6 +252,35 @@ static void test_swiglu_long(void **state) {
     }
 }
 
+/* gelu_tanh in double, as transformers' gelu_pytorch_tanh writes it. */
+static double gelu_tanh_ref(double g) {
+    return 0.5 * g * (1.0 + tanh(0.79788456080286535588 * (g + 0.044715 * g * g * g)));
+}
+
+/* tg_geglu_tanh: the edge cases of ops.h, and a long run through the vector path (every lane position, values across
+ * the sigmoid's range) against the double tanh formula: 1e-6 relative plus 2e-7 |g u| absolute (ops.h). */
+static void test_geglu_tanh(void **state) {
+    (void)state;
+    float gi[5] = {-INFINITY, INFINITY, -FLT_MAX, 0.0f, NAN}, ui[5] = {2.0f, 2.0f, 2.0f, 2.0f, 2.0f};
+    tg_geglu_tanh(gi, ui, 5);
+    assert_true(gi[0] == 0.0f && gi[2] == 0.0f && gi[3] == 0.0f);
+    assert_true(isinf(gi[1]) && gi[1] > 0);
+    assert_true(gi[4] != gi[4]);
+    enum { N = 1003 };
+    float g[N], u[N], o[N];
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)(i - N / 2) * 0.031f;
+        u[i] = 1.0f + (float)(i % 7) * 0.1f;
+    }
+    memcpy(o, g, sizeof o);
+    tg_geglu_tanh(o, u, N);
+    for (int i = 0; i < N; i++) {
+        const double e = gelu_tanh_ref(g[i]) * u[i];
+        if (!(fabs(o[i] - e) <= 1e-6 * fabs(e) + 2e-7 * fabs((double)g[i] * u[i])))
+            fail_msg("geglu_tanh(%g) = %.9g, want %.9g", (double)g[i], (double)o[i], e);
+    }
+}
+
 /* tg_exp_shift_sum: each exp(x - m) within 2 ulp of the double exp (results below 1e-37 compared absolutely), -inf gives
  * 0, NaN stays NaN, and the sum within 1e-6 relative of the double sum. */
 static void test_exp_shift_sum(void **state) {
@@ -395,6 +424,7 @@ int main(void) {
         cmocka_unit_test(test_rope_half_equals_interleaved_on_permuted),
         cmocka_unit_test(test_rope_table),
         cmocka_unit_test(test_swiglu),
+        cmocka_unit_test(test_geglu_tanh),
         cmocka_unit_test(test_swiglu_long),
         cmocka_unit_test(test_exp_shift_sum),
         cmocka_unit_test(test_exp_shift_sum_order),
