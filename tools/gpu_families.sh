@@ -49,9 +49,8 @@ for cls in (conversion.gemma.Gemma2Model, conversion.phi.Phi3MiniModel):
 # the fixtures' tokenizer is SmolLM2's, whose pre-tokenizer llama.cpp names "smollm" (its hash table keys on
 # the real tokenizer's, which the fixtures' transformers re-save changes)
 conversion.base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "smollm"
-# (Gemma 3's converter does not write the folder's layer_types: llama.cpp takes five sliding layers in six. Written
-# as a per-layer array, this llama.cpp reads it as a period and still slides every layer of the fixture, so the file
-# is left as the converter writes it: tests/data/families/README.md.)
+# (Gemma 3's converter does not write the folder's layer_types: llama.cpp takes five sliding layers in six, the
+# fixture's own pattern, so the file is left as the converter writes it: tests/data/families/README.md.)
 # (a neutral model name: llama.cpp sets Phi-3 token attributes by the name, looking up tokens this vocabulary lacks)
 sys.argv = ["convert_hf_to_gguf.py", sys.argv[1], "--outtype", "f32", "--outfile", sys.argv[2], "--model-name",
             "tinygpt-fixture"]
