@@ -5,17 +5,15 @@
  * /v1/chat/completions), the rest is the body. Checks: the server answers every request, within ANSWER_S seconds
  * (the bound for a request on this tiny model under ASan on a loaded machine: far beyond what one takes), with 200,
  * 400, 413 or 503, and a refusal carries OpenAI's error object; a crash or a sanitizer report anywhere in the server
- * ends the process. Generation is kept short (at most 2 tokens, prompts of at most 512 in a window of 32) so that an input costs
- * milliseconds. Fuzzing only: the replay of tests/unit does not run it (threads and a socket). */
+ * ends the process. Generation is kept short (at most 2 tokens, prompts of at most 512 in a window of 32) so that an
+ * input costs milliseconds. The client (http_client.h) keeps its deadline through libFuzzer's SIGALRM. Fuzzing only:
+ * the replay of tests/unit does not run it (threads and a socket); test_fuzz_http_client tests the client. */
 #include "fuzz_common.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include "chat/conversation.h"
+#include "http_client.h"
 #include "serve/http.h"
 
 #define ANSWER_S 30
@@ -56,7 +54,7 @@ static void start_server(void) {
     srv.n_end_ids = tg_chat_conv_end_ids(&conv, model, srv.end_ids, TG_JOB_MAX_END_IDS);
     tg_batch *batch = tg_batch_new(model, &srv.cache, 4 + 16, 1, &err);
     if (!batch) fuzz_die("the batch", err.msg);
-    const tg_sched_config sc = {model, batch, (int64_t)srv.session_bytes * 4, 4, 4, 16, &metrics};
+    const tg_sched_config sc = {model, batch, (int64_t)srv.session_bytes * 4, 4, 4, 16, &metrics, NULL};
     srv.sched = tg_sched_start(&sc, &err);
     if (!srv.sched) fuzz_die("the scheduler", err.msg);
     tg_http *http = tg_http_start(&srv, msg, sizeof msg);
@@ -64,15 +62,24 @@ static void start_server(void) {
     port = tg_http_port(http);
 }
 
-/* Sends all of buf; false when the server closed first (an answer may still be there to read). */
-static bool send_all(int fd, const char *buf, size_t n) {
-    while (n > 0) {
-        const ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-        if (w <= 0) return false;
-        buf += w;
-        n -= (size_t)w;
+/* What the server was doing when an answer did not come: its gauges, the sockets of its port (accepted, waiting
+ * in the listen queue, closing) and, with TG_FUZZ_GDB set, every thread's stack. */
+static void report_state(void) {
+    pthread_mutex_lock(&srv.prep_mu);
+    fprintf(stderr, "  %lld bodies being parsed (%lld bytes), %lld jobs pending, %d in flight\n", (long long)srv.prep.n,
+            (long long)srv.prep.used, (long long)tg_sched_pending(srv.sched), atomic_load(&srv.in_flight));
+    pthread_mutex_unlock(&srv.prep_mu);
+    tg_metrics_gauges g;
+    tg_sched_gauges(srv.sched, &g);
+    fprintf(stderr, "  sessions active %lld, queued %lld, KV bytes in use %lld of %lld\n", (long long)g.active,
+            (long long)g.queued, (long long)g.kv_bytes_used, (long long)g.kv_budget);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "ss -tano '( sport = :%d or dport = :%d )' >&2", port, port);
+    if (system(cmd) != 0) fprintf(stderr, "(ss failed)\n");
+    if (getenv("TG_FUZZ_GDB")) {
+        snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt 12' >&2", (int)getpid());
+        if (system(cmd) != 0) fprintf(stderr, "(gdb failed)\n");
     }
-    return true;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -81,45 +88,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const bool chat = data[0] & 1;
     const char *body = (const char *)data + 1;
     const size_t len = size - 1;
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) fuzz_die("socket", NULL);
-    struct timeval tv = {ANSWER_S, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) fuzz_die("connect", NULL);
     char head[256];
     const int hn = snprintf(head, sizeof head,
                             "POST %s HTTP/1.1\r\nHost: fuzz\r\nContent-Type: application/json\r\n"
                             "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                             chat ? "/v1/chat/completions" : "/v1/completions", len);
-    if (send_all(fd, head, (size_t)hn)) send_all(fd, body, len);
     static char answer[1 << 20];
     size_t got = 0;
-    for (;;) {
-        const ssize_t r = recv(fd, answer + got, sizeof answer - 1 - got, 0);
-        if (r < 0) {
-            pthread_mutex_lock(&srv.prep_mu);
-            fprintf(stderr, "no answer: %lld bodies being parsed (%lld bytes), %lld jobs pending, %d in flight\n",
-                    (long long)srv.prep.n, (long long)srv.prep.used, (long long)tg_sched_pending(srv.sched),
-                    atomic_load(&srv.in_flight));
-            pthread_mutex_unlock(&srv.prep_mu);
-            tg_metrics_gauges g;
-            tg_sched_gauges(srv.sched, &g);
-            fprintf(stderr, "  sessions active %lld, queued %lld, KV bytes in use %lld of %lld\n", (long long)g.active,
-                    (long long)g.queued, (long long)g.kv_bytes_used, (long long)g.kv_budget);
-            if (getenv("TG_FUZZ_GDB")) { /* every thread's stack, to see where the request is */
-                char cmd[128];
-                snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt 12' >&2", (int)getpid());
-                if (system(cmd) != 0) fprintf(stderr, "(gdb failed)\n");
-            }
-            fuzz_die("the server", "no answer within ANSWER_S seconds");
-        }
-        if (r == 0 || got + (size_t)r >= sizeof answer - 1) break;
-        got += (size_t)r;
+    char why[200];
+    if (!fuzz_http_exchange(port, head, (size_t)hn, body, len, ANSWER_S, answer, sizeof answer, &got, why,
+                            sizeof why)) {
+        fprintf(stderr, "no answer: %s\n", why);
+        report_state();
+        fuzz_die("the server", why);
     }
-    close(fd);
-    answer[got] = '\0';
     int status = 0;
     if (sscanf(answer, "HTTP/1.1 %d", &status) != 1) fuzz_die("the server", "closed the connection unanswered");
     if (getenv("TG_FUZZ_VERBOSE")) fprintf(stderr, "%.*s\n", (int)(got < 400 ? got : 400), answer);

@@ -1,7 +1,8 @@
 /* http.c — libmicrohttpd glue (http.h): one thread per connection, so a handler may block until its job is done and
  * a stream's reader may wait for the next token. The access handler checks the key as soon as the headers are in
  * (before any body is read), accumulates the body (refusing one over max_body with 413, from Content-Length before
- * reading it when the client declares it), and routes. */
+ * reading it when the client declares it), and routes. A connection whose body passes BULK_BYTES is served at a lower
+ * CPU priority from then on (lower_priority). */
 #define _GNU_SOURCE
 #define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 
@@ -15,6 +16,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#if defined(__linux__)
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "serve/generate.h"
 #include "serve/openai.h"
@@ -45,10 +52,32 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
+/* A body past BULK_BYTES makes its connection bulk work (lower_priority). */
+#define BULK_BYTES ((size_t)64 * 1024)
+#define BULK_NICE 10
+
+/* The calling thread — the connection's own thread of libmicrohttpd, which serves nothing else — gives way to the
+ * server's other threads for the rest of the connection (its answer, and any later request on it when the client keeps
+ * it open): BULK_NICE added to its nice value. A connection receiving a large body (a 4 MB upload, refused or not)
+ * then no longer takes the cores in equal share with /health, the short requests' parsing and the scheduler's forward
+ * pass; it still gets all the time nobody else wants. Linux only (the nice value of one thread, which needs no
+ * privilege to raise); elsewhere nothing. */
+static void lower_priority(void) {
+#if defined(__linux__)
+    const id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    const int nice_now = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && nice_now < 19)
+        (void)setpriority(PRIO_PROCESS, tid, nice_now + BULK_NICE > 19 ? 19 : nice_now + BULK_NICE);
+#endif
+}
+
 /* One request's state across the access handler's calls. */
 typedef struct {
     char *body;
     size_t len, cap;
+    size_t received; /* body bytes seen, kept or not */
+    bool bulk;       /* received passed BULK_BYTES: the thread's priority is lowered */
     bool too_big;
     bool answered; /* refused when the headers came in (401, 413): whatever body follows is dropped unread */
     tg_json_count count; /* the body's JSON values so far: past TG_SERVE_MAX_JSON_VALUES the rest is not kept */
@@ -215,6 +244,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return fail(srv, c, 413, "invalid_request_error", "request_too_large", msg);
         }
         return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        cc->received += *upload_data_size;
+        if (!cc->bulk && cc->received > BULK_BYTES) {
+            cc->bulk = true;
+            lower_priority();
+        }
     }
     if (cc->answered) {
         *upload_data_size = 0;

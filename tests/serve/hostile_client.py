@@ -14,10 +14,16 @@ server's answer, or its closing the connection) with a generous bound; nothing s
   hostile_client.py perip HOST PORT LIMIT
       LIMIT idle connections from 127.0.0.1 (--max-connections-per-ip LIMIT): one more from 127.0.0.1 is closed
       unanswered, while 127.0.0.2 is still served
+  hostile_client.py bulk HOST PORT PID
+      a request whose body passes 64 KiB (and is not finished): the thread that receives it (of the server PID) runs
+      at a nice value 10 above the server's main thread (Linux: /proc/PID/task/*/stat), and /health is answered
+      meanwhile
 Prints one line per check; exits 1 when any fails."""
 import json
+import os
 import socket
 import sys
+import time
 
 failed = 0
 BOUND = 60  # seconds any one wait may take (a loaded machine); an event ends it much sooner
@@ -134,6 +140,34 @@ def perip(host, port, limit):
         s.close()
 
 
+def nice_values(pid):
+    """The nice value of each thread of process pid (field 19 of /proc/PID/task/TID/stat)."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                out.append(int(f.read().rsplit(")", 1)[1].split()[16]))
+        except (OSError, IndexError, ValueError):
+            pass  # the thread ended meanwhile
+    return out
+
+
+def bulk(host, port, pid):
+    with open("/proc/%d/stat" % pid) as f:
+        base = int(f.read().rsplit(")", 1)[1].split()[16])
+    s = connect(host, port)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 1000000\r\n\r\n" + b'{"prompt": "' + b"x" * 100000)  # 100 KB of 1 MB
+    t_end = time.monotonic() + BOUND
+    while base + 10 not in nice_values(pid) and time.monotonic() < t_end:
+        time.sleep(0.01)  # polling for the event, bounded
+    check("the thread receiving a large body runs 10 nicer", base + 10 in nice_values(pid),
+          "nice values %r, the server's %d" % (sorted(nice_values(pid)), base))
+    status = health(host, port, "127.0.0.2")
+    check("/health answered beside it", status.startswith(b"HTTP/1.1 200"), repr(status))
+    s.close()
+
+
 def main():
     what, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if what == "slowloris":
@@ -146,6 +180,8 @@ def main():
         framing(host, port)
     elif what == "perip":
         perip(host, port, int(sys.argv[4]))
+    elif what == "bulk":
+        bulk(host, port, int(sys.argv[4]))
     else:
         sys.exit("unknown check " + what)
     sys.exit(1 if failed else 0)
