@@ -4,13 +4,15 @@
 // 1. A chat of --turns turns (user message ~50 tokens, reply --reply tokens, greedy, ignore_eos), the whole history
 //    re-sent every turn, streamed: time to first token per turn on a tinygpt server that continues parked
 //    conversations (reuse) and on one started with --park-budget 0 (every prompt prefilled whole), the replies
-//    checked equal. With --llama-server BIN (a llama.cpp build, e.g. from bench/build-llamacpp.sh) and --gguf, the
+//    checked equal (--fresh-turns 2,20,40: the no-reuse server asked at those turns only, for large models whose
+//    whole-transcript prefills would take most of the run). With --llama-server BIN (a llama.cpp build, e.g. from bench/build-llamacpp.sh) and --gguf, the
 //    same conversation through llama-server with cache_prompt.
 // 2. --parked N: N short conversations parked (one request each), then each continued by one more message: the
 //    bytes per parked conversation (/metrics) and the restore time (timings.restore_ms) p50 / p99, RAM and disk.
 //
 // usage: node bench/serve_turns.mjs [--tinygpt ./tinygpt] [--model models/tinygpt-flagship.gguf] [--turns 40]
-//        [--reply 100] [--parked 1000] [--llama-server BIN --gguf MODEL.gguf] [-- server flags...]
+//        [--reply 100] [--parked 1000] [--fresh-turns K,K,...] [--llama-server BIN --gguf MODEL.gguf]
+//        [--llama-threads N] [-- server flags...]
 //   e.g. node bench/serve_turns.mjs -- --kv-quantize int4 --streaming-llm-window 512
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -32,6 +34,7 @@ const opt = (name, def) => {
 const tinygpt = opt("--tinygpt", "./tinygpt"), model = opt("--model", "models/tinygpt-flagship.gguf");
 const turns = Number(opt("--turns", 40)), reply = Number(opt("--reply", 100)), parked = Number(opt("--parked", 0));
 const llamaServer = opt("--llama-server", null), gguf = opt("--gguf", model);
+const freshTurns = opt("--fresh-turns", null)?.split(",").map(Number), llamaThreads = opt("--llama-threads", null);
 
 // Every server this script started, stopped when it exits (also on an error).
 const started = [];
@@ -99,7 +102,8 @@ async function conversation() {
   let llama = null;
   if (llamaServer)
     llama = await startServer(llamaServer, ["-m", gguf, "--port", String(18000 + (process.pid % 1000)), "-c", "65536",
-                                            "--chat-template", "chatml", "-np", "1"],
+                                            "--chat-template", "chatml", "-np", "1",
+                                            ...(llamaThreads ? ["-t", llamaThreads] : [])],
                               /listening on http:\/\/[^:]+:(\d+)/);
   const messages = [{ role: "system", content: "You are a helpful assistant." }];
   console.log(`tinygpt serve ${serverFlags.join(" ")}: ${turns} turns, user ~50 tokens, reply ${reply} tokens, greedy`);
@@ -109,20 +113,26 @@ async function conversation() {
   for (let k = 1; k <= turns; k++) {
     messages.push({ role: "user", content: userText(k) });
     const a = await turn(client(reuse.base), messages);
-    const b = await turn(client(fresh.base), messages);
-    if (a.text !== b.text) throw new Error(`turn ${k}: the reply with reuse differs from the fresh one`);
+    const b = !freshTurns || freshTurns.includes(k) ? await turn(client(fresh.base), messages) : null;
+    if (b && a.text !== b.text) throw new Error(`turn ${k}: the reply with reuse differs from the fresh one`);
     const l = llama ? await turn(client(llama.base), messages, { cache_prompt: true }) : null;
-    rows.push([k, a.ttft, b.ttft, l?.ttft]);
+    rows.push([k, a.ttft, b?.ttft, l?.ttft]);
     console.log(`${String(k).padStart(4)}  ${String(a.usage.prompt_tokens).padStart(6)}  ` +
                 `${String(a.usage.prompt_tokens_details?.cached_tokens ?? 0).padStart(6)}  ` +
-                `${a.ttft.toFixed(3).padStart(14)}  ${b.ttft.toFixed(3).padStart(17)}  ` +
-                `${(b.ttft / a.ttft).toFixed(1).padStart(14)}` +
+                `${a.ttft.toFixed(3).padStart(14)}  ${(b ? b.ttft.toFixed(3) : "-").padStart(17)}  ` +
+                `${(b ? (b.ttft / a.ttft).toFixed(1) : "-").padStart(14)}` +
                 (l ? `  ${l.ttft.toFixed(3).padStart(21)}  ${(l.ttft / a.ttft).toFixed(2).padStart(11)}` : ""));
     messages.push({ role: "assistant", content: a.text });
   }
   const t2 = rows[1]?.[1], tN = rows[rows.length - 1][1];
-  if (t2) console.log(`reuse: TTFT turn ${turns} / turn 2 = ${(tN / t2).toFixed(2)}; ` +
-                      `no-reuse / reuse at turn ${turns} = ${(rows[rows.length - 1][2] / tN).toFixed(1)}`);
+  const fN = rows[rows.length - 1][2];
+  if (t2) console.log(`reuse: TTFT turn ${turns} / turn 2 = ${(tN / t2).toFixed(2)}` +
+                      (fN ? `; no-reuse / reuse at turn ${turns} = ${(fN / tN).toFixed(1)}` : ""));
+  if (llama) {
+    const r = rows.map((x) => x[3] / x[1]);
+    console.log(`llama-server / reuse TTFT: min ${Math.min(...r).toFixed(2)} (turn ${rows[r.indexOf(Math.min(...r))][0]}), ` +
+                `median ${pct(r, 50).toFixed(2)}`);
+  }
   for (const s of [reuse, fresh, llama]) s?.proc.kill("SIGTERM");
 }
 

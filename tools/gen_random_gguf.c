@@ -3,7 +3,7 @@
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
  *   build/release/tools/gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b
- *                                       --type TYPE --out FILE [--seed S] [--ctx N] [--arch ARCH]
+ *                                       --type TYPE --out FILE [--seed S] [--ctx N] [--arch ARCH] [--text-only]
  *
  * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  * q3_k, q4_k, q5_k, q6_k, iq4_nl; any case). tiny-256 is a 2-layer, 256-wide model (rows whole K-quant blocks) for
@@ -21,6 +21,10 @@
  * soft-caps, sliding layers), gemma3 (post-norms, q/k norms, 5 sliding layers in 6), phi3 (fused qkv and gate_up),
  * smollm3 (every 4th layer without RoPE: llama.cpp's fixed step), so that `tinygpt bench` compares each family with
  * a Llama of the same shape (bench/families.sh).
+ *
+ * --text-only: the output rows of the byte tokens 0x80-0xFF are zero, so that a greedy decode of the file never
+ * emits a byte that is no UTF-8 text on its own (llama-server's chat endpoint answers such output with an error;
+ * bench/serve_turns.mjs's llama-server comparison needs text): their logit is 0 where the others' spread around it.
  *
  * The file is streamed tensor by tensor (a 1.1B-parameter F16 file is 2.2 GB); the only buffers are one row. */
 #define _POSIX_C_SOURCE 200809L
@@ -288,12 +292,15 @@ static void random_blocks(const tg_weight_type *wt, tg_dtype type, int64_t cols,
     }
 }
 
-/* Streams one tensor's data: rows of random values converted to its type. */
-static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *row, uint8_t *out) {
+/* Streams one tensor's data: rows of random values converted to its type; rows [zero_from, zero_to) all zero. */
+static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *row, uint8_t *out, int64_t zero_from,
+                              int64_t zero_to) {
     const tg_weight_type *wt = tg_weight_type_of(t->type);
     const size_t rb = tg_row_bytes(t->type, t->cols);
     for (int64_t r = 0; r < t->rows && w->ok; r++) {
-        if (wt->encode_row) {
+        if (r >= zero_from && r < zero_to) {
+            memset(out, 0, rb);
+        } else if (wt->encode_row) {
             for (int64_t j = 0; j < t->cols; j++) row[j] = t->norm ? 1.0f : rng_normal(rng, 0.02f); /* (biases too) */
             wt->encode_row(row, out, t->cols);
         } else random_blocks(wt, t->type, t->cols, rng, out);
@@ -304,7 +311,7 @@ static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *
 static int usage(void) {
     fputs("usage: gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b "
           "--type f16|q8_0|q4_k|... --out FILE [--seed S] [--ctx N] "
-          "[--arch llama|qwen2|qwen3|gemma2|gemma3|phi3|smollm3]\n",
+          "[--arch llama|qwen2|qwen3|gemma2|gemma3|phi3|smollm3] [--text-only]\n",
           stderr);
     return 2;
 }
@@ -313,8 +320,13 @@ int main(int argc, char **argv) {
     const char *shape_name = NULL, *type_name = NULL, *out_path = NULL, *arch_name = "llama";
     uint64_t seed = 1;
     long ctx = 0;
+    bool text_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--text-only") == 0) {
+            text_only = true;
+            continue;
+        }
         if (i + 1 >= argc) return usage();
         const char *v = argv[++i];
         char *end = NULL;
@@ -470,7 +482,10 @@ int main(int argc, char **argv) {
     int64_t n_params = 0;
     if (!row || !out) w.ok = false;
     for (size_t i = 0; i < nt && w.ok; i++) {
-        write_tensor_data(&w, &ts[i], &rng, row, out);
+        /* --text-only: the logits' rows of the byte tokens 0x80-0xFF (ids 3 + 128 .. 3 + 255) */
+        const bool logits = strcmp(ts[i].name, sh->tied ? "token_embd.weight" : "output.weight") == 0;
+        const int64_t zero_from = text_only && logits ? 3 + 128 : 0, zero_to = text_only && logits ? 3 + 256 : 0;
+        write_tensor_data(&w, &ts[i], &rng, row, out, zero_from, zero_to);
         put_zeros(&w, align_up(ts[i].nbytes) - ts[i].nbytes);
         n_params += ts[i].rows * ts[i].cols;
     }

