@@ -1,4 +1,4 @@
-/* vk_backend.c — the Vulkan backend's row of backend.h: what it accepts (F32 / F16 / Q8_0 weights, fp32 / fp16 and
+/* vk_backend.c — the Vulkan backend's row of backend.h: what it accepts (F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights, fp32 / fp16 and
  * KIVI caches (vk_kivi.c), unbounded or StreamingLLM, and the Llama program's operations), the weights uploaded once, the activations
  * and the KV mirror (vk_backend.h) allocated once, the program compiled into operations with their pipelines and
  * descriptor sets. vk_run.c runs the calls. */
@@ -16,7 +16,14 @@ static const char *const pl_names[PL_COUNT] = {"embed", "rmsnorm", "matmul", "ro
 
 /* ---- what the backend accepts ----------------------------------------------------------------------------------- */
 
-static bool type_ok(tg_dtype t) { return t == TG_DT_F32 || t == TG_DT_F16 || t == TG_DT_Q8_0; }
+/* The weight types shaders/common.glsl's w_elem decodes. */
+static bool type_ok(tg_dtype t) {
+    static const tg_dtype ok[] = {TG_DT_F32, TG_DT_F16, TG_DT_BF16, TG_DT_Q8_0, TG_DT_Q4_0, TG_DT_Q4_K, TG_DT_Q5_K,
+                                  TG_DT_Q6_K};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (t == ok[i]) return true;
+    return false;
+}
 
 static bool cache_ok(const tg_kvcache *c, tg_error *err) {
     const tg_cache_geom *g = &c->g;
@@ -39,7 +46,8 @@ static bool op_ok(const tg_op *o, tg_error *err) {
     case TG_OP_EMBED:
     case TG_OP_MATMUL:
         if (type_ok(o->w->type)) return true;
-        return tg_fail(err, "vulkan: weight type %s is not on the Vulkan backend yet (F32, F16 and Q8_0 are)",
+        return tg_fail(err, "vulkan: weight type %s is not on the Vulkan backend yet (F32, F16, BF16, Q8_0, Q4_0, "
+                            "Q4_K, Q5_K and Q6_K are)",
                        tg_dtype_name(o->w->type));
     case TG_OP_NORM:
         return o->norm == TG_NORM_RMS || tg_fail(err, "vulkan: only RMS norms are on the Vulkan backend yet");
