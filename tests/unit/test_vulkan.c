@@ -322,7 +322,7 @@ static void test_kivi(void **state) {
     tg_model_free(m);
 }
 
-/* YOCO: the upper layers read the lower ones' K/V (own_kv false). */
+/* YOCO: the upper layers read the lower ones' K/V (own_kv false), with float and KIVI caches. */
 static void test_yoco(void **state) {
     (void)state;
     tg_model *m = load_model("models/tinygpt-yoco.gguf");
@@ -330,6 +330,9 @@ static void test_yoco(void **state) {
     check_model(m, plain(TG_KV_FP32, TG_KV_FP32), ids, 14, 10, "yoco, fp32, unbounded");
     check_model(m, streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP16), ids, 14, 1,
                 "yoco, StreamingLLM 2 + 4, fp16, decode only");
+    tg_cache_params p = streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_INT4);
+    p.group_size = 4;
+    check_twin_tol(m, m, p, ids, 14, 10, KIVI_TOL, "yoco, int4, G 4, StreamingLLM 2 + 4");
     free(ids);
     tg_model_free(m);
 }
