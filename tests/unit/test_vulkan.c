@@ -287,7 +287,7 @@ static void test_kivi(void **state) {
     (void)state;
     tg_model *m = load_model("models/tinygpt-flagship.gguf");
     const int n = 12, prefill = 8;
-    const char *text = "And God said, Let there be light: and there was light. And God saw the light, that it was good.";
+    const char *text = "And God said, Let there be light: and there was light. And God saw the light.";
     int32_t *ids = NULL;
     size_t n_ids = 0;
     tg_error err = {0};

@@ -118,7 +118,8 @@ bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, int64_t pos) {
     const int64_t off = pos < g->sink ? 0 : g->sink - L.n_sink + L.first;
     float *aux = be->aux.map;
     for (int64_t j = 0; j < L.n_sink; j++)
-        tg_rope_angles_freqs(hd, off + j, c->inv_freq, aux + be->a_sink_cos + j * half, aux + be->a_sink_sin + j * half);
+        tg_rope_angles_freqs(hd, off + j, c->inv_freq, aux + be->a_sink_cos + j * half,
+                             aux + be->a_sink_sin + j * half);
     return true;
 }
 
