@@ -1,7 +1,7 @@
 /* vk_backend.c — the Vulkan backend's row of backend.h: what it accepts (F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_K /
  * Q5_K / Q6_K weights, fp32 / fp16 and KIVI caches (vk_kivi.c), unbounded or StreamingLLM, and the Llama program's
- * operations), the weights uploaded once, the activations and the KV mirror (vk_backend.h) allocated once, the program compiled into operations with their pipelines and
- * descriptor sets. vk_run.c runs the calls. */
+ * operations), the weights uploaded once, the activations and the KV mirror (vk_backend.h) allocated once, the
+ * program compiled into operations with their pipelines and descriptor sets. vk_run.c runs the calls. */
 #include <stdlib.h>
 #include <string.h>
 
