@@ -113,7 +113,7 @@ $(REL)/%.avx512.o: %.c $(REL)/.flags
 	$(CC) $(WARN) $(OPT) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 # --- the Vulkan backend's shaders: GLSL -> SPIR-V (glslc) -> C arrays ---
-build/gen/spv/%.spv: src/backend/vulkan/shaders/%.comp src/backend/vulkan/shaders/common.glsl
+build/gen/spv/%.spv: src/backend/vulkan/shaders/%.comp $(wildcard src/backend/vulkan/shaders/*.glsl)
 	@mkdir -p $(dir $@)
 	glslc --target-env=vulkan1.1 -O -o $@ $<
 

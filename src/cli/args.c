@@ -312,7 +312,8 @@ static const char CACHE_FLAGS_HELP[] =
     "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
     "                                 it grows by as tokens arrive (default: the machine's physical memory)\n"
     "  --device D                     where the forward pass runs: cpu (default), vulkan or vulkan:N (Vulkan\n"
-    "                                 device N; F32 / F16 / Q8_0 weights, fp32 / fp16 caches so far), auto\n"
+    "                                 device N; F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights,\n"
+    "                                 fp32 / fp16 and KIVI int8 / int4 / int2 caches so far), auto\n"
     "                                 (Vulkan device 0 when it can run the model, else the CPU)\n";
 
 void tg_precision_names(char *buf, size_t size, const char *sep) {

@@ -24,10 +24,11 @@ if ! "$T" sample "$MODEL" --device vulkan --prompt hi --tokens 1 --temperature 0
 fi
 
 PROMPT="It is a truth universally acknowledged, that"
-# 1. greedy text: the same as the CPU's
-for cache in "" "--streaming-llm-window 6 --streaming-llm-sink 2 --kv-quantize fp16"; do
+# 1. greedy text: the same as the CPU's (its plain reference kernels: TG_ISA=scalar; test_vulkan.c's KIVI_TOL says
+#    why they are the reference for a KIVI cache)
+for cache in "" "--streaming-llm-window 6 --streaming-llm-sink 2 --kv-quantize fp16" "--kv-quantize int4"; do
     # shellcheck disable=SC2086
-    "$T" sample "$MODEL" --prompt "$PROMPT" --tokens 8 --temperature 0 $cache >"$tmp/cpu.txt" 2>/dev/null
+    TG_ISA=scalar "$T" sample "$MODEL" --prompt "$PROMPT" --tokens 8 --temperature 0 $cache >"$tmp/cpu.txt" 2>/dev/null
     # shellcheck disable=SC2086
     if "$T" sample "$MODEL" --prompt "$PROMPT" --tokens 8 --temperature 0 $cache --device vulkan >"$tmp/gpu.txt" \
         2>"$tmp/gpu.err" && cmp -s "$tmp/cpu.txt" "$tmp/gpu.txt"; then ok; else
@@ -60,8 +61,8 @@ refused() { # refused MESSAGE ARGS...: the command fails and its last line says 
 }
 refused "unknown device 'gpu'" sample "$MODEL" --prompt hi --tokens 1 --device gpu
 refused "device 99 does not exist" sample "$MODEL" --prompt hi --tokens 1 --device vulkan:99
-refused "KV cache precision int8 keys / int8 values is not on the Vulkan backend yet" \
-    sample "$MODEL" --prompt hi --tokens 1 --device vulkan --kv-quantize int8
+refused "a rotated KIVI cache (--kv-rotate) is not on the Vulkan backend yet" \
+    sample "$MODEL" --prompt hi --tokens 1 --device vulkan --kv-quantize int8 --kv-rotate on
 
 echo "test_vulkan.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,7 +1,7 @@
-/* vk_backend.c — the Vulkan backend's row of backend.h: what it accepts (F32 / F16 / Q8_0 weights, fp32 / fp16
- * caches, unbounded or StreamingLLM, and the Llama program's operations), the weights uploaded once, the activations
- * and the KV mirror (vk_backend.h) allocated once, the program compiled into operations with their pipelines and
- * descriptor sets. vk_run.c runs the calls. */
+/* vk_backend.c — the Vulkan backend's row of backend.h: what it accepts (F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_K /
+ * Q5_K / Q6_K weights, fp32 / fp16 and KIVI caches (vk_kivi.c), unbounded or StreamingLLM, and the Llama program's
+ * operations), the weights uploaded once, the activations and the KV mirror (vk_backend.h) allocated once, the
+ * program compiled into operations with their pipelines and descriptor sets. vk_run.c runs the calls. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,18 +12,28 @@
 #include "util/checked.h"
 
 static const char *const pl_names[PL_COUNT] = {"embed", "rmsnorm", "matmul", "rope_q", "kv_append", "attend", "glu",
-                                               "add"};
+                                               "add", "kivi_store", "attend_kivi"};
 
 /* ---- what the backend accepts ----------------------------------------------------------------------------------- */
 
-static bool type_ok(tg_dtype t) { return t == TG_DT_F32 || t == TG_DT_F16 || t == TG_DT_Q8_0; }
+/* The weight types shaders/common.glsl's w_elem decodes. */
+static bool type_ok(tg_dtype t) {
+    static const tg_dtype ok[] = {TG_DT_F32, TG_DT_F16, TG_DT_BF16, TG_DT_Q8_0, TG_DT_Q4_0, TG_DT_Q4_K, TG_DT_Q5_K,
+                                  TG_DT_Q6_K};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (t == ok[i]) return true;
+    return false;
+}
 
 static bool cache_ok(const tg_kvcache *c, tg_error *err) {
     const tg_cache_geom *g = &c->g;
     const tg_kv_precision pk = g->k.precision, pv = g->v.precision;
-    if ((pk != TG_KV_FP32 && pk != TG_KV_FP16) || (pv != TG_KV_FP32 && pv != TG_KV_FP16))
-        return tg_fail(err, "vulkan: KV cache precision %s keys / %s values is not on the Vulkan backend yet (fp32 and "
-                            "fp16 are)", tg_kv_precision_name(pk), tg_kv_precision_name(pv));
+    if (tg_vk_kivi_wanted(c)) {
+        if (!tg_vk_kivi_check(c, err)) return false;
+    } else if ((pk != TG_KV_FP32 && pk != TG_KV_FP16) || (pv != TG_KV_FP32 && pv != TG_KV_FP16)) {
+        return tg_fail(err, "vulkan: KV cache precision %s keys / %s values is not on the Vulkan backend yet (fp32, "
+                            "fp16 and the KIVI ones are)", tg_kv_precision_name(pk), tg_kv_precision_name(pv));
+    }
     if (g->slot_rope) return tg_fail(err, "vulkan: the slot-RoPE test cache is not on the Vulkan backend");
     if (g->n_heads % g->n_kv_heads || g->head_dim % 2 || g->head_dim > 256)
         return tg_fail(err, "vulkan: head shape %d heads / %d kv-heads of %d is not supported (head_dim even, <= 256)",
@@ -36,7 +46,8 @@ static bool op_ok(const tg_op *o, tg_error *err) {
     case TG_OP_EMBED:
     case TG_OP_MATMUL:
         if (type_ok(o->w->type)) return true;
-        return tg_fail(err, "vulkan: weight type %s is not on the Vulkan backend yet (F32, F16 and Q8_0 are)",
+        return tg_fail(err, "vulkan: weight type %s is not on the Vulkan backend yet (F32, F16, BF16, Q8_0, Q4_0, "
+                            "Q4_K, Q5_K and Q6_K are)",
                        tg_dtype_name(o->w->type));
     case TG_OP_NORM:
         return o->norm == TG_NORM_RMS || tg_fail(err, "vulkan: only RMS norms are on the Vulkan backend yet");
@@ -122,6 +133,9 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
         be->off[v] = (uint32_t)(at - n);
         be->ld[v] = (uint32_t)(v == TG_VAL_K || v == TG_VAL_V ? kvd : per_row[v]);
     }
+    be->stage_off = (uint32_t)at; /* a KIVI cache's staged row: keys, then values */
+    if (!tg_add_size(at, 2 * kvd, &at) || at > UINT32_MAX)
+        return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);
     *floats = at;
     return true;
 }
@@ -138,6 +152,14 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     be->layer_window = c->layer_window;
     be->k16 = g->k.precision == TG_KV_FP16;
     be->v16 = g->v.precision == TG_KV_FP16;
+    if (tg_vk_kivi_wanted(c)) { /* its own stores; the row table's slots unused */
+        be->sink = (uint32_t)g->sink;
+        be->reposition = g->reposition;
+        be->max_sink = be->reposition ? be->sink : 0;
+        be->n_slots = 1;
+        if (g->sink > INT32_MAX) return tg_fail(err, "vulkan: %lld sinks are too many", (long long)g->sink);
+        return tg_vk_kivi_make(be, c, n_kv, err);
+    }
     int64_t slots;
     if (g->bounded) {
         be->sink = (uint32_t)g->sink;
@@ -165,17 +187,18 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
 static bool make_aux(tg_backend *be, tg_error *err) {
     const size_t rows = (size_t)be->max_rows, half = (size_t)be->m->hp.head_dim / 2;
     size_t at = 0, n_sink;
-    const size_t sizes[] = {rows, rows, rows, be->n_slots, rows * half, rows * half, 0, 0};
+    const size_t sizes[] = {rows, rows, rows, be->n_slots, rows * half, rows * half, 0, 0, be->n_desc};
     uint32_t *offs[] = {&be->a_ids, &be->a_pos, &be->a_slot, &be->a_slot_pos, &be->a_cos, &be->a_sin,
-                        &be->a_sink_cos, &be->a_sink_sin};
+                        &be->a_sink_cos, &be->a_sink_sin, &be->a_desc};
     if (!bytes_of(rows * half, be->max_sink, &n_sink, err)) return false;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        const size_t n = i >= 6 ? n_sink : sizes[i];
+        const size_t n = i == 6 || i == 7 ? n_sink : sizes[i];
         *offs[i] = (uint32_t)at;
         if (!tg_add_size(at, n, &at) || at > UINT32_MAX / 4) return tg_fail(err, "vulkan: the row table is too large");
     }
     if (!tg_vk_buf_new(be->vk, at * 4, "the row table", &be->aux, err)) return false;
     memset(be->aux.map, 0xff, at * 4); /* every slot's position -1: empty */
+    if (be->n_desc) memcpy((uint32_t *)be->aux.map + be->a_desc, be->desc, (size_t)be->n_desc * 4);
     return true;
 }
 
@@ -243,6 +266,7 @@ static void vk_destroy(tg_backend *be) {
     free(be->weights);
     free(be->ops);
     free(be->kv_index);
+    free(be->desc);
     free(be);
 }
 

@@ -7,14 +7,16 @@
  * (so appending a call's rows never overwrites a key one of its rows still sees). Every slot's position is in the
  * aux buffer, and attention masks by position (causal, the window, a layer's sliding window), so a chunk appended
  * at once computes what appending and attending its tokens one at a time computes. The host's tg_kvcache is still
- * appended to after every call (from the pre-RoPE keys the call read back): it keeps the bookkeeping and the report. */
+ * appended to after every call (from the pre-RoPE keys the call read back): it keeps the bookkeeping and the report.
+ * A KIVI cache is stored on the device in its own format instead, one row per submission (vk_kivi.c). */
 #ifndef TG_BACKEND_VULKAN_VK_BACKEND_H
 #define TG_BACKEND_VULKAN_VK_BACKEND_H
 
 #include "backend/vulkan/vk_ctx.h"
 #include "forward/backend.h"
 
-typedef enum { PL_EMBED, PL_RMSNORM, PL_MATMUL, PL_ROPE_Q, PL_KV_APPEND, PL_ATTEND, PL_GLU, PL_ADD, PL_COUNT } vk_pl;
+typedef enum { PL_EMBED, PL_RMSNORM, PL_MATMUL, PL_ROPE_Q, PL_KV_APPEND, PL_ATTEND, PL_GLU, PL_ADD, PL_KIVI_STORE,
+              PL_ATTEND_KIVI, PL_COUNT } vk_pl;
 
 /* An uploaded weight matrix: its device copy (in the file's layout) and the descriptor set that binds it. */
 typedef struct {
@@ -23,6 +25,17 @@ typedef struct {
     VkDescriptorSet set;
     uint32_t row_bytes, type;
 } vk_weight;
+
+/* A KIVI cache's token of the row being run (vk_kivi.c): what its append does and, after it, the host cache's
+ * bookkeeping of every K/V layer (cache_internal.h's tg_layer_cache). */
+typedef struct {
+    int64_t pos;
+    bool is_sink;        /* the token goes to sink idx; else it is non-sink token idx */
+    int64_t idx;
+    bool flush;          /* a residual group [flush_at, flush_at + G) is quantised first */
+    int64_t flush_at;
+    int64_t n_sink, first, n_appended, qend;
+} vk_kivi_step;
 
 /* One program operation as the backend runs it. */
 typedef struct {
@@ -58,11 +71,31 @@ struct tg_backend {
     bool k16, v16, reposition;
     const int *layer_window; /* [n_layers] or NULL */
     const int *kv_source;    /* [n_layers] */
+    /* a KIVI cache (vk_kivi.c): its stores in kc (vc a placeholder), their descriptors (desc[n_desc], copied to aux
+     * at a_desc: keys then values of each K/V layer), each store's kind (0 plain, 1 KIVI with a residual, 2 KIVI
+     * provisional: keys [0], values [1]), the fp32 staging of a row's rotated keys and values in act, the row's step */
+    bool kivi;
+    uint32_t *desc, n_desc, a_desc, stage_off;
+    int kind[2];
+    vk_kivi_step step;
     /* aux: word offsets of the row table */
     uint32_t a_ids, a_pos, a_slot, a_slot_pos, a_cos, a_sin, a_sink_cos, a_sink_sin;
 };
 
 /* Runs one call (vk_run.c). */
 void tg_vk_run(tg_backend *be, const tg_rows *rows);
+
+/* vk_kivi.c. Whether cache c stores either keys or values as KIVI codes; whether the backend takes its policy
+ * (false, err naming what it does not take). */
+bool tg_vk_kivi_wanted(const tg_kvcache *c);
+bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err);
+/* The device stores of c's n_kv K/V layers (be->kc; be->desc filled, copied to aux by the caller). */
+bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *err);
+/* be->step for the token at pos appended to c next (and the row's sink angles in aux); false when c is full. */
+bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, int64_t pos);
+/* Records layer's store steps of be->step's token (its keys and values staged at be->stage_off), and the row's
+ * attention of layer (queries at q_off, output at out_off). */
+void tg_vk_kivi_append(tg_backend *be, int layer);
+void tg_vk_kivi_attend(tg_backend *be, int layer, uint32_t q_off, uint32_t out_off);
 
 #endif

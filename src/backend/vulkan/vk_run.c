@@ -23,8 +23,9 @@ static uint32_t fbits(float f) {
     return u;
 }
 
-/* The slot of the token at pos (vk_backend.h: the mirror). */
+/* The slot of the token at pos (vk_backend.h: the mirror; a KIVI cache has none: 0). */
 static uint32_t slot_of(const tg_backend *be, int64_t pos) {
+    if (be->kivi) return 0;
     if (be->ring == 0 || pos < be->sink) return (uint32_t)pos;
     return be->sink + (uint32_t)((pos - be->sink) % be->ring);
 }
@@ -45,7 +46,7 @@ static void write_rows(tg_backend *be, const tg_rows *rows, const tg_kvcache *c)
         float *cs = (float *)aux + be->a_cos + (size_t)t * half, *sn = (float *)aux + be->a_sin + (size_t)t * half;
         if (c->rope_inv_freq) tg_rope_angles_freqs(hd, pos, c->rope_inv_freq, cs, sn);
         else tg_rope_angles(hd, pos, c->shape.rope_theta, cs, sn);
-        if (!be->reposition) continue;
+        if (!be->reposition || be->kivi) continue; /* a KIVI cache's sink angles: tg_vk_kivi_prepare */
         const int64_t oldest = pos - (int64_t)be->window + 1 > (int64_t)be->sink ? pos - (int64_t)be->window + 1
                                                                                  : (int64_t)be->sink;
         for (uint32_t j = 0; j < be->max_sink; j++) {
@@ -103,15 +104,20 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         grid((uint64_t)n * (uint64_t)hp->n_heads * hd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_ROPE_Q], be->set_norms, pq, sizeof pq, gx, gy, 1);
         if (!o->own_kv) return;
-        const uint32_t mirror = (uint32_t)be->kv_index[o->layer] * be->n_slots * kvd;
+        const uint32_t mirror = be->kivi ? 0 : (uint32_t)be->kv_index[o->layer] * be->n_slots * kvd;
         const uint32_t pk[] = {(uint32_t)n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer),
                                off_of(be, TG_VAL_V, o->layer), be->a_cos, be->a_sin, be->a_pos, be->a_slot, mirror,
-                               be->k16, be->v16, be->reposition ? be->sink : 0};
+                               be->k16, be->v16, be->reposition ? be->sink : 0, be->kivi ? be->stage_off : 0};
         grid((uint64_t)n * kvd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], be->set_norms, pk, sizeof pk, gx, gy, 1);
+        if (be->kivi) tg_vk_kivi_append(be, o->layer);
         return;
     }
     case TG_OP_ATTEND: {
+        if (be->kivi) {
+            tg_vk_kivi_attend(be, o->layer, off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0));
+            return;
+        }
         const int src = be->kv_source[o->layer];
         const uint32_t slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1);
         const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
@@ -151,10 +157,63 @@ static void poison(const tg_backend *be, const tg_rows *rows) {
         for (size_t j = 0; outs[i] && j < counts[i]; j++) outs[i][j] = NAN;
 }
 
-void tg_vk_run(tg_backend *be, const tg_rows *rows) {
+/* Runs rows [a, b) of the call as one submission (their activations at rows 0 .. b - a), copies out the logits of
+ * those wanted and appends their keys and values to the host cache; false (printed) when the device failed. */
+static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
     const tg_hparams *hp = &be->m->hp;
     tg_kvcache *c = rows->cache[0];
     tg_error err = {0};
+    tg_rows sub = *rows;
+    sub.n = b - a;
+    sub.ids += a;
+    sub.pos += a;
+    int64_t max_pos = 0;
+    for (int t = 0; t < sub.n; t++) max_pos = sub.pos[t] > max_pos ? sub.pos[t] : max_pos;
+    if (!be->kivi && be->ring == 0 && max_pos >= (int64_t)be->n_slots) {
+        fprintf(stderr, "vulkan: position %lld is past the KV mirror's %u slots\n", (long long)max_pos, be->n_slots);
+        return false;
+    }
+    if (be->kivi && !tg_vk_kivi_prepare(be, c, sub.pos[0])) {
+        fprintf(stderr, "vulkan: the KV cache is full at position %lld\n", (long long)sub.pos[0]);
+        return false;
+    }
+    write_rows(be, &sub, c);
+    /* the logits' rows: every row with head rows or logits_all, else the call's last row (none without a head) */
+    const int n = sub.n, all = rows->n_head > 0 || rows->logits_all != NULL;
+    const int t0 = all ? 0 : rows->logits_last && b == rows->n ? n - 1 : n;
+    bool ok = tg_vk_begin(be->vk, &err);
+    for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, t0, max_pos);
+    ok = ok && tg_vk_submit_wait(be->vk, &err);
+    if (ok && tg_vk_messages(be->vk) > 0)
+        ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)",
+                     tg_vk_messages(be->vk));
+    if (!ok) {
+        fprintf(stderr, "%s\n", err.msg);
+        return false;
+    }
+    const size_t vocab = (size_t)hp->vocab_size;
+    const float *logits = (const float *)be->act.map + be->off[TG_VAL_LOGITS];
+    for (int i = 0; i < rows->n_head; i++)
+        if (rows->head_rows[i] >= a && rows->head_rows[i] < b)
+            memcpy(rows->head_out + i * vocab, logits + (size_t)(rows->head_rows[i] - a) * vocab,
+                   vocab * sizeof(float));
+    if (rows->logits_all) memcpy(rows->logits_all + (size_t)a * vocab, logits, (size_t)n * vocab * sizeof(float));
+    if (rows->logits_last && b == rows->n)
+        memcpy(rows->logits_last, logits + (size_t)(n - 1) * vocab, vocab * sizeof(float));
+    /* the host cache's appends, layer by layer in position order */
+    const float *act = be->act.map;
+    for (int l = 0; l < hp->n_layers; l++) {
+        if (be->kv_index[l] < 0) continue;
+        for (int t = 0; t < n; t++) {
+            const size_t at = (size_t)t * be->ld[TG_VAL_K];
+            tg_kvcache_append(c, l, sub.pos[t], act + off_of(be, TG_VAL_K, l) + at, act + off_of(be, TG_VAL_V, l) + at);
+        }
+    }
+    return true;
+}
+
+void tg_vk_run(tg_backend *be, const tg_rows *rows) {
+    tg_kvcache *c = rows->cache[0];
     for (int t = 1; t < rows->n; t++)
         if (rows->cache[t] != c) {
             fprintf(stderr, "vulkan: a call of several caches is not on the Vulkan backend yet\n");
@@ -165,43 +224,11 @@ void tg_vk_run(tg_backend *be, const tg_rows *rows) {
         memset((uint32_t *)be->aux.map + be->a_slot_pos, 0xff, (size_t)be->n_slots * 4);
         be->bound = c;
     }
-    int64_t max_pos = 0;
-    for (int t = 0; t < rows->n; t++) max_pos = rows->pos[t] > max_pos ? rows->pos[t] : max_pos;
-    if (be->ring == 0 && max_pos >= (int64_t)be->n_slots) {
-        fprintf(stderr, "vulkan: position %lld is past the KV mirror's %u slots\n", (long long)max_pos, be->n_slots);
-        poison(be, rows);
-        return;
-    }
-    write_rows(be, rows, c);
-    const int n = rows->n, t0 = rows->n_head > 0 || rows->logits_all ? 0 : n - 1;
-    const bool head = rows->n_head > 0 || rows->logits_all || rows->logits_last;
-    bool ok = tg_vk_begin(be->vk, &err);
-    for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, head ? t0 : n, max_pos);
-    ok = ok && tg_vk_submit_wait(be->vk, &err);
-    if (ok && tg_vk_messages(be->vk) > 0)
-        ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)",
-                     tg_vk_messages(be->vk));
-    if (!ok) {
-        fprintf(stderr, "%s\n", err.msg);
-        poison(be, rows);
-        return;
-    }
-    /* the logits out of row t of the logits value */
-    const size_t vocab = (size_t)hp->vocab_size;
-    const float *logits = (const float *)be->act.map + be->off[TG_VAL_LOGITS];
-    if (rows->n_head > 0)
-        for (int i = 0; i < rows->n_head; i++)
-            memcpy(rows->head_out + i * vocab, logits + (size_t)rows->head_rows[i] * vocab, vocab * sizeof(float));
-    if (rows->logits_all) memcpy(rows->logits_all, logits, (size_t)n * vocab * sizeof(float));
-    if (rows->logits_last) memcpy(rows->logits_last, logits + (size_t)(n - 1) * vocab, vocab * sizeof(float));
-    /* the host cache's appends, layer by layer in position order */
-    const float *act = be->act.map;
-    for (int l = 0; l < hp->n_layers; l++) {
-        if (be->kv_index[l] < 0) continue;
-        for (int t = 0; t < n; t++) {
-            const size_t at = (size_t)t * be->ld[TG_VAL_K];
-            tg_kvcache_append(c, l, rows->pos[t], act + off_of(be, TG_VAL_K, l) + at,
-                              act + off_of(be, TG_VAL_V, l) + at);
+    /* a KIVI cache: one row per submission (vk_kivi.c says why) */
+    const int step = be->kivi ? 1 : rows->n;
+    for (int a = 0; a < rows->n; a += step)
+        if (!run_span(be, rows, a, a + step)) {
+            poison(be, rows);
+            return;
         }
-    }
 }

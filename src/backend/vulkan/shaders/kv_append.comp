@@ -1,13 +1,15 @@
 #version 450
 // kv_append.comp — each row's keys rotated at its position (a re-positioned cache's sinks stay pre-RoPE) and its
 // values, stored into the device KV mirror at the row's slot (fp32, or fp16 pairs: one invocation per two adjacent
-// elements, so a word is written by one invocation).
+// elements, so a word is written by one invocation). With `stage` (a KIVI cache, vk_kivi.c) the rotated keys and the
+// values of the call's one row go to act[stage, stage + kvd) and act[stage + kvd, stage + 2 kvd) in fp32 instead,
+// for kivi_store.comp to store.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
     uint n, kvd, head_dim, half_style, k_off, v_off, cos_off, sin_off, pos_off, slot_off, mirror_off, k16, v16,
-        sink_raw;
+        sink_raw, stage;
 } p;
 float rotated(uint t, uint e) {
     const uint half_d = p.head_dim / 2u, hb = (e / p.head_dim) * p.head_dim, d = e % p.head_dim;
@@ -34,6 +36,13 @@ void main() {
     const uint i = gl_GlobalInvocationID.x + 65536u * gl_GlobalInvocationID.y, pairs = p.kvd / 2u;
     if (i >= p.n * pairs) return;
     const uint t = i / pairs, e = 2u * (i % pairs);
+    if (p.stage != 0u) {
+        act[p.stage + e] = rotated(t, e);
+        act[p.stage + e + 1u] = rotated(t, e + 1u);
+        act[p.stage + p.kvd + e] = act[p.v_off + t * p.kvd + e];
+        act[p.stage + p.kvd + e + 1u] = act[p.v_off + t * p.kvd + e + 1u];
+        return;
+    }
     const uint dst = p.mirror_off + aux[p.slot_off + t] * p.kvd + e;
     const float k0 = rotated(t, e), k1 = rotated(t, e + 1u);
     const float v0 = act[p.v_off + t * p.kvd + e], v1 = act[p.v_off + t * p.kvd + e + 1u];

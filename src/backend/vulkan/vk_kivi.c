@@ -1,0 +1,172 @@
+/* vk_kivi.c — the Vulkan backend's KIVI caches (int8 / int4 / int2 keys and values, each store of either precision
+ * kind, mixed or not): the device stores laid out (shaders/kivi.glsl: sinks and a ring at a float precision, codes
+ * and fp16 grids of G-token groups), the store steps of one token's append recorded in the CPU's order
+ * (kvcache.c's append: eviction, a residual group flushed, the token inserted), and attention recorded over the view
+ * the CPU cache gives the token.
+ *
+ * Why one row per submission: a KIVI cache re-codes what earlier tokens see (a provisional key grid widened, a
+ * residual group quantised), so the CPU appends and attends a chunk's tokens one at a time (tg_cache_plan's
+ * token_by_token); the device does the same by running a call's rows one by one. Before each row the host works
+ * out, from its own cache (which it appends to after each row: vk_run.c), what this token's append does and what
+ * it sees afterwards (tg_vk_kivi_prepare): the same bookkeeping, so the device's stores follow the CPU's exactly,
+ * and attention reads only tokens the CPU cache still holds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_backend.h"
+#include "kernels/ops.h"
+#include "kvcache/cache_internal.h"
+#include "kvcache/eviction.h"
+#include "util/checked.h"
+
+/* kivi.glsl's descriptor words (D_*), one descriptor per store */
+enum { D_PREC, D_BITS, D_SINK, D_RING, D_RLEN, D_CODES, D_SCALES, D_UNITS, D_GROUP, D_ROWW, D_PERCH, D_WORDS };
+/* kivi_store.comp's modes */
+enum { M_SINK, M_RING, M_KEY, M_VALUE, M_KFLUSH, M_VFLUSH };
+
+bool tg_vk_kivi_wanted(const tg_kvcache *c) {
+    return tg_kv_precision_is_integer(c->g.k.precision) || tg_kv_precision_is_integer(c->g.v.precision);
+}
+
+static uint32_t prec_code(tg_kv_precision p) { return p == TG_KV_FP32 ? 0 : p == TG_KV_FP16 ? 1 : 2; }
+
+bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err) {
+    const tg_cache_geom *g = &c->g;
+    if (!g->grouped)
+        return tg_fail(err, "vulkan: KIVI with whole-history key scales (group size 0) is not on the Vulkan backend "
+                            "yet (groups of G tokens are)");
+    if (g->rot_k || g->rot_v)
+        return tg_fail(err, "vulkan: a rotated KIVI cache (--kv-rotate) is not on the Vulkan backend yet");
+    if (c->params.quantize_sinks)
+        return tg_fail(err, "vulkan: quantised sinks (--kv-quantize-sinks) are not on the Vulkan backend yet");
+    if (g->head_dim % 16 != 0)
+        return tg_fail(err, "vulkan: a KIVI cache needs head_dim a multiple of 16 on the Vulkan backend (%d)",
+                       g->head_dim);
+    return true;
+}
+
+/* Store sg's descriptor with its regions from word *at on; false when the words overflow 2^32. */
+static bool layout_store(const tg_cache_geom *g, const tg_store_geom *sg, uint32_t *d, size_t *at) {
+    const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, HD = H * D;
+    const tg_kv_precision fp = sg->range ? g->sink_precision : sg->precision;
+    const tg_kv_precision rp = sg->range ? g->resid_precision : sg->precision;
+    if (fp != rp) return false; /* sinks and ring share one precision (quantize_sinks is refused) */
+    const size_t eb = prec_code(fp) == 0 ? 4 : 2, bits = sg->range ? (size_t)sg->range->bits : 0;
+    const size_t G = (size_t)g->group, U = bits ? (size_t)(g->n_units > 0 ? g->n_units : 1) : 0;
+    const size_t ring = !bits ? (size_t)g->row_cap : (size_t)g->res_cap;
+    size_t sizes[4] = {0, 0, 0, 0}; /* sinks, ring, codes, scales (words) */
+    bool ok = tg_mul_size((size_t)g->sink * HD, eb, &sizes[0]) && tg_mul_size(ring * HD, eb, &sizes[1]);
+    sizes[0] /= 4;
+    sizes[1] /= 4;
+    ok = ok && (!bits || (tg_mul_size(U * H, G * D * bits / 32, &sizes[2]) &&
+                          tg_mul_size(U * H, sg->per_channel ? D : G, &sizes[3])));
+    const int regions[4] = {D_SINK, D_RING, D_CODES, D_SCALES};
+    for (int i = 0; ok && i < 4; i++) {
+        d[regions[i]] = (uint32_t)*at;
+        ok = tg_add_size(*at, sizes[i] ? sizes[i] : 1, at) && *at <= UINT32_MAX;
+    }
+    d[D_PREC] = prec_code(fp);
+    d[D_BITS] = (uint32_t)bits;
+    d[D_RLEN] = (uint32_t)(ring ? ring : 1);
+    d[D_UNITS] = (uint32_t)(U ? U : 1);
+    d[D_GROUP] = (uint32_t)G;
+    d[D_ROWW] = (uint32_t)(D * bits / 32);
+    d[D_PERCH] = sg->per_channel;
+    return ok;
+}
+
+bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *err) {
+    const tg_cache_geom *g = &c->g;
+    be->kivi = true;
+    be->n_desc = (uint32_t)(2 * n_kv * D_WORDS);
+    be->desc = calloc(be->n_desc ? be->n_desc : 1, sizeof *be->desc);
+    if (!be->desc) return tg_fail(err, "out of memory");
+    size_t at = 0;
+    for (int i = 0; i < n_kv; i++)
+        if (!layout_store(g, &g->k, be->desc + (2 * i) * D_WORDS, &at) ||
+            !layout_store(g, &g->v, be->desc + (2 * i + 1) * D_WORDS, &at))
+            return tg_fail(err, "vulkan: the KIVI cache's device stores of %d layers exceed 2^32 words", n_kv);
+    for (int s = 0; s < 2; s++) be->kind[s] = !be->desc[s * D_WORDS + D_BITS] ? 0 : g->res_cap > 0 ? 1 : 2;
+    return tg_vk_buf_new(be->vk, at * 4, "the KV cache's device stores", &be->kc, err) &&
+           tg_vk_buf_new(be->vk, 4, "a placeholder", &be->vc, err);
+}
+
+bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, int64_t pos) {
+    const tg_cache_geom *g = &c->g;
+    int l0 = 0;
+    while (l0 < g->n_layers && c->kv_source[l0] != l0) l0++;
+    tg_layer_cache L = c->layers[l0];
+    vk_kivi_step *st = &be->step;
+    *st = (vk_kivi_step){.pos = pos, .is_sink = L.n_sink < g->sink};
+    if (st->is_sink) {
+        st->idx = L.n_sink++;
+    } else {
+        st->idx = L.n_appended;
+        if (!g->eviction->make_room(g, &L, st->idx)) return false;
+        st->flush = g->res_cap > 0 && st->idx - L.qend == g->res_cap;
+        st->flush_at = L.qend;
+        if (st->flush) L.qend += g->group;
+        L.n_appended++;
+    }
+    st->n_sink = L.n_sink;
+    st->first = L.first;
+    st->n_appended = L.n_appended;
+    st->qend = L.qend;
+    if (!g->reposition || g->sink == 0) return true;
+    /* the sinks' angles for this row: sink j at position offset + j (kvcache.c's tg_kvcache_sink_offset) */
+    const int hd = g->head_dim, half = hd / 2;
+    const int64_t off = pos < g->sink ? 0 : g->sink - L.n_sink + L.first;
+    float *aux = be->aux.map;
+    for (int64_t j = 0; j < L.n_sink; j++)
+        tg_rope_angles_freqs(hd, off + j, c->inv_freq, aux + be->a_sink_cos + j * half,
+                             aux + be->a_sink_sin + j * half);
+    return true;
+}
+
+static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t idx) {
+    const tg_hparams *hp = &be->m->hp;
+    const uint32_t H = (uint32_t)hp->n_kv_heads, D = (uint32_t)hp->head_dim, bits = be->desc[s * D_WORDS + D_BITS];
+    const uint32_t G = be->desc[s * D_WORDS + D_GROUP];
+    const uint32_t pc[] = {(uint32_t)mode, be->a_desc + (uint32_t)((2 * kv + s) * D_WORDS), src, (uint32_t)idx, H, D};
+    const uint32_t count = mode <= M_RING ? H * D / 2 : mode == M_VALUE ? H : mode == M_VFLUSH ? H * G
+                                                                                             : H * (D * bits / 32);
+    tg_vk_dispatch(be->vk, be->pl[PL_KIVI_STORE], be->set_norms, pc, sizeof pc, (count + 63) / 64, 1, 1);
+}
+
+void tg_vk_kivi_append(tg_backend *be, int layer) {
+    const vk_kivi_step *st = &be->step;
+    const int kv = be->kv_index[layer];
+    const uint32_t kvd = (uint32_t)(be->m->hp.n_kv_heads * be->m->hp.head_dim);
+    for (int s = 0; s < 2; s++) { /* keys, then values */
+        const uint32_t src = be->stage_off + (uint32_t)s * kvd;
+        if (st->is_sink) {
+            store(be, M_SINK, kv, s, src, st->idx);
+        } else if (be->kind[s] == 2) { /* provisional: coded as it arrives */
+            store(be, s ? M_VALUE : M_KEY, kv, s, src, st->idx);
+        } else {
+            if (be->kind[s] == 1 && st->flush) store(be, s ? M_VFLUSH : M_KFLUSH, kv, s, src, st->flush_at);
+            store(be, M_RING, kv, s, src, st->idx);
+        }
+    }
+}
+
+void tg_vk_kivi_attend(tg_backend *be, int layer, uint32_t q_off, uint32_t out_off) {
+    const tg_hparams *hp = &be->m->hp;
+    const vk_kivi_step *st = &be->step;
+    const int64_t pos = st->pos, sink = be->sink, lw = be->layer_window ? be->layer_window[layer] : 0;
+    /* kvcache/attend.c's make_view, after this token's append */
+    const int64_t s0 = lw > 0 && pos - lw + 1 > 0 ? pos - lw + 1 : 0;
+    const int64_t s1 = pos < st->n_sink - 1 ? pos : st->n_sink - 1;
+    int64_t lo = st->first, hi = st->n_appended - 1;
+    if (pos - sink < hi) hi = pos - sink;
+    if (lw > 0 && pos - lw + 1 - sink > lo) lo = pos - lw + 1 - sink;
+    const uint32_t qend[2] = {be->kind[0] == 1 ? (uint32_t)st->qend : (uint32_t)st->n_appended,
+                              be->kind[1] == 1 ? (uint32_t)st->qend : (uint32_t)st->n_appended};
+    const uint32_t kv = (uint32_t)be->kv_index[be->kv_source[layer]];
+    const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), (uint32_t)hp->head_dim,
+                           hp->rope_style == TG_ROPE_HALF, q_off, out_off, be->a_desc + 2 * kv * D_WORDS,
+                           be->a_desc + (2 * kv + 1) * D_WORDS, (uint32_t)hp->n_kv_heads, (uint32_t)s0,
+                           (uint32_t)(s1 >= s0 ? s1 - s0 + 1 : 0), (uint32_t)lo, (uint32_t)(hi >= lo ? hi - lo + 1 : 0),
+                           qend[0], qend[1], be->reposition, be->a_sink_cos, be->a_sink_sin};
+    tg_vk_dispatch(be->vk, be->pl[PL_ATTEND_KIVI], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, 1, 1);
+}
