@@ -398,14 +398,16 @@ expect_error "kv_quantize above the server's" 400 kv_quantize /v1/completions '{
 expect_error "streaming_llm_sink above the server's" 400 streaming_llm_sink /v1/completions \
     '{"prompt": "x", "streaming_llm_sink": 64}' -H 'Authorization: Bearer sekrit'
 # SIGTERM with a stream running past the grace: the stream ends (an error event, then [DONE]), exit 0
-curl -sN --max-time 60 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 256, "ignore_eos": true, "stream": true}' \
+# (curl's bound only decides how long a broken run takes to fail: on a loaded machine the sanitizer build's stream may
+# run past a minute before the stop; 512 tokens, the server's cap, so that it is still running when the stop comes)
+curl -sN --max-time 600 "${auth[@]}" -d '{"prompt": "x", "max_tokens": 512, "ignore_eos": true, "stream": true}' \
     "$BASE/v1/completions" >"$tmp/sse" &
 CPID=$!
 until_ "SIGTERM past the grace: the stream started" test -s "$tmp/sse"
 # ... and a stream still prefilling a ~10,000-token prompt (16 prompt tokens a step) ends the same way
 head -c 40000 models/data/valid.txt | python3 -c 'import json, sys; print(json.dumps({"prompt": sys.stdin.read(),
 "max_tokens": 256, "ignore_eos": True, "stream": True}))' >"$tmp/prefill.json"
-curl -sN --max-time 120 "${auth[@]}" -d @"$tmp/prefill.json" "$BASE/v1/completions" >"$tmp/prefill.sse" &
+curl -sN --max-time 600 "${auth[@]}" -d @"$tmp/prefill.json" "$BASE/v1/completions" >"$tmp/prefill.sse" &
 PREFILL_PID=$!
 until_ "SIGTERM in prefill: the long prompt admitted" metric_is sessions_active 2
 stop B
