@@ -38,6 +38,11 @@ AVX512_TWICE := src/kernels/gemv_avx2.c src/kernels/gemv_q32_avx2.c src/kernels/
 # $(call isa_flags,SOURCE,OBJECT): the instruction-set flags of one compile
 isa_flags = $(if $(X86),$(if $(filter %_avx512.c %.avx512.o,$1 $2),$(ISA_AVX512),$(if $(filter %_avx2.c,$1),\
     $(ISA_AVX2))))
+# The release build's instruction-set kernel files keep line tables only (-g1: backtraces and perf's source lines, no
+# local variables): tracking the locals of their always-inline kernels was the larger part of their debug
+# information's compile time (docs/PERFORMANCE.md, "Build time"). The machine code is the same with either.
+ISA_DEBUG := -g1
+isa_debug = $(if $(filter %_avx2.c %_avx512.c %_neon.c %_dotprod.c %_i8mm.c,$1),$(ISA_DEBUG))
 
 # src/serve (the HTTP server of `tinygpt serve`, on libmicrohttpd) links into the tool, not the library
 LIB_SRC := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -path 'src/serve/*' | sort)
@@ -96,7 +101,7 @@ $(REL_LIB_OBJ): LIB_CFLAGS := -fPIC -fvisibility=hidden
 
 # Objects depend on the flags that built them: a stamp file rewritten only when the compile command changes (an ARCH
 # or CFLAGS change, a new flag in this Makefile), so a changed flag rebuilds everything instead of mixing objects.
-REL_FLAGS := $(CC) $(WARN) $(OPT) $(ISA_AVX2) $(ISA_AVX512) -fPIC -fvisibility=hidden $(THREADS) $(INC) $(DEPS_CFLAGS)
+REL_FLAGS := $(CC) $(WARN) $(OPT) $(ISA_DEBUG) $(ISA_AVX2) $(ISA_AVX512) -fPIC -fvisibility=hidden $(THREADS) $(INC) $(DEPS_CFLAGS)
 ASN_FLAGS := $(CC) $(WARN) $(SAN) $(ISA_AVX2) $(ISA_AVX512) $(THREADS) $(INC) $(DEPS_CFLAGS)
 .PHONY: force-flags
 $(REL)/.flags $(ASN)/.flags: force-flags
@@ -106,11 +111,11 @@ $(REL)/.flags $(ASN)/.flags: force-flags
 
 $(REL)/%.o: %.c $(REL)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(OPT) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(OPT) $(call isa_debug,$<) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 $(REL)/%.avx512.o: %.c $(REL)/.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(OPT) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(OPT) $(call isa_debug,$<) $(call isa_flags,$<,$@) $(LIB_CFLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) -MMD -MP -c $< -o $@
 
 # --- the Vulkan backend's shaders: GLSL -> SPIR-V (glslc) -> C arrays ---
 build/gen/spv/%.spv: src/backend/vulkan/shaders/%.comp $(wildcard src/backend/vulkan/shaders/*.glsl)

@@ -46,11 +46,9 @@
 #define tg_attn_avx2_values tg_x512_attn_avx2_values
 #define tg_attn_avx2_values_rows tg_x512_attn_avx2_values_rows
 #define tg_attn_avx2_widen tg_x512_attn_avx2_widen
-#define tg_attn_int_prepare_keys tg_x512_attn_int_prepare_keys
 #define tg_attn_int_prefetch_tile tg_x512_attn_int_prefetch_tile
 #define tg_attn_int_prefetch_scales tg_x512_attn_int_prefetch_scales
 #define tg_attn_int_keys tg_x512_attn_int_keys
-#define tg_attn_int_scores tg_x512_attn_int_scores
 #define tg_attn_int_values tg_x512_attn_int_values
 #define tg_cpu_kernels_avx2 tg_cpu_kernels_avx512
 #define tg_attn_kernels_avx2 tg_attn_kernels_avx512

@@ -15,7 +15,13 @@
  * The integer sums are exact, so the VNNI instruction (AVX-512 VNNI / AVX-VNNI) and its AVX2 emulation give the same
  * bits; everything in floating point is one code path for both. attend.c keeps the float reference (simd off).
  * Where the build has AVX-512 VNNI, the VNNI path runs attend_int_avx512.c's 512-bit instances of these kernels
- * (the same bits: the tests compare them with the emulation here). */
+ * (the same bits: the tests compare them with the emulation here).
+ *
+ * Compiled twice (the Makefile's AVX512_TWICE): the AVX2 build holds the AVX2 table's entry points and instances, the
+ * emulation's among them; the AVX-512 build (TG_ATTN_INT512) holds only what the AVX-512 table needs besides
+ * attend_int_avx512.c's kernels: its entry points, the 256-bit VNNI instances for the tiles and head dims that the
+ * 512-bit ones do not take, and for vnni off the AVX2 build's entry points (tg_attn_int_emul_*), not a second build of
+ * the emulation. */
 #include "kvcache/attend_int_inline.h"
 
 #if TG_HAVE_AVX2
@@ -102,6 +108,7 @@ TG_INLINE __m256i slot(const int bits, __m256i x, const int s) {
 
 /* The folded queries of a key segment, quantised (tg_attn_int_prepare_keys) with head dim DD (a constant: the
  * folded query stays in registers), or 0: D. */
+#if !TG_ATTN_INT512 /* the AVX-512 build prepares its queries at 512 bits (attend_int_avx512.c) */
 TG_INLINE void prepare_keys(const float *qh, int gq, int64_t D, const uint16_t *gscale, const uint16_t *gzero,
                             const int bits, tg_attn_int_queries *q, const int DD) {
     const int64_t n = DD ? DD : D;
@@ -131,6 +138,7 @@ void tg_attn_int_prepare_keys(const float *qh, int gq, int64_t D, const uint16_t
                               int bits, tg_attn_int_queries *q) {
     prepare_keys_for(bits, D)(qh, gq, D, gscale, gzero, q);
 }
+#endif
 
 /* Scores of tile rows [rb, rb + 8 NB) for NQ heads, stored for the rows of [t0, t0 + count). NB blocks at once: NB *
  * NQ independent accumulators keep the dot-product unit busy (one chain waits on each vpdpbusd's latency). */
@@ -273,6 +281,18 @@ TG_INLINE tg_attn_int_queries queries_at(int32_t *scratch, int gq, int64_t D, in
     }
 #define SCORES_INSTANCE_D(V, B)                                                                                       \
     SCORES_INSTANCE(V, B, 32) SCORES_INSTANCE(V, B, 64) SCORES_INSTANCE(V, B, 128) SCORES_INSTANCE(V, B, 0)
+#if TG_ATTN_INT512
+SCORES_INSTANCE_D(1, 8)
+SCORES_INSTANCE_D(1, 4)
+SCORES_INSTANCE_D(1, 2)
+
+/* The VNNI scores instance for tiles of G rows of codes of `bits` bits (head dim D): at 512 bits where G allows. */
+static tg_attn_int_scores_fn *scores_for(int bits, int64_t G, int64_t D) {
+    static tg_attn_int_scores_fn *const table[3][4] = TG_ATTN_INT_TABLE(scores_v1);
+    if (G % 16 == 0) return tg_attn_int512_scores_for(bits, D);
+    return table[width_row(bits)][dim_column(D)];
+}
+#else
 SCORES_INSTANCE_D(0, 8)
 SCORES_INSTANCE_D(0, 4)
 SCORES_INSTANCE_D(0, 2)
@@ -285,35 +305,29 @@ SCORES_INSTANCE_D(1, 2)
 #define VNNI_TABLE TG_ATTN_INT_TABLE(scores_v0)
 #endif
 
-/* The scores instance for tiles of G rows of codes of `bits` bits (head dim D), with the VNNI instruction (at 512 bits
- * where built and G allows) or its emulation. */
-static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t G, int64_t D) {
+/* The scores instance for codes of `bits` bits (head dim D), with the VNNI instruction or its emulation. */
+static tg_attn_int_scores_fn *scores_for(bool vnni, int bits, int64_t D) {
     static tg_attn_int_scores_fn *const table[2][3][4] = {TG_ATTN_INT_TABLE(scores_v0), VNNI_TABLE};
-#if TG_ATTN_INT512
-    if (vnni && G % 16 == 0) return tg_attn_int512_scores_for(bits, D);
-#else
-    (void)G;
-#endif
     return table[vnni && HAVE_VNNI][width_row(bits)][dim_column(D)];
 }
 #undef VNNI_TABLE
+#endif
 #undef SCORES_INSTANCE_D
 #undef SCORES_INSTANCE
 
-/* The query preparation for a key pass: at 512 bits where the VNNI kernels are (the same bits). */
-static tg_attn_int_prepare_fn *prepare_for(bool vnni, int bits, int64_t D) {
-#if TG_ATTN_INT512
-    if (vnni) return tg_attn_int512_prepare_for(bits, D);
-#else
-    (void)vnni;
-#endif
-    return prepare_keys_for(bits, D);
-}
-
 void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
                       const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld, bool vnni) {
-    tg_attn_int_prepare_fn *const prepare = prepare_for(vnni, t->bits, D);
-    tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, t->G, D);
+#if TG_ATTN_INT512 /* the queries prepared at 512 bits (the same bits) */
+    if (!vnni) {
+        tg_attn_int_emul_keys(t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld);
+        return;
+    }
+    tg_attn_int_prepare_fn *const prepare = tg_attn_int512_prepare_for(t->bits, D);
+    tg_attn_int_scores_fn *const scores = scores_for(t->bits, t->G, D);
+#else
+    tg_attn_int_prepare_fn *const prepare = prepare_keys_for(t->bits, D);
+    tg_attn_int_scores_fn *const scores = scores_for(vnni, t->bits, D);
+#endif
     const int64_t n = tiles_of(t);
     if (n > 1) tg_attn_int_prefetch_scales(gscale + gstride, gzero + gstride, D); /* the first pass folds it in */
     tg_attn_int_queries q0 = queries_at(scratch, gq, D, 0);
@@ -335,10 +349,17 @@ void tg_attn_int_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D,
     }
 }
 
+#if !TG_ATTN_INT512
 void tg_attn_int_scores(const tg_attn_tile *t, const tg_attn_int_queries *q, int gq, int64_t D, float *sc, int64_t ld,
                         bool vnni) {
-    scores_for(vnni, t->bits, t->G, D)(t, q, gq, D, sc, ld);
+    scores_for(vnni, t->bits, D)(t, q, gq, D, sc, ld);
 }
+
+void tg_attn_int_emul_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
+                           const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld) {
+    tg_attn_int_keys(t, qh, gq, D, gscale, gzero, gstride, scratch, sc, ld, false);
+}
+#endif
 
 /* ---- values ---------------------------------------------------------------------------------------------------- */
 
@@ -465,9 +486,13 @@ TG_INLINE void values_run(const int vnni, const int bits, const tg_attn_tile *t,
                                                            const uint16_t *tzero, const run_weights *rw) {            \
         prepare_run_at(B, t, R, p, ld, gq, tscale, tzero, rw);                                                        \
     }
+#if TG_ATTN_INT512 /* the 256-bit runs of the AVX-512 build: int2 codes at head dims 96, 160, 224 */
+PREPARE_RUN_INSTANCE(2)
+#else
 PREPARE_RUN_INSTANCE(8)
 PREPARE_RUN_INSTANCE(4)
 PREPARE_RUN_INSTANCE(2)
+#endif
 #undef PREPARE_RUN_INSTANCE
 
 #define VALUES_INSTANCE(V, B)                                                                                         \
@@ -477,6 +502,9 @@ PREPARE_RUN_INSTANCE(2)
         if (n4 == RUN / 4) values_run(V, B, t, R, RUN / 4, rw, gq, D, o);                                             \
         else values_run(V, B, t, R, n4, rw, gq, D, o);                                                                \
     }
+#if TG_ATTN_INT512
+VALUES_INSTANCE(1, 2)
+#else
 VALUES_INSTANCE(0, 8)
 VALUES_INSTANCE(0, 4)
 VALUES_INSTANCE(0, 2)
@@ -488,6 +516,7 @@ VALUES_INSTANCE(1, 2)
 #define values_v1_b8 values_v0_b8
 #define values_v1_b4 values_v0_b4
 #define values_v1_b2 values_v0_b2
+#endif
 #endif
 #undef VALUES_INSTANCE
 
@@ -510,18 +539,27 @@ TG_INLINE void value_tile_at(const tg_attn_tile *t, int64_t j, const float *p, c
 
 void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D, const uint16_t *tscale,
                         const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch, bool vnni) {
+#if TG_ATTN_INT512
+    const int64_t lanes = D / (8 / t->bits); /* int32 lanes of a row quad: 16 a register, or two quads of 8 */
+    tg_attn_int_values_run_fn *values;
+    tg_attn_int_prepare_run_fn *prepare;
+    if (vnni && (lanes % 16 == 0 || (lanes == 8 && t->bits != 8))) {
+        values = tg_attn_int512_values_run_for(t->bits, D);
+        prepare = tg_attn_int512_prepare_run_for(t->bits);
+    } else if (vnni && t->bits == 2) { /* (the only codes whose quads can be 24, 40 or 56 lanes: D % 32 == 0) */
+        values = values_v1_b2;
+        prepare = prepare_run_b2;
+    } else {
+        tg_attn_int_emul_values(t, p, ld, gq, D, tscale, tzero, tstride, o, scratch);
+        return;
+    }
+#else
     static tg_attn_int_values_run_fn *const table[2][3] = {{values_v0_b8, values_v0_b4, values_v0_b2},
                                                            {values_v1_b8, values_v1_b4, values_v1_b2}};
     static tg_attn_int_prepare_run_fn *const prepares[3] = {prepare_run_b8, prepare_run_b4, prepare_run_b2};
     const int b = width_row(t->bits);
-    tg_attn_int_values_run_fn *values = table[vnni && HAVE_VNNI][b];
-    tg_attn_int_prepare_run_fn *prepare = prepares[b];
-#if TG_ATTN_INT512
-    const int64_t lanes = D / (8 / t->bits); /* int32 lanes of a row quad: 16 a register, or two quads of 8 */
-    if (vnni && (lanes % 16 == 0 || (lanes == 8 && t->bits != 8))) {
-        values = tg_attn_int512_values_run_for(t->bits, D);
-        prepare = tg_attn_int512_prepare_run_for(t->bits);
-    }
+    tg_attn_int_values_run_fn *const values = table[vnni && HAVE_VNNI][b];
+    tg_attn_int_prepare_run_fn *const prepare = prepares[b];
 #endif
     const int64_t n = tiles_of(t);
     const uint16_t *s0 = tscale - t->t0, *z0 = tzero - t->t0; /* tile 0's row 0 */
@@ -554,6 +592,13 @@ void tg_attn_int_values(const tg_attn_tile *t, const float *p, int64_t ld, int g
         if (j + 1 < n) R = next->tile.t0 / 8 * 8;
     }
 }
+
+#if !TG_ATTN_INT512
+void tg_attn_int_emul_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D,
+                             const uint16_t *tscale, const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch) {
+    tg_attn_int_values(t, p, ld, gq, D, tscale, tzero, tstride, o, scratch, false);
+}
+#endif
 
 #else
 typedef int tg_attend_int_avx2_unused; /* ISO C forbids an empty translation unit */

@@ -163,6 +163,13 @@ TG_INLINE void prepare_run_head(const __m256 *pv, int64_t nv, const __m256 *sv, 
     if (bits == 8) pack_bytes(wh, 0, rw->hi + 8 * j);
 }
 
+/* attend_int_avx2.c's AVX2 build of tg_attn_int_keys / tg_attn_int_values with vnni off (the emulation), which its
+ * AVX-512 build takes for vnni off instead of a second build of the emulation's instances (the same bits). */
+void tg_attn_int_emul_keys(const tg_attn_tile *t, const float *qh, int gq, int64_t D, const uint16_t *gscale,
+                           const uint16_t *gzero, size_t gstride, int32_t *scratch, float *sc, int64_t ld);
+void tg_attn_int_emul_values(const tg_attn_tile *t, const float *p, int64_t ld, int gq, int64_t D,
+                             const uint16_t *tscale, const uint16_t *tzero, size_t tstride, float *o, int32_t *scratch);
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) &&               \
     defined(__AVX512VNNI__)
 #define TG_ATTN_INT512 1

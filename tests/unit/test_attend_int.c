@@ -234,8 +234,9 @@ static void test_values_bound(void **state) {
 
 /* A segment over several tiles (the consecutive groups of a kv-head, `next` bytes apart, their scales `stride`
  * elements apart) gives the bits of one call per tile: tg_attn_int_keys against tg_attn_int_prepare_keys +
- * tg_attn_int_scores, tg_attn_int_values against tg_attn_int_values of each tile alone; and the VNNI kernels (512 bits
- * where built, for tiles of 16 rows and more) give the bits of the 256-bit emulation. */
+ * tg_attn_int_scores, tg_attn_int_values against tg_attn_int_values of each tile alone; and the VNNI kernels give the
+ * bits of the 256-bit emulation: the AVX2 table's, and where the CPU has AVX-512 the AVX-512 table's (512 bits; 256
+ * bits for tiles of 8 rows and int2 values at head dims 96, 160, 224; vnni off: the AVX2 build's emulation). */
 static void test_tile_runs(void **state) {
     (void)state;
     NEED_INT_KERNELS();
@@ -249,6 +250,7 @@ static void test_tile_runs(void **state) {
     static float sc[2][MAXQ * NT * MAXG], sc2[MAXQ * NT * MAXG], o[2][MAXQ * MAXD], o2[MAXQ * MAXD], o0[MAXQ * MAXD];
     const int bitss[] = {8, 4, 2}, gqs[] = {1, 2, 3, 5, 8, 11}, groups[] = {8, 16, 32, 48, 64};
     int runs = 0;
+    const tg_attn_kernels *ak512 = tg_attn_kernels_for(TG_ISA_AVX512); /* NULL without AVX-512 (and on aarch64) */
     uint64_t hash[MAXD / 32];
     for (int i = 0; i < MAXD / 32; i++) hash[i] = 0xcbf29ce484222325ull;
     for (int bi = 0; bi < 3; bi++)
@@ -305,6 +307,16 @@ static void test_tile_runs(void **state) {
                     if (memcmp(sc[0], sc[1], sizeof sc2) || memcmp(o[0], o[1], sizeof o2))
                         fail_msg("int%d D %d G %d gq %d: the VNNI kernels' bits differ from the emulation's", bits,
                                  (int)D, (int)G, gq);
+                    for (int vnni = 0; ak512 && vnni < 2; vnni++) {
+                        const tg_attn_tile t = {tiles, bits, G, t0, count, tb};
+                        memcpy(o2, o0, sizeof o0);
+                        for (size_t i = 0; i < MAXQ * NT * MAXG; i++) sc2[i] = -12345.0f;
+                        ak512->int_keys(&t, qh, gq, D, grid[0], grid[0] + D, stride, scratch, sc2, ld, vnni);
+                        ak512->int_values(&t, p, ld, gq, D, ts[0] + t0, ts[0] + MAXG + t0, vstride, o2, scratch, vnni);
+                        if (memcmp(sc2, sc[1], sizeof sc2) || memcmp(o2, o[1], sizeof o2))
+                            fail_msg("int%d D %d G %d gq %d vnni %d: the AVX-512 table's bits differ from the AVX2 "
+                                     "table's", bits, (int)D, (int)G, gq, vnni);
+                    }
                     hash[D / 32 - 1] = fnv1a(fnv1a(hash[D / 32 - 1], sc[1], (size_t)(gq * ld) * sizeof(float)), o[1],
                                              (size_t)(gq * D) * sizeof(float)); /* this case's results alone */
                 }
