@@ -198,6 +198,16 @@ typedef enum {
                                * scale; rotating keys spreads it over every channel's grid) */
 } tg_kv_rotate;
 
+/* KIVI: how a group's or token's fp16 (scale, zero) grid is fitted. The grid spanning the slice's whole range
+ * wastes steps on its rarest values at 2 bits; the clipped fit tries each end moved inwards by up to a quarter of
+ * the range and keeps the grid whose codes reproduce the slice with the least squared error (values beyond it coded
+ * at its ends). Bytes and attention are the same either way. */
+typedef enum {
+    TG_KV_CLIP_DEFAULT = 0, /* the library's choice, per precision: int2 keys and values, int4 values, not int8 */
+    TG_KV_CLIP_ON,          /* every KIVI store clipped */
+    TG_KV_CLIP_OFF,         /* every grid spans its slice's whole range (before issue #51's clip) */
+} tg_kv_clip;
+
 typedef struct {
     tg_kv_precision key_precision;
     tg_kv_precision value_precision;
@@ -236,6 +246,7 @@ typedef struct {
                            * when it can run the model, else the CPU). Sessions only: a batch refuses anything but the
                            * CPU. The CLI's --device. */
     tg_kv_rotate rotate;  /* KIVI stores rotated before quantisation (see tg_kv_rotate; default TG_KV_ROTATE_DEFAULT) */
+    tg_kv_clip clip;      /* KIVI grids clipped by least squared error (see tg_kv_clip; default TG_KV_CLIP_DEFAULT) */
 } tg_cache_params;
 
 /* group_size: chosen from the cache's length (see group_size); the largest group it chooses. */

@@ -308,6 +308,10 @@ static const char CACHE_FLAGS_HELP[] =
     "                                 Hadamard, fixed random signs) before quantising them; the query and the\n"
     "                                 output are rotated to match, so only the quantisation error changes\n"
     "                                 (default: the library's)\n"
+    "  --kv-clip on|off               KIVI: fit each group's and token's grid by least squared error, its ends\n"
+    "                                 moved inwards by up to a quarter of the range (values beyond coded at the\n"
+    "                                 ends), or span the whole range (off); the same bytes and attention\n"
+    "                                 (default: int2 keys and values, int4 values)\n"
     "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"
     "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
     "                                 it grows by as tokens arrive (default: the machine's physical memory)\n"
@@ -346,7 +350,7 @@ void tg_cache_flags_help(FILE *f, bool without_precision) {
 
 enum {
     C_SINK, C_WINDOW, C_REPOS, C_ROPE, C_BUDGET, C_QUANT, C_QKEYS, C_QVALUES, C_GROUP, C_RESIDUAL, C_RPREC, C_QSINKS,
-    C_MAXMEM, C_DEVICE, C_ROTATE, C_END
+    C_MAXMEM, C_DEVICE, C_ROTATE, C_CLIP, C_END
 };
 _Static_assert((int)C_END == (int)TG_CACHE_OPT_COUNT, "TG_CACHE_OPT_COUNT must count the cache options");
 
@@ -375,6 +379,7 @@ void tg_cache_flags_options(tg_cache_flags *f, tg_opt *opts) {
                               .hi = INT64_MAX};
     opts[C_DEVICE] = (tg_opt){.name = "--device", .kind = TG_OPT_STRING, .dest = &f->device};
     opts[C_ROTATE] = (tg_opt){.name = "--kv-rotate", .kind = TG_OPT_STRING, .dest = &f->rotate};
+    opts[C_CLIP] = (tg_opt){.name = "--kv-clip", .kind = TG_OPT_STRING, .dest = &f->clip};
 }
 
 bool tg_rope_flags(const char *cmd, const char *rope, bool alias, tg_rope_positions *out) {
@@ -421,6 +426,13 @@ bool tg_cache_flags_params(const char *cmd, const tg_cache_flags *f, const tg_op
             return false;
         }
         c.rotate = modes[i];
+    }
+    if (opts[C_CLIP].seen) {
+        if (strcmp(f->clip, "on") != 0 && strcmp(f->clip, "off") != 0) {
+            tg_usage_error(cmd, "--kv-clip: expected on or off, got '%s'", f->clip);
+            return false;
+        }
+        c.clip = strcmp(f->clip, "on") == 0 ? TG_KV_CLIP_ON : TG_KV_CLIP_OFF;
     }
     *out = c;
     return true;

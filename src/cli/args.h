@@ -75,10 +75,11 @@ typedef struct {
     const char *rope; /* --streaming-llm-rope */
     const char *device; /* --device */
     const char *rotate; /* --kv-rotate */
+    const char *clip;   /* --kv-clip */
     tg_kv_precision both, keys, values, residual_precision;
 } tg_cache_flags;
 
-enum { TG_CACHE_OPT_COUNT = 15 };
+enum { TG_CACHE_OPT_COUNT = 16 };
 
 /* After a command's argument parser: when *status is -1 (--help), prints usage and the cache flags' help on stdout,
  * sets *status to TG_EXIT_OK and returns true (the command is done); otherwise returns false. */

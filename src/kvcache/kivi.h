@@ -34,6 +34,7 @@ typedef struct {
     tg_kv_precision precision;
     int bits;       /* storage bits per element: 8, 4, 2 */
     int qmin, qmax; /* inclusive integer range; qmax - qmin + 1 == 1 << bits */
+    bool clip;      /* grids fitted to a slice by least squared error (tg_kivi_fit_slice), not to its whole range */
 } tg_kivi_range;
 
 /* The range entry of an integer precision (its row of precision.h's table); NULL for a float precision or an
@@ -53,6 +54,18 @@ uint16_t tg_kivi_f16_up(float x);
  * [zero, zero + (qmax - qmin) * scale] and is reproduced within half a step (plus fp32 rounding). lo <= hi, both
  * finite; values beyond the fp16 range saturate (finite, never NaN). */
 void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, uint16_t *zero);
+
+/* The clips tg_kivi_fit_slice tries: each end of [lo, hi] moved inwards by 0 .. TG_KIVI_CLIP_STEPS steps of
+ * (hi - lo) / TG_KIVI_CLIP_DIV, every pair of the two. */
+#define TG_KIVI_CLIP_STEPS 8
+#define TG_KIVI_CLIP_DIV 32.0f
+
+/* Fits fp16 (scale, zero) to the n values x[i * stride] whose minimum and maximum (NaN ignored) are lo <= hi: with
+ * r->clip, the grid (tg_kivi_fit of a clip of [lo, hi], the clips above in order, the first of the least summed
+ * squared error of the values' codes: fp32 sums in index order) that reproduces them best, the values beyond it
+ * coded at its ends; otherwise (or for n < 3) tg_kivi_fit(lo, hi). kivi_store.comp's kivi_fit_slice does the same. */
+void tg_kivi_fit_slice(const tg_kivi_range *r, const float *x, int64_t n, size_t stride, float lo, float hi,
+                       uint16_t *scale, uint16_t *zero);
 
 /* The code u = q - qmin of x for a widened (scale, zero); NaN maps to 0 (qmin). */
 static inline int tg_kivi_code(float x, float scale, float zero, int levels) {
@@ -125,11 +138,13 @@ static inline void tg_kivi_tile_put(uint8_t *tile, bool keys, int bits, int64_t 
 /* Row r of a tile from a packed row (the layout above). */
 void tg_kivi_tile_put_row(uint8_t *tile, bool keys, int bits, int64_t G, int64_t n, int64_t r, const uint8_t *row);
 
-/* Per-token quantisation: one (scale, zero) over the n elements of x, codes into row[tg_kivi_row_bytes(n)]. */
+/* Per-token quantisation: one (scale, zero) over the n elements of x (tg_kivi_fit_slice), codes into
+ * row[tg_kivi_row_bytes(n)]. */
 void tg_kivi_quantize_row(const tg_kivi_range *r, const float *x, int64_t n, uint8_t *row, uint16_t *scale,
                           uint16_t *zero);
 /* Per-channel quantisation of a group: x holds n_rows rows of n channels, row t at x + t * x_stride (floats); one
- * (scale, zero) per channel into scale[n] / zero[n]; row t's codes into rows + t * tg_kivi_row_bytes(n). */
+ * (scale, zero) per channel (tg_kivi_fit_slice over its rows) into scale[n] / zero[n]; row t's codes into
+ * rows + t * tg_kivi_row_bytes(n). */
 void tg_kivi_quantize_channels(const tg_kivi_range *r, const float *x, size_t x_stride, int n_rows, int64_t n,
                                uint8_t *rows, uint16_t *scale, uint16_t *zero);
 /* out[i] = u_i * scale + zero (per-token scale). */

@@ -30,6 +30,7 @@ tg_cache_params tg_cache_default_params(void) {
         .residual_precision = TG_KV_FP16,
         .max_memory = 0,
         .rotate = TG_KV_ROTATE_DEFAULT,
+        .clip = TG_KV_CLIP_DEFAULT,
     };
     return p;
 }
@@ -46,6 +47,14 @@ static bool store_geom(const tg_cache_geom *g, tg_kv_precision p, bool keys, con
     s->per_channel = keys;
     s->codec = force ? force : tg_store_codec_for(g, p);
     return s->codec && s->codec->geometry(g, s);
+}
+
+/* A KIVI store's grids clipped (precision.h's clip_range) as the setting says. */
+static void store_clip(tg_store_geom *s, tg_kv_clip clip, bool keys) {
+    const tg_kv_traits *t = tg_kv_traits_of(s->precision);
+    if (!s->range || !t) return;
+    const bool on = clip == TG_KV_CLIP_ON || (clip == TG_KV_CLIP_DEFAULT && (keys ? t->clip_keys : t->clip_values));
+    s->range = on ? &t->clip_range : &t->range;
 }
 
 static size_t store_total(const tg_store_geom *s, bool *ok) {
@@ -201,6 +210,10 @@ static bool geom_for_window(tg_cache_geom *g, const tg_cache_params *p, int64_t 
     g->max_stored = g->sink + g->max_nonsink;
     bool ok = store_geom(g, p->key_precision, true, g->force_k, &g->k) &&
               store_geom(g, p->value_precision, false, g->force_v, &g->v);
+    if (ok) {
+        store_clip(&g->k, p->clip, true);
+        store_clip(&g->v, p->clip, false);
+    }
     size_t kb = store_total(&g->k, &ok), vb = store_total(&g->v, &ok);
     if (!ok || !tg_add_size(kb, vb, &g->bytes_layer)) return false;
     /* an unbounded cache of unit-made stores grows in chunks as tokens arrive */
@@ -256,6 +269,8 @@ bool tg_cache_geom_resolve(const tg_cache_shape *shape, const tg_cache_params *p
         return tg_fail(err, "KV cache: unknown RoPE positions %d", (int)p->rope_positions);
     if ((int)p->rotate < TG_KV_ROTATE_DEFAULT || (int)p->rotate > TG_KV_ROTATE_VALUES)
         return tg_fail(err, "KV cache: unknown rotation setting %d", (int)p->rotate);
+    if ((int)p->clip < TG_KV_CLIP_DEFAULT || (int)p->clip > TG_KV_CLIP_OFF)
+        return tg_fail(err, "KV cache: unknown clip setting %d", (int)p->clip);
     if (p->sink < -1)
         return tg_fail_code(err, TG_ERR_CACHE_SINK, "KV cache: sink of %" PRId64 " tokens: must be >= 0", p->sink);
     if (p->window < 0)
@@ -357,6 +372,8 @@ void tg_cache_geom_policy(const tg_cache_geom *g, const tg_cache_params *p, char
         } else {
             APPEND(" (KIVI, whole-history key scales re-quantised each step)");
         }
+        const bool ck = kq && g->k.range->clip, cv = vq && g->v.range->clip;
+        if (ck || cv) APPEND(", %s grids clipped", ck && cv ? "K and V" : ck ? "K" : "V");
         if (g->rot_k || g->rot_v)
             APPEND(", %s rotated (Hadamard %d)", g->rot_k && g->rot_v ? "K and V" : g->rot_k ? "K" : "V",
                    g->head_dim & -g->head_dim);

@@ -22,17 +22,22 @@ static void bf16_get(const uint8_t *src, float *out, int64_t n) {
     tg_bf16_to_f32_row((const uint16_t *)(const void *)src, out, n);
 }
 
-#define PLAIN(p, nm, b, kind, pt, gt) {p, nm, b, (b) / 8, 1, kind, false, 0, {p, 0, 0, 0}, pt, gt}
-#define CODES(p, nm, b, qmin, qmax, resid) {p, nm, b, 1, 8 / (b), TG_SEG_CODES, true, resid, {p, b, qmin, qmax}, NULL, NULL}
+#define PLAIN(p, nm, b, kind, pt, gt) \
+    {p, nm, b, (b) / 8, 1, kind, false, 0, {p, 0, 0, 0, false}, {p, 0, 0, 0, false}, false, false, pt, gt}
+#define CODES(p, nm, b, qmin, qmax, resid, ck, cv)                                                                    \
+    {p, nm, b, 1, 8 / (b), TG_SEG_CODES, true, resid, {p, b, qmin, qmax, false}, {p, b, qmin, qmax, true}, ck, cv,   \
+     NULL, NULL}
 
 /* In tg_kv_precision order: row i is precision i. */
 static const tg_kv_traits traits[] = {
     PLAIN(TG_KV_FP32, "fp32", 32, TG_SEG_F32, f32_put, f32_get),
     PLAIN(TG_KV_FP16, "fp16", 16, TG_SEG_F16, f16_put, f16_get),
     PLAIN(TG_KV_BF16, "bf16", 16, TG_SEG_BF16, bf16_put, bf16_get),
-    CODES(TG_KV_INT8, "int8", 8, TG_KIVI_INT8_QMIN, TG_KIVI_INT8_QMAX, 0),
-    CODES(TG_KV_INT4, "int4", 4, TG_KIVI_INT4_QMIN, TG_KIVI_INT4_QMAX, 0),
-    CODES(TG_KV_INT2, "int2", 2, TG_KIVI_INT2_QMIN, TG_KIVI_INT2_QMAX, 1),
+    /* default clips: int8's steps are too fine to gain; int4's keys lose by it (a clipped outlier key is the one
+     * attention looks at), its values gain; int2 gains on both */
+    CODES(TG_KV_INT8, "int8", 8, TG_KIVI_INT8_QMIN, TG_KIVI_INT8_QMAX, 0, false, false),
+    CODES(TG_KV_INT4, "int4", 4, TG_KIVI_INT4_QMIN, TG_KIVI_INT4_QMAX, 0, false, true),
+    CODES(TG_KV_INT2, "int2", 2, TG_KIVI_INT2_QMIN, TG_KIVI_INT2_QMAX, 1, true, true),
 };
 #define N_TRAITS ((int)(sizeof traits / sizeof traits[0]))
 

@@ -24,6 +24,9 @@ typedef struct {
     bool is_integer;     /* KIVI codes with an fp16 (scale, zero) per group; false: rows kept as floats */
     int auto_residual_groups; /* TG_KV_RESIDUAL_AUTO: full-precision residual groups kept (int2: one) */
     tg_kivi_range range; /* integer: bits and the q-range constants (kivi.h); zero for a plain precision */
+    tg_kivi_range clip_range; /* integer: the same with grids fitted by least squared error (kivi.h's clip) */
+    bool clip_keys, clip_values; /* TG_KV_CLIP_DEFAULT: whether keys' / values' grids are fitted so (measured on the
+                                  * real models: docs/RESULTS.md, issue #51) */
     /* plain: n floats of x into dst at this precision, and back (NULL for an integer precision) */
     void (*put)(const float *x, uint8_t *dst, int64_t n);
     void (*get)(const uint8_t *src, float *out, int64_t n);

@@ -28,7 +28,7 @@ static const policy_row POLICY_ROWS[] = {
     {"residual precision", SHOW_PRECISION}, {"sink precision", SHOW_PRECISION}, {"re-positioned RoPE", SHOW_BOOL},
     {"slot RoPE reference", SHOW_BOOL}, {"quantised sinks", SHOW_BOOL}, {"key codec", SHOW_INT},
     {"value codec", SHOW_INT},     {"bytes per K/V layer", SHOW_INT}, {"keys rotated", SHOW_BOOL},
-    {"values rotated", SHOW_BOOL},
+    {"values rotated", SHOW_BOOL}, {"key grids clipped", SHOW_BOOL}, {"value grids clipped", SHOW_BOOL},
 };
 enum { N_POLICY = sizeof POLICY_ROWS / sizeof POLICY_ROWS[0] };
 
@@ -48,7 +48,7 @@ static void policy_values(const tg_kvcache *c, int64_t v[N_POLICY]) {
         g->window,          g->bounded ? 0 : g->context, g->grouped ? g->group : 0, g->grouped ? g->residual : 0,
         g->resid_precision, g->sink_precision,       g->reposition,        g->slot_rope,
         c->params.quantize_sinks, codec_number(g->k.codec), codec_number(g->v.codec), (int64_t)g->bytes_layer,
-        g->rot_k,           g->rot_v,
+        g->rot_k,           g->rot_v,                g->k.range && g->k.range->clip, g->v.range && g->v.range->clip,
     };
     memcpy(v, vals, sizeof vals);
 }

@@ -164,7 +164,7 @@ static float hostile(uint64_t *seed, int64_t t, int64_t G, int64_t c, int levels
 }
 
 /* The AVX2 KIVI append (kivi_avx2.c) writes exactly the bytes of the scalar path, in both tiled codecs (provisional:
- * no residual; grouped: a residual of one group, flushed G rows at a time): two caches, one with the SIMD paths
+ * no residual; grouped: a residual of one group, flushed G rows at a time), with grids clipped or not: two caches, one with the SIMD paths
  * switched off, fed the same hostile rows (keys that widen their grids at every step, NaN, infinities, signed zeros,
  * rows whose minimum or maximum is a zero, values on exact half-steps), hold the same tiles, scales and zeros after
  * every append — unbounded and through a StreamingLLM ring that reuses its units. */
@@ -173,8 +173,8 @@ static void test_kivi_simd_bytes(void **state) {
     for (int64_t D = 32; D <= 128; D *= 2)
         for (int prec = TG_KV_INT8; prec <= TG_KV_INT2; prec++)
             for (int G = 8; G <= 32; G *= 2)
-                for (int variant = 0; variant < 4; variant++) {
-                    const bool bounded = variant & 1, grouped = variant & 2;
+                for (int variant = 0; variant < 8; variant++) {
+                    const bool bounded = variant & 1, grouped = variant & 2, clip = variant & 4;
                     tg_cache_shape shape = shape_of(1, 128, NULL);
                     shape.head_dim = (int)D;
                     tg_cache_params p = tg_cache_default_params();
@@ -182,7 +182,9 @@ static void test_kivi_simd_bytes(void **state) {
                     p.group_size = G;
                     p.residual = grouped ? G : 0;
                     if (bounded) p.sink = 4, p.window = 40;
+                    p.clip = clip ? TG_KV_CLIP_ON : TG_KV_CLIP_OFF;
                     tg_kvcache *a = make(&shape, p), *b = make(&shape, p);
+                    assert_true(a->g.k.range->clip == clip && a->g.v.range->clip == clip);
                     tg_kvcache_set_simd(b, false);
                     assert_string_equal(a->g.k.codec->name, grouped ? "kivi-grouped" : "kivi-provisional");
                     assert_true(a->g.k.tiled && a->g.v.tiled);
@@ -197,9 +199,10 @@ static void test_kivi_simd_bytes(void **state) {
                         assert_true(tg_kvcache_append(a, 0, t, k, v));
                         assert_true(tg_kvcache_append(b, 0, t, k, v));
                         char what[128];
-                        snprintf(what, sizeof what, "%s %s D %lld G %d %s token %lld", a->g.k.codec->name,
+                        snprintf(what, sizeof what, "%s %s D %lld G %d %s%s token %lld", a->g.k.codec->name,
                                  tg_kv_precision_name((tg_kv_precision)prec), (long long)D, G,
-                                 bounded ? "sink 4 + window 40" : "unbounded", (long long)t);
+                                 bounded ? "sink 4 + window 40" : "unbounded", clip ? " clipped" : "",
+                                 (long long)t);
                         assert_same_store(&a->g.k, &a->layers[0].k, &b->layers[0].k, what);
                         assert_same_store(&a->g.v, &a->layers[0].v, &b->layers[0].v, what);
                     }

@@ -20,7 +20,7 @@
 #include "util/checked.h"
 
 /* kivi.glsl's descriptor words (D_*), one descriptor per store */
-enum { D_PREC, D_BITS, D_SINK, D_RING, D_RLEN, D_CODES, D_SCALES, D_UNITS, D_GROUP, D_ROWW, D_PERCH, D_WORDS };
+enum { D_PREC, D_BITS, D_SINK, D_RING, D_RLEN, D_CODES, D_SCALES, D_UNITS, D_GROUP, D_ROWW, D_PERCH, D_CLIP, D_WORDS };
 /* kivi_store.comp's modes */
 enum { M_SINK, M_RING, M_KEY, M_VALUE, M_KFLUSH, M_VFLUSH };
 
@@ -72,6 +72,7 @@ static bool layout_store(const tg_cache_geom *g, const tg_store_geom *sg, uint32
     d[D_GROUP] = (uint32_t)G;
     d[D_ROWW] = (uint32_t)(D * bits / 32);
     d[D_PERCH] = sg->per_channel;
+    d[D_CLIP] = sg->range && sg->range->clip;
     return ok;
 }
 

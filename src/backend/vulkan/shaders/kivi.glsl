@@ -14,8 +14,9 @@
 //   D_SCALES word offset of the (scale | zero << 16) fp16 pairs: keys [units][n_kv_heads][head_dim] (per channel of
 //            a group), values [units][n_kv_heads][G] (per token)
 //   D_UNITS, D_GROUP, D_ROWW (words a row of codes), D_PERCH (1: keys, scales per channel)
+//   D_CLIP   1: grids fitted by least squared error (kivi.h's tg_kivi_fit_slice), 0: to the slice's whole range
 const uint D_PREC = 0u, D_BITS = 1u, D_SINK = 2u, D_RING = 3u, D_RLEN = 4u, D_CODES = 5u, D_SCALES = 6u,
-           D_UNITS = 7u, D_GROUP = 8u, D_ROWW = 9u, D_PERCH = 10u;
+           D_UNITS = 7u, D_GROUP = 8u, D_ROWW = 9u, D_PERCH = 10u, D_CLIP = 11u;
 
 // IEEE binary16 -> binary32, exact for every input (subnormals included: the scale floor 1e-5 is one).
 float h2f(uint h) {

@@ -26,6 +26,44 @@ uint code_at(uint u, uint h, uint t, uint w) {
     return desc(D_CODES) + ((u * p.n_kv_heads + h) * desc(D_GROUP) + t) * desc(D_ROWW) + w;
 }
 
+// Element i of a slice: n values from element e0, stride apart, of the staged row or of a region.
+float slice_get(bool staged, uint base, uint prec, uint e0, uint stride, uint i) {
+    return staged ? act[p.src + e0 + i * stride] : reg_get(base, prec, e0 + i * stride);
+}
+
+// kivi.c's slice_error: the summed squared error of a slice's n values coded on (s, z), fp32 in index order.
+float slice_error(bool staged, uint base, uint prec, uint e0, uint stride, uint n, float s, float z, float levels) {
+    precise float e = 0.0;
+    for (uint i = 0u; i < n; i++) {
+        const float v = slice_get(staged, base, prec, e0, stride, i);
+        if (isnan(v)) continue;
+        precise float d = float(kivi_code(v, s, z, levels)) * s + z - v;
+        e += d * d;
+    }
+    return e;
+}
+
+// kivi.c's tg_kivi_fit_slice: the grid of [lo, hi] (the slice's minimum and maximum), or with D_CLIP the clip of it
+// whose codes reproduce the slice with the least squared error (the first such, in kivi.c's order).
+uint kivi_fit_slice(bool staged, uint base, uint prec, uint e0, uint stride, uint n, float levels, float lo, float hi) {
+    uint best_sz = kivi_fit(levels, lo, hi);
+    precise float span = hi - lo;
+    if (desc(D_CLIP) == 0u || n < 3u || !(span > 0.0) || isinf(span)) return best_sz;
+    float best = slice_error(staged, base, prec, e0, stride, n, h2f(best_sz & 0xffffu), h2f(best_sz >> 16), levels);
+    for (uint i = 0u; i <= 8u; i++)
+        for (uint j = 0u; j <= 8u; j++) {
+            if (i == 0u && j == 0u) continue;
+            precise float a = lo + span * (float(i) / 32.0), b = hi - span * (float(j) / 32.0);
+            const uint sz = kivi_fit(levels, a, b);
+            const float e = slice_error(staged, base, prec, e0, stride, n, h2f(sz & 0xffffu), h2f(sz >> 16), levels);
+            if (e < best) {
+                best = e;
+                best_sz = sz;
+            }
+        }
+    return best_sz;
+}
+
 // Row x (n head_dim elements from element e0 of a region, or of the staged row) quantised per token into row t of
 // unit u with its own grid.
 void quantize_row(bool staged, uint base, uint prec, uint e0, uint u, uint h, uint t) {
@@ -38,7 +76,7 @@ void quantize_row(bool staged, uint base, uint prec, uint e0, uint u, uint h, ui
         if (x > hi) hi = x;
     }
     if (lo > hi) lo = hi = 0.0;
-    const uint sz = kivi_fit(levels, lo, hi);
+    const uint sz = kivi_fit_slice(staged, base, prec, e0, 1u, D, levels, lo, hi);
     const float s = h2f(sz & 0xffffu), z = h2f(sz >> 16);
     kc[desc(D_SCALES) + (u * p.n_kv_heads + h) * desc(D_GROUP) + t] = sz;
     for (uint w = 0u; w < D / cpw; w++) {
@@ -90,7 +128,9 @@ void main() {
                 if (x > hi) hi = x;
             }
             if (lo > hi) lo = hi = 0.0;
-            kc[sc0 + k] = kivi_fit(levels, lo, hi);
+            /* the group's rows are contiguous in the ring (its length and idx are multiples of G) */
+            const uint e0 = ((p.idx % desc(D_RLEN)) * H + h) * D + k;
+            kc[sc0 + k] = kivi_fit_slice(false, desc(D_RING), prec, e0, HD, G, levels, lo, hi);
         }
         for (uint t = 0u; t < G; t++) {
             uint word = 0u;
