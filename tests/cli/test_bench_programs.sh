@@ -24,8 +24,10 @@ run() { # NAME EXPECTED_REGEX COMMAND...: exit 0 and a line matching the regex o
 
 run attention '^int4 +[0-9.]+ ' "$B/bench/attention" 64 1 2 1 32 1 fp16,int8,int4,int2
 run kernels '^Q8_0 +[0-9.e+-]+ ' "$B/bench/kernels" 64 256 2 1 1 q8_0,q4_k,f16
-# each fast matvec within 5 % of the reference (the largest relative error over W's rows)
-awk '$1 ~ /^(F16|Q8_0|Q4_K)$/ { n++; if ($2 + 0 > 0.05) bad = 1 } END { exit !(n == 3 && !bad) }' "$tmp/out" && ok ||
+# each fast matvec within 5 % of the reference (the largest relative error over W's rows); a CPU whose kernels repack
+# Q8_0 (AVX-512) adds a "Q8_0 rp" row, checked alike
+awk '$1 ~ /^(F16|Q8_0|Q4_K)$/ { e = $2 == "rp" ? $3 : $2; if ($2 != "rp") seen[$1] = 1; if (e + 0 > 0.05) bad = 1 }
+     END { exit !(length(seen) == 3 && !bad) }' "$tmp/out" && ok ||
     bad "kernels: a fast kernel far from the reference: $(cat "$tmp/out")"
 run read_patterns '^stream-L1 +med' "$B/bench/read_patterns" 1152 4 128 64 1
 
