@@ -346,9 +346,15 @@ done:
     tg_sched_stop(sched); /* fails what is left: every waiting handler and stream ends */
     if (status == TG_EXIT_OK) tg_park_flush(park); /* the conversations in RAM to --park-dir, for a restart */
     tg_park_free(park);
-    /* let the handlers and streams write their last words (an error event, [DONE]) before the sockets close */
-    for (int i = 0; http && i < 500 && atomic_load(&srv.in_flight) > 0; i++) /* at most 5 s */
+    /* let the handlers and streams write their last words (an error event, [DONE]) before the sockets close: they
+     * end as soon as their clients have read them, so the bound only matters for a client that stopped reading (or a
+     * machine so loaded that a stream's last chunk waits seconds for a thread) */
+    for (int i = 0; http && i < 3000 && atomic_load(&srv.in_flight) > 0; i++) /* at most 30 s */
         nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    const int64_t unfinished = atomic_load(&srv.in_flight);
+    if (http && unfinished > 0)
+        fprintf(stderr, "tinygpt serve: closing %" PRId64 " connections that had not taken their last words\n",
+                unfinished);
     tg_http_stop(http);
     tg_batch_free(batch);
     if (have_conv) tg_chat_conv_close(&conv);
