@@ -64,32 +64,41 @@ void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, ui
     *zero = z;
 }
 
-/* The summed squared error of the n values x[i * stride] coded on the grid (scale, zero): fp32, in index order. */
-static float slice_error(const float *x, int64_t n, size_t stride, float s, float z, int levels) {
+/* A slice's values and how their errors are weighed (tg_kivi_fit_slice). */
+typedef struct {
+    const float *x;
+    int64_t n;
+    size_t stride;
+    float mid, half, edge;
+    int levels;
+} slice;
+
+/* The weighted squared error of the slice coded on the grid (s, z): fp32, in index order. */
+static float slice_error(const slice *sl, float s, float z) {
     float e = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[(size_t)i * stride];
+    for (int64_t i = 0; i < sl->n; i++) {
+        const float v = sl->x[(size_t)i * sl->stride];
         if (v != v) continue; /* NaN: coded 0 whatever the grid */
-        const float d = (float)tg_kivi_code(v, s, z, levels) * s + z - v;
-        e += d * d;
+        const float d = (float)tg_kivi_code(v, s, z, sl->levels) * s + z - v, u = (v - sl->mid) / sl->half;
+        e += d * d * (1.0f + sl->edge * u * u);
     }
     return e;
 }
 
 void tg_kivi_fit_slice(const tg_kivi_range *r, const float *x, int64_t n, size_t stride, float lo, float hi,
-                       uint16_t *scale, uint16_t *zero) {
+                       float edge, uint16_t *scale, uint16_t *zero) {
     tg_kivi_fit(r, lo, hi, scale, zero);
     const float span = hi - lo;
     if (!r->clip || n < 3 || !(span > 0.0f) || !isfinite(span)) return;
-    const int levels = r->qmax - r->qmin;
-    float best = slice_error(x, n, stride, tg_f16_to_f32(*scale), tg_f16_to_f32(*zero), levels);
+    const slice sl = {x, n, stride, 0.5f * (lo + hi), 0.5f * span, edge, r->qmax - r->qmin};
+    float best = slice_error(&sl, tg_f16_to_f32(*scale), tg_f16_to_f32(*zero));
     for (int i = 0; i <= TG_KIVI_CLIP_STEPS; i++)
         for (int j = 0; j <= TG_KIVI_CLIP_STEPS; j++) {
             if (i == 0 && j == 0) continue; /* the whole range: fitted above */
             const float a = lo + span * ((float)i / TG_KIVI_CLIP_DIV), b = hi - span * ((float)j / TG_KIVI_CLIP_DIV);
             uint16_t s, z;
             tg_kivi_fit(r, a, b, &s, &z);
-            const float e = slice_error(x, n, stride, tg_f16_to_f32(s), tg_f16_to_f32(z), levels);
+            const float e = slice_error(&sl, tg_f16_to_f32(s), tg_f16_to_f32(z));
             if (e < best) {
                 best = e;
                 *scale = s;
@@ -116,7 +125,7 @@ void tg_kivi_quantize_row(const tg_kivi_range *r, const float *x, int64_t n, uin
     const int levels = r->qmax - r->qmin;
     float lo, hi;
     range_of(x, n, 1, &lo, &hi);
-    tg_kivi_fit_slice(r, x, n, 1, lo, hi, scale, zero);
+    tg_kivi_fit_slice(r, x, n, 1, lo, hi, 0.0f, scale, zero);
     const float s = tg_f16_to_f32(*scale), z = tg_f16_to_f32(*zero);
     memset(row, 0, tg_kivi_row_bytes(r, n));
     for (int64_t i = 0; i < n; i++) tg_kivi_put(row, r->bits, i, tg_kivi_code(x[i], s, z, levels));
@@ -130,7 +139,7 @@ void tg_kivi_quantize_channels(const tg_kivi_range *r, const float *x, size_t x_
     for (int64_t c = 0; c < n; c++) {
         float lo, hi;
         range_of(x + c, n_rows, x_stride, &lo, &hi);
-        tg_kivi_fit_slice(r, x + c, n_rows, x_stride, lo, hi, &scale[c], &zero[c]);
+        tg_kivi_fit_slice(r, x + c, n_rows, x_stride, lo, hi, TG_KIVI_CLIP_KEY_EDGE, &scale[c], &zero[c]);
         const float s = tg_f16_to_f32(scale[c]), z = tg_f16_to_f32(zero[c]);
         for (int t = 0; t < n_rows; t++)
             tg_kivi_put(rows + (size_t)t * rb, r->bits, c, tg_kivi_code(x[(size_t)t * x_stride + (size_t)c], s, z, levels));

@@ -59,13 +59,19 @@ void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, ui
  * (hi - lo) / TG_KIVI_CLIP_DIV, every pair of the two. */
 #define TG_KIVI_CLIP_STEPS 8
 #define TG_KIVI_CLIP_DIV 32.0f
+/* The weight of a key's squared error at the ends of its channel's range over the middle's, less one: a key's error
+ * counts 1 + TG_KIVI_CLIP_KEY_EDGE u^2 times, u in [-1, 1] its place in [lo, hi]. Attention's largest scores come
+ * from keys at a channel's extremes, which a plain least-squares clip gives up first (docs/RESULTS.md, issue #51). */
+#define TG_KIVI_CLIP_KEY_EDGE 16.0f
 
 /* Fits fp16 (scale, zero) to the n values x[i * stride] whose minimum and maximum (NaN ignored) are lo <= hi: with
- * r->clip, the grid (tg_kivi_fit of a clip of [lo, hi], the clips above in order, the first of the least summed
- * squared error of the values' codes: fp32 sums in index order) that reproduces them best, the values beyond it
- * coded at its ends; otherwise (or for n < 3) tg_kivi_fit(lo, hi). kivi_store.comp's kivi_fit_slice does the same. */
+ * r->clip, the grid (tg_kivi_fit of a clip of [lo, hi], the clips above in order, the first of the least error) that
+ * reproduces them best, the values beyond it coded at its ends: the error of a grid is the sum, in index order and
+ * fp32, of each value's squared error times 1 + edge u^2 (u = (x - mid) / half of [lo, hi]; edge 0 for values,
+ * TG_KIVI_CLIP_KEY_EDGE for keys); otherwise (or for n < 3) tg_kivi_fit(lo, hi). kivi_store.comp's kivi_fit_slice
+ * does the same. */
 void tg_kivi_fit_slice(const tg_kivi_range *r, const float *x, int64_t n, size_t stride, float lo, float hi,
-                       uint16_t *scale, uint16_t *zero);
+                       float edge, uint16_t *scale, uint16_t *zero);
 
 /* The code u = q - qmin of x for a widened (scale, zero); NaN maps to 0 (qmin). */
 static inline int tg_kivi_code(float x, float scale, float zero, int levels) {
@@ -138,13 +144,13 @@ static inline void tg_kivi_tile_put(uint8_t *tile, bool keys, int bits, int64_t 
 /* Row r of a tile from a packed row (the layout above). */
 void tg_kivi_tile_put_row(uint8_t *tile, bool keys, int bits, int64_t G, int64_t n, int64_t r, const uint8_t *row);
 
-/* Per-token quantisation: one (scale, zero) over the n elements of x (tg_kivi_fit_slice), codes into
- * row[tg_kivi_row_bytes(n)]. */
+/* Per-token quantisation (values): one (scale, zero) over the n elements of x (tg_kivi_fit_slice, edge 0), codes
+ * into row[tg_kivi_row_bytes(n)]. */
 void tg_kivi_quantize_row(const tg_kivi_range *r, const float *x, int64_t n, uint8_t *row, uint16_t *scale,
                           uint16_t *zero);
-/* Per-channel quantisation of a group: x holds n_rows rows of n channels, row t at x + t * x_stride (floats); one
- * (scale, zero) per channel (tg_kivi_fit_slice over its rows) into scale[n] / zero[n]; row t's codes into
- * rows + t * tg_kivi_row_bytes(n). */
+/* Per-channel quantisation of a group (keys): x holds n_rows rows of n channels, row t at x + t * x_stride (floats);
+ * one (scale, zero) per channel (tg_kivi_fit_slice over its rows, edge TG_KIVI_CLIP_KEY_EDGE) into scale[n] /
+ * zero[n]; row t's codes into rows + t * tg_kivi_row_bytes(n). */
 void tg_kivi_quantize_channels(const tg_kivi_range *r, const float *x, size_t x_stride, int n_rows, int64_t n,
                                uint8_t *rows, uint16_t *scale, uint16_t *zero);
 /* out[i] = u_i * scale + zero (per-token scale). */

@@ -109,7 +109,8 @@ void tg_kivi_avx2_key_group(const tg_kivi_range *r, const float *x, size_t x_str
         _mm256_storeu_ps(h8, hi);
         for (int i = 0; i < 8; i++) {
             if (l8[i] > h8[i]) l8[i] = h8[i] = 0.0f;
-            tg_kivi_fit_slice(r, x + k + i, G, x_stride, l8[i], h8[i], &scale[k + i], &zero[k + i]);
+            tg_kivi_fit_slice(r, x + k + i, G, x_stride, l8[i], h8[i], TG_KIVI_CLIP_KEY_EDGE, &scale[k + i],
+                              &zero[k + i]);
         }
     }
     for (int64_t t = 0; t < G; t++) tg_kivi_avx2_key_row(r, x + (size_t)t * x_stride, D, scale, zero, tile, G, t);
@@ -133,7 +134,7 @@ bool tg_kivi_avx2_value_row(const tg_kivi_range *r, const float *x, int64_t D, u
     /* an end at zero: which zero range_of keeps depends on the order of +0 and -0 in x: the scalar path decides */
     if (mn == 0.0f || mx == 0.0f) return false;
     if (mn > mx) mn = mx = 0.0f;
-    tg_kivi_fit_slice(r, x, D, 1, mn, mx, scale, zero);
+    tg_kivi_fit_slice(r, x, D, 1, mn, mx, 0.0f, scale, zero);
     const __m256 levels = _mm256_set1_ps((float)(r->qmax - r->qmin));
     const __m256 s = _mm256_set1_ps(tg_f16_to_f32(*scale)), z = _mm256_set1_ps(tg_f16_to_f32(*zero));
     uint8_t codes[TG_KIVI_AVX2_MAX_D];

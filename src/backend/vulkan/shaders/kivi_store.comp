@@ -31,31 +31,38 @@ float slice_get(bool staged, uint base, uint prec, uint e0, uint stride, uint i)
     return staged ? act[p.src + e0 + i * stride] : reg_get(base, prec, e0 + i * stride);
 }
 
-// kivi.c's slice_error: the summed squared error of a slice's n values coded on (s, z), fp32 in index order.
-float slice_error(bool staged, uint base, uint prec, uint e0, uint stride, uint n, float s, float z, float levels) {
+// kivi.c's slice_error: the weighted squared error of a slice's n values coded on (s, z), fp32 in index order.
+float slice_error(bool staged, uint base, uint prec, uint e0, uint stride, uint n, float s, float z, float levels,
+                  float mid, float radius, float edge) {
     precise float e = 0.0;
     for (uint i = 0u; i < n; i++) {
         const float v = slice_get(staged, base, prec, e0, stride, i);
         if (isnan(v)) continue;
         precise float d = float(kivi_code(v, s, z, levels)) * s + z - v;
-        e += d * d;
+        precise float u = (v - mid) / radius;
+        e += d * d * (1.0 + edge * u * u);
     }
     return e;
 }
 
 // kivi.c's tg_kivi_fit_slice: the grid of [lo, hi] (the slice's minimum and maximum), or with D_CLIP the clip of it
-// whose codes reproduce the slice with the least squared error (the first such, in kivi.c's order).
+// whose codes reproduce the slice with the least weighted squared error (the first such, in kivi.c's order); keys
+// (D_PERCH) weigh their ends by kivi.h's TG_KIVI_CLIP_KEY_EDGE.
 uint kivi_fit_slice(bool staged, uint base, uint prec, uint e0, uint stride, uint n, float levels, float lo, float hi) {
     uint best_sz = kivi_fit(levels, lo, hi);
     precise float span = hi - lo;
     if (desc(D_CLIP) == 0u || n < 3u || !(span > 0.0) || isinf(span)) return best_sz;
-    float best = slice_error(staged, base, prec, e0, stride, n, h2f(best_sz & 0xffffu), h2f(best_sz >> 16), levels);
+    precise float mid = 0.5 * (lo + hi), radius = 0.5 * span;
+    const float edge = desc(D_PERCH) != 0u ? 16.0 : 0.0;
+    float best = slice_error(staged, base, prec, e0, stride, n, h2f(best_sz & 0xffffu), h2f(best_sz >> 16), levels,
+                             mid, radius, edge);
     for (uint i = 0u; i <= 8u; i++)
         for (uint j = 0u; j <= 8u; j++) {
             if (i == 0u && j == 0u) continue;
             precise float a = lo + span * (float(i) / 32.0), b = hi - span * (float(j) / 32.0);
             const uint sz = kivi_fit(levels, a, b);
-            const float e = slice_error(staged, base, prec, e0, stride, n, h2f(sz & 0xffffu), h2f(sz >> 16), levels);
+            const float e = slice_error(staged, base, prec, e0, stride, n, h2f(sz & 0xffffu), h2f(sz >> 16), levels,
+                                        mid, radius, edge);
             if (e < best) {
                 best = e;
                 best_sz = sz;
