@@ -199,9 +199,10 @@ typedef enum {
 } tg_kv_rotate;
 
 /* KIVI: how a group's or token's fp16 (scale, zero) grid is fitted. The grid spanning the slice's whole range
- * wastes steps on its rarest values at 2 bits; the clipped fit tries each end moved inwards by up to a quarter of
- * the range and keeps the grid whose codes reproduce the slice with the least squared error (values beyond it coded
- * at its ends). Bytes and attention are the same either way. */
+ * wastes steps on its rarest values at 2 bits; the clipped fit tries each end moved inwards by 0 to 3 sixteenths
+ * of the range and keeps the grid whose codes reproduce the slice with the least squared error (values beyond it coded
+ * at its ends; a key's error weighted up toward its channel's extremes, where attention's largest scores come from).
+ * Bytes and attention are the same either way. */
 typedef enum {
     TG_KV_CLIP_DEFAULT = 0, /* the library's choice, per precision: int2 keys and values, int4 values, not int8 */
     TG_KV_CLIP_ON,          /* every KIVI store clipped */

@@ -309,7 +309,7 @@ static const char CACHE_FLAGS_HELP[] =
     "                                 output are rotated to match, so only the quantisation error changes\n"
     "                                 (default: the library's)\n"
     "  --kv-clip on|off               KIVI: fit each group's and token's grid by least squared error, its ends\n"
-    "                                 moved inwards by up to a quarter of the range (values beyond coded at the\n"
+    "                                 moved inwards by up to 3/16 of the range (values beyond coded at the\n"
     "                                 ends), or span the whole range (off); the same bytes and attention\n"
     "                                 (default: int2 keys and values, int4 values)\n"
     "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"

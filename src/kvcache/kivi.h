@@ -57,8 +57,8 @@ void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, ui
 
 /* The clips tg_kivi_fit_slice tries: each end of [lo, hi] moved inwards by 0 .. TG_KIVI_CLIP_STEPS steps of
  * (hi - lo) / TG_KIVI_CLIP_DIV, every pair of the two. */
-#define TG_KIVI_CLIP_STEPS 8
-#define TG_KIVI_CLIP_DIV 32.0f
+#define TG_KIVI_CLIP_STEPS 3
+#define TG_KIVI_CLIP_DIV 16.0f
 /* The weight of a key's squared error at the ends of its channel's range over the middle's, less one: a key's error
  * counts 1 + TG_KIVI_CLIP_KEY_EDGE u^2 times, u in [-1, 1] its place in [lo, hi]. Attention's largest scores come
  * from keys at a channel's extremes, which a plain least-squares clip gives up first (docs/RESULTS.md, issue #51). */

@@ -56,10 +56,10 @@ uint kivi_fit_slice(bool staged, uint base, uint prec, uint e0, uint stride, uin
     const float edge = desc(D_PERCH) != 0u ? 16.0 : 0.0;
     float best = slice_error(staged, base, prec, e0, stride, n, h2f(best_sz & 0xffffu), h2f(best_sz >> 16), levels,
                              mid, radius, edge);
-    for (uint i = 0u; i <= 8u; i++)
-        for (uint j = 0u; j <= 8u; j++) {
+    for (uint i = 0u; i <= 3u; i++) /* kivi.h's TG_KIVI_CLIP_STEPS and TG_KIVI_CLIP_DIV */
+        for (uint j = 0u; j <= 3u; j++) {
             if (i == 0u && j == 0u) continue;
-            precise float a = lo + span * (float(i) / 32.0), b = hi - span * (float(j) / 32.0);
+            precise float a = lo + span * (float(i) / 16.0), b = hi - span * (float(j) / 16.0);
             const uint sz = kivi_fit(levels, a, b);
             const float e = slice_error(staged, base, prec, e0, stride, n, h2f(sz & 0xffffu), h2f(sz >> 16), levels,
                                         mid, radius, edge);
