@@ -204,7 +204,7 @@ typedef enum {
  * at its ends; a key's error weighted up toward its channel's extremes, where attention's largest scores come from).
  * Bytes and attention are the same either way. */
 typedef enum {
-    TG_KV_CLIP_DEFAULT = 0, /* the library's choice, per precision: int2 keys and values, int4 values, not int8 */
+    TG_KV_CLIP_DEFAULT = 0, /* the library's choice, per precision: int2 keys and values; not int4, int8 */
     TG_KV_CLIP_ON,          /* every KIVI store clipped */
     TG_KV_CLIP_OFF,         /* every grid spans its slice's whole range (before issue #51's clip) */
 } tg_kv_clip;

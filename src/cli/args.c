@@ -311,7 +311,7 @@ static const char CACHE_FLAGS_HELP[] =
     "  --kv-clip on|off               KIVI: fit each group's and token's grid by least squared error, its ends\n"
     "                                 moved inwards by up to 3/16 of the range (values beyond coded at the\n"
     "                                 ends), or span the whole range (off); the same bytes and attention\n"
-    "                                 (default: int2 keys and values, int4 values)\n"
+    "                                 (default: int2 keys and values; not int4, int8)\n"
     "  --max-memory BYTES             refuse a cache whose K/V storage exceeds BYTES (e.g. 512M, 4G) before\n"
     "                                 allocating it: a window's all at once, an unbounded cache's at each chunk\n"
     "                                 it grows by as tokens arrive (default: the machine's physical memory)\n"

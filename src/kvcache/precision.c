@@ -33,10 +33,10 @@ static const tg_kv_traits traits[] = {
     PLAIN(TG_KV_FP32, "fp32", 32, TG_SEG_F32, f32_put, f32_get),
     PLAIN(TG_KV_FP16, "fp16", 16, TG_SEG_F16, f16_put, f16_get),
     PLAIN(TG_KV_BF16, "bf16", 16, TG_SEG_BF16, bf16_put, bf16_get),
-    /* default clips (measured: docs/RESULTS.md): int8's steps are too fine to gain; int4's keys lose by it (a clipped
-     * outlier key is the one attention looks at), its values gain; int2 gains on both */
+    /* default clips (measured: docs/RESULTS.md): int8's steps are too fine to gain; int4's values gain a little, at a
+     * search per token that costs more decode time than it is worth, and its keys lose; int2 gains on both */
     CODES(TG_KV_INT8, "int8", 8, TG_KIVI_INT8_QMIN, TG_KIVI_INT8_QMAX, 0, false, false),
-    CODES(TG_KV_INT4, "int4", 4, TG_KIVI_INT4_QMIN, TG_KIVI_INT4_QMAX, 0, false, true),
+    CODES(TG_KV_INT4, "int4", 4, TG_KIVI_INT4_QMIN, TG_KIVI_INT4_QMAX, 0, false, false),
     CODES(TG_KV_INT2, "int2", 2, TG_KIVI_INT2_QMIN, TG_KIVI_INT2_QMAX, 1, true, true),
 };
 #define N_TRAITS ((int)(sizeof traits / sizeof traits[0]))

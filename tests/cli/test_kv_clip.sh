@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_kv_clip.sh — the --kv-clip flag (issue #51): the banner's policy line names the clipped grids (int2: K and V,
-# int4: V, int8: none by default; on: every KIVI store; off: none); clipping changes int2's perplexity and leaves a
+# int4, int8: none by default; on: every KIVI store; off: none); clipping changes int2's perplexity and leaves a
 # float cache's alone; a bad value is one usage error (exit 2, nothing on stdout); every command that takes the cache
 # flags lists it in --help. Uses $TINYGPT (the sanitizer build) and the bundled model.
 set -u
@@ -24,7 +24,7 @@ banner() {
 }
 banner "K and V" --kv-quantize int2
 a=$(ppl_of)
-banner "V" --kv-quantize int4
+banner "" --kv-quantize int4
 banner "" --kv-quantize int8
 banner "K and V" --kv-quantize int8 --kv-clip on
 banner "" --kv-quantize int2 --kv-clip off

@@ -34,12 +34,11 @@ if [ -f "$M" ]; then
     # the float kernels; 4.231446 68.8167 and 4.234394 69.0198 before RMSNorm's scale took llama.cpp's fp32 rounding,
     # which moved fp32 by < 1e-6 and int8 by 2e-6, and int4 more: an ulp that moves one 4-bit key code moves every
     # later token's keys by more than an ulp, so other codes follow)
-    # (--kv-clip off: the goldens predate the clipped value grids of issue #51, which this test is not about)
-    ppl "original int4" "4.232266 68.8731" --streaming-llm-rope original --kv-quantize int4 --kv-clip off
+    ppl "original int4" "4.232266 68.8731" --streaming-llm-rope original --kv-quantize int4
     # the new default, and the older spelling
     ppl "default fp32" "4.250459 70.1376"
     ppl "alias fp32" "4.250459 70.1376" --streaming-llm-reposition
-    ppl "default int4" "4.236637 69.1748" --kv-quantize int4 --kv-clip off
+    ppl "default int4" "4.236637 69.1748" --kv-quantize int4
     # the banner names the scheme
     "$T" sample "$M" --prompt hi --tokens 2 --threads 1 --streaming-llm-window 16 >/dev/null 2>"$tmp/e1"
     "$T" sample "$M" --prompt hi --tokens 2 --threads 1 --streaming-llm-window 16 --streaming-llm-rope original \

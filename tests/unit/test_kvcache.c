@@ -151,8 +151,8 @@ typedef struct {
  * [-1, 1] (values) or rotated into [-sqrt 2, sqrt 2] (keys), plus slack; for plain precisions, half an ulp at 1.5. */
 static float tolerance(tg_kv_precision p, bool keys, bool whole, bool clipped) {
     const float range = keys ? 2.83f : 2.0f, mix = keys ? 1.5f : 1.0f;
-    /* a clipped grid (kivi.h) codes the values beyond it at its ends: up to TG_KIVI_CLIP_STEPS 32nds of the range
-     * further from them than half a step */
+    /* a clipped grid (kivi.h) codes the values beyond it at its ends: up to TG_KIVI_CLIP_STEPS / TG_KIVI_CLIP_DIV of
+     * the range further from them than half a step */
     if (clipped) return tolerance(p, keys, whole, false) + mix * range * (float)TG_KIVI_CLIP_STEPS / TG_KIVI_CLIP_DIV;
     switch (p) {
     case TG_KV_FP32: return 1e-6f;
@@ -961,8 +961,8 @@ static void test_policy_string_and_names(void **state) {
     tg_cache_report r;
     tg_kvcache_report(c, 0, &r);
     assert_string_equal(r.policy, "K int4 / V int4 (KIVI, group 32, no residual: the newest group's keys on "
-                                  "provisional scales), V grids clipped, StreamingLLM sink 4 + window 256 (re-positioned "
-                                  "RoPE; stored <= 291 with group slack), sinks fp16");
+                                  "provisional scales), StreamingLLM sink 4 + window 256 (re-positioned RoPE; stored <= 291 "
+                                  "with group slack), sinks fp16");
     assert_int_equal(r.capacity, 291);
     tg_kvcache_free(c);
     /* KIVI's published setting, by flags, with the keys at their original positions */
@@ -971,7 +971,7 @@ static void test_policy_string_and_names(void **state) {
     c = tg_kvcache_new(&shape, &p, &err);
     assert_non_null(c);
     tg_kvcache_report(c, 0, &r);
-    assert_string_equal(r.policy, "K int4 / V int4 (KIVI, group 32, residual 128), V grids clipped, StreamingLLM sink 4 + window 256 "
+    assert_string_equal(r.policy, "K int4 / V int4 (KIVI, group 32, residual 128), StreamingLLM sink 4 + window 256 "
                                   "(vanilla RoPE; stored <= 291 with group slack), sinks fp32");
     tg_kvcache_free(c);
     /* int2's automatic residual: one group, of half the automatic size */
