@@ -62,7 +62,7 @@ void tg_kivi_fit(const tg_kivi_range *r, float lo, float hi, uint16_t *scale, ui
 /* The weight of a key's squared error at the ends of its channel's range over the middle's, less one: a key's error
  * counts 1 + TG_KIVI_CLIP_KEY_EDGE u^2 times, u in [-1, 1] its place in [lo, hi]. Attention's largest scores come
  * from keys at a channel's extremes, which a plain least-squares clip gives up first (docs/RESULTS.md, issue #51). */
-#define TG_KIVI_CLIP_KEY_EDGE 16.0f
+#define TG_KIVI_CLIP_KEY_EDGE 4.0f
 
 /* Fits fp16 (scale, zero) to the n values x[i * stride] whose minimum and maximum (NaN ignored) are lo <= hi: with
  * r->clip, the grid (tg_kivi_fit of a clip of [lo, hi], the clips above in order, the first of the least error) that

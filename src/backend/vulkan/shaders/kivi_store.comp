@@ -53,7 +53,7 @@ uint kivi_fit_slice(bool staged, uint base, uint prec, uint e0, uint stride, uin
     precise float span = hi - lo;
     if (desc(D_CLIP) == 0u || n < 3u || !(span > 0.0) || isinf(span)) return best_sz;
     precise float mid = 0.5 * (lo + hi), radius = 0.5 * span;
-    const float edge = desc(D_PERCH) != 0u ? 16.0 : 0.0;
+    const float edge = desc(D_PERCH) != 0u ? 4.0 : 0.0;
     float best = slice_error(staged, base, prec, e0, stride, n, h2f(best_sz & 0xffffu), h2f(best_sz >> 16), levels,
                              mid, radius, edge);
     for (uint i = 0u; i <= 3u; i++) /* kivi.h's TG_KIVI_CLIP_STEPS and TG_KIVI_CLIP_DIV */
