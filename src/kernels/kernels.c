@@ -97,6 +97,7 @@ const tg_cpu_kernels *tg_kernels_for(tg_isa isa) {
 #endif
     case TG_ISA_NEON: return tg_cpu_kernels_neon();
     case TG_ISA_DOTPROD: return tg_cpu_kernels_dotprod();
+    case TG_ISA_I8MM: return tg_cpu_kernels_i8mm();
     case TG_ISA_SCALAR: return &scalar;
     default: return NULL;
     }

@@ -4,7 +4,7 @@
  *
  * Tables: scalar (kernels.c: no fast kernels, the generic paths), AVX2 + FMA + F16C (kernels_avx2.c) and AVX-512
  * (kernels_avx2.c compiled again with the AVX-512 set, with the *_avx512.c kernels; isa_avx512_names.h); aarch64
- * NEON and dotprod (kernels_neon.c). Every table computes each
+ * NEON, dotprod and i8mm (kernels_neon.c). Every table computes each
  * (row, activation) result in the canonical order of kernels/arith_order.h, so every table gives the same bits where
  * the tests say so (tests/unit/test_isa.c).
  *
@@ -89,8 +89,9 @@ const tg_cpu_kernels *tg_kernels_for(tg_isa isa);
  * for another architecture, `make check-generic`). Callers go through tg_kernels_for, which checks the CPU. */
 const tg_cpu_kernels *tg_cpu_kernels_avx2(void);
 const tg_cpu_kernels *tg_cpu_kernels_avx512(void);
-/* kernels_neon.c's aarch64 tables (NEON, dotprod); no i8mm table yet: an i8mm CPU runs the dotprod one. */
+/* kernels_neon.c's aarch64 tables (NEON, dotprod, i8mm). */
 const tg_cpu_kernels *tg_cpu_kernels_neon(void);
 const tg_cpu_kernels *tg_cpu_kernels_dotprod(void);
+const tg_cpu_kernels *tg_cpu_kernels_i8mm(void);
 
 #endif

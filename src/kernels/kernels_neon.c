@@ -1,8 +1,10 @@
-/* kernels_neon.c — the aarch64 kernel tables (kernels.h): NEON (every aarch64 CPU) and dotprod (ARMv8.2 sdot).
- * Each starts as a copy of the scalar table (its exact activation quantisers and its vector primitives, whose bits
- * the vec.h contracts compare against) with the rows and primitives that have NEON kernels put in: F32 / F16 / BF16
- * rows, Q8_0 / Q4_0 and K-quant (Q2_K .. Q6_K) rows (widening multiplies on NEON, sdot on dotprod), axpy / scale /
- * bf16 widening. Built once (pthread_once) and const afterwards. Compiled on another architecture, the file has no table. */
+/* kernels_neon.c — the aarch64 kernel tables (kernels.h): NEON (every aarch64 CPU), dotprod (ARMv8.2 sdot) and
+ * i8mm (smmla). NEON starts as a copy of the scalar table (its exact activation quantisers and its vector
+ * primitives, whose bits the vec.h contracts compare against) with the rows and primitives that have NEON kernels put
+ * in: F32 / F16 / BF16 rows, Q8_0 / Q4_0 and K-quant (Q2_K .. Q6_K) rows (widening multiplies), axpy / scale / bf16
+ * widening. dotprod is NEON's with sdot in the integer rows; i8mm is dotprod's with smmla in the Q8_0 / Q4_0
+ * prefill (decoding keeps sdot: one token fills half of smmla's 2x2 tile). Built once (pthread_once) and const
+ * afterwards. Compiled on another architecture, the file has no table. */
 #include "kernels/kernels.h"
 
 #include "kernels/neon.h"
@@ -11,7 +13,7 @@
 
 #include <pthread.h>
 
-static tg_cpu_kernels neon, dotprod;
+static tg_cpu_kernels neon, dotprod, i8mm;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #define FLOAT_ROW(t) {tg_neon_gemv_##t, tg_neon_tile_##t, NULL, NULL, NULL, 8, NULL}
@@ -48,6 +50,11 @@ static void build(void) {
     dotprod.type[TG_DT_Q8_0] = (tg_type_kernels)Q32_ROW(dotprod, q8_0);
     dotprod.type[TG_DT_Q4_0] = (tg_type_kernels)Q32_ROW(dotprod, q4_0);
     KQ_ROWS(dotprod, dotprod);
+    i8mm = dotprod;
+    i8mm.isa = TG_ISA_I8MM;
+    i8mm.name = tg_isa_name(TG_ISA_I8MM);
+    i8mm.type[TG_DT_Q8_0].gemm_q8x_rows = tg_i8mm_gemm_q8_0;
+    i8mm.type[TG_DT_Q4_0].gemm_q8x_rows = tg_i8mm_gemm_q4_0;
 }
 
 const tg_cpu_kernels *tg_cpu_kernels_neon(void) {
@@ -60,9 +67,15 @@ const tg_cpu_kernels *tg_cpu_kernels_dotprod(void) {
     return &dotprod;
 }
 
+const tg_cpu_kernels *tg_cpu_kernels_i8mm(void) {
+    pthread_once(&once, build);
+    return &i8mm;
+}
+
 #else
 
 const tg_cpu_kernels *tg_cpu_kernels_neon(void) { return NULL; }
 const tg_cpu_kernels *tg_cpu_kernels_dotprod(void) { return NULL; }
+const tg_cpu_kernels *tg_cpu_kernels_i8mm(void) { return NULL; }
 
 #endif

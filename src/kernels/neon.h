@@ -1,8 +1,9 @@
-/* neon.h — internal to src/kernels: the aarch64 kernels (gemv_neon.c, gemv_q32_neon.c, gemv_q32_dotprod.c) and their
- * tables (kernels_neon.c). Every kernel follows the canonical arithmetic order of kernels/arith_order.h, so its
- * results are the AVX2 kernels' bits on the same inputs, and a row's result never depends on which kernel or which
- * grouping of rows or tokens computed it (prefill in chunks == decoding token by token). Declared for every build;
- * defined where the files were compiled for aarch64 (TG_HAVE_NEON / TG_HAVE_DOTPROD, util/cpu_features.h). */
+/* neon.h — internal to src/kernels: the aarch64 kernels (gemv_neon.c, gemv_q32_neon.c, gemv_q32_dotprod.c,
+ * gemm_q32_i8mm.c, the K-quant files) and their tables (kernels_neon.c). Every kernel follows the canonical
+ * arithmetic order of kernels/arith_order.h, so its results are the AVX2 kernels' bits on the same inputs, and a
+ * row's result never depends on which kernel or which grouping of rows or tokens computed it (prefill in chunks ==
+ * decoding token by token). Declared for every build; defined where the files were compiled for aarch64
+ * (TG_HAVE_NEON / TG_HAVE_DOTPROD / TG_HAVE_I8MM, util/cpu_features.h). */
 #ifndef TG_KERNELS_NEON_H
 #define TG_KERNELS_NEON_H
 
@@ -43,6 +44,12 @@ void tg_dotprod_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const t
                           int64_t n, float *y, size_t ldy);
 void tg_dotprod_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb,
                           int64_t n, float *y, size_t ldy);
+/* The i8mm table's Q8_0 / Q4_0 prefill (tg_gemm_q8x_rows_fn; gemm_q32_i8mm.c): smmla tiles of four rows by four
+ * tokens, each result the bits of the dotprod gemv on that row and token. */
+void tg_i8mm_gemm_q8_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb, int64_t n,
+                       float *y, size_t ldy);
+void tg_i8mm_gemm_q4_0(const uint8_t *w, size_t w_stride, int64_t nr, const tg_q8x_block *xq, int64_t nb, int64_t n,
+                       float *y, size_t ldy);
 
 /* K-quant weights (Q2_K .. Q6_K) against tg_q8k_block activations (tg_gemv_fn; tg_gemm_q8k_fn: token t's
  * super-blocks at xk + t * nsup): kquant_neon_inline.h, the bits of the AVX2 kernels (gemv_kquant_avx2.c), with

@@ -64,6 +64,7 @@ const tg_attn_kernels *tg_attn_kernels_for(tg_isa isa) {
 #endif
     case TG_ISA_NEON: return tg_attn_kernels_neon();
     case TG_ISA_DOTPROD: return tg_attn_kernels_dotprod();
+    case TG_ISA_I8MM: return tg_attn_kernels_i8mm();
     default: return NULL;
     }
 }

@@ -199,5 +199,6 @@ const tg_attn_kernels *tg_attn_kernels_avx2(void);
 const tg_attn_kernels *tg_attn_kernels_avx512(void);
 const tg_attn_kernels *tg_attn_kernels_neon(void);
 const tg_attn_kernels *tg_attn_kernels_dotprod(void);
+const tg_attn_kernels *tg_attn_kernels_i8mm(void);
 
 #endif

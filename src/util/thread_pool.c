@@ -4,7 +4,10 @@
  * worker runs fn when it sees a new generation and decrements `pending`; the caller runs its own share, then waits
  * for `pending` to reach 0. A sleeper announces itself (`sleepers`, `caller_sleeping`) before re-checking the
  * condition under the mutex, and the waker checks the announcement after changing the condition: both use
- * sequentially consistent operations, so at least one of the two sees the other and no wake-up is lost. */
+ * sequentially consistent operations, so at least one of the two sees the other and no wake-up is lost. Each
+ * announcement is a read-modify-write, not a store: qemu-user on an x86 host (make test-aarch64) lets an arm64
+ * seq_cst store (stlr) pass the seq_cst load (ldar) after it, which arm64 forbids, and the caller then slept with
+ * no worker left to wake it (test_thread_pool hung now and then); a read-modify-write is ordered there too. */
 #define _POSIX_C_SOURCE 200809L
 #include "util/thread_pool.h"
 
@@ -133,7 +136,7 @@ void tg_pool_run(tg_pool *p, tg_pool_fn fn, void *ctx) {
     for (int spin = 0; spin < SPINS && atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spin++) cpu_relax();
     if (atomic_load(&p->pending) > 0) {
         pthread_mutex_lock(&p->mu);
-        atomic_store(&p->caller_sleeping, true);
+        atomic_exchange(&p->caller_sleeping, true);
         while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->wake_caller, &p->mu);
         atomic_store(&p->caller_sleeping, false);
         pthread_mutex_unlock(&p->mu);

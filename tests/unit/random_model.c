@@ -41,7 +41,7 @@ static void *keep(random_model *s, size_t bytes) {
     return p;
 }
 
-/* rows x cols of uniform values times scale, stored as type (F32, or Q8_0 quantised from the same values). */
+/* rows x cols of uniform values times scale, stored as type (F32, or Q8_0 / Q4_0 quantised from the same values). */
 static tg_tensor matrix(random_model *s, int64_t rows, int64_t cols, float scale, tg_dtype type) {
     float *f = must(malloc((size_t)(rows * cols) * sizeof *f));
     for (int64_t i = 0; i < rows * cols; i++) f[i] = rnd(s) * scale;
@@ -52,12 +52,13 @@ static tg_tensor matrix(random_model *s, int64_t rows, int64_t cols, float scale
         t.data = d;
     } else {
         const size_t rb = tg_row_bytes(type, cols);
-        if (type != TG_DT_Q8_0 || rb == 0) {
-            fprintf(stderr, "random_model: weights F32 or Q8_0 only\n");
+        if ((type != TG_DT_Q8_0 && type != TG_DT_Q4_0) || rb == 0) {
+            fprintf(stderr, "random_model: weights F32, Q8_0 or Q4_0 only\n");
             abort();
         }
         uint8_t *d = keep(s, rb * (size_t)rows);
-        for (int64_t r = 0; r < rows; r++) tg_quantize_row_q8_0(f + r * cols, d + (size_t)r * rb, cols);
+        for (int64_t r = 0; r < rows; r++)
+            (type == TG_DT_Q8_0 ? tg_quantize_row_q8_0 : tg_quantize_row_q4_0)(f + r * cols, d + (size_t)r * rb, cols);
         t.data = d;
     }
     free(f);

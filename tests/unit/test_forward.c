@@ -14,6 +14,7 @@
 
 #include "forward/forward.h"
 #include "model/model.h"
+#include "random_model.h"
 #include "tinygpt.h"
 
 #define LOGIT_TOL 1e-4
@@ -360,6 +361,45 @@ static void test_forward_chunk_equals_single_tokens(void **state) {
     synth_free(s);
 }
 
+/* The same with Q8_0 and Q4_0 matrices (random_model.h), whose prefill runs the integer kernels' multi-token paths
+ * (the i8mm table's smmla tiles on a CPU that has them) and whose decoding runs their one-token kernels: 40 tokens
+ * in one chunk on one thread, and one by one on two, give the same logits bit for bit. */
+static void test_forward_quantised_chunk_equals_single_tokens(void **state) {
+    (void)state;
+    const tg_dtype types[] = {TG_DT_Q8_0, TG_DT_Q4_0};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        random_model *r = random_model_new_typed(64, types[i], 7, false);
+        const tg_model *m = random_model_get(r);
+        tg_error err = {0};
+        tg_cache_params p = tg_cache_default_params();
+        tg_cache_shape shape = {
+            .n_layers = m->hp.n_layers, .n_heads = m->hp.n_heads, .n_kv_heads = m->hp.n_kv_heads,
+            .head_dim = m->hp.head_dim, .rope_theta = m->hp.rope_theta, .rope_style = m->hp.rope_style,
+            .context_length = m->hp.context_length, .kv_source = NULL, .layer_window = NULL,
+        };
+        tg_kvcache *c1 = tg_kvcache_new(&shape, &p, &err), *c2 = tg_kvcache_new(&shape, &p, &err);
+        assert_true(c1 && c2);
+        tg_forward *f1 = tg_forward_new(m, c1, 64, 1, &err), *f2 = tg_forward_new(m, c2, 1, 2, &err);
+        assert_true(f1 && f2);
+        const int n = 40, V = m->hp.vocab_size;
+        int32_t *ids = random_model_text(n, V, 13);
+        float *a = malloc((size_t)n * (size_t)V * sizeof *a), *b = malloc((size_t)n * (size_t)V * sizeof *b);
+        float *last = malloc((size_t)V * sizeof *last);
+        assert_true(a && b && last);
+        tg_forward_chunk(f1, c1, ids, n, 0, a, last);
+        for (int t = 0; t < n; t++) tg_forward_chunk(f2, c2, ids + t, 1, t, NULL, b + (size_t)t * (size_t)V);
+        if (memcmp(a, b, (size_t)n * (size_t)V * sizeof *a) != 0)
+            fail_msg("%s: chunked (1 thread) vs single-token (2 threads) max diff %g", tg_dtype_name(types[i]),
+                     max_abs_diff(a, b, (int64_t)n * V));
+        free(ids), free(a), free(b), free(last);
+        tg_forward_free(f1);
+        tg_forward_free(f2);
+        tg_kvcache_free(c1);
+        tg_kvcache_free(c2);
+        random_model_free(r);
+    }
+}
+
 /* Past 1024 tokens a token's attention runs in several shares, and a lone decoded token's kv-heads are stored by the
  * units of their last shares while the other shares run (tg_kvcache_append_start / _head): the same bits as chunks
  * of 64 on one thread, whose appends are stored whole, for each codec that stores head by head (plain, KIVI with
@@ -683,6 +723,7 @@ int main(void) {
         cmocka_unit_test(test_forward_matches_naive_sliding_window),
         cmocka_unit_test(test_forward_matches_naive_shared_kv),
         cmocka_unit_test(test_forward_chunk_equals_single_tokens),
+        cmocka_unit_test(test_forward_quantised_chunk_equals_single_tokens),
         cmocka_unit_test(test_forward_deep_decode_equals_chunks),
         cmocka_unit_test(test_forward_batch_equals_alone),
         cmocka_unit_test(test_forward_batch_mixed_shares),
