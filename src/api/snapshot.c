@@ -20,7 +20,7 @@
 
 static const uint8_t MAGIC[8] = {'T', 'G', 'S', 'N', 'A', 'P', 'S', 'H'};
 #define HEADER_BYTES 32
-#define FORMAT_VERSION 1u
+#define FORMAT_VERSION 2u
 
 /* Section tags: four ASCII letters read as a little-endian u32. */
 #define TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)

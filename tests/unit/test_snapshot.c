@@ -248,9 +248,9 @@ static void test_refusals(void **state) {
 
     uint8_t *copy = malloc(len);
     memcpy(copy, buf, len);
-    copy[8] = 2; /* version 2 */
+    copy[8] = 3; /* version 3 */
     fix_header_crc(copy);
-    expect_refused(r, copy, len, TG_ERR_SNAPSHOT_VERSION, "format version 2");
+    expect_refused(r, copy, len, TG_ERR_SNAPSHOT_VERSION, "format version 3");
     expect_refused(r, buf, len - 1, TG_ERR_SNAPSHOT_CORRUPT, "cut short");
     expect_refused(r, buf, 20, TG_ERR_SNAPSHOT_CORRUPT, "cut short");
     expect_refused(r, buf, 0, TG_ERR_SNAPSHOT_CORRUPT, "magic");
