@@ -79,7 +79,12 @@ static float slice_error(const slice *sl, float s, float z) {
     for (int64_t i = 0; i < sl->n; i++) {
         const float v = sl->x[(size_t)i * sl->stride];
         if (v != v) continue; /* NaN: coded 0 whatever the grid */
-        const float d = (float)tg_kivi_code(v, s, z, sl->levels) * s + z - v, u = (v - sl->mid) / sl->half;
+        const float d = (float)tg_kivi_code(v, s, z, sl->levels) * s + z - v;
+        if (sl->edge == 0.0f) { /* values: the plain squared error (1 + 0 u^2 == 1: the same sum) */
+            e += d * d;
+            continue;
+        }
+        const float u = (v - sl->mid) / sl->half;
         e += d * d * (1.0f + sl->edge * u * u);
     }
     return e;
