@@ -70,27 +70,32 @@ static bool bytes_of(size_t n, size_t size, size_t *out, tg_error *err) {
     return tg_mul_size(n, size, out) || tg_fail(err, "vulkan: a buffer size overflows");
 }
 
-/* Uploads w in the file's layout (a repacked Q8_0 matrix is put back block by block). */
+/* Uploads w in the file's layout (a repacked Q8_0 matrix is put back block by block) into device memory, with 16
+ * bytes beyond its end (the shaders' unaligned word reads may touch the word after a row's last byte). */
 static bool upload_weight(tg_backend *be, const tg_tensor *w, vk_weight *out, tg_error *err) {
     const size_t rb = tg_row_bytes(w->type, w->cols);
     size_t bytes;
-    if (rb == 0 || rb > UINT32_MAX || !bytes_of((size_t)w->rows, rb, &bytes, err))
+    if (rb == 0 || rb > UINT32_MAX || !bytes_of((size_t)w->rows, rb, &bytes, err) || bytes > SIZE_MAX - 16)
         return tg_fail(err, "vulkan: a %s matrix of %lld columns cannot be uploaded", tg_dtype_name(w->type),
                        (long long)w->cols);
-    if (!tg_vk_buf_new(be->vk, bytes, "a weight matrix", &out->buf, err)) return false;
-    uint8_t *dst = out->buf.map;
+    if (!tg_vk_buf_new(be->vk, bytes + 16, TG_VK_DEVICE, "a weight matrix", &out->buf, err)) return false;
+    bool ok;
     if (w->row_group) {
+        uint8_t *host = malloc(bytes);
+        if (!host) return tg_fail(err, "out of memory");
         const size_t bb = tg_weight_type_of(w->type)->block_bytes;
         const int64_t nb = w->cols / tg_weight_type_of(w->type)->block_elems;
         for (int64_t r = 0; r < w->rows; r++)
-            for (int64_t b = 0; b < nb; b++) tg_repack_block(w, r, b, dst + (size_t)r * rb + (size_t)b * bb);
+            for (int64_t b = 0; b < nb; b++) tg_repack_block(w, r, b, host + (size_t)r * rb + (size_t)b * bb);
+        ok = tg_vk_upload(be->vk, &out->buf, 0, host, bytes, err);
+        free(host);
     } else {
-        memcpy(dst, w->data, bytes);
+        ok = tg_vk_upload(be->vk, &out->buf, 0, w->data, bytes, err);
     }
     out->data = w->data;
     out->row_bytes = (uint32_t)rb;
     out->type = (uint32_t)w->type;
-    return true;
+    return ok;
 }
 
 static VkDescriptorSet make_set(tg_backend *be, const tg_vk_buf *b0, tg_error *err) {
@@ -179,8 +184,8 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     be->n_slots = (uint32_t)slots;
     size_t kb, vb;
     if (!bytes_of(floats, be->k16 ? 2 : 4, &kb, err) || !bytes_of(floats, be->v16 ? 2 : 4, &vb, err)) return false;
-    return tg_vk_buf_new(be->vk, kb, "the KV mirror's keys", &be->kc, err) &&
-           tg_vk_buf_new(be->vk, vb, "the KV mirror's values", &be->vc, err);
+    return tg_vk_buf_new(be->vk, kb, TG_VK_DEVICE, "the KV mirror's keys", &be->kc, err) &&
+           tg_vk_buf_new(be->vk, vb, TG_VK_DEVICE, "the KV mirror's values", &be->vc, err);
 }
 
 /* The aux row table's layout and buffer. */
@@ -196,10 +201,25 @@ static bool make_aux(tg_backend *be, tg_error *err) {
         *offs[i] = (uint32_t)at;
         if (!tg_add_size(at, n, &at) || at > UINT32_MAX / 4) return tg_fail(err, "vulkan: the row table is too large");
     }
-    if (!tg_vk_buf_new(be->vk, at * 4, "the row table", &be->aux, err)) return false;
+    if (!tg_vk_buf_new(be->vk, at * 4, TG_VK_SHARED, "the row table", &be->aux, err)) return false;
     memset(be->aux.map, 0xff, at * 4); /* every slot's position -1: empty */
     if (be->n_desc) memcpy((uint32_t *)be->aux.map + be->a_desc, be->desc, (size_t)be->n_desc * 4);
     return true;
+}
+
+/* The readback buffer: a call's logits rows, then its K and V rows of every K/V layer (vk_run.c copies them). */
+static bool make_readback(tg_backend *be, tg_error *err) {
+    const tg_hparams *hp = &be->m->hp;
+    const size_t rows = (size_t)be->max_rows, kvd = (size_t)hp->n_kv_heads * (size_t)hp->head_dim;
+    size_t logits, kv, floats, bytes;
+    if (!bytes_of(rows, (size_t)hp->vocab_size, &logits, err) || !bytes_of(rows * kvd, 2 * (size_t)hp->n_layers, &kv,
+                                                                              err) ||
+        !tg_add_size(logits, kv, &floats) || !bytes_of(floats, sizeof(float), &bytes, err))
+        return tg_fail(err, "vulkan: the readback of %d rows is too large", be->max_rows);
+    be->rb_kv = logits;
+    be->regions = calloc(1 + 2 * (size_t)hp->n_layers, sizeof *be->regions);
+    if (!be->regions) return tg_fail(err, "out of memory");
+    return tg_vk_buf_new(be->vk, bytes, TG_VK_READBACK, "the readback buffer", &be->rb, err);
 }
 
 /* ---- compiling the program -------------------------------------------------------------------------------------- */
@@ -227,9 +247,11 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
     }
     size_t nb;
     if (!bytes_of((size_t)(n_norms > 0 ? n_norms : 1) * (size_t)d, sizeof(float), &nb, err) ||
-        !tg_vk_buf_new(be->vk, nb, "the norm weights", &be->norms, err) ||
+        !tg_vk_buf_new(be->vk, nb, TG_VK_DEVICE, "the norm weights", &be->norms, err) ||
         !(be->set_norms = make_set(be, &be->norms, err)))
         return false;
+    float *norms = calloc(nb / sizeof(float), sizeof(float));
+    if (!norms) return tg_fail(err, "out of memory");
     uint32_t norm_at = 0;
     for (int i = 0; i < p->n; i++) {
         const tg_op *o = &p->ops[i];
@@ -239,14 +261,18 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
         if (o->kind == TG_OP_ROPE_APPEND || o->kind == TG_OP_ATTEND) v->layer = o->layer;
         if (o->kind == TG_OP_ATTEND) layer = o->layer + 1;
         if (o->kind == TG_OP_NORM) {
-            memcpy((float *)be->norms.map + norm_at, o->norm_w, (size_t)d * sizeof(float));
+            memcpy(norms + norm_at, o->norm_w, (size_t)d * sizeof(float));
             v->norm_off = norm_at;
             norm_at += (uint32_t)d;
         }
-        if ((o->kind == TG_OP_EMBED || o->kind == TG_OP_MATMUL) && (v->w = weight_index(be, o->w, err)) < 0)
+        if ((o->kind == TG_OP_EMBED || o->kind == TG_OP_MATMUL) && (v->w = weight_index(be, o->w, err)) < 0) {
+            free(norms);
             return false;
+        }
     }
-    return true;
+    const bool ok = tg_vk_upload(be->vk, &be->norms, 0, norms, nb, err);
+    free(norms);
+    return ok;
 }
 
 /* ---- the backend's life ----------------------------------------------------------------------------------------- */
@@ -256,7 +282,7 @@ static void vk_destroy(tg_backend *be) {
     tg_vk_ctx *c = be->vk;
     if (c) {
         for (int i = 0; i < be->n_weights; i++) tg_vk_buf_free(c, &be->weights[i].buf);
-        tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->kc, &be->vc};
+        tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->kc, &be->vc, &be->rb};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tg_vk_buf_free(c, bufs[i]);
         for (int i = 0; i < PL_COUNT; i++)
             if (be->pl[i]) c->f.vkDestroyPipeline(c->dev, be->pl[i], NULL);
@@ -267,6 +293,7 @@ static void vk_destroy(tg_backend *be) {
     free(be->ops);
     free(be->kv_index);
     free(be->desc);
+    free(be->regions);
     free(be);
 }
 
@@ -295,7 +322,8 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
     bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1, err) &&
               make_mirror(be, cache, err) && make_aux(be, err) && layout_acts(be, &floats, err) &&
               bytes_of(floats, sizeof(float), &bytes, err) &&
-              tg_vk_buf_new(be->vk, bytes, "the activations", &be->act, err) && compile(be, p, err);
+              tg_vk_buf_new(be->vk, bytes, TG_VK_DEVICE, "the activations", &be->act, err) &&
+              make_readback(be, err) && compile(be, p, err);
     for (int i = 0; ok && i < PL_COUNT; i++) ok = (be->pl[i] = tg_vk_pipeline(be->vk, pl_names[i], err)) != NULL;
     if (ok && tg_vk_messages(be->vk) > 0)
         ok = tg_fail(err, "vulkan: the validation layer reported %d message(s) (printed above)",

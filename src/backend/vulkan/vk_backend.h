@@ -60,6 +60,9 @@ struct tg_backend {
     vk_op *ops; /* [n_ops] */
     int n_ops;
     tg_vk_buf norms, act, aux, kc, vc;
+    tg_vk_buf rb;   /* readback (host-visible): a call's logits rows from float 0, its K / V rows from rb_kv */
+    size_t rb_kv;
+    VkBufferCopy *regions; /* [1 + 2 n_layers] the readback's copies */
     /* activations: value v of the call's rows at act + off[v], ld[v] floats a row; K and V hold every layer's rows
      * (layer l's at off + l * max_rows * ld), read back for the host cache's appends */
     uint32_t off[TG_VAL_COUNT], ld[TG_VAL_COUNT];

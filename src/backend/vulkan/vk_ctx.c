@@ -173,6 +173,7 @@ tg_vk_ctx *tg_vk_open(int index, tg_error *err) {
 void tg_vk_close(tg_vk_ctx *c) {
     if (!c) return;
     if (c->dev) {
+        tg_vk_buf_free(c, &c->staging);
         if (c->fence) c->f.vkDestroyFence(c->dev, c->fence, NULL);
         if (c->cmd_pool) c->f.vkDestroyCommandPool(c->dev, c->cmd_pool, NULL);
         if (c->pipe_layout) c->f.vkDestroyPipelineLayout(c->dev, c->pipe_layout, NULL);
@@ -186,42 +187,58 @@ void tg_vk_close(tg_vk_ctx *c) {
     free(c);
 }
 
-/* A memory type of `bits` with `want` (then also device-local when one has it); -1: none. */
-static int memory_type(const tg_vk_ctx *c, uint32_t bits, VkMemoryPropertyFlags want) {
-    int best = -1;
+/* A memory type of `bits` with every flag of `want`, preferring one with `prefer` and then one without `avoid`;
+ * -1: none. */
+static int memory_type(const tg_vk_ctx *c, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer,
+                       VkMemoryPropertyFlags avoid) {
+    int best = -1, best_score = -1;
     for (uint32_t i = 0; i < c->mem_props.memoryTypeCount; i++) {
         const VkMemoryPropertyFlags f = c->mem_props.memoryTypes[i].propertyFlags;
         if (!(bits & (1u << i)) || (f & want) != want) continue;
-        if (best < 0 || (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) best = (int)i;
-        if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) break;
+        const int score = ((f & prefer) == prefer ? 2 : 0) + ((f & avoid) == 0 ? 1 : 0);
+        if (score > best_score) best = (int)i, best_score = score;
     }
     return best;
 }
 
-bool tg_vk_buf_new(tg_vk_ctx *c, size_t bytes, const char *what, tg_vk_buf *b, tg_error *err) {
+static bool allocate(tg_vk_ctx *c, tg_vk_buf *b, const VkMemoryRequirements *req, int type) {
+    const VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req->size,
+                                     .memoryTypeIndex = (uint32_t)type};
+    if (c->f.vkAllocateMemory(c->dev, &ai, NULL, &b->mem) == VK_SUCCESS) return true;
+    b->mem = VK_NULL_HANDLE;
+    return false;
+}
+
+bool tg_vk_buf_new(tg_vk_ctx *c, size_t bytes, tg_vk_mem mem, const char *what, tg_vk_buf *b, tg_error *err) {
     *b = (tg_vk_buf){0};
     if (bytes == 0) bytes = 4;
     if (bytes > c->limits.maxStorageBufferRange)
         return tg_fail(err, "vulkan: %s needs %zu bytes, more than device %s's storage buffer range (%u bytes)", what,
                        bytes, c->device_name, c->limits.maxStorageBufferRange);
     const VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = bytes,
-                                   .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                   .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                            VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                    .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     VkResult r = c->f.vkCreateBuffer(c->dev, &bi, NULL, &b->buf);
     if (r != VK_SUCCESS) return vk_fail(err, "vkCreateBuffer", r);
     VkMemoryRequirements req;
     c->f.vkGetBufferMemoryRequirements(c->dev, b->buf, &req);
-    const int type = memory_type(c, req.memoryTypeBits,
-                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-    if (type < 0) return tg_fail(err, "vulkan: device %s has no host-visible memory for %s", c->device_name, what);
-    const VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
-                                     .memoryTypeIndex = (uint32_t)type};
-    r = c->f.vkAllocateMemory(c->dev, &ai, NULL, &b->mem);
-    if (r != VK_SUCCESS)
-        return tg_fail(err, "vulkan: out of device memory for %s (%zu bytes; VkResult %d)", what, bytes, (int)r);
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    /* the kind's choice, then (a device-local, host-visible heap is often small) host-visible memory of any kind */
+    const int first = mem == TG_VK_DEVICE   ? memory_type(c, req.memoryTypeBits, local, 0, host)
+                      : mem == TG_VK_SHARED ? memory_type(c, req.memoryTypeBits, host, local, 0)
+                                            : memory_type(c, req.memoryTypeBits, host,
+                                                          VK_MEMORY_PROPERTY_HOST_CACHED_BIT, local);
+    const int fallback = memory_type(c, req.memoryTypeBits, host, 0, local);
+    if (first < 0 && fallback < 0)
+        return tg_fail(err, "vulkan: device %s has no memory type for %s", c->device_name, what);
+    if (!(first >= 0 && allocate(c, b, &req, first)) && !(fallback >= 0 && fallback != first &&
+                                                          allocate(c, b, &req, fallback)))
+        return tg_fail(err, "vulkan: out of device memory for %s (%zu bytes)", what, bytes);
     if ((r = c->f.vkBindBufferMemory(c->dev, b->buf, b->mem, 0)) != VK_SUCCESS)
         return vk_fail(err, "vkBindBufferMemory", r);
-    if ((r = c->f.vkMapMemory(c->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS)
+    if (mem != TG_VK_DEVICE && (r = c->f.vkMapMemory(c->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map)) != VK_SUCCESS)
         return vk_fail(err, "vkMapMemory", r);
     b->bytes = bytes;
     return true;
@@ -233,6 +250,49 @@ void tg_vk_buf_free(tg_vk_ctx *c, tg_vk_buf *b) {
     if (b->buf) c->f.vkDestroyBuffer(c->dev, b->buf, NULL);
     if (b->mem) c->f.vkFreeMemory(c->dev, b->mem, NULL);
     *b = (tg_vk_buf){0};
+}
+
+#define STAGING_MAX ((size_t)64 << 20)
+
+bool tg_vk_upload(tg_vk_ctx *c, tg_vk_buf *dst, size_t at, const void *src, size_t bytes, tg_error *err) {
+    if (at > dst->bytes || bytes > dst->bytes - at) return tg_fail(err, "vulkan: an upload past its buffer's end");
+    const size_t want = bytes < STAGING_MAX ? bytes : STAGING_MAX;
+    if (c->staging.bytes < want) {
+        tg_vk_buf_free(c, &c->staging);
+        if (!tg_vk_buf_new(c, want, TG_VK_READBACK, "the upload's staging buffer", &c->staging, err)) return false;
+    }
+    for (size_t done = 0; done < bytes;) {
+        const size_t n = bytes - done < c->staging.bytes ? bytes - done : c->staging.bytes;
+        memcpy(c->staging.map, (const uint8_t *)src + done, n);
+        const VkBufferCopy region = {.srcOffset = 0, .dstOffset = at + done, .size = n};
+        if (!tg_vk_begin(c, err)) return false;
+        c->f.vkCmdCopyBuffer(c->cmd, c->staging.buf, dst->buf, 1, &region);
+        const VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                    .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                                    .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+        c->f.vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                  &mb, 0, NULL, 0, NULL);
+        if (!tg_vk_submit_wait(c, err)) return false;
+        done += n;
+    }
+    return true;
+}
+
+void tg_vk_copy(tg_vk_ctx *c, const tg_vk_buf *src, const tg_vk_buf *dst, const VkBufferCopy *regions, uint32_t n) {
+    if (n == 0) return;
+    const VkMemoryBarrier before = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                    .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                                    .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
+    c->f.vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                              &before, 0, NULL, 0, NULL);
+    c->f.vkCmdCopyBuffer(c->cmd, src->buf, dst->buf, n, regions);
+    const VkMemoryBarrier after = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                   .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                                   .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                                                    VK_ACCESS_SHADER_WRITE_BIT};
+    c->f.vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                              VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, NULL,
+                              0, NULL);
 }
 
 VkPipeline tg_vk_pipeline(tg_vk_ctx *c, const char *name, tg_error *err) {

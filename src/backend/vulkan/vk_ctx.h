@@ -29,7 +29,7 @@
     X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer)                \
     X(vkEndCommandBuffer) X(vkResetCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                     \
     X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkQueueSubmit) X(vkCreateFence)                  \
-    X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences)
+    X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) X(vkCmdCopyBuffer)
 
 typedef struct {
 #define TG_VK_FIELD(name) PFN_##name name;
@@ -37,8 +37,13 @@ typedef struct {
 #undef TG_VK_FIELD
 } tg_vk_fns;
 
-/* A buffer in host-visible, coherent memory (device-local too where the device has such memory), mapped for its
- * whole life. */
+/* Where a buffer lives: the device's own memory (filled by tg_vk_upload, read back by a recorded copy; a device
+ * without device-local memory, lavapipe, gives host memory), host-visible memory the host writes and the device
+ * reads (device-local too where the device has such memory: the row table), or host-visible memory the host reads
+ * (cached where it can be: what the device copies back). */
+typedef enum { TG_VK_DEVICE, TG_VK_SHARED, TG_VK_READBACK } tg_vk_mem;
+
+/* A storage buffer; `map` is its mapping for its whole life when it is SHARED or READBACK (NULL for DEVICE). */
 typedef struct {
     VkBuffer buf;
     VkDeviceMemory mem;
@@ -69,6 +74,7 @@ typedef struct tg_vk_ctx {
     VkCommandPool cmd_pool;
     VkCommandBuffer cmd;
     VkFence fence;
+    tg_vk_buf staging; /* tg_vk_upload's, made on first use */
 } tg_vk_ctx;
 
 /* Opens device `index` (the N of --device vulkan:N): NULL with one message when the loader, a device or a feature
@@ -76,10 +82,18 @@ typedef struct tg_vk_ctx {
 tg_vk_ctx *tg_vk_open(int index, tg_error *err);
 void tg_vk_close(tg_vk_ctx *c);
 
-/* A mapped buffer of `bytes` (> 0) for storage; false (err filled, naming `what`) when it exceeds the device's
- * storage range or memory runs out. */
-bool tg_vk_buf_new(tg_vk_ctx *c, size_t bytes, const char *what, tg_vk_buf *b, tg_error *err);
+/* A buffer of `bytes` (> 0) in memory `mem`; false (err filled, naming `what`) when it exceeds the device's
+ * storage range or memory runs out. Its bytes are undefined until written. */
+bool tg_vk_buf_new(tg_vk_ctx *c, size_t bytes, tg_vk_mem mem, const char *what, tg_vk_buf *b, tg_error *err);
 void tg_vk_buf_free(tg_vk_ctx *c, tg_vk_buf *b);
+
+/* Copies src[bytes] to dst at byte `at` through a host-visible staging buffer, submitted and waited for (not
+ * inside a recording); false (err filled) when the device fails. */
+bool tg_vk_upload(tg_vk_ctx *c, tg_vk_buf *dst, size_t at, const void *src, size_t bytes, tg_error *err);
+
+/* Records copies of regions[n] from src to dst after the dispatches recorded so far (their writes made visible to
+ * the copy; the copy's made visible to the host at the submission's end). */
+void tg_vk_copy(tg_vk_ctx *c, const tg_vk_buf *src, const tg_vk_buf *dst, const VkBufferCopy *regions, uint32_t n);
 
 /* The compute pipeline of embedded shader `name` (shaders.h); VK_NULL_HANDLE with err filled when it is missing or
  * the driver refuses it. */

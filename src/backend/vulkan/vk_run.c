@@ -157,6 +157,27 @@ static void poison(const tg_backend *be, const tg_rows *rows) {
         for (size_t j = 0; outs[i] && j < counts[i]; j++) outs[i][j] = NAN;
 }
 
+/* Records the copies of the call's results into the readback buffer: logits rows [t0, n) (at row t's place) and
+ * every K/V layer's keys and values of rows [0, n) (vk_backend.h's rb). */
+static void record_readback(tg_backend *be, int n, int t0) {
+    const tg_hparams *hp = &be->m->hp;
+    VkBufferCopy *regions = be->regions;
+    uint32_t k = 0;
+    const size_t vocab = (size_t)hp->vocab_size, kvd = be->ld[TG_VAL_K], plane = (size_t)be->max_rows * kvd;
+    if (t0 < n)
+        regions[k++] = (VkBufferCopy){.srcOffset = ((size_t)be->off[TG_VAL_LOGITS] + (size_t)t0 * vocab) * 4,
+                                      .dstOffset = (size_t)t0 * vocab * 4, .size = (size_t)(n - t0) * vocab * 4};
+    for (int l = 0; l < hp->n_layers; l++) {
+        if (be->kv_index[l] < 0) continue;
+        const size_t dst = (be->rb_kv + 2 * (size_t)l * plane) * 4;
+        regions[k++] = (VkBufferCopy){.srcOffset = (size_t)off_of(be, TG_VAL_K, l) * 4, .dstOffset = dst,
+                                      .size = (size_t)n * kvd * 4};
+        regions[k++] = (VkBufferCopy){.srcOffset = (size_t)off_of(be, TG_VAL_V, l) * 4, .dstOffset = dst + plane * 4,
+                                      .size = (size_t)n * kvd * 4};
+    }
+    tg_vk_copy(be->vk, &be->act, &be->rb, regions, k);
+}
+
 /* Runs rows [a, b) of the call as one submission (their activations at rows 0 .. b - a), copies out the logits of
  * those wanted and appends their keys and values to the host cache; false (printed) when the device failed. */
 static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
@@ -183,6 +204,7 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
     const int t0 = all ? 0 : rows->logits_last && b == rows->n ? n - 1 : n;
     bool ok = tg_vk_begin(be->vk, &err);
     for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, t0, max_pos);
+    if (ok) record_readback(be, n, t0);
     ok = ok && tg_vk_submit_wait(be->vk, &err);
     if (ok && tg_vk_messages(be->vk) > 0)
         ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)",
@@ -192,7 +214,7 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
         return false;
     }
     const size_t vocab = (size_t)hp->vocab_size;
-    const float *logits = (const float *)be->act.map + be->off[TG_VAL_LOGITS];
+    const float *logits = be->rb.map;
     for (int i = 0; i < rows->n_head; i++)
         if (rows->head_rows[i] >= a && rows->head_rows[i] < b)
             memcpy(rows->head_out + i * vocab, logits + (size_t)(rows->head_rows[i] - a) * vocab,
@@ -201,13 +223,11 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
     if (rows->logits_last && b == rows->n)
         memcpy(rows->logits_last, logits + (size_t)(n - 1) * vocab, vocab * sizeof(float));
     /* the host cache's appends, layer by layer in position order */
-    const float *act = be->act.map;
+    const size_t kvd = (size_t)be->ld[TG_VAL_K], plane = (size_t)be->max_rows * kvd;
     for (int l = 0; l < hp->n_layers; l++) {
         if (be->kv_index[l] < 0) continue;
-        for (int t = 0; t < n; t++) {
-            const size_t at = (size_t)t * be->ld[TG_VAL_K];
-            tg_kvcache_append(c, l, sub.pos[t], act + off_of(be, TG_VAL_K, l) + at, act + off_of(be, TG_VAL_V, l) + at);
-        }
+        const float *k = (const float *)be->rb.map + be->rb_kv + 2 * (size_t)l * plane, *v = k + plane;
+        for (int t = 0; t < n; t++) tg_kvcache_append(c, l, sub.pos[t], k + (size_t)t * kvd, v + (size_t)t * kvd);
     }
     return true;
 }
