@@ -107,7 +107,7 @@ static VkDescriptorSet make_set(tg_backend *be, const tg_vk_buf *b0, tg_error *e
         tg_fail(err, "vulkan: out of descriptor sets");
         return VK_NULL_HANDLE;
     }
-    const tg_vk_buf *bufs[TG_VK_BINDINGS] = {b0, &be->act, &be->aux, &be->kc, &be->vc};
+    const tg_vk_buf *bufs[TG_VK_BINDINGS] = {b0, &be->act, &be->aux, &be->kc, &be->vc, &be->act};
     VkDescriptorBufferInfo info[TG_VK_BINDINGS];
     VkWriteDescriptorSet w[TG_VK_BINDINGS];
     for (int i = 0; i < TG_VK_BINDINGS; i++) {
@@ -133,6 +133,7 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
     size_t at = 0;
     for (int v = 0; v < TG_VAL_COUNT; v++) {
         size_t n;
+        at = (at + 3) & ~(size_t)3; /* each value 16-byte aligned (the shaders' vec4 loads) */
         if (!bytes_of(rows, per_row[v], &n, err) || !tg_add_size(at, n, &at) || at > UINT32_MAX)
             return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);
         be->off[v] = (uint32_t)(at - n);

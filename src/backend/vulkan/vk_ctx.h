@@ -51,7 +51,7 @@ typedef struct {
     size_t bytes;
 } tg_vk_buf;
 
-#define TG_VK_BINDINGS 5 /* the descriptor set every pipeline shares (shaders/common.glsl) */
+#define TG_VK_BINDINGS 6 /* the descriptor set every pipeline shares (shaders/common.glsl) */
 #define TG_VK_PUSH_BYTES 128
 
 typedef struct tg_vk_ctx {

@@ -90,10 +90,12 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         const uint32_t rows = (uint32_t)o->t->rows;
         const uint32_t first = o->out == TG_VAL_LOGITS ? (uint32_t)t0 : 0;
         if ((int)first >= n) return;
-        const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n,
-                               off_of(be, o->in, o->layer), be->ld[o->in], off_of(be, o->out, o->layer),
-                               be->ld[o->out]};
-        grid(rows, &gx, &gy);
+        const uint32_t in_off = off_of(be, o->in, o->layer), ld_in = be->ld[o->in];
+        const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n, in_off, ld_in,
+                               off_of(be, o->out, o->layer), be->ld[o->out], in_off % 4 == 0 && ld_in % 4 == 0};
+        const uint32_t groups = (rows + 3) / 4; /* matmul.comp: 4 weight rows a workgroup */
+        gx = groups < 65535 ? groups : 65535;
+        gy = (groups + gx - 1) / gx;
         tg_vk_dispatch(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy, 1);
         return;
     }

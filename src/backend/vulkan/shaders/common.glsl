@@ -1,15 +1,17 @@
 // common.glsl — what every shader of the Vulkan backend shares: the one descriptor set layout (the backend binds the
-// same five buffers to every pipeline, only binding 0 changes) and the readers of packed data.
+// same six bindings to every pipeline, only binding 0 changes) and the readers of packed data.
 //   binding 0: wd   — a weight matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K rows as the file stores
 //                     them) or the norm weights, as words
 //   binding 1: act  — every activation [rows, ...] at the offsets the backend gives in push constants
 //   binding 2: aux  — the call's row table (ids, positions, slots, RoPE cos / sin) written by the host
 //   binding 3: kc, binding 4: vc — the device KV mirror (fp32 words or fp16 pairs)
+//   binding 5: act4 — the activations again, as vec4s (16-byte loads where an offset and a row length allow)
 layout(std430, set = 0, binding = 0) readonly buffer Weights { uint wd[]; };
 layout(std430, set = 0, binding = 1) buffer Acts { float act[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Aux { uint aux[]; };
 layout(std430, set = 0, binding = 3) buffer KCache { uint kc[]; };
 layout(std430, set = 0, binding = 4) buffer VCache { uint vc[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Acts4 { vec4 act4[]; };
 
 // weight types (the backend's upload accepts only these; kernels/tensor.h's tg_dtype values)
 const uint WT_F32 = 0u;

@@ -1,24 +1,113 @@
 #version 450
-// matmul.comp — out[t, r] = row r of w . row t of in, for rows t0 .. n of the input: one invocation a weight row
-// (x + 65536 y), which reads its row once per four activation rows and sums in fp32 in column order. No shared
-// memory or barriers: the plain form, which lavapipe runs well; a tiled form for GPUs is the next issue's.
+// matmul.comp — out[t, r] = row r of w . row t of in, for rows t0 .. n of the input. A workgroup of 4 x 32
+// invocations takes 4 weight rows; the 32 invocations of a row take its blocks in turn, so neighbours read
+// neighbouring bytes and the loads coalesce, each decoding whole words; their fp32 partial sums meet in shared
+// memory. Activation rows 8 at a time: a weight row is read once per 8 rows. Types without a block path here (the
+// K-quants, rows whose length is not a multiple of 4) take one element at a time through w_elem.
 #extension GL_GOOGLE_include_directive : require
-layout(local_size_x = 64) in;
+layout(local_size_x = 32, local_size_y = 4) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
-    uint rows, cols, row_bytes, wtype, t0, n, in_off, ld_in, out_off, ld_out;
+    uint rows, cols, row_bytes, wtype, t0, n, in_off, ld_in, out_off, ld_out, vec_in;
 } p;
-void main() {
-    const uint r = gl_GlobalInvocationID.x + 65536u * gl_GlobalInvocationID.y;
-    if (r >= p.rows) return;
-    const uint row_off = r * p.row_bytes;
-    for (uint t = p.t0; t < p.n; t += 4u) {
-        const uint m = min(4u, p.n - t);
-        float s[4] = float[4](0.0, 0.0, 0.0, 0.0);
-        for (uint c = 0u; c < p.cols; c++) {
-            const float w = w_elem(p.wtype, row_off, c);
-            for (uint j = 0u; j < m; j++) s[j] += w * act[p.in_off + (t + j) * p.ld_in + c];
+#define NT 8u
+shared float part[4][NT][33];
+float s[NT];
+float bs[NT];
+
+// in[t, c .. c + 3] (c a multiple of 4)
+vec4 x4(uint t, uint c) {
+    const uint i = p.in_off + t * p.ld_in + c;
+    if (p.vec_in != 0u) return act4[i >> 2];
+    return vec4(act[i], act[i + 1u], act[i + 2u], act[i + 3u]);
+}
+
+// the 4 weight bytes from byte `off` on, as a little-endian word (any alignment; the buffer has 16 bytes of slack)
+uint w_bytes4(uint off) {
+    const uint sh = (off & 3u) * 8u, lo = wd[off >> 2], hi = wd[(off >> 2) + 1u];
+    return sh == 0u ? lo : (lo >> sh) | (hi << (32u - sh));
+}
+
+vec4 i8x4(uint v) {
+    const int w = int(v);
+    return vec4(bitfieldExtract(w, 0, 8), bitfieldExtract(w, 8, 8), bitfieldExtract(w, 16, 8),
+                bitfieldExtract(w, 24, 8));
+}
+
+vec4 u4x4(uint v, uint sh) { // nibbles at bits sh, sh + 8, sh + 16, sh + 24
+    return vec4((v >> sh) & 15u, (v >> (sh + 8u)) & 15u, (v >> (sh + 16u)) & 15u, (v >> (sh + 24u)) & 15u);
+}
+
+void accumulate(uint lane, uint row_off, uint t, uint m) {
+    const uint nb = p.cols / 32u;
+    if (p.wtype == WT_Q8_0) {
+        for (uint b = lane; b < nb; b += 32u) {
+            const uint blk = row_off + b * 34u, c0 = b * 32u;
+            for (uint j = 0u; j < NT; j++) bs[j] = 0.0;
+            for (uint g = 0u; g < 8u; g++) {
+                const vec4 q = i8x4(w_bytes4(blk + 2u + 4u * g));
+                for (uint j = 0u; j < NT; j++)
+                    if (j < m) bs[j] += dot(q, x4(t + j, c0 + 4u * g));
+            }
+            const float d = w_half(blk);
+            for (uint j = 0u; j < NT; j++) s[j] += d * bs[j];
         }
-        for (uint j = 0u; j < m; j++) act[p.out_off + (t + j) * p.ld_out + r] = s[j];
+    } else if (p.wtype == WT_Q4_0) {
+        for (uint b = lane; b < nb; b += 32u) {
+            const uint blk = row_off + b * 18u, c0 = b * 32u;
+            for (uint j = 0u; j < NT; j++) bs[j] = 0.0;
+            for (uint g = 0u; g < 4u; g++) {
+                const uint v = w_bytes4(blk + 2u + 4u * g);
+                const vec4 lo = u4x4(v, 0u) - 8.0, hi = u4x4(v, 4u) - 8.0;
+                for (uint j = 0u; j < NT; j++)
+                    if (j < m) bs[j] += dot(lo, x4(t + j, c0 + 4u * g)) + dot(hi, x4(t + j, c0 + 16u + 4u * g));
+            }
+            const float d = w_half(blk);
+            for (uint j = 0u; j < NT; j++) s[j] += d * bs[j];
+        }
+    } else if ((p.wtype == WT_F16 || p.wtype == WT_BF16) && p.cols % 4u == 0u) {
+        const uint base = row_off >> 2;
+        for (uint c = 4u * lane; c < p.cols; c += 128u) {
+            const uint w0 = wd[base + c / 2u], w1 = wd[base + c / 2u + 1u];
+            const vec4 w = p.wtype == WT_F16
+                               ? vec4(unpackHalf2x16(w0), unpackHalf2x16(w1))
+                               : vec4(uintBitsToFloat(w0 << 16), uintBitsToFloat(w0 & 0xffff0000u),
+                                      uintBitsToFloat(w1 << 16), uintBitsToFloat(w1 & 0xffff0000u));
+            for (uint j = 0u; j < NT; j++)
+                if (j < m) s[j] += dot(w, x4(t + j, c));
+        }
+    } else if (p.wtype == WT_F32 && p.cols % 4u == 0u) {
+        const uint base = row_off >> 2;
+        for (uint c = 4u * lane; c < p.cols; c += 128u) {
+            const vec4 w = vec4(uintBitsToFloat(wd[base + c]), uintBitsToFloat(wd[base + c + 1u]),
+                                uintBitsToFloat(wd[base + c + 2u]), uintBitsToFloat(wd[base + c + 3u]));
+            for (uint j = 0u; j < NT; j++)
+                if (j < m) s[j] += dot(w, x4(t + j, c));
+        }
+    } else {
+        for (uint c = lane; c < p.cols; c += 32u) {
+            const float w = w_elem(p.wtype, row_off, c);
+            for (uint j = 0u; j < NT; j++)
+                if (j < m) s[j] += w * act[p.in_off + (t + j) * p.ld_in + c];
+        }
+    }
+}
+
+void main() {
+    const uint lane = gl_LocalInvocationID.x, ry = gl_LocalInvocationID.y;
+    const uint r = (gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y) * 4u + ry;
+    const bool live = r < p.rows;
+    for (uint t = p.t0; t < p.n; t += NT) {
+        const uint m = min(NT, p.n - t);
+        for (uint j = 0u; j < NT; j++) s[j] = 0.0;
+        if (live) accumulate(lane, r * p.row_bytes, t, m);
+        for (uint j = 0u; j < NT; j++) part[ry][j][lane] = s[j];
+        barrier();
+        if (live && lane < m) {
+            float sum = 0.0;
+            for (uint i = 0u; i < 32u; i++) sum += part[ry][lane][i];
+            act[p.out_off + (t + lane) * p.ld_out + r] = sum;
+        }
+        barrier();
     }
 }
