@@ -2,7 +2,7 @@
  * models, so that speed can be measured at real sizes without downloading anything (speed does not depend on the
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
- *   build/release/tools/gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b
+ *   build/release/tools/gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b|llama-3.1-8b
  *                                       --type TYPE --out FILE [--seed S] [--ctx N] [--arch ARCH] [--text-only]
  *
  * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
@@ -90,6 +90,8 @@ static const shape SHAPES[] = {
     {"tinyllama-1.1b", 22, 2048, 32, 4, 64, 5632, 32000, false, 10000.0f, 1e-5f, 8192},
     /* Llama-3.2-1B's tensor shapes and context (no RoPE scaling written: speed and memory do not depend on it) */
     {"llama-3.2-1b", 16, 2048, 32, 8, 64, 8192, 128256, true, 500000.0f, 1e-5f, 131072},
+    /* Llama-3.1-8B's tensor shapes and context (the GPU issue's large file; made where it is used: 4.3 GiB as Q4_0) */
+    {"llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, false, 500000.0f, 1e-5f, 131072},
 };
 
 /* The families' layouts in llama.cpp's GGUF names (src/model/arch.c reads the same). */
@@ -309,7 +311,7 @@ static void write_tensor_data(writer *w, const tensor *t, uint64_t *rng, float *
 }
 
 static int usage(void) {
-    fputs("usage: gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b "
+    fputs("usage: gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b|llama-3.1-8b "
           "--type f16|q8_0|q4_k|... --out FILE [--seed S] [--ctx N] "
           "[--arch llama|qwen2|qwen3|gemma2|gemma3|phi3|smollm3] [--text-only]\n",
           stderr);

@@ -282,6 +282,7 @@ static void vk_destroy(tg_backend *be) {
     if (!be) return;
     tg_vk_ctx *c = be->vk;
     if (c) {
+        tg_vk_profile_free(be->prof, c);
         for (int i = 0; i < be->n_weights; i++) tg_vk_buf_free(c, &be->weights[i].buf);
         tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->kc, &be->vc, &be->rb};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tg_vk_buf_free(c, bufs[i]);
@@ -329,6 +330,7 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
     if (ok && tg_vk_messages(be->vk) > 0)
         ok = tg_fail(err, "vulkan: the validation layer reported %d message(s) (printed above)",
                      tg_vk_messages(be->vk));
+    if (ok) be->prof = tg_vk_profile_new(be->vk, be->n_ops + 1);
     if (ok) return be;
     vk_destroy(be);
     return NULL;

@@ -13,6 +13,7 @@
 #define TG_BACKEND_VULKAN_VK_BACKEND_H
 
 #include "backend/vulkan/vk_ctx.h"
+#include "backend/vulkan/vk_profile.h"
 #include "forward/backend.h"
 
 typedef enum { PL_EMBED, PL_RMSNORM, PL_MATMUL, PL_ROPE_Q, PL_KV_APPEND, PL_ATTEND, PL_GLU, PL_ADD, PL_KIVI_STORE,
@@ -63,6 +64,7 @@ struct tg_backend {
     tg_vk_buf rb;   /* readback (host-visible): a call's logits rows from float 0, its K / V rows from rb_kv */
     size_t rb_kv;
     VkBufferCopy *regions; /* [1 + 2 n_layers] the readback's copies */
+    tg_vk_profile *prof;   /* TG_VULKAN_PROFILE=1 only */
     /* activations: value v of the call's rows at act + off[v], ld[v] floats a row; K and V hold every layer's rows
      * (layer l's at off + l * max_rows * ld), read back for the host cache's appends */
     uint32_t off[TG_VAL_COUNT], ld[TG_VAL_COUNT];

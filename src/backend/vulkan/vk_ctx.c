@@ -111,6 +111,7 @@ static bool pick_device(tg_vk_ctx *c, int index, tg_error *err) {
     for (uint32_t i = 0; i < nq; i++)
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
             c->queue_family = i;
+            c->timestamp_bits = qf[i].timestampValidBits;
             return true;
         }
     return tg_fail(err, "vulkan: device %d (%s) has no compute queue", index, c->device_name);

@@ -29,7 +29,8 @@
     X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer)                \
     X(vkEndCommandBuffer) X(vkResetCommandBuffer) X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets)                     \
     X(vkCmdPushConstants) X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkQueueSubmit) X(vkCreateFence)                  \
-    X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) X(vkCmdCopyBuffer)
+    X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) X(vkCmdCopyBuffer)                                        \
+    X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 typedef struct {
 #define TG_VK_FIELD(name) PFN_##name name;
@@ -67,6 +68,7 @@ typedef struct tg_vk_ctx {
     VkPhysicalDeviceLimits limits;
     VkPhysicalDeviceMemoryProperties mem_props;
     uint32_t queue_family;
+    uint32_t timestamp_bits; /* the queue's valid timestamp bits (0: no timestamps) */
     VkDevice dev;
     VkQueue queue;
     VkDescriptorSetLayout set_layout;

@@ -7,6 +7,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "kvcache/cache_internal.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* A grid of 64-wide workgroups covering `count` invocations (x up to 1024 groups, the shaders' i = x + 65536 y). */
@@ -149,6 +150,24 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
     }
 }
 
+/* The profile's kind of operation o (vk_profile.h): the matrix products by their place in a layer. */
+static tg_vk_prof_kind prof_kind(const vk_op *o) {
+    switch (o->kind) {
+    case TG_OP_EMBED: return PR_EMBED;
+    case TG_OP_NORM: return PR_NORM;
+    case TG_OP_ROPE_APPEND: return PR_ROPE_APPEND;
+    case TG_OP_ATTEND: return PR_ATTEND;
+    case TG_OP_GLU: return PR_GLU;
+    case TG_OP_MATMUL:
+        return o->out == TG_VAL_LOGITS                         ? PR_MM_LOGITS
+               : o->in == TG_VAL_ATT                           ? PR_MM_OUT
+               : o->out == TG_VAL_GATE || o->out == TG_VAL_UP  ? PR_MM_GATE_UP
+               : o->in == TG_VAL_GATE                          ? PR_MM_DOWN
+                                                               : PR_MM_QKV;
+    default: return PR_ADD;
+    }
+}
+
 /* NaN logits: what a call that could not run leaves (the session reports non-finite logits). */
 static void poison(const tg_backend *be, const tg_rows *rows) {
     const size_t vocab = (size_t)be->m->hp.vocab_size;
@@ -204,9 +223,17 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
     /* the logits' rows: every row with head rows or logits_all, else the call's last row (none without a head) */
     const int n = sub.n, all = rows->n_head > 0 || rows->logits_all != NULL;
     const int t0 = all ? 0 : rows->logits_last && b == rows->n ? n - 1 : n;
+    const double start = tg_monotonic_s();
     bool ok = tg_vk_begin(be->vk, &err);
-    for (int i = 0; ok && i < be->n_ops; i++) record(be, &be->ops[i], n, t0, max_pos);
-    if (ok) record_readback(be, n, t0);
+    if (ok) tg_vk_profile_begin(be->prof, be->vk);
+    for (int i = 0; ok && i < be->n_ops; i++) {
+        record(be, &be->ops[i], n, t0, max_pos);
+        tg_vk_profile_mark(be->prof, be->vk, prof_kind(&be->ops[i]));
+    }
+    if (ok) {
+        record_readback(be, n, t0);
+        tg_vk_profile_mark(be->prof, be->vk, PR_READBACK);
+    }
     ok = ok && tg_vk_submit_wait(be->vk, &err);
     if (ok && tg_vk_messages(be->vk) > 0)
         ok = tg_fail(&err, "vulkan: the validation layer reported %d message(s) (printed above)",
@@ -231,6 +258,7 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
         const float *k = (const float *)be->rb.map + be->rb_kv + 2 * (size_t)l * plane, *v = k + plane;
         for (int t = 0; t < n; t++) tg_kvcache_append(c, l, sub.pos[t], k + (size_t)t * kvd, v + (size_t)t * kvd);
     }
+    tg_vk_profile_end(be->prof, be->vk, tg_monotonic_s() - start);
     return true;
 }
 
