@@ -2,8 +2,9 @@
  * models, so that speed can be measured at real sizes without downloading anything (speed does not depend on the
  * weights' values). Not part of the library: a tool built by `make tools`.
  *
- *   build/release/tools/gen_random_gguf --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b|llama-3.1-8b
- *                                       --type TYPE --out FILE [--seed S] [--ctx N] [--arch ARCH] [--text-only]
+ *   build/release/tools/gen_random_gguf
+ *       --shape tiny-256|kquant-tiny|smollm2-135m|tinyllama-1.1b|llama-3.2-1b|llama-3.1-8b
+ *       --type TYPE --out FILE [--seed S] [--ctx N] [--arch ARCH] [--text-only]
  *
  * TYPE: any weight type of the table with a ggml number except F32 (f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
  * q3_k, q4_k, q5_k, q6_k, iq4_nl; any case). tiny-256 is a 2-layer, 256-wide model (rows whole K-quant blocks) for
