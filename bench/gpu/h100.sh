@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/gpu/h100.sh — issue 52's rows on the GPU machine (the device tool), run from the repository root with
+# .devcarry/ (bench/gpu/pack.sh) and .gl/ carried. Builds llama.cpp with CUDA (sm_90) in the background, makes the
+# files (tools/gen_random_gguf: TinyLlama-1.1B shape as F16 / Q8_0 / Q4_0, Llama-3.1-8B shape as Q4_0), profiles
+# tinygpt's Vulkan decode and prefill (TG_VULKAN_PROFILE=1), then runs tinygpt --device vulkan and llama-bench
+# (CUDA, flash attention on, f16 cache) on each file in alternating turns. Everything it prints also goes to
+# $OUT/gpu_log.txt. GPU_ROUNDS (default 2) sets the turns; GPU_FILES a subset of tl-f16 tl-q8_0 tl-q4_0 l8b-q4_0.
+set -u
+out=${OUT:?}
+exec > >(tee "$out/gpu_log.txt") 2>&1
+D=$PWD/.devcarry
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$D/lib
+T=$D/tinygpt G=$D/gen_random_gguf
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+nproc; grep -m1 "model name" /proc/cpuinfo
+t0=$(date +%s)
+mkdir -p /tmp/lcpp && tar -xJf "$D/lcpp.txz" -C /tmp/lcpp
+(cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release \
+    >/tmp/lcfg.log 2>&1 && nice cmake --build build -j 14 --target llama-bench llama-batched-bench \
+    >/tmp/lbuild.log 2>&1; echo "$?" >/tmp/lbuild.rc) &
+F=/tmp/files; mkdir -p $F
+files=${GPU_FILES:-tl-f16 tl-q8_0 tl-q4_0 l8b-q4_0}
+for f in $files; do
+    case $f in tl-*) shape=tinyllama-1.1b ;; l8b-*) shape=llama-3.1-8b ;; esac
+    "$G" --shape $shape --type "${f#*-}" --out $F/$f.gguf >/dev/null || echo "gen $f failed"
+done
+echo "files made at $(($(date +%s) - t0)) s"
+"$T" sample $F/tl-q8_0.gguf --device vulkan -p "Once upon a time" -n 16 --temperature 0 2>&1 | tail -14
+for what in "--prompt-tokens 0 --tokens 128" "--prompt-tokens 512 --tokens 0"; do
+    echo "== profile tl-q8_0 $what"
+    TG_VULKAN_PROFILE=1 timeout 120 "$T" bench $F/tl-q8_0.gguf --device vulkan $what --kv-quantize fp16 \
+        --bandwidth-mib 0 --no-warmup 2>&1 | grep -v "^$"
+done
+while [ ! -f /tmp/lbuild.rc ] && [ $(($(date +%s) - t0)) -lt 420 ]; do sleep 5; done
+echo "llama.cpp build: rc $(cat /tmp/lbuild.rc 2>/dev/null || echo unfinished) at $(($(date +%s) - t0)) s"
+[ -f /tmp/lbuild.rc ] || tail -5 /tmp/lbuild.log
+LB=/tmp/lcpp/build/bin/llama-bench
+for r in $(seq 1 "${GPU_ROUNDS:-2}"); do
+    for f in $files; do
+        echo "== round $r $f tinygpt vulkan"
+        timeout 120 "$T" bench $F/$f.gguf --device vulkan --prompt-tokens 512 --tokens 128 --kv-quantize fp16 \
+            --bandwidth-mib 0 2>&1 | grep -E "^(pp|tg)[0-9]"
+        if [ -x $LB ]; then
+            echo "== round $r $f llama.cpp cuda"
+            timeout 120 $LB -m $F/$f.gguf -p 512 -n 128 -fa 1 -ngl 99 -r 3 -o md 2>&1 | grep -E "^\|"
+        fi
+    done
+done
+echo "done at $(($(date +%s) - t0)) s"
