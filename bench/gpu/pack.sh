@@ -21,7 +21,7 @@ done
 ldd "$carry/tinygpt" "$carry/test_vulkan" | awk '/=> \// {print $3}' | sort -u |
     grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | xargs -r -I{} cp -L {} "$carry/lib/"
 if [ ! -f "$carry/lcpp.txz" ]; then
-    (cd "$work" && [ -f node-llama-cpp-3.21.1.tgz ] || npm pack node-llama-cpp@3.21.1 >/dev/null)
+    (cd "$work" && [ -f node-llama-cpp-3.21.1.tgz ] || npm pack node-llama-cpp@3.21.1 >/dev/null 2>&1)
     rm -rf "$work/lcpp" && tar -xzf "$work/node-llama-cpp-3.21.1.tgz" -C "$work" package/llama/gitRelease.bundle
     git clone -q "$work/package/llama/gitRelease.bundle" "$work/lcpp" 2>/dev/null || true
     if ! git -C "$work/lcpp" rev-parse --verify -q HEAD >/dev/null; then
