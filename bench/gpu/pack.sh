@@ -4,7 +4,7 @@
 # clean clone: tinygpt, gen_random_gguf and test_vulkan, stripped), the non-glibc shared libraries they link, and
 # llama.cpp's source (from the npm package node-llama-cpp@3.21.1, trimmed to what a CUDA build of llama-bench,
 # llama-batched-bench and llama-server reads). The Vulkan loader goes in .gl/ (docs/architecture.md's device notes).
-# Run from the repository root; then `run` (the device tool) with carry [".devcarry", ".gl"] and bench/gpu/h100.sh.
+# Run from the repository root; then `run` (the device tool) with carry [".devcarry", ".gl"] and bench/gpu/run.sh.
 set -euo pipefail
 root=$PWD
 carry=$root/.devcarry

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu/h100.sh — issue 52's rows on the GPU machine (the device tool), run from the repository root with
+# bench/gpu/run.sh — issue 52's rows on the GPU machine (the device tool), run from the repository root with
 # .devcarry/ (bench/gpu/pack.sh) and .gl/ carried. Builds llama.cpp with CUDA (sm_90) in the background, makes the
 # files (tools/gen_random_gguf: TinyLlama-1.1B shape as F16 / Q8_0 / Q4_0, Llama-3.1-8B shape as Q4_0), profiles
 # tinygpt's Vulkan decode and prefill (TG_VULKAN_PROFILE=1), then runs tinygpt --device vulkan and llama-bench
