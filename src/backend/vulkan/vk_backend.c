@@ -12,7 +12,7 @@
 #include "util/checked.h"
 
 static const char *const pl_names[PL_COUNT] = {"embed", "rmsnorm", "matmul", "rope_q", "kv_append", "attend", "glu",
-                                               "add", "kivi_store", "attend_kivi"};
+                                               "add", "kivi_store", "attend_kivi", "attend_merge"};
 
 /* ---- what the backend accepts ----------------------------------------------------------------------------------- */
 
@@ -140,7 +140,10 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
         be->ld[v] = (uint32_t)(v == TG_VAL_K || v == TG_VAL_V ? kvd : per_row[v]);
     }
     be->stage_off = (uint32_t)at; /* a KIVI cache's staged row: keys, then values */
-    if (!tg_add_size(at, 2 * kvd, &at) || at > UINT32_MAX)
+    be->part_off = (uint32_t)(at + 2 * kvd);
+    const size_t parts = (size_t)ATTEND_SPLIT_ROWS * (size_t)hp->n_heads * ATTEND_MAX_SPLITS *
+                         ((size_t)hp->head_dim + 2);
+    if (!tg_add_size(at, 2 * kvd + parts, &at) || at > UINT32_MAX)
         return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);
     *floats = at;
     return true;

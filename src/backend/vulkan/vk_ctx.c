@@ -102,6 +102,18 @@ static bool pick_device(tg_vk_ctx *c, int index, tg_error *err) {
     c->f.vkGetPhysicalDeviceProperties(c->phys, &props);
     memcpy(c->device_name, props.deviceName, sizeof c->device_name);
     c->limits = props.limits;
+    /* the matrix products reduce with subgroup arithmetic (shaders/matmul.comp) */
+    PFN_vkGetPhysicalDeviceProperties2 props2 =
+        (PFN_vkGetPhysicalDeviceProperties2)c->get_proc(c->inst, "vkGetPhysicalDeviceProperties2");
+    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
+    if (props2) props2(c->phys, &p2);
+    if (!props2 || !(sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+        !(sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) || sub.subgroupSize == 0 ||
+        sub.subgroupSize > 64 || 64 % sub.subgroupSize != 0)
+        return tg_fail(err, "vulkan: device %d (%s) lacks subgroup arithmetic in compute shaders with subgroups "
+                            "dividing 64 (subgroup size %u)", index, c->device_name, sub.subgroupSize);
+    c->subgroup_size = sub.subgroupSize;
     c->f.vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem_props);
     uint32_t nq = 0;
     c->f.vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nq, NULL);

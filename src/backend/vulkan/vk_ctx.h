@@ -69,6 +69,7 @@ typedef struct tg_vk_ctx {
     VkPhysicalDeviceMemoryProperties mem_props;
     uint32_t queue_family;
     uint32_t timestamp_bits; /* the queue's valid timestamp bits (0: no timestamps) */
+    uint32_t subgroup_size;  /* invocations of a subgroup in compute shaders (subgroup arithmetic is required) */
     VkDevice dev;
     VkQueue queue;
     VkDescriptorSetLayout set_layout;

@@ -93,8 +93,9 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         if ((int)first >= n) return;
         const uint32_t in_off = off_of(be, o->in, o->layer), ld_in = be->ld[o->in];
         const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n, in_off, ld_in,
-                               off_of(be, o->out, o->layer), be->ld[o->out], in_off % 4 == 0 && ld_in % 4 == 0};
-        const uint32_t groups = (rows + 3) / 4; /* matmul.comp: 4 weight rows a workgroup */
+                               off_of(be, o->out, o->layer), be->ld[o->out], in_off % 4 == 0 && ld_in % 4 == 0,
+                               64 / vk->subgroup_size};
+        const uint32_t groups = (rows + pc[11] - 1) / pc[11]; /* matmul.comp: a row per subgroup of 64 invocations */
         gx = groups < 65535 ? groups : 65535;
         gy = (groups + gx - 1) / gx;
         tg_vk_dispatch(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy, 1);
@@ -123,12 +124,19 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         }
         const int src = be->kv_source[o->layer];
         const uint32_t slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1);
+        uint32_t splits = n <= ATTEND_SPLIT_ROWS ? (slots + 63) / 64 : 1;
+        if (splits > ATTEND_MAX_SPLITS) splits = ATTEND_MAX_SPLITS;
         const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
                                off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0), be->a_pos, be->a_slot_pos, slots,
                                (uint32_t)be->kv_index[src] * be->n_slots * kvd, kvd, be->k16, be->v16, be->sink,
                                be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
-                               be->reposition, be->a_sink_cos, be->a_sink_sin, be->max_sink};
-        tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, (uint32_t)n, 1);
+                               be->reposition, be->a_sink_cos, be->a_sink_sin, be->max_sink, splits, be->part_off};
+        tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, (uint32_t)n,
+                       splits);
+        if (splits == 1) return;
+        const uint32_t pm[] = {(uint32_t)hp->n_heads, hd, splits, be->part_off, off_of(be, o->out, 0)};
+        tg_vk_dispatch(vk, be->pl[PL_ATTEND_MERGE], be->set_norms, pm, sizeof pm, (uint32_t)hp->n_heads,
+                       (uint32_t)n, 1);
         return;
     }
     case TG_OP_GLU: {

@@ -3,12 +3,15 @@
 // own and earlier positions; with a StreamingLLM window the sinks and the last `window` positions; a layer's sliding
 // window), in tiles of 64 slots with a running maximum. The query is already rotated and scaled (rope_q). A
 // re-positioned cache's sinks are stored pre-RoPE and rotated here with the row's sink angles (host-computed).
+// Split along the slots (flash-decoding): workgroup z of `splits` takes one contiguous share of them; with more than
+// one split it writes its running maximum, sum and unnormalised output to the partials at part_off, and
+// attend_merge.comp combines them. One split writes the output itself.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
     uint n_heads, gq, head_dim, half_style, q_off, out_off, pos_off, slot_pos_off, n_slots, mirror_off, kvd, k16,
-        v16, sink, window, layer_window, reposition, sink_cos_off, sink_sin_off, max_sink;
+        v16, sink, window, layer_window, reposition, sink_cos_off, sink_sin_off, max_sink, splits, part_off;
 } p;
 shared float qs[256];
 shared float sc[64];
@@ -20,10 +23,12 @@ void main() {
     barrier();
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
     float m = -1.0 / 0.0, l = 0.0;
-    for (uint s0 = 0u; s0 < p.n_slots; s0 += 64u) {
+    const uint z = gl_WorkGroupID.z, chunk = ((p.n_slots + p.splits - 1u) / p.splits + 63u) / 64u * 64u;
+    const uint s_begin = z * chunk, s_end = min(p.n_slots, s_begin + chunk);
+    for (uint s0 = s_begin; s0 < s_end; s0 += 64u) {
         const uint slot = s0 + tid;
         float score = -1.0 / 0.0;
-        if (slot < p.n_slots) {
+        if (slot < s_end) {
             const int pk = int(aux[p.slot_pos_off + slot]);
             bool vis = pk >= 0 && pk <= pos_q;
             const bool is_sink = pk >= 0 && uint(pk) < p.sink;
@@ -57,7 +62,7 @@ void main() {
             const float r = exp(m - mt);
             l *= r;
             for (uint k = 0u; k < 4u; k++) acc[k] *= r;
-            for (uint j = 0u; j < 64u && s0 + j < p.n_slots; j++) {
+            for (uint j = 0u; j < 64u && s0 + j < s_end; j++) {
                 if (sc[j] == -1.0 / 0.0) continue;
                 const float w = exp(sc[j] - mt);
                 l += w;
@@ -70,6 +75,18 @@ void main() {
             m = mt;
         }
         barrier();
+    }
+    if (p.splits > 1u) {
+        const uint pbase = p.part_off + ((t * p.n_heads + h) * p.splits + z) * (p.head_dim + 2u);
+        if (tid == 0u) {
+            act[pbase] = m;
+            act[pbase + 1u] = l;
+        }
+        for (uint k = 0u; k < 4u; k++) {
+            const uint d = tid + 64u * k;
+            if (d < p.head_dim) act[pbase + 2u + d] = acc[k];
+        }
+        return;
     }
     const uint obase = p.out_off + (t * p.n_heads + h) * p.head_dim;
     for (uint k = 0u; k < 4u; k++) {

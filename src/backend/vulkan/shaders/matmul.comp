@@ -1,17 +1,19 @@
 #version 450
-// matmul.comp — out[t, r] = row r of w . row t of in, for rows t0 .. n of the input. A workgroup of 4 x 32
-// invocations takes 4 weight rows; the 32 invocations of a row take its blocks in turn, so neighbours read
-// neighbouring bytes and the loads coalesce, each decoding whole words; their fp32 partial sums meet in shared
-// memory. Activation rows 8 at a time: a weight row is read once per 8 rows. Types without a block path here (the
-// K-quants, rows whose length is not a multiple of 4) take one element at a time through w_elem.
+// matmul.comp — out[t, r] = row r of w . row t of in, for rows t0 .. n of the input. Workgroup g takes weight rows
+// [g rpw, (g + 1) rpw), one subgroup a row at a time: the subgroup's invocations take the row's blocks in turn, so
+// neighbours read neighbouring bytes and the loads coalesce, each decoding whole words, and their fp32 partial sums
+// meet in a subgroupAdd (no shared memory, no barrier). Activation rows 8 at a time: a weight row is read once per 8
+// rows. Types without a block path here (the K-quants, rows whose length is not a multiple of 4) take one element
+// at a time through w_elem.
 #extension GL_GOOGLE_include_directive : require
-layout(local_size_x = 32, local_size_y = 4) in;
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(local_size_x = 64) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
-    uint rows, cols, row_bytes, wtype, t0, n, in_off, ld_in, out_off, ld_out, vec_in;
+    uint rows, cols, row_bytes, wtype, t0, n, in_off, ld_in, out_off, ld_out, vec_in, rpw;
 } p;
 #define NT 8u
-shared float part[4][NT][33];
 float s[NT];
 float bs[NT];
 
@@ -38,10 +40,10 @@ vec4 u4x4(uint v, uint sh) { // nibbles at bits sh, sh + 8, sh + 16, sh + 24
     return vec4((v >> sh) & 15u, (v >> (sh + 8u)) & 15u, (v >> (sh + 16u)) & 15u, (v >> (sh + 24u)) & 15u);
 }
 
-void accumulate(uint lane, uint row_off, uint t, uint m) {
+void accumulate(uint lane, uint L, uint row_off, uint t, uint m) {
     const uint nb = p.cols / 32u;
     if (p.wtype == WT_Q8_0) {
-        for (uint b = lane; b < nb; b += 32u) {
+        for (uint b = lane; b < nb; b += L) {
             const uint blk = row_off + b * 34u, c0 = b * 32u;
             for (uint j = 0u; j < NT; j++) bs[j] = 0.0;
             for (uint g = 0u; g < 8u; g++) {
@@ -53,7 +55,7 @@ void accumulate(uint lane, uint row_off, uint t, uint m) {
             for (uint j = 0u; j < NT; j++) s[j] += d * bs[j];
         }
     } else if (p.wtype == WT_Q4_0) {
-        for (uint b = lane; b < nb; b += 32u) {
+        for (uint b = lane; b < nb; b += L) {
             const uint blk = row_off + b * 18u, c0 = b * 32u;
             for (uint j = 0u; j < NT; j++) bs[j] = 0.0;
             for (uint g = 0u; g < 4u; g++) {
@@ -67,7 +69,7 @@ void accumulate(uint lane, uint row_off, uint t, uint m) {
         }
     } else if ((p.wtype == WT_F16 || p.wtype == WT_BF16) && p.cols % 4u == 0u) {
         const uint base = row_off >> 2;
-        for (uint c = 4u * lane; c < p.cols; c += 128u) {
+        for (uint c = 4u * lane; c < p.cols; c += 4u * L) {
             const uint w0 = wd[base + c / 2u], w1 = wd[base + c / 2u + 1u];
             const vec4 w = p.wtype == WT_F16
                                ? vec4(unpackHalf2x16(w0), unpackHalf2x16(w1))
@@ -78,14 +80,14 @@ void accumulate(uint lane, uint row_off, uint t, uint m) {
         }
     } else if (p.wtype == WT_F32 && p.cols % 4u == 0u) {
         const uint base = row_off >> 2;
-        for (uint c = 4u * lane; c < p.cols; c += 128u) {
+        for (uint c = 4u * lane; c < p.cols; c += 4u * L) {
             const vec4 w = vec4(uintBitsToFloat(wd[base + c]), uintBitsToFloat(wd[base + c + 1u]),
                                 uintBitsToFloat(wd[base + c + 2u]), uintBitsToFloat(wd[base + c + 3u]));
             for (uint j = 0u; j < NT; j++)
                 if (j < m) s[j] += dot(w, x4(t + j, c));
         }
     } else {
-        for (uint c = lane; c < p.cols; c += 32u) {
+        for (uint c = lane; c < p.cols; c += L) {
             const float w = w_elem(p.wtype, row_off, c);
             for (uint j = 0u; j < NT; j++)
                 if (j < m) s[j] += w * act[p.in_off + (t + j) * p.ld_in + c];
@@ -94,20 +96,18 @@ void accumulate(uint lane, uint row_off, uint t, uint m) {
 }
 
 void main() {
-    const uint lane = gl_LocalInvocationID.x, ry = gl_LocalInvocationID.y;
-    const uint r = (gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y) * 4u + ry;
-    const bool live = r < p.rows;
-    for (uint t = p.t0; t < p.n; t += NT) {
-        const uint m = min(NT, p.n - t);
-        for (uint j = 0u; j < NT; j++) s[j] = 0.0;
-        if (live) accumulate(lane, r * p.row_bytes, t, m);
-        for (uint j = 0u; j < NT; j++) part[ry][j][lane] = s[j];
-        barrier();
-        if (live && lane < m) {
-            float sum = 0.0;
-            for (uint i = 0u; i < 32u; i++) sum += part[ry][lane][i];
-            act[p.out_off + (t + lane) * p.ld_out + r] = sum;
+    const uint lane = gl_SubgroupInvocationID, L = gl_SubgroupSize;
+    const uint g = gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.y, r_end = min((g + 1u) * p.rpw, p.rows);
+    for (uint r = g * p.rpw + gl_SubgroupID; r < r_end; r += gl_NumSubgroups) {
+        for (uint t = p.t0; t < p.n; t += NT) {
+            const uint m = min(NT, p.n - t);
+            for (uint j = 0u; j < NT; j++) s[j] = 0.0;
+            accumulate(lane, L, r * p.row_bytes, t, m);
+            for (uint j = 0u; j < NT; j++) {
+                if (j >= m) break;
+                const float sum = subgroupAdd(s[j]);
+                if (lane == 0u) act[p.out_off + (t + j) * p.ld_out + r] = sum;
+            }
         }
-        barrier();
     }
 }
