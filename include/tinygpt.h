@@ -295,6 +295,11 @@ typedef struct {
     char policy[256];          /* one-line description of the policy, for the banner */
     int64_t sink, window;      /* the StreamingLLM policy as resolved (a budget turned into its window); 0 and 0
                                 * when unbounded */
+    /* a session on a GPU (device[0] != 0): the device's name and the bytes allocated there — its copy of this
+     * cache (an unbounded cache's for its whole context, up front), the weights, and the rest (activations, row
+     * tables, partials); all zero on the CPU */
+    char device[128];
+    size_t device_kv_bytes, device_weight_bytes, device_other_bytes;
 } tg_cache_report;
 
 /* ---- session: a model, a KV cache and the forward pass --------------------------------------------------------- */

@@ -162,6 +162,12 @@ int64_t tg_session_remaining(const tg_session *s) {
 void tg_session_cache_report(const tg_session *s, tg_cache_report *r) {
     if (!s) return;
     tg_kvcache_report(s->cache, s->pos, r);
+    tg_backend_memory m;
+    if (!tg_forward_device_memory(s->fwd, &m)) return;
+    memcpy(r->device, m.device, sizeof r->device);
+    r->device_kv_bytes = m.kv;
+    r->device_weight_bytes = m.weights;
+    r->device_other_bytes = m.other;
 }
 
 int tg_session_threads(const tg_session *s) { return s ? tg_forward_threads(s->fwd) : 0; }

@@ -99,6 +99,14 @@ void tg_report_cache(FILE *f, const tg_cache_report *r) {
                 fp32);
     }
     fputc('\n', f);
+    if (r->device[0]) {
+        char kv[32], w[32], o[32];
+        tg_fmt_bytes((double)r->device_kv_bytes, 2, kv, sizeof kv);
+        tg_fmt_bytes((double)r->device_weight_bytes, 2, w, sizeof w);
+        tg_fmt_bytes((double)r->device_other_bytes, 2, o, sizeof o);
+        fprintf(f, "cache: on device %s: its K/V stores %s · weights %s · activations and tables %s\n", r->device,
+                kv, w, o);
+    }
     if (r->stored > 0 && r->bytes_in_use > 0) {
         char use[32];
         tg_fmt_bytes((double)r->bytes_in_use, 2, use, sizeof use);

@@ -43,7 +43,7 @@ json_t *tg_json_sampler(const tg_sampler_params *sp) {
 }
 
 json_t *tg_json_cache_report(const tg_cache_report *r) {
-    return json_pack("{s:s, s:I, s:I, s:I, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                      "policy", r->policy, "position", (json_int_t)r->position, "stored", (json_int_t)r->stored,
                      "capacity", (json_int_t)r->capacity, "n_layers", r->n_layers, "n_kv_layers", r->n_kv_layers,
                      "bytes_total", (json_int_t)r->bytes_total, "bytes_k_data", (json_int_t)r->bytes_k_data,
@@ -52,6 +52,12 @@ json_t *tg_json_cache_report(const tg_cache_report *r) {
                      "bytes_if_fp32", (json_int_t)r->bytes_if_fp32, "bytes_in_use", (json_int_t)r->bytes_in_use,
                      "quantized", (json_int_t)r->quantized, "sink", (json_int_t)r->sink, "window",
                      (json_int_t)r->window);
+    if (o && r->device[0]) /* on a GPU: the bytes there */
+        json_object_set_new(o, "device", json_pack("{s:s, s:I, s:I, s:I}", "name", r->device, "kv_bytes",
+                                                   (json_int_t)r->device_kv_bytes, "weight_bytes",
+                                                   (json_int_t)r->device_weight_bytes, "other_bytes",
+                                                   (json_int_t)r->device_other_bytes));
+    return o;
 }
 
 json_t *tg_json_speed(int64_t n_tokens, double seconds) {

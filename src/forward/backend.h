@@ -41,6 +41,12 @@ typedef struct {
 
 typedef struct tg_backend tg_backend;
 
+/* What a device backend holds on its device (tg_cache_report's device fields). */
+typedef struct {
+    char device[128];
+    size_t kv, weights, other;
+} tg_backend_memory;
+
 typedef struct {
     const char *name;
     /* The backend's state for program p of model m: activations and scratch for up to max_rows rows, attention work
@@ -57,6 +63,8 @@ typedef struct {
     /* The attention-sink meter (forward.h's tg_forward_meter_on / tg_forward_meter). */
     bool (*meter_on)(tg_backend *be, tg_error *err);
     bool (*meter)(const tg_backend *be, tg_attention_stats *out);
+    /* A device backend's name for its device and its bytes there (NULL for the CPU: nothing to say). */
+    void (*memory)(const tg_backend *be, tg_backend_memory *out);
 } tg_backend_i;
 
 /* The CPU backend (cpu.c): one thread team, work-stealing steps, kernels chosen per instruction set. */

@@ -118,6 +118,13 @@ bool tg_forward_meter_on(tg_forward *f, tg_error *err) { return f->be_i->meter_o
 
 bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out) { return f->be_i->meter(f->be, out); }
 
+bool tg_forward_device_memory(const tg_forward *f, tg_backend_memory *out) {
+    memset(out, 0, sizeof *out);
+    if (!f->be_i->memory) return false;
+    f->be_i->memory(f->be, out);
+    return true;
+}
+
 /* Lays out the rows of segs[0 .. n_segs) (which fit in max_chunk): each row's token, cache and position,
  * and the attention rounds: a segment whose cache needs token-by-token attention puts its row j in round j, any
  * other segment all its rows in round 0. Returns the number of rounds. */

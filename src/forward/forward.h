@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "forward/backend.h"
 #include "kvcache/kvcache.h"
 #include "model/model.h"
 
@@ -28,6 +29,8 @@ int tg_forward_threads(const tg_forward *f);
 bool tg_forward_meter_on(tg_forward *f, tg_error *err);
 /* The meter's sums (NULL fields and false when it is off). */
 bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out);
+/* The device's name and bytes when the forward pass runs on one (false, *out zeroed, on the CPU). */
+bool tg_forward_device_memory(const tg_forward *f, tg_backend_memory *out);
 
 /* Runs ids[n] at positions pos..pos+n-1 (n <= max_chunk) on the forward's team of n_threads (one pool run): matrix-matrix
  * projections for the chunk, attention through the cache (token by token where a later append could change what an

@@ -63,6 +63,21 @@ refused "unknown device 'gpu'" sample "$MODEL" --prompt hi --tokens 1 --device g
 refused "device 99 does not exist" sample "$MODEL" --prompt hi --tokens 1 --device vulkan:99
 refused "a rotated KIVI cache (--kv-rotate) is not on the Vulkan backend yet" \
     sample "$MODEL" --prompt hi --tokens 1 --device vulkan --kv-quantize int8 --kv-rotate on
+# the device's stores count against --max-memory: the unbounded cache's for the whole context, allocated up front
+refused "KV cache needs 6.0 MiB on device" sample "$MODEL" --prompt hi --tokens 1 --device vulkan --max-memory 1M
+
+# 4. the report names the device and its bytes: the KIVI cache's device stores within 1 % of the host cache's bytes
+"$T" sample "$MODEL" --prompt hi --tokens 2 --temperature 0 --device vulkan --kv-quantize int4 \
+    --streaming-llm-window 64 --json 2>"$tmp/rep.json" >/dev/null
+if python3 - "$tmp/rep.json" <<'PY'; then ok; else bad "the report's device bytes: $(head -c 600 "$tmp/rep.json")"; fi
+import json, sys
+rep = json.load(open(sys.argv[1]))
+c = rep["cache"]
+d = c["device"]
+assert d["name"].startswith("vulkan:0 ("), d
+assert abs(d["kv_bytes"] / c["bytes_total"] - 1) < 0.01, (d, c["bytes_total"])
+assert d["weight_bytes"] > 20 << 20 and d["other_bytes"] > 0, d
+PY
 
 echo "test_vulkan.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

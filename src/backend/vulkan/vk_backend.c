@@ -2,6 +2,7 @@
  * Q5_K / Q6_K weights, fp32 / fp16 and KIVI caches (vk_kivi.c), unbounded or StreamingLLM, and the Llama program's
  * operations), the weights uploaded once, the activations and the KV mirror (vk_backend.h) allocated once, the
  * program compiled into operations with their pipelines and descriptor sets. vk_run.c runs the calls. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,25 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
     return true;
 }
 
+/* The limit of the device's KV stores: the cache's max_memory when set (> 0), else (0) the device's largest
+ * device-local heap; false (err naming --max-memory) when kv_bytes exceed it. */
+static bool device_memory_fits(const tg_backend *be, const tg_kvcache *c, size_t kv_bytes, tg_error *err) {
+    const int64_t asked = c->params.max_memory;
+    if (asked < 0) return true;
+    VkDeviceSize heap = 0;
+    for (uint32_t i = 0; i < be->vk->mem_props.memoryHeapCount; i++)
+        if ((be->vk->mem_props.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            be->vk->mem_props.memoryHeaps[i].size > heap)
+            heap = be->vk->mem_props.memoryHeaps[i].size;
+    const double limit = asked > 0 ? (double)asked : (double)heap, mib = 1048576.0;
+    if (limit <= 0 || (double)kv_bytes <= limit) return true;
+    if (asked == 0)
+        return tg_fail_code(err, TG_ERR_CACHE_MEMORY, "KV cache needs %.1f MiB on device %s but it has %.1f MiB of "
+                            "memory", (double)kv_bytes / mib, be->vk->device_name, limit / mib);
+    return tg_fail_code(err, TG_ERR_CACHE_MEMORY_LIMIT, "KV cache needs %.1f MiB on device %s, more than the memory "
+                        "limit %.1f MiB", (double)kv_bytes / mib, be->vk->device_name, limit / mib);
+}
+
 /* The KV mirror's geometry from the cache (vk_backend.h) and its buffers. */
 static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     const tg_cache_geom *g = &c->g;
@@ -167,7 +187,7 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
         be->max_sink = be->reposition ? be->sink : 0;
         be->n_slots = 1;
         if (g->sink > INT32_MAX) return tg_fail(err, "vulkan: %lld sinks are too many", (long long)g->sink);
-        return tg_vk_kivi_make(be, c, n_kv, err);
+        return tg_vk_kivi_make(be, c, n_kv, err) && device_memory_fits(be, c, be->kc.bytes + be->vc.bytes, err);
     }
     int64_t slots;
     if (g->bounded) {
@@ -188,6 +208,7 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     be->n_slots = (uint32_t)slots;
     size_t kb, vb;
     if (!bytes_of(floats, be->k16 ? 2 : 4, &kb, err) || !bytes_of(floats, be->v16 ? 2 : 4, &vb, err)) return false;
+    if (kb > SIZE_MAX - vb || !device_memory_fits(be, c, kb + vb, err)) return false;
     return tg_vk_buf_new(be->vk, kb, TG_VK_DEVICE, "the KV mirror's keys", &be->kc, err) &&
            tg_vk_buf_new(be->vk, vb, TG_VK_DEVICE, "the KV mirror's values", &be->vc, err);
 }
@@ -323,6 +344,7 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
     }
     be->m = m;
     be->max_rows = max_rows;
+    be->device_index = device;
     size_t floats = 0, bytes = 0;
     bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1, err) &&
               make_mirror(be, cache, err) && make_aux(be, err) && layout_acts(be, &floats, err) &&
@@ -364,6 +386,13 @@ static bool vk_meter(const tg_backend *be, tg_attention_stats *out) {
     return false;
 }
 
+static void vk_memory(const tg_backend *be, tg_backend_memory *out) {
+    snprintf(out->device, sizeof out->device, "vulkan:%d (%.100s)", be->device_index, be->vk->device_name);
+    out->kv = be->kc.bytes + be->vc.bytes;
+    for (int i = 0; i < be->n_weights; i++) out->weights += be->weights[i].buf.bytes;
+    out->other = be->norms.bytes + be->act.bytes + be->aux.bytes + be->rb.bytes;
+}
+
 const tg_backend_i tg_backend_vulkan = {
     .name = "vulkan",
     .create = vk_create,
@@ -373,4 +402,5 @@ const tg_backend_i tg_backend_vulkan = {
     .run = tg_vk_run,
     .meter_on = vk_meter_on,
     .meter = vk_meter,
+    .memory = vk_memory,
 };

@@ -57,6 +57,7 @@ typedef struct {
 struct tg_backend {
     const struct tg_model *m;
     tg_vk_ctx *vk;
+    int device_index; /* the N of --device vulkan:N */
     int max_rows;
     VkPipeline pl[PL_COUNT];
     VkDescriptorPool pool;
