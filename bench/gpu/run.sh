@@ -5,6 +5,8 @@
 # tinygpt's Vulkan decode and prefill (TG_VULKAN_PROFILE=1), then runs tinygpt --device vulkan and llama-bench
 # (CUDA, flash attention on, f16 cache) on each file in alternating turns. Everything it prints also goes to
 # $OUT/gpu_log.txt. GPU_ROUNDS (default 2) sets the turns; GPU_FILES a subset of tl-f16 tl-q8_0 tl-q4_0 l8b-q4_0.
+# With models/tinygpt-flagship.gguf and tests/data's fixtures in the tree (the rest left out: the tree that travels
+# holds 64 MiB), test_vulkan runs on the GPU first (GPU_TESTS: its cmocka filter) with the validation layer from .gl/.
 set -u
 out=${OUT:?}
 exec > >(tee "$out/gpu_log.txt") 2>&1
@@ -29,6 +31,11 @@ for f in $files; do
 done
 echo "files made at $(($(date +%s) - t0)) s"
 "$T" sample $F/tl-q8_0.gguf --device vulkan -p "Once upon a time" -n 16 --temperature 0 2>&1 | tail -14
+if [ -f models/tinygpt-flagship.gguf ]; then # the GPU tests of make test (those whose files were sent: not YOCO's)
+    echo "== test_vulkan on the GPU, validation layer on: ${GPU_TESTS:-test_[bkwfr]*}"
+    TG_VULKAN_TESTS=${GPU_TESTS:-test_[bkwfr]*} timeout 300 "$D/test_vulkan" 2>&1 | grep -v -E "^\[ *(RUN|OK) "
+    "$T" sample --device vulkan -p "Once upon a time" -n 24 --temperature 0 2>&1 | tail -12
+fi
 for what in "--prompt-tokens 0 --tokens 128" "--prompt-tokens 512 --tokens 0"; do
     echo "== profile tl-q8_0 $what"
     TG_VULKAN_PROFILE=1 timeout 120 "$T" bench $F/tl-q8_0.gguf --device vulkan $what --kv-quantize fp16 \

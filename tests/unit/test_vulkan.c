@@ -399,10 +399,18 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(err.msg, "does not exist"));
     assert_null(run(m, p, "gpu", ids, 1, 1, &err));
     assert_non_null(strstr(err.msg, "unknown device 'gpu'"));
-    /* a KV mirror larger than the device takes: one clear error, not a crash */
+    /* a KV mirror larger than the device's memory: one clear error before anything is allocated, not a crash */
     p.context = (int64_t)1 << 30;
     assert_null(run(m, p, device, ids, 1, 1, &err));
-    assert_non_null(strstr(err.msg, "the KV mirror"));
+    assert_non_null(strstr(err.msg, "on device"));
+    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY);
+    /* and past --max-memory (the device's K/V stores, the limit's message) */
+    p.context = 0;
+    p.max_memory = 1 << 20;
+    assert_null(run(m, p, device, ids, 1, 1, &err));
+    assert_non_null(strstr(err.msg, "more than the memory limit"));
+    assert_int_equal(err.code, TG_ERR_CACHE_MEMORY_LIMIT);
+    p.max_memory = 0;
     p.context = 0;
     p.device = device;
     assert_null(tg_batch_new(m, &p, 4, 1, &err));
@@ -458,5 +466,9 @@ int main(void) {
         cmocka_unit_test(test_yoco),    cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_random),  cmocka_unit_test(test_refusals),
     };
+    /* TG_VULKAN_TESTS=PATTERN (cmocka's glob, e.g. "test_[bkr]*"): a subset, for a GPU machine that was sent only
+     * some of the model files (bench/gpu/run.sh) */
+    const char *only = getenv("TG_VULKAN_TESTS");
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
