@@ -259,6 +259,24 @@ static int weight_index(tg_backend *be, const tg_tensor *w, tg_error *err) {
     return be->n_weights - 1;
 }
 
+/* Fewer dispatches and barriers: a product whose output the next operation adds to the residual stream adds its sum
+ * there itself (x += t: the same sum, then the same addition), and products of one input into separate outputs
+ * (q / k / v, gate / up) run without a barrier between them. */
+static void fuse(tg_backend *be) {
+    for (int i = 0; i + 1 < be->n_ops; i++) {
+        vk_op *o = &be->ops[i], *next = &be->ops[i + 1];
+        if (o->kind != TG_OP_MATMUL) continue;
+        if (next->kind == TG_OP_ADD && next->in == o->out && next->out != o->in && o->out != TG_VAL_LOGITS) {
+            o->out = next->out;
+            o->add_out = true;
+            next->skip = true;
+        } else if (next->kind == TG_OP_MATMUL && next->in == o->in && next->out != o->out && o->out != o->in &&
+                   next->out != o->in) {
+            o->no_barrier = true;
+        }
+    }
+}
+
 /* The ops of program p with their weights uploaded and their norm weights packed into be->norms. */
 static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
     const int64_t d = be->m->hp.d_model;
@@ -297,6 +315,7 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
     }
     const bool ok = tg_vk_upload(be->vk, &be->norms, 0, norms, nb, err);
     free(norms);
+    fuse(be);
     return ok;
 }
 

@@ -52,6 +52,9 @@ typedef struct {
     const tg_tensor *t;
     uint32_t norm_off; /* NORM: the weight's offset in floats in the norms buffer */
     bool own_kv;
+    bool add_out;      /* MATMUL: the sum is added to `out` (the residual add that followed it, fused) */
+    bool no_barrier;   /* MATMUL: the next operation is a product of the same input into another output */
+    bool skip;         /* fused into the operation before it */
 } vk_op;
 
 struct tg_backend {

@@ -360,12 +360,17 @@ bool tg_vk_submit_wait(tg_vk_ctx *c, tg_error *err) {
     return r2 == VK_SUCCESS || vk_fail(err, "vkResetFences", r2);
 }
 
-void tg_vk_dispatch(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
-                    uint32_t gx, uint32_t gy, uint32_t gz) {
+void tg_vk_dispatch_free(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
+                         uint32_t gx, uint32_t gy, uint32_t gz) {
     c->f.vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl);
     c->f.vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipe_layout, 0, 1, &set, 0, NULL);
     c->f.vkCmdPushConstants(c->cmd, c->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)push_bytes, push);
     c->f.vkCmdDispatch(c->cmd, gx, gy, gz);
+}
+
+void tg_vk_dispatch(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
+                    uint32_t gx, uint32_t gy, uint32_t gz) {
+    tg_vk_dispatch_free(c, pl, set, push, push_bytes, gx, gy, gz);
     const VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                 .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                                 .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |

@@ -110,6 +110,10 @@ bool tg_vk_submit_wait(tg_vk_ctx *c, tg_error *err);
  * writes visible to the next dispatch and to the host. */
 void tg_vk_dispatch(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
                     uint32_t gx, uint32_t gy, uint32_t gz);
+/* The same without the barrier after it: for a dispatch whose writes the next dispatch neither reads nor writes
+ * (the products of one input into separate outputs); the barrier after the next one covers both. */
+void tg_vk_dispatch_free(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
+                         uint32_t gx, uint32_t gy, uint32_t gz);
 
 /* Validation messages reported so far (0 without validation). */
 int tg_vk_messages(const tg_vk_ctx *c);

@@ -68,6 +68,7 @@ static uint32_t off_of(const tg_backend *be, tg_val v, int l) {
 static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_pos) {
     const tg_hparams *hp = &be->m->hp;
     tg_vk_ctx *vk = be->vk;
+    if (o->skip) return;
     const uint32_t hd = (uint32_t)hp->head_dim, kvd = (uint32_t)(hp->n_kv_heads * hp->head_dim);
     const uint32_t half_style = hp->rope_style == TG_ROPE_HALF;
     uint32_t gx, gy;
@@ -94,11 +95,12 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         const uint32_t in_off = off_of(be, o->in, o->layer), ld_in = be->ld[o->in];
         const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n, in_off, ld_in,
                                off_of(be, o->out, o->layer), be->ld[o->out], in_off % 4 == 0 && ld_in % 4 == 0,
-                               64 / vk->subgroup_size};
+                               64 / vk->subgroup_size, o->add_out};
         const uint32_t groups = (rows + pc[11] - 1) / pc[11]; /* matmul.comp: a row per subgroup of 64 invocations */
         gx = groups < 65535 ? groups : 65535;
         gy = (groups + gx - 1) / gx;
-        tg_vk_dispatch(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy, 1);
+        (o->no_barrier ? tg_vk_dispatch_free : tg_vk_dispatch)(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy,
+                                                                 1);
         return;
     }
     case TG_OP_ROPE_APPEND: {

@@ -3,7 +3,7 @@
 // [g rpw, (g + 1) rpw), one subgroup a row at a time: the subgroup's invocations take the row's blocks in turn, so
 // neighbours read neighbouring bytes and the loads coalesce, each decoding whole words, and their fp32 partial sums
 // meet in a subgroupAdd (no shared memory, no barrier). Activation rows 8 at a time: a weight row is read once per 8
-// rows. Q4_K / Q5_K / Q6_K go 32 elements (a sub-block: one scale) per step; rows whose length is not a multiple of 4
+// rows; with add_out the sum is added to out (the residual add fused). Q4_K / Q5_K / Q6_K go 32 elements (a sub-block: one scale) per step; rows whose length is not a multiple of 4
 // take one element at a time through w_elem.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -11,7 +11,7 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
-    uint rows, cols, row_bytes, wtype, t0, n, in_off, ld_in, out_off, ld_out, vec_in, rpw;
+    uint rows, cols, row_bytes, wtype, t0, n, in_off, ld_in, out_off, ld_out, vec_in, rpw, add_out;
 } p;
 #define NT 8u
 float s[NT];
@@ -161,7 +161,8 @@ void main() {
             for (uint j = 0u; j < NT; j++) {
                 if (j >= m) break;
                 const float sum = subgroupAdd(s[j]);
-                if (lane == 0u) act[p.out_off + (t + j) * p.ld_out + r] = sum;
+                const uint at = p.out_off + (t + j) * p.ld_out + r;
+                if (lane == 0u) act[at] = p.add_out != 0u ? act[at] + sum : sum;
             }
         }
     }
