@@ -8,7 +8,8 @@
 # device tool's 600 s limit), and the llama.cpp build is waited for until 100 s before it;
 # GPU_FILES a subset of tl-q4_0 tl-q8_0 tl-f16 tl-q4_k l8b-q4_0.
 # With models/tinygpt-flagship.gguf and tests/data's fixtures in the tree (the rest left out: the tree that travels
-# holds 64 MiB), test_vulkan runs on the GPU first (GPU_TESTS: its cmocka filter) with the validation layer from .gl/.
+# holds 64 MiB), test_vulkan runs on the GPU first (GPU_TESTS: the test functions, each one a cmocka filter) with the
+# validation layer from .gl/ (which also needs libglvnd0 and friends: the NVIDIA driver's Vulkan ICD links them).
 set -u
 out=${OUT:?}
 exec > >(tee "$out/gpu_log.txt") 2>&1
@@ -21,7 +22,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 nproc; grep -m1 "model name" /proc/cpuinfo
 t0=$(date +%s)
 mkdir -p /tmp/lcpp && tar -xJf "$D/lcpp.txz" -C /tmp/lcpp
-(cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
+[ -n "${GPU_NO_PEER:-}" ] && echo 1 >/tmp/lbuild.rc # GPU_NO_PEER=1: no llama.cpp this time
+[ -n "${GPU_NO_PEER:-}" ] || (cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release \
     >/tmp/lcfg.log 2>&1 && nice cmake --build build -j 14 --target llama-bench llama-batched-bench \
     >/tmp/lbuild.log 2>&1; echo "$?" >/tmp/lbuild.rc) &
@@ -34,8 +36,10 @@ done
 echo "files made at $(($(date +%s) - t0)) s"
 "$T" sample $F/tl-q8_0.gguf --device vulkan -p "Once upon a time" -n 16 --temperature 0 2>&1 | tail -14
 if [ -f models/tinygpt-flagship.gguf ]; then # the GPU tests of make test (those whose files were sent: not YOCO's)
-    echo "== test_vulkan on the GPU, validation layer on: ${GPU_TESTS:-test_[bkwfr]*}"
-    TG_VULKAN_TESTS=${GPU_TESTS:-test_[bkwfr]*} timeout 300 "$D/test_vulkan" 2>&1 | grep -v -E "^\[ *(RUN|OK) "
+    for t in ${GPU_TESTS:-test_bundled test_kivi test_weight_types test_fixtures test_random test_refusals}; do
+        echo "== test_vulkan $t on the GPU, validation layer on"
+        TG_VULKAN_TESTS=$t timeout 120 "$D/test_vulkan" 2>&1 | grep -v -E "^\[ *(RUN|OK) "
+    done
     "$T" sample --device vulkan -p "Once upon a time" -n 24 --temperature 0 2>&1 | tail -12
 fi
 for what in "--prompt-tokens 0 --tokens 128" "--prompt-tokens 512 --tokens 0"; do
