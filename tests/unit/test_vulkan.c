@@ -466,7 +466,7 @@ int main(void) {
         cmocka_unit_test(test_yoco),    cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_random),  cmocka_unit_test(test_refusals),
     };
-    /* TG_VULKAN_TESTS=PATTERN (cmocka's glob, e.g. "test_[bkr]*"): a subset, for a GPU machine that was sent only
+    /* TG_VULKAN_TESTS=PATTERN (cmocka's filter: * and ?, e.g. "test_kivi"): a subset, for a GPU machine sent only
      * some of the model files (bench/gpu/run.sh) */
     const char *only = getenv("TG_VULKAN_TESTS");
     if (only && *only) cmocka_set_test_filter(only);
