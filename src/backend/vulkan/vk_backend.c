@@ -99,7 +99,8 @@ static bool upload_weight(tg_backend *be, const tg_tensor *w, vk_weight *out, tg
     return ok;
 }
 
-static VkDescriptorSet make_set(tg_backend *be, const tg_vk_buf *b0, tg_error *err) {
+/* A descriptor set binding b0 at 0 and the KV mirror's buffers of K/V layer index kv at 3 and 4. */
+static VkDescriptorSet make_set(tg_backend *be, const tg_vk_buf *b0, int kv, tg_error *err) {
     const VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                             .descriptorPool = be->pool, .descriptorSetCount = 1,
                                             .pSetLayouts = &be->vk->set_layout};
@@ -108,7 +109,7 @@ static VkDescriptorSet make_set(tg_backend *be, const tg_vk_buf *b0, tg_error *e
         tg_fail(err, "vulkan: out of descriptor sets");
         return VK_NULL_HANDLE;
     }
-    const tg_vk_buf *bufs[TG_VK_BINDINGS] = {b0, &be->act, &be->aux, &be->kc, &be->vc, &be->act};
+    const tg_vk_buf *bufs[TG_VK_BINDINGS] = {b0, &be->act, &be->aux, &be->kc[kv], &be->vc[kv], &be->act};
     VkDescriptorBufferInfo info[TG_VK_BINDINGS];
     VkWriteDescriptorSet w[TG_VK_BINDINGS];
     for (int i = 0; i < TG_VK_BINDINGS; i++) {
@@ -187,7 +188,10 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
         be->max_sink = be->reposition ? be->sink : 0;
         be->n_slots = 1;
         if (g->sink > INT32_MAX) return tg_fail(err, "vulkan: %lld sinks are too many", (long long)g->sink);
-        return tg_vk_kivi_make(be, c, n_kv, err) && device_memory_fits(be, c, be->kc.bytes + be->vc.bytes, err);
+        if (!(be->kc = calloc(1, sizeof *be->kc)) || !(be->vc = calloc(1, sizeof *be->vc)))
+            return tg_fail(err, "out of memory");
+        be->n_kvbuf = 1;
+        return tg_vk_kivi_make(be, c, n_kv, err) && device_memory_fits(be, c, be->kc[0].bytes + be->vc[0].bytes, err);
     }
     int64_t slots;
     if (g->bounded) {
@@ -202,15 +206,24 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     } else {
         slots = g->context;
     }
-    size_t floats;
-    if (slots <= 0 || slots > INT32_MAX || !bytes_of((size_t)slots * kvd, (size_t)(n_kv > 0 ? n_kv : 1), &floats, err))
+    size_t floats, all;
+    if (slots <= 0 || slots > INT32_MAX || !bytes_of((size_t)slots, kvd, &floats, err))
         return tg_fail(err, "vulkan: a KV mirror of %lld slots cannot be allocated", (long long)slots);
     be->n_slots = (uint32_t)slots;
-    size_t kb, vb;
-    if (!bytes_of(floats, be->k16 ? 2 : 4, &kb, err) || !bytes_of(floats, be->v16 ? 2 : 4, &vb, err)) return false;
-    if (kb > SIZE_MAX - vb || !device_memory_fits(be, c, kb + vb, err)) return false;
-    return tg_vk_buf_new(be->vk, kb, TG_VK_DEVICE, "the KV mirror's keys", &be->kc, err) &&
-           tg_vk_buf_new(be->vk, vb, TG_VK_DEVICE, "the KV mirror's values", &be->vc, err);
+    size_t kb, vb; /* one layer's */
+    if (!bytes_of(floats, be->k16 ? 2 : 4, &kb, err) || !bytes_of(floats, be->v16 ? 2 : 4, &vb, err) ||
+        kb > SIZE_MAX - vb || !bytes_of(kb + vb, (size_t)(n_kv > 0 ? n_kv : 1), &all, err))
+        return false;
+    if (!device_memory_fits(be, c, all, err)) return false;
+    be->n_kvbuf = n_kv > 0 ? n_kv : 1;
+    be->kc = calloc((size_t)be->n_kvbuf, sizeof *be->kc);
+    be->vc = calloc((size_t)be->n_kvbuf, sizeof *be->vc);
+    if (!be->kc || !be->vc) return tg_fail(err, "out of memory");
+    for (int i = 0; i < be->n_kvbuf; i++)
+        if (!tg_vk_buf_new(be->vk, kb, TG_VK_DEVICE, "a layer's keys in the KV mirror", &be->kc[i], err) ||
+            !tg_vk_buf_new(be->vk, vb, TG_VK_DEVICE, "a layer's values in the KV mirror", &be->vc[i], err))
+            return false;
+    return true;
 }
 
 /* The aux row table's layout and buffer. */
@@ -255,7 +268,7 @@ static int weight_index(tg_backend *be, const tg_tensor *w, tg_error *err) {
     vk_weight *slot = &be->weights[be->n_weights];
     if (!upload_weight(be, w, slot, err)) return -1;
     be->n_weights++;
-    if (!(slot->set = make_set(be, &slot->buf, err))) return -1;
+    if (!(slot->set = make_set(be, &slot->buf, 0, err))) return -1;
     return be->n_weights - 1;
 }
 
@@ -291,8 +304,11 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
     size_t nb;
     if (!bytes_of((size_t)(n_norms > 0 ? n_norms : 1) * (size_t)d, sizeof(float), &nb, err) ||
         !tg_vk_buf_new(be->vk, nb, TG_VK_DEVICE, "the norm weights", &be->norms, err) ||
-        !(be->set_norms = make_set(be, &be->norms, err)))
+        !(be->set_kv = calloc((size_t)be->n_kvbuf, sizeof *be->set_kv)))
         return false;
+    for (int i = 0; i < be->n_kvbuf; i++)
+        if (!(be->set_kv[i] = make_set(be, &be->norms, i, err))) return false;
+    be->set_norms = be->set_kv[0];
     float *norms = calloc(nb / sizeof(float), sizeof(float));
     if (!norms) return tg_fail(err, "out of memory");
     uint32_t norm_at = 0;
@@ -327,8 +343,12 @@ static void vk_destroy(tg_backend *be) {
     if (c) {
         tg_vk_profile_free(be->prof, c);
         for (int i = 0; i < be->n_weights; i++) tg_vk_buf_free(c, &be->weights[i].buf);
-        tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->kc, &be->vc, &be->rb};
+        tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->rb};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tg_vk_buf_free(c, bufs[i]);
+        for (int i = 0; i < be->n_kvbuf; i++) {
+            if (be->kc) tg_vk_buf_free(c, &be->kc[i]);
+            if (be->vc) tg_vk_buf_free(c, &be->vc[i]);
+        }
         for (int i = 0; i < PL_COUNT; i++)
             if (be->pl[i]) c->f.vkDestroyPipeline(c->dev, be->pl[i], NULL);
         if (be->pool) c->f.vkDestroyDescriptorPool(c->dev, be->pool, NULL);
@@ -339,6 +359,9 @@ static void vk_destroy(tg_backend *be) {
     free(be->kv_index);
     free(be->desc);
     free(be->regions);
+    free(be->kc);
+    free(be->vc);
+    free(be->set_kv);
     free(be);
 }
 
@@ -365,7 +388,7 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
     be->max_rows = max_rows;
     be->device_index = device;
     size_t floats = 0, bytes = 0;
-    bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1, err) &&
+    bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1 + cache->g.n_layers, err) &&
               make_mirror(be, cache, err) && make_aux(be, err) && layout_acts(be, &floats, err) &&
               bytes_of(floats, sizeof(float), &bytes, err) &&
               tg_vk_buf_new(be->vk, bytes, TG_VK_DEVICE, "the activations", &be->act, err) &&
@@ -407,7 +430,7 @@ static bool vk_meter(const tg_backend *be, tg_attention_stats *out) {
 
 static void vk_memory(const tg_backend *be, tg_backend_memory *out) {
     snprintf(out->device, sizeof out->device, "vulkan:%d (%.100s)", be->device_index, be->vk->device_name);
-    out->kv = be->kc.bytes + be->vc.bytes;
+    for (int i = 0; i < be->n_kvbuf; i++) out->kv += be->kc[i].bytes + be->vc[i].bytes;
     for (int i = 0; i < be->n_weights; i++) out->weights += be->weights[i].buf.bytes;
     out->other = be->norms.bytes + be->act.bytes + be->aux.bytes + be->rb.bytes;
 }

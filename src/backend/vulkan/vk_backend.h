@@ -64,12 +64,18 @@ struct tg_backend {
     int max_rows;
     VkPipeline pl[PL_COUNT];
     VkDescriptorPool pool;
-    VkDescriptorSet set_norms; /* binding 0: the norm weights */
+    VkDescriptorSet set_norms; /* binding 0: the norm weights (= set_kv[0]) */
     vk_weight *weights;        /* [n_weights] */
     int n_weights;
     vk_op *ops; /* [n_ops] */
     int n_ops;
-    tg_vk_buf norms, act, aux, kc, vc;
+    tg_vk_buf norms, act, aux;
+    /* the KV mirror's keys and values, one buffer each per K/V layer (a device's storage-buffer range, often 4 GiB,
+     * bounds one buffer: a whole-context 8B cache is 8 GiB of keys), and each layer's descriptor set binding them
+     * (with the norms at binding 0); a KIVI cache: its one store buffer at kc[0], a placeholder at vc[0] */
+    tg_vk_buf *kc, *vc;
+    VkDescriptorSet *set_kv;
+    int n_kvbuf;
     tg_vk_buf rb;   /* readback (host-visible): a call's logits rows from float 0, its K / V rows from rb_kv */
     size_t rb_kv;
     VkBufferCopy *regions; /* [1 + 2 n_layers] the readback's copies */

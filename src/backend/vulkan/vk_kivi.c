@@ -88,8 +88,8 @@ bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *er
             !layout_store(g, &g->v, be->desc + (2 * i + 1) * D_WORDS, &at))
             return tg_fail(err, "vulkan: the KIVI cache's device stores of %d layers exceed 2^32 words", n_kv);
     for (int s = 0; s < 2; s++) be->kind[s] = !be->desc[s * D_WORDS + D_BITS] ? 0 : g->res_cap > 0 ? 1 : 2;
-    return tg_vk_buf_new(be->vk, at * 4, TG_VK_DEVICE, "the KV cache's device stores", &be->kc, err) &&
-           tg_vk_buf_new(be->vk, 4, TG_VK_DEVICE, "a placeholder", &be->vc, err);
+    return tg_vk_buf_new(be->vk, at * 4, TG_VK_DEVICE, "the KV cache's device stores", &be->kc[0], err) &&
+           tg_vk_buf_new(be->vk, 4, TG_VK_DEVICE, "a placeholder", &be->vc[0], err);
 }
 
 bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, int64_t pos) {

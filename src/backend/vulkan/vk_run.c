@@ -110,12 +110,13 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         grid((uint64_t)n * (uint64_t)hp->n_heads * hd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_ROPE_Q], be->set_norms, pq, sizeof pq, gx, gy, 1);
         if (!o->own_kv) return;
-        const uint32_t mirror = be->kivi ? 0 : (uint32_t)be->kv_index[o->layer] * be->n_slots * kvd;
+        const uint32_t mirror = 0; /* the layer's own buffers (set_kv) */
+        const VkDescriptorSet set = be->kivi ? be->set_norms : be->set_kv[be->kv_index[o->layer]];
         const uint32_t pk[] = {(uint32_t)n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer),
                                off_of(be, TG_VAL_V, o->layer), be->a_cos, be->a_sin, be->a_pos, be->a_slot, mirror,
                                be->k16, be->v16, be->reposition ? be->sink : 0, be->kivi ? be->stage_off : 0};
         grid((uint64_t)n * kvd / 2, &gx, &gy);
-        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], be->set_norms, pk, sizeof pk, gx, gy, 1);
+        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], set, pk, sizeof pk, gx, gy, 1);
         if (be->kivi) tg_vk_kivi_append(be, o->layer);
         return;
     }
@@ -130,11 +131,11 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         if (splits > ATTEND_MAX_SPLITS) splits = ATTEND_MAX_SPLITS;
         const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
                                off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0), be->a_pos, be->a_slot_pos, slots,
-                               (uint32_t)be->kv_index[src] * be->n_slots * kvd, kvd, be->k16, be->v16, be->sink,
+                               0, kvd, be->k16, be->v16, be->sink,
                                be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
                                be->reposition, be->a_sink_cos, be->a_sink_sin, be->max_sink, splits, be->part_off};
-        tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, (uint32_t)n,
-                       splits);
+        tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_kv[be->kv_index[src]], pc, sizeof pc, (uint32_t)hp->n_heads,
+                       (uint32_t)n, splits);
         if (splits == 1) return;
         const uint32_t pm[] = {(uint32_t)hp->n_heads, hd, splits, be->part_off, off_of(be, o->out, 0)};
         tg_vk_dispatch(vk, be->pl[PL_ATTEND_MERGE], be->set_norms, pm, sizeof pm, (uint32_t)hp->n_heads,
