@@ -3,7 +3,8 @@
 # no network and none of tinygpt's libraries: a portable build of the current commit (`make ARCH=x86-64` in a
 # clean clone: tinygpt, gen_random_gguf and test_vulkan, stripped), the non-glibc shared libraries they link, and
 # llama.cpp's source (from the npm package node-llama-cpp@3.21.1, trimmed to what a CUDA build of llama-bench,
-# llama-batched-bench and llama-server reads). The Vulkan loader goes in .gl/ (docs/architecture.md's device notes).
+# llama-batched-bench and llama-server reads); and .gl/: the Vulkan loader, the validation layer and the GL dispatch
+# libraries the NVIDIA ICD needs, as Debian packages (docs/architecture.md's device notes).
 # Run from the repository root; then `run` (the device tool) with carry [".devcarry", ".gl"] and bench/gpu/run.sh.
 set -euo pipefail
 root=$PWD
@@ -34,4 +35,15 @@ if [ ! -f "$carry/lcpp.txz" ]; then
         ggml/src/ggml-hexagon; do ex+=(--exclude="./$d"); done
     tar --exclude=.git "${ex[@]}" -cJf "$carry/lcpp.txz" -C "$work/lcpp" .
 fi
-du -sh "$carry"
+# the Vulkan loader, the validation layer and the GL dispatch libraries the NVIDIA driver's ICD links, as Debian
+# packages for .gl/ (unpacked there with dpkg -x; docs/architecture.md)
+if [ ! -f "$root/.gl/libglvnd0_"*.deb ] 2>/dev/null; then
+    mkdir -p "$root/.gl" /tmp/tg-apt/partial
+    o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/tg-apt"
+    # shellcheck disable=SC2086
+    apt-get $o update >/dev/null 2>&1 || true
+    # shellcheck disable=SC2086
+    (cd "$root/.gl" && apt-get $o download libvulkan1 vulkan-validationlayers libglvnd0 libegl1 libgl1 libglx0 \
+        libgles2 libopengl0 >/dev/null 2>&1) || echo "pack: apt-get download for .gl/ failed" >&2
+fi
+du -sh "$carry" "$root/.gl"

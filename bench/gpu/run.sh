@@ -67,4 +67,16 @@ for r in $(seq 1 "${GPU_ROUNDS:-2}"); do
         fi
     done
 done
+if [ -f $F/l8b-q4_0.gguf ] && [ $(($(date +%s) - t0)) -lt "$deadline" ]; then
+    # the 8B shape at depth: a window of 4096 (bounded, so no whole-context mirror), our fp16 cache beside llama.cpp's
+    echo "== l8b-q4_0 at depth: tinygpt vulkan fp16, window 4096"
+    timeout 100 "$T" bench $F/l8b-q4_0.gguf --device vulkan --streaming-llm-window 4096 --prompt-tokens 0 \
+        --tokens 32 --depth 0,2048 --kv-quantize fp16 --bandwidth-mib 0 --no-warmup 2>&1 | grep -E "^(tg|tinygpt)"
+    for ct in f16 q4_0; do
+        [ -x $LB ] || break
+        echo "== l8b-q4_0 at depth: llama.cpp cuda $ct"
+        timeout 60 $LB -m $F/l8b-q4_0.gguf -p 0 -n 32 -d 0,2048 -fa 1 -ngl 99 -r 2 -ctk $ct -ctv $ct -o md 2>&1 |
+            grep -E "^\|"
+    done
+fi
 echo "done at $(($(date +%s) - t0)) s"
