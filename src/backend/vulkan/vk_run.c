@@ -110,10 +110,9 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         grid((uint64_t)n * (uint64_t)hp->n_heads * hd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_ROPE_Q], be->set_norms, pq, sizeof pq, gx, gy, 1);
         if (!o->own_kv) return;
-        const uint32_t mirror = 0; /* the layer's own buffers (set_kv) */
         const VkDescriptorSet set = be->kivi ? be->set_norms : be->set_kv[be->kv_index[o->layer]];
         const uint32_t pk[] = {(uint32_t)n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer),
-                               off_of(be, TG_VAL_V, o->layer), be->a_cos, be->a_sin, be->a_pos, be->a_slot, mirror,
+                               off_of(be, TG_VAL_V, o->layer), be->a_cos, be->a_sin, be->a_pos, be->a_slot,
                                be->k16, be->v16, be->reposition ? be->sink : 0, be->kivi ? be->stage_off : 0};
         grid((uint64_t)n * kvd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], set, pk, sizeof pk, gx, gy, 1);
@@ -131,7 +130,7 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         if (splits > ATTEND_MAX_SPLITS) splits = ATTEND_MAX_SPLITS;
         const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
                                off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0), be->a_pos, be->a_slot_pos, slots,
-                               0, kvd, be->k16, be->v16, be->sink,
+                               kvd, be->k16, be->v16, be->sink,
                                be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
                                be->reposition, be->a_sink_cos, be->a_sink_sin, be->max_sink, splits, be->part_off};
         tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_kv[be->kv_index[src]], pc, sizeof pc, (uint32_t)hp->n_heads,

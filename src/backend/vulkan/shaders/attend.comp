@@ -10,7 +10,7 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
-    uint n_heads, gq, head_dim, half_style, q_off, out_off, pos_off, slot_pos_off, n_slots, mirror_off, kvd, k16,
+    uint n_heads, gq, head_dim, half_style, q_off, out_off, pos_off, slot_pos_off, n_slots, kvd, k16,
         v16, sink, window, layer_window, reposition, sink_cos_off, sink_sin_off, max_sink, splits, part_off;
 } p;
 shared float qs[256];
@@ -35,7 +35,7 @@ void main() {
             if (p.window != 0u && !is_sink && uint(pos_q - pk) >= p.window) vis = false;
             if (p.layer_window != 0u && uint(pos_q - pk) >= p.layer_window) vis = false;
             if (vis) {
-                const uint kb = p.mirror_off + slot * p.kvd + kvh * p.head_dim;
+                const uint kb = slot * p.kvd + kvh * p.head_dim;
                 const bool rot = p.reposition != 0u && is_sink;
                 const uint ro = (t * p.max_sink + uint(pk)) * half_d;
                 float dot = 0.0;
@@ -66,7 +66,7 @@ void main() {
                 if (sc[j] == -1.0 / 0.0) continue;
                 const float w = exp(sc[j] - mt);
                 l += w;
-                const uint vb = p.mirror_off + (s0 + j) * p.kvd + kvh * p.head_dim;
+                const uint vb = (s0 + j) * p.kvd + kvh * p.head_dim;
                 for (uint k = 0u; k < 4u; k++) {
                     const uint d = tid + 64u * k;
                     if (d < p.head_dim) acc[k] += w * kv_get(false, vb + d, p.v16);

@@ -8,7 +8,7 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 layout(push_constant) uniform P {
-    uint n, kvd, head_dim, half_style, k_off, v_off, cos_off, sin_off, pos_off, slot_off, mirror_off, k16, v16,
+    uint n, kvd, head_dim, half_style, k_off, v_off, cos_off, sin_off, pos_off, slot_off, k16, v16,
         sink_raw, stage;
 } p;
 float rotated(uint t, uint e) {
@@ -43,7 +43,7 @@ void main() {
         act[p.stage + p.kvd + e + 1u] = act[p.v_off + t * p.kvd + e + 1u];
         return;
     }
-    const uint dst = p.mirror_off + aux[p.slot_off + t] * p.kvd + e;
+    const uint dst = aux[p.slot_off + t] * p.kvd + e; // in the layer's own buffers
     const float k0 = rotated(t, e), k1 = rotated(t, e + 1u);
     const float v0 = act[p.v_off + t * p.kvd + e], v1 = act[p.v_off + t * p.kvd + e + 1u];
     if (p.k16 != 0u) {
