@@ -327,8 +327,8 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
         tg_park_get_stats(park, &ps);
         fprintf(stderr, "tinygpt serve: parking finished conversations: %" PRId64 " bytes of RAM", a->park_budget);
         if (a->park_dir)
-            fprintf(stderr, ", then %s (%" PRId64 " bytes; %" PRId64 " conversations found, %" PRId64 " files refused)",
-                    a->park_dir, a->park_disk_budget, ps.disk_count, ps.disk_refused);
+            fprintf(stderr, ", then %s (%" PRId64 " bytes; %" PRId64 " snapshots found, %" PRId64 " files refused)",
+                    a->park_dir, a->park_disk_budget, ps.disk_states, ps.disk_refused);
         fputc('\n', stderr);
     }
 

@@ -114,6 +114,8 @@ char *tg_metrics_render(tg_metrics *m, const tg_metrics_gauges *g, size_t *len) 
          "counter", g->park.misses},
         {"prefix_reused_tokens_total", "Prompt tokens taken from parked conversations instead of prefilled.",
          "counter", g->park.reused_tokens},
+        {"prefix_prompt_hits_total", "Hits on the state where a conversation's prompt ended (the history came back "
+         "with the reply as other tokens than generated: the reply re-read).", "counter", g->park.prompt_hits},
         {"park_disk_refused_total", "Files in --park-dir that were no usable snapshot.", "counter",
          g->park.disk_refused},
         {"park_write_errors_total", "Parked conversations lost because their file could not be written.", "counter",
@@ -131,6 +133,8 @@ char *tg_metrics_render(tg_metrics *m, const tg_metrics_gauges *g, size_t *len) 
          "gauge", g->park.ram_bytes, g->park.disk_bytes},
         {"parked_conversations", "Conversations parked for continuation.", "gauge", g->park.ram_count,
          g->park.disk_count},
+        {"parked_states", "Parked states: a conversation parks where it ended and where its prompt ended.", "gauge",
+         g->park.ram_states, g->park.disk_states},
         {"park_evictions_total", "Parked conversations evicted for lack of room (ram: moved to disk or dropped; disk: "
          "file removed).", "counter", g->park.ram_evictions, g->park.disk_evictions},
     };

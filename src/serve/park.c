@@ -1,5 +1,7 @@
-/* park.c — parked conversations (park.h). Entries in one array, each in RAM (the snapshot's bytes) or on disk (its
- * file's name), with its token list in RAM for the prefix match and a tick for least-recently-parked order. The
+/* park.c — parked conversations (park.h). Entries in one array, one per state, each in RAM (the snapshot's bytes)
+ * or on disk (its file's name), with its token list in RAM for the prefix match, a tick for least-recently-parked
+ * order and its conversation's number (the two states of one conversation share it; after a restart every file is
+ * a conversation of its own). The
  * files are written with tg_snapshot_write_file (a temporary file, fsync, rename), so a killed server leaves
  * either no file or a whole one under NAME.tgsnap; a file's name is the FNV-1a hash of its bytes. */
 #define _POSIX_C_SOURCE 200809L
@@ -31,6 +33,9 @@ typedef struct {
     size_t len;
     char *path;    /* disk: its file (len bytes) */
     uint64_t tick; /* when parked: the smallest is evicted first */
+    uint64_t conv; /* its conversation (0: none known, a file found at start) */
+    bool prompt;   /* the state where the conversation's prompt ended */
+    bool paired;   /* the conversation's other state is parked too */
 } entry;
 
 struct tg_park {
@@ -40,7 +45,7 @@ struct tg_park {
     pthread_mutex_t mu;
     entry *e;
     size_t n, cap;
-    uint64_t tick;
+    uint64_t tick, conv;
     tg_park_stats st;
 };
 
@@ -54,16 +59,20 @@ static void entry_free(entry *x) {
     memset(x, 0, sizeof *x);
 }
 
-/* Removes entry i (its memory; the file, if any, is the caller's business). */
+/* Removes entry i (its memory; the file, if any, is the caller's business); its conversation's other state, if
+ * parked, is alone from then on. */
 static void drop(tg_park *p, size_t i) {
     entry *x = &p->e[i];
     if (x->buf) {
         p->st.ram_bytes -= entry_bytes(x);
-        p->st.ram_count--;
+        p->st.ram_states--;
     } else {
         p->st.disk_bytes -= entry_bytes(x);
-        p->st.disk_count--;
+        p->st.disk_states--;
     }
+    if (x->paired)
+        for (size_t k = 0; k < p->n; k++)
+            if (k != i && p->e[k].conv == x->conv) p->e[k].paired = false;
     entry_free(x);
     p->e[i] = p->e[--p->n];
 }
@@ -124,12 +133,12 @@ static void to_disk(tg_park *p, size_t i, bool evicted) {
         return;
     }
     p->st.ram_bytes -= entry_bytes(x);
-    p->st.ram_count--;
+    p->st.ram_states--;
     free(x->buf);
     x->buf = NULL;
     x->path = path;
     p->st.disk_bytes += entry_bytes(x);
-    p->st.disk_count++;
+    p->st.disk_states++;
 }
 
 /* The oldest entry in RAM (want_ram) or on disk; -1 when none. */
@@ -248,7 +257,7 @@ static bool index_dir(tg_park *p, tg_error *err) {
             x.tick = ++p->tick;
             p->e[p->n++] = x;
             p->st.disk_bytes += entry_bytes(&x);
-            p->st.disk_count++;
+            p->st.disk_states++;
         } else if (ok) {
             free(x.ids);
             p->st.disk_refused++;
@@ -304,28 +313,55 @@ void tg_park_free(tg_park *p) {
 
 bool tg_park_enabled(const tg_park *p) { return p && p->cfg.ram_budget > 0; }
 
-void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n) {
-    if (!tg_park_enabled(p) || n == 0) return;
-    entry x = {0};
+/* Adds x (its ids and buf filled) to RAM; false when the array cannot grow (x is not freed). */
+static bool add(tg_park *p, entry *x) {
+    if (!grow(p)) return false;
+    x->tick = ++p->tick;
+    p->e[p->n++] = *x;
+    p->st.ram_bytes += entry_bytes(x);
+    p->st.ram_states++;
+    return true;
+}
+
+/* A malloc'ed copy of ids[n]; NULL when memory runs out. */
+static int32_t *copy_ids(const int32_t *ids, size_t n) {
+    int32_t *c = malloc((n ? n : 1) * sizeof *c);
+    if (c) memcpy(c, ids, n * sizeof *ids);
+    return c;
+}
+
+void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n, void *prompt_snap, size_t prompt_len,
+                 size_t n_prompt) {
+    if (!tg_park_enabled(p) || n == 0 || (prompt_snap && (n_prompt == 0 || n_prompt >= n))) {
+        free(prompt_snap); /* no prompt state apart from the end's */
+        prompt_snap = NULL;
+        if (!tg_park_enabled(p) || n == 0) return;
+    }
+    entry end = {0}, pr = {0};
     tg_error err = {0};
-    if (!tg_sequence_save(q, ids, n, NULL, &x.buf, &x.len, &err)) return;
-    x.ids = malloc(n * sizeof *x.ids);
-    if (!x.ids) {
-        free(x.buf);
+    if (!tg_sequence_save(q, ids, n, NULL, &end.buf, &end.len, &err) || !(end.ids = copy_ids(ids, n))) {
+        free(end.buf);
+        free(prompt_snap);
         return;
     }
-    memcpy(x.ids, ids, n * sizeof *ids);
-    x.n = n;
+    end.n = n;
+    if (prompt_snap) {
+        pr = (entry){.buf = prompt_snap, .len = prompt_len, .ids = copy_ids(ids, n_prompt), .n = n_prompt,
+                     .prompt = true};
+        if (!pr.ids) entry_free(&pr);
+    }
     pthread_mutex_lock(&p->mu);
-    if (!grow(p)) {
-        pthread_mutex_unlock(&p->mu);
-        entry_free(&x);
-        return;
+    end.conv = pr.conv = ++p->conv;
+    end.paired = pr.paired = pr.buf != NULL;
+    /* the prompt's state first: of the two, the one evicted first */
+    if (pr.buf && !add(p, &pr)) {
+        entry_free(&pr);
+        end.paired = false;
     }
-    x.tick = ++p->tick;
-    p->e[p->n++] = x;
-    p->st.ram_bytes += entry_bytes(&x);
-    p->st.ram_count++;
+    if (!add(p, &end)) {
+        entry_free(&end);
+        if (pr.buf) p->e[p->n - 1].paired = false;
+    }
     enforce(p);
     pthread_mutex_unlock(&p->mu);
 }
@@ -335,7 +371,18 @@ static bool extends(const entry *x, const int32_t *ids, size_t n) {
     return x->n < n && memcmp(x->ids, ids, x->n * sizeof *ids) == 0;
 }
 
-/* Restores entry i into q; false when it is refused (another policy: kept; a damaged file: dropped). */
+/* Drops the parked state of conversation conv (the other one of a pair that was taken), its file removed. */
+static void drop_conv(tg_park *p, uint64_t conv) {
+    for (size_t k = 0; k < p->n; k++) {
+        if (p->e[k].conv != conv) continue;
+        if (!p->e[k].buf) unlink(p->e[k].path);
+        drop(p, k);
+        return;
+    }
+}
+
+/* Restores entry i into q, unparking it and its conversation's other state; false when it is refused (another
+ * policy: kept; a damaged file: dropped). */
 static bool restore(tg_park *p, size_t i, tg_sequence *q) {
     entry *x = &p->e[i];
     tg_error err = {0};
@@ -349,8 +396,11 @@ static bool restore(tg_park *p, size_t i, tg_sequence *q) {
     const bool ok = tg_sequence_restore(q, buf, len, NULL, NULL, NULL, &err);
     if (buf != x->buf) free(buf);
     if (ok) {
+        const uint64_t conv = x->conv;
+        const bool paired = x->paired;
         if (!x->buf) unlink(x->path);
         drop(p, i);
+        if (paired) drop_conv(p, conv);
         return true;
     }
     if (err.code == TG_ERR_SNAPSHOT_POLICY) return false;
@@ -382,11 +432,16 @@ size_t tg_park_take(tg_park *p, tg_sequence *q, const int32_t *ids, size_t n) {
         for (size_t k = 0; k < n_cand; k++) ticks[k] = cand[k]->tick;
     }
     size_t got = 0;
+    bool got_prompt = false;
     for (size_t k = 0; k < n_cand && !got; k++) {
         for (size_t i = 0; i < p->n; i++) {
             if (p->e[i].tick != ticks[k]) continue;
             const size_t len = p->e[i].n;
-            if (restore(p, i, q)) got = len;
+            const bool prompt = p->e[i].prompt;
+            if (restore(p, i, q)) {
+                got = len;
+                got_prompt = prompt;
+            }
             break;
         }
     }
@@ -394,6 +449,7 @@ size_t tg_park_take(tg_park *p, tg_sequence *q, const int32_t *ids, size_t n) {
     free(cand);
     if (got) {
         p->st.hits++;
+        p->st.prompt_hits += got_prompt;
         p->st.reused_tokens += (int64_t)got;
     } else {
         p->st.misses++;
@@ -416,5 +472,11 @@ void tg_park_get_stats(tg_park *p, tg_park_stats *s) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     *s = p->st;
+    /* conversations: each by its end's state, or by its prompt's when that is parked alone */
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->e[i].prompt && p->e[i].paired) continue;
+        if (p->e[i].buf) s->ram_count++;
+        else s->disk_count++;
+    }
     pthread_mutex_unlock(&p->mu);
 }

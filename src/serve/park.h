@@ -1,9 +1,11 @@
-/* park.h — finished conversations kept for continuation: each as a session snapshot (the KV cache in its stored
+/* park.h — finished conversations kept for continuation: each as session snapshots (the KV cache in its stored
  * precision and the tokens it holds, docs/snapshot-format.md) in RAM within a byte budget, then optionally as files
- * in a directory within a disk budget, least recently parked evicted first (RAM to disk, disk to nothing). A new
- * request whose tokens strictly extend a parked conversation's takes it back: its cache is restored and only the new
- * tokens are prefilled. Apart from the running sessions' KV budget (admission.h). Thread-safe (one mutex): the
- * scheduler parks and takes, /metrics reads the counts. */
+ * in a directory within a disk budget, least recently parked evicted first (RAM to disk, disk to nothing). A
+ * conversation parks two states: where it ended (its prompt and the reply fed back) and where its prompt ended. A
+ * new request whose tokens strictly extend a parked state's takes the longest such: its cache is restored and only
+ * the new tokens are prefilled; the prompt's state serves a request whose history came back with the reply as
+ * other tokens than generated (re-tokenised, trimmed or edited by the client). Apart from the running sessions' KV
+ * budget (admission.h). Thread-safe (one mutex): the scheduler parks and takes, /metrics reads the counts. */
 #ifndef TG_SERVE_PARK_H
 #define TG_SERVE_PARK_H
 
@@ -24,7 +26,9 @@ typedef struct {
 /* The counters /metrics shows. */
 typedef struct {
     int64_t hits, misses, reused_tokens;
-    int64_t ram_bytes, ram_count, disk_bytes, disk_count;
+    int64_t prompt_hits;    /* hits on the state where a conversation's prompt ended (its reply re-read) */
+    int64_t ram_bytes, ram_states, disk_bytes, disk_states;
+    int64_t ram_count, disk_count; /* conversations: by the tier of their end (of the prompt's state when alone) */
     int64_t ram_evictions;  /* conversations that left RAM for lack of room (to disk, or dropped without a dir) */
     int64_t disk_evictions; /* files removed for lack of disk budget */
     int64_t disk_refused;   /* files in dir that were no usable snapshot (at start or when restored) */
@@ -43,12 +47,15 @@ void tg_park_free(tg_park *p);
 /* Whether conversations are parked at all (ram_budget > 0). */
 bool tg_park_enabled(const tg_park *p);
 
-/* Parks sequence q, which holds ids[n] (n = its position): saved, the most recently parked, older ones evicted
- * beyond the budgets. Failures (memory, a file that cannot be written) only lose the conversation (counted). */
-void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n);
-/* For a request of ids[n]: the parked conversation with the longest token list that is a strict prefix of ids,
- * restored into q (a new sequence; of another cache policy, it is passed over) and no longer parked. Returns the
- * tokens q holds then (0: a miss, q untouched or empty). */
+/* Parks a finished conversation: sequence q, which holds ids[n] (n = its position), saved, and, when prompt_snap is
+ * not NULL, the state its prompt left: a snapshot of ids[0..n_prompt) that tg_sequence_save made then (prompt_len
+ * bytes, malloc'ed; the store takes it over). The most recently parked; older states evicted beyond the budgets.
+ * Failures (memory, a file that cannot be written) only lose a state (counted). */
+void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n, void *prompt_snap, size_t prompt_len,
+                 size_t n_prompt);
+/* For a request of ids[n]: the parked state with the longest token list that is a strict prefix of ids, restored
+ * into q (a new sequence; of another cache policy, it is passed over); it and the other state of its conversation
+ * are no longer parked. Returns the tokens q holds then (0: a miss, q untouched or empty). */
 size_t tg_park_take(tg_park *p, tg_sequence *q, const int32_t *ids, size_t n);
 /* Writes every conversation held in RAM to the directory (at shutdown, so that a restart continues them); nothing
  * without a dir. */

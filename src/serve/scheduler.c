@@ -32,6 +32,8 @@ typedef struct {
     int32_t *fed;       /* [n_fed] the generated tokens fed back (for parking: the cache holds ids + fed) */
     size_t n_fed, cap_fed;
     bool park_lost;     /* fed could not grow: not parked */
+    void *prompt_snap;  /* [prompt_len] the state where the prompt ended (for parking beside the end's); or NULL */
+    size_t prompt_len;
     size_t prefilled;   /* prompt tokens evaluated */
     int32_t next_id;    /* the token to feed when decoding */
     bool decoding;      /* the prompt is in: next_id is fed each step */
@@ -73,6 +75,7 @@ static void session_free_parts(session *ss) {
     tg_sequence_free(ss->seq);
     free(ss->logits);
     free(ss->fed);
+    free(ss->prompt_snap);
 }
 
 /* Makes job's session; false when it cannot be had (the job is failed; the caller releases its bytes). */
@@ -135,8 +138,18 @@ static void session_park(tg_sched *s, session *ss) {
     if (!ids) return;
     memcpy(ids, j->ids, j->n_ids * sizeof *ids);
     if (n_gen) memcpy(ids + j->n_ids, ss->fed, n_gen * sizeof *ids);
-    tg_park_put(s->cfg.park, ss->seq, ids, (size_t)pos);
+    tg_park_put(s->cfg.park, ss->seq, ids, (size_t)pos, ss->prompt_snap, ss->prompt_len, j->n_ids);
+    ss->prompt_snap = NULL; /* the store's now */
     free(ids);
+}
+
+/* Saves the state where the prompt ended, to be parked beside the conversation's end: a client that sends the
+ * history back with the reply as other tokens (re-tokenised, trimmed, edited) still extends the prompt. */
+static void save_prompt_state(tg_sched *s, session *ss) {
+    if (!tg_park_enabled(s->cfg.park) || ss->park_lost) return;
+    tg_error err = {0};
+    if (!tg_sequence_save(ss->seq, ss->job->ids, ss->job->n_ids, NULL, &ss->prompt_snap, &ss->prompt_len, &err))
+        ss->prompt_snap = NULL; /* parked without it */
 }
 
 /* Remembers id, generated and about to be fed, for parking. */
@@ -261,6 +274,7 @@ static void step(tg_sched *s) {
         if (!ss->decoding) {
             ss->prefilled += (size_t)s->items[k].n;
             if (ss->prefilled < ss->job->n_ids) continue;
+            save_prompt_state(s, ss);
         }
         if (!s->items[k].finite) {
             tg_job_fail(ss->job, 500, "the model produced non-finite logits");

@@ -5,9 +5,10 @@
 # int4 cache whose window the conversation overflows (continuing keeps sinks + window exactly as reading the whole
 # transcript through the same bounded cache does), through curl (completions and chat) and the openai npm client
 # (chat, whole history re-sent each turn). The usage's cached_tokens and /metrics say how many tokens were reused
-# and that only the suffix was prefilled; cache_prompt false reuses nothing. --park-dir: a restarted server
-# continues a conversation parked by the previous one; a server killed in the middle of writing a file leaves no
-# file under a snapshot's name, and a damaged file is refused. Every wait is on an event (a port, a metric, an exit).
+# and that only the suffix was prefilled; a reply sent back as other tokens continues from where its prompt ended;
+# cache_prompt false reuses nothing. --park-dir: a restarted server continues a conversation parked by the previous
+# one; a server killed in the middle of writing a file leaves no file under a snapshot's name, and a damaged file is
+# refused. Every wait is on an event (a port, a metric, an exit).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 . tests/cli/lib.sh
@@ -98,6 +99,26 @@ n=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["usage"]["total_toke
 [ "$(metric "$RBASE" prompt_tokens_total)" = $(($(cat "$tmp/prefilled") + n - 1)) ] && ok ||
     bad "prompt_tokens_total $(metric "$RBASE" prompt_tokens_total), want $(cat "$tmp/prefilled") + $((n - 1))"
 
+# ---- a reply that comes back as other tokens (here: edited by the client): the state where its prompt ended -------
+python3 - "$RBASE" "$FBASE" <<'PY' && ok || bad "an edited reply: the prompt's state"
+import json, subprocess, sys
+reuse, fresh = sys.argv[1:3]
+def ask(base, msgs):
+    body = json.dumps({"messages": msgs, "max_tokens": 12, "temperature": 0})
+    return json.loads(subprocess.run(["curl", "-s", "--max-time", "300", "-d", body, base + "/v1/chat/completions"],
+                                     capture_output=True, text=True).stdout)
+msgs = [{"role": "user", "content": "A dragon lived on the hill."}]
+first = ask(reuse, msgs)
+msgs += [{"role": "assistant", "content": "The end."}, {"role": "user", "content": "What did the dragon eat?"}]
+a, b = ask(reuse, msgs), ask(fresh, msgs)
+assert a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"], (a, b)
+# the whole first prompt reused (not its reply: the client sent another), the rest prefilled
+assert a["usage"]["prompt_tokens_details"]["cached_tokens"] == first["usage"]["prompt_tokens"], (first["usage"], a["usage"])
+assert a["timings"]["prompt_n"] == a["usage"]["prompt_tokens"] - first["usage"]["prompt_tokens"], a["timings"]
+PY
+[ "$(metric "$RBASE" prefix_prompt_hits_total)" = 1 ] && [ "$(metric "$RBASE" prefix_hits_total)" = 4 ] && ok ||
+    bad "prompt-state hit not counted: $(curl -s "$RBASE/metrics" | grep prefix_)"
+
 # ---- completions through curl: a prompt, then the prompt + its answer + more text --------------------------------
 body1='{"prompt": "The old lighthouse keeper", "max_tokens": 20, "temperature": 0}'
 [ "$(post "$RBASE" /v1/completions "$body1" "$tmp/c1")" = 200 ] && ok || bad "completion 1: $(cat "$tmp/c1")"
@@ -144,14 +165,18 @@ fi
 # ---- --park-dir across a restart -------------------------------------------------------------------------------
 parked=$(metric "$RBASE" 'parked_conversations{tier="ram"}')
 [ "${parked:-0}" -ge 2 ] && ok || bad "parked in RAM: $parked"
+# two states a conversation (where it ended, where its prompt ended) but where nothing was generated after the prompt
+states=$(metric "$RBASE" 'parked_states{tier="ram"}')
+[ "${states:-0}" -gt "$parked" ] && [ "$states" -le $((2 * parked)) ] && ok || bad "states $states, conversations $parked"
 stop "$RPID" R # SIGTERM: the conversations in RAM are written to --park-dir
 files=$(find "$tmp/park" -name '*.tgsnap' | wc -l)
-[ "$files" = "$parked" ] && ok || bad "$files files in --park-dir after SIGTERM, $parked conversations were parked"
+[ "$files" = "$states" ] && ok || bad "$files files in --park-dir after SIGTERM, $states states were parked"
 [ -z "$(find "$tmp/park" -name '*.tmp.*')" ] && ok || bad "temporary files left: $(ls "$tmp/park")"
 start R2 --park-dir "$tmp/park"
 R2PID=$SPID R2BASE=$BASE
-grep -q "$parked conversations found, 0 files refused" "$tmp/R2.err" && ok || bad "restart: $(cat "$tmp/R2.err")"
-[ "$(metric "$R2BASE" 'parked_conversations{tier="disk"}')" = "$parked" ] && ok || bad "disk tier after restart"
+grep -q "$states snapshots found, 0 files refused" "$tmp/R2.err" && ok || bad "restart: $(cat "$tmp/R2.err")"
+# after a restart every file is a conversation of its own
+[ "$(metric "$R2BASE" 'parked_conversations{tier="disk"}')" = "$states" ] && ok || bad "disk tier after restart"
 python3 - "$R2BASE" "$FBASE" "$tmp/conv.json" <<'PY' && ok || bad "continued after a restart"
 import json, subprocess, sys
 reuse, fresh, conv = sys.argv[1:4]
@@ -188,7 +213,7 @@ st=$?
 head -c $(($(stat -c %s "$tmp/good.snap") / 2)) "$tmp/good.snap" >"$tmp/park2/0000000000000bad.tgsnap"
 start K2 --park-dir "$tmp/park2"
 K2PID=$SPID K2BASE=$BASE
-grep -q "0 conversations found, 1 files refused" "$tmp/K2.err" && ok || bad "after the kill: $(cat "$tmp/K2.err")"
+grep -q "0 snapshots found, 1 files refused" "$tmp/K2.err" && ok || bad "after the kill: $(cat "$tmp/K2.err")"
 [ -z "$(find "$tmp/park2" -name '*.tmp.*')" ] && ok || bad "the partial temporary file was not removed at start"
 post "$K2BASE" /v1/completions "$body2" "$tmp/k2" >/dev/null
 python3 - "$tmp/k2" "$tmp/c2f" <<'PY' && ok || bad "after the kill: $(cat "$tmp/k2")"
