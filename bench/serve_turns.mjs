@@ -5,8 +5,9 @@
 //    re-sent every turn, streamed: time to first token per turn on a tinygpt server that continues parked
 //    conversations (reuse) and on one started with --park-budget 0 (every prompt prefilled whole), the replies
 //    checked equal (--fresh-turns 2,20,40: the no-reuse server asked at those turns only, for large models whose
-//    whole-transcript prefills would take most of the run). With --llama-server BIN (a llama.cpp build, e.g. from bench/build-llamacpp.sh) and --gguf, the
-//    same conversation through llama-server with cache_prompt.
+//    whole-transcript prefills would take most of the run). With --llama-server BIN (a llama.cpp build, e.g. from
+//    bench/build-llamacpp.sh) and --gguf, the same user turns through llama-server with cache_prompt, continuing its
+//    own replies (so that each server's cache holds the tokens it generated).
 // 2. --parked N: N short conversations parked (one request each), then each continued by one more message: the
 //    bytes per parked conversation (/metrics) and the restore time (timings.restore_ms) p50 / p99, RAM and disk.
 //
@@ -106,22 +107,30 @@ async function conversation() {
                                             ...(llamaThreads ? ["-t", llamaThreads] : [])],
                               /listening on http:\/\/[^:]+:(\d+)/);
   const messages = [{ role: "system", content: "You are a helpful assistant." }];
+  const llamaMessages = [{ role: "system", content: "You are a helpful assistant." }];
   console.log(`tinygpt serve ${serverFlags.join(" ")}: ${turns} turns, user ~50 tokens, reply ${reply} tokens, greedy`);
   console.log("turn  prompt  reused  TTFT reuse (s)  TTFT no-reuse (s)  no-reuse/reuse" +
-              (llama ? "  TTFT llama-server (s)  llama/reuse" : ""));
+              (llama ? "  TTFT llama-server (s)  llama/reuse  llama prompt  llama cached" : ""));
   const rows = [];
   for (let k = 1; k <= turns; k++) {
     messages.push({ role: "user", content: userText(k) });
     const a = await turn(client(reuse.base), messages);
     const b = !freshTurns || freshTurns.includes(k) ? await turn(client(fresh.base), messages) : null;
     if (b && a.text !== b.text) throw new Error(`turn ${k}: the reply with reuse differs from the fresh one`);
-    const l = llama ? await turn(client(llama.base), messages, { cache_prompt: true }) : null;
+    // llama-server continues its own conversation: the same user turns, its own replies (its cache holds what it
+    // generated, as tinygpt's does)
+    llamaMessages.push({ role: "user", content: userText(k) });
+    const l = llama ? await turn(client(llama.base), llamaMessages, { cache_prompt: true }) : null;
+    if (l) llamaMessages.push({ role: "assistant", content: l.text });
     rows.push([k, a.ttft, b?.ttft, l?.ttft]);
     console.log(`${String(k).padStart(4)}  ${String(a.usage.prompt_tokens).padStart(6)}  ` +
                 `${String(a.usage.prompt_tokens_details?.cached_tokens ?? 0).padStart(6)}  ` +
                 `${a.ttft.toFixed(3).padStart(14)}  ${(b ? b.ttft.toFixed(3) : "-").padStart(17)}  ` +
                 `${(b ? (b.ttft / a.ttft).toFixed(1) : "-").padStart(14)}` +
-                (l ? `  ${l.ttft.toFixed(3).padStart(21)}  ${(l.ttft / a.ttft).toFixed(2).padStart(11)}` : ""));
+                (l ? `  ${l.ttft.toFixed(3).padStart(21)}  ${(l.ttft / a.ttft).toFixed(2).padStart(11)}` +
+                      `  ${String(l.usage?.prompt_tokens ?? "-").padStart(12)}` +
+                      `  ${String(l.usage?.timings?.cache_n ?? l.usage?.prompt_tokens_details?.cached_tokens ?? "-").padStart(12)}`
+                    : ""));
     messages.push({ role: "assistant", content: a.text });
   }
   const t2 = rows[1]?.[1], tN = rows[rows.length - 1][1];

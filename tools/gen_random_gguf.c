@@ -23,9 +23,11 @@
  * smollm3 (every 4th layer without RoPE: llama.cpp's fixed step), so that `tinygpt bench` compares each family with
  * a Llama of the same shape (bench/families.sh).
  *
- * --text-only: the output rows of the byte tokens 0x80-0xFF are zero, so that a greedy decode of the file never
- * emits a byte that is no UTF-8 text on its own (llama-server's chat endpoint answers such output with an error;
- * bench/serve_turns.mjs's llama-server comparison needs text): their logit is 0 where the others' spread around it.
+ * --text-only: a greedy decode of the file is words that re-tokenise to themselves, as a trained model's replies
+ * mostly do (bench/serve_turns.mjs sends each reply back in the history; llama-server's chat endpoint also refuses
+ * output that is no UTF-8 text): the filler words are letters, prefix-closed (token_text), and the output rows of
+ * every token before them (control, byte, character) are zero, so their logit is 0 where the words' spread around it
+ * and greedy never picks one.
  *
  * The file is streamed tensor by tensor (a 1.1B-parameter F16 file is 2.2 GB); the only buffers are one row. */
 #define _POSIX_C_SOURCE 200809L
@@ -202,8 +204,29 @@ static void kv_array_header(writer *w, const char *key, uint32_t elem_type, uint
 
 /* ---- the vocabulary ------------------------------------------------------------------------------------------ */
 
-/* Text of token i of the synthetic SentencePiece vocabulary into buf; its type in *type. */
-static void token_text(int i, char *buf, size_t cap, int *type) {
+/* The first token of the filler words: after <unk>, <s>, </s>, the 256 byte tokens and the printable ASCII ones. */
+#define FIRST_WORD (3 + 256 + 95)
+
+/* The w-th string over a-z in order of length, then alphabetically ("a" .. "z", "aa" .. "zz", "aaa", ...) into buf:
+ * every prefix of each comes before it, so the set of the first N is closed under prefixes. */
+static void letters(int w, char *buf, size_t cap) {
+    int len = 1;
+    long long span = 26;
+    while (w >= span) {
+        w -= (int)span;
+        span *= 26;
+        len++;
+    }
+    if ((size_t)len >= cap) len = (int)cap - 1;
+    buf[len] = '\0';
+    for (int k = len - 1; k >= 0; k--, w /= 26) buf[k] = (char)('a' + w % 26);
+}
+
+/* Text of token i of the synthetic SentencePiece vocabulary into buf; its type in *type. words (--text-only): the
+ * filler words are SentencePiece's space and letters, prefix-closed, so that the tokenizer (merging a word's pieces
+ * by score) writes every word back as its own token and a reply of words re-tokenises to the ids generated; else
+ * they are "w" and the token's number, which only a model's output reaches. */
+static void token_text(int i, char *buf, size_t cap, int *type, bool words) {
     if (i == 0) {
         snprintf(buf, cap, "<unk>");
         *type = TOK_UNKNOWN;
@@ -213,10 +236,15 @@ static void token_text(int i, char *buf, size_t cap, int *type) {
     } else if (i < 3 + 256) {
         snprintf(buf, cap, "<0x%02X>", i - 3);
         *type = TOK_BYTE;
-    } else if (i < 3 + 256 + 95) {
+    } else if (i < FIRST_WORD) {
         int ch = 32 + (i - 3 - 256);
         if (ch == ' ') snprintf(buf, cap, "\xe2\x96\x81"); /* U+2581, SentencePiece's space */
         else snprintf(buf, cap, "%c", ch);
+        *type = TOK_NORMAL;
+    } else if (words) {
+        char w[16];
+        letters(i - FIRST_WORD, w, sizeof w);
+        snprintf(buf, cap, "\xe2\x96\x81%s", w);
         *type = TOK_NORMAL;
     } else {
         snprintf(buf, cap, "\xe2\x96\x81w%d", i);
@@ -226,21 +254,21 @@ static void token_text(int i, char *buf, size_t cap, int *type) {
 
 static const int N_VOCAB_KV = 9;
 
-static void write_vocab(writer *w, int vocab) {
+static void write_vocab(writer *w, int vocab, bool words) {
     char buf[32];
     int type;
     kv_str(w, "tokenizer.ggml.model", "llama");
     kv_str(w, "tokenizer.ggml.pre", "default");
     kv_array_header(w, "tokenizer.ggml.tokens", GV_STRING, (uint64_t)vocab);
     for (int i = 0; i < vocab; i++) {
-        token_text(i, buf, sizeof buf, &type);
+        token_text(i, buf, sizeof buf, &type, words);
         put_str(w, buf);
     }
     kv_array_header(w, "tokenizer.ggml.scores", GV_F32, (uint64_t)vocab);
     for (int i = 0; i < vocab; i++) put_f32(w, i < 3 + 256 ? 0.0f : -(float)i);
     kv_array_header(w, "tokenizer.ggml.token_type", GV_I32, (uint64_t)vocab);
     for (int i = 0; i < vocab; i++) {
-        token_text(i, buf, sizeof buf, &type);
+        token_text(i, buf, sizeof buf, &type, words);
         put_u32(w, (uint32_t)type);
     }
     kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
@@ -463,7 +491,7 @@ int main(int argc, char **argv) {
     if (ar->attn_softcap > 0) kv_f32(&w, KEY("attn_logit_softcapping"), ar->attn_softcap);
     if (ar->final_softcap > 0) kv_f32(&w, KEY("final_logit_softcapping"), ar->final_softcap);
 #undef KEY
-    write_vocab(&w, sh->vocab);
+    write_vocab(&w, sh->vocab, text_only);
     kv_str(&w, "general.source", "tinygpt tools/gen_random_gguf: random weights, real shapes");
 
     for (size_t i = 0; i < nt; i++) {
@@ -485,9 +513,9 @@ int main(int argc, char **argv) {
     int64_t n_params = 0;
     if (!row || !out) w.ok = false;
     for (size_t i = 0; i < nt && w.ok; i++) {
-        /* --text-only: the logits' rows of the byte tokens 0x80-0xFF (ids 3 + 128 .. 3 + 255) */
+        /* --text-only: the logits' rows of every token before the words (control, byte and character tokens) */
         const bool logits = strcmp(ts[i].name, sh->tied ? "token_embd.weight" : "output.weight") == 0;
-        const int64_t zero_from = text_only && logits ? 3 + 128 : 0, zero_to = text_only && logits ? 3 + 256 : 0;
+        const int64_t zero_from = 0, zero_to = text_only && logits ? FIRST_WORD : 0;
         write_tensor_data(&w, &ts[i], &rng, row, out, zero_from, zero_to);
         put_zeros(&w, align_up(ts[i].nbytes) - ts[i].nbytes);
         n_params += ts[i].rows * ts[i].cols;

