@@ -36,6 +36,14 @@ const tinygpt = opt("--tinygpt", "./tinygpt"), model = opt("--model", "models/ti
 const turns = Number(opt("--turns", 40)), reply = Number(opt("--reply", 100)), parked = Number(opt("--parked", 0));
 const llamaServer = opt("--llama-server", null), gguf = opt("--gguf", model);
 const freshTurns = opt("--fresh-turns", null)?.split(",").map(Number), llamaThreads = opt("--llama-threads", null);
+// --replay A-B: turns A..B are not asked but appended from a fixed transcript (the user's message and a reply of
+// --reply short words), so that a long conversation's last turns can be measured when generating every reply of
+// both servers would not fit the time at hand; the first turn asked after them re-reads the replayed part
+const replay = opt("--replay", null)?.split("-").map(Number);
+const replayed = (k) => replay && k >= replay[0] && k <= replay[1];
+const fixedReply = () => Array.from({ length: reply }, (_, i) =>
+  ["the", "old", "man", "went", "down", "to", "the", "sea", "and", "saw", "a", "big", "fish", "in", "his", "net"][i % 16]
+).join(" ");
 
 // Every server this script started, stopped when it exits (also on an error).
 const started = [];
@@ -113,6 +121,11 @@ async function conversation() {
               (llama ? "  TTFT llama-server (s)  llama/reuse  llama prompt  llama cached" : ""));
   const rows = [];
   for (let k = 1; k <= turns; k++) {
+    if (replayed(k)) {
+      for (const m of [messages, llamaMessages])
+        m.push({ role: "user", content: userText(k) }, { role: "assistant", content: fixedReply() });
+      continue;
+    }
     messages.push({ role: "user", content: userText(k) });
     const a = await turn(client(reuse.base), messages);
     const b = !freshTurns || freshTurns.includes(k) ? await turn(client(fresh.base), messages) : null;
@@ -123,7 +136,7 @@ async function conversation() {
     const l = llama ? await turn(client(llama.base), llamaMessages, { cache_prompt: true }) : null;
     if (l) llamaMessages.push({ role: "assistant", content: l.text });
     rows.push([k, a.ttft, b?.ttft, l?.ttft]);
-    console.log(`${String(k).padStart(4)}  ${String(a.usage.prompt_tokens).padStart(6)}  ` +
+    console.log(`${(replayed(k - 1) ? "r" : "") + String(k).padStart(replayed(k - 1) ? 3 : 4)}  ${String(a.usage.prompt_tokens).padStart(6)}  ` +
                 `${String(a.usage.prompt_tokens_details?.cached_tokens ?? 0).padStart(6)}  ` +
                 `${a.ttft.toFixed(3).padStart(14)}  ${(b ? b.ttft.toFixed(3) : "-").padStart(17)}  ` +
                 `${(b ? (b.ttft / a.ttft).toFixed(1) : "-").padStart(14)}` +

