@@ -2,13 +2,15 @@
  * a stream's reader may wait for the next token. The access handler checks the key as soon as the headers are in
  * (before any body is read), accumulates the body (refusing one over max_body with 413, from Content-Length before
  * reading it when the client declares it), and routes. A connection whose body passes BULK_BYTES is served at a lower
- * CPU priority from then on (lower_priority). */
+ * CPU priority from then on (lower_priority); the rest of a body that is already refused is read at a bounded rate
+ * (pace_refused). */
 #define _GNU_SOURCE
 #define _DARWIN_C_SOURCE /* the same on macOS, whose headers hide them once _POSIX_C_SOURCE is set */
 
 #include "serve/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -16,8 +18,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #if defined(__linux__)
-#include <errno.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include "serve/generate.h"
 #include "serve/openai.h"
 #include "serve/watchdog.h"
+#include "util/clock.h"
 
 struct tg_http {
     struct MHD_Daemon *d;
@@ -72,6 +75,12 @@ static void lower_priority(void) {
 #endif
 }
 
+/* The slowest a refused body is read: at least this many bytes a second, and fast enough for the largest body the
+ * server takes to drain in half the request deadline (so that the refusal is still answered). */
+#define REFUSED_RATE_MIN ((double)256 * 1024)
+/* The longest one pause of pace_refused (the connection's thread sleeps; a stopping server waits for it). */
+#define REFUSED_PAUSE_MAX 0.25
+
 /* One request's state across the access handler's calls. */
 typedef struct {
     char *body;
@@ -81,7 +90,36 @@ typedef struct {
     bool too_big;
     bool answered; /* refused when the headers came in (401, 413): whatever body follows is dropped unread */
     tg_json_count count; /* the body's JSON values so far: past TG_SERVE_MAX_JSON_VALUES the rest is not kept */
+    double refused_t;      /* when the body was known refused (monotonic s); 0: not (yet) */
+    size_t refused_bytes;  /* body bytes read since then */
 } conn_ctx;
+
+/* Whether the request's body is refused whatever follows (answered at the headers, over --max-body, past the JSON
+ * value cap). */
+static bool body_refused(const conn_ctx *cc) {
+    return cc->answered || cc->too_big || cc->count.values > TG_SERVE_MAX_JSON_VALUES;
+}
+
+/* Reads the rest of a refused body at a bounded rate: the connection's thread pauses so that the bytes read since
+ * the refusal take at least bytes / rate seconds. The refusal is still answered once the body is in, but a client
+ * that sends refused bodies in a loop as fast as loopback takes them (12 x 4 MB of `{},`: issue 55) no longer takes
+ * the cores from the requests that can be served: the kernel's receiving and our reading slow down together, as
+ * TCP's window closes. */
+static void pace_refused(const tg_server *srv, conn_ctx *cc, size_t n) {
+    const double now = tg_monotonic_s();
+    if (cc->refused_t == 0) {
+        cc->refused_t = now;
+        return;
+    }
+    cc->refused_bytes += n;
+    double rate = srv->request_timeout > 0 ? 2.0 * (double)srv->max_body / srv->request_timeout : 0;
+    if (rate < REFUSED_RATE_MIN) rate = REFUSED_RATE_MIN;
+    double wait = cc->refused_t + (double)cc->refused_bytes / rate - now;
+    if (wait <= 0) return;
+    if (wait > REFUSED_PAUSE_MAX) wait = REFUSED_PAUSE_MAX;
+    struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
 
 enum MHD_Result tg_http_send(tg_server *srv, struct MHD_Connection *c, unsigned status, const char *content_type,
                              const char *body, size_t len) {
@@ -251,6 +289,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             cc->bulk = true;
             lower_priority();
         }
+        if (body_refused(cc)) pace_refused(srv, cc, *upload_data_size);
     }
     if (cc->answered) {
         *upload_data_size = 0;

@@ -492,6 +492,9 @@ start E --request-timeout 300 # the bulk body below is left unfinished while it 
 # the thread receiving a body past 64 KiB gives way (a nice value 10 above the server's), and /health is answered
 python3 tests/serve/hostile_client.py bulk 127.0.0.1 "$PORT" "$SPID" >"$tmp/py.out" 2>&1 && ok ||
     bad "hostile connections (bulk): $(cat "$tmp/py.out")"
+# a refused body (past the JSON value cap) is still answered, its rest read at a bounded rate
+python3 tests/serve/hostile_client.py paced 127.0.0.1 "$PORT" >"$tmp/py.out" 2>&1 && ok ||
+    bad "hostile connections (paced): $(cat "$tmp/py.out")"
 eos=(--no-echo -t 1 --prompt hi -n 200 --temperature 2 --seed 30 --top-k 0 --top-p 1)
 "$R" sample "$MODEL" "${eos[@]}" >"$tmp/want" 2>/dev/null
 "$R" sample "$MODEL" "${eos[@]}" --ignore-eos >"$tmp/want_all" 2>/dev/null

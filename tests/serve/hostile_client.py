@@ -18,6 +18,10 @@ server's answer, or its closing the connection) with a generous bound; nothing s
       a request whose body passes 64 KiB (and is not finished): the thread that receives it (of the server PID) runs
       at a nice value 10 above the server's main thread (Linux: /proc/PID/task/*/stat), and /health is answered
       meanwhile
+  hostile_client.py paced HOST PORT
+      a 600 KB body of 200,000 JSON values (the cap is 100,000), sent as fast as the socket takes it: still answered
+      400, and the ~300 KB past the cap were read at a bounded rate (at most 256 KiB/s with --request-timeout 300
+      and the default --max-body: so the answer took at least 0.5 s; a one-sided bound that load can only widen)
 Prints one line per check; exits 1 when any fails."""
 import json
 import os
@@ -168,6 +172,19 @@ def bulk(host, port, pid):
     s.close()
 
 
+def paced(host, port):
+    body = b'{"prompt": "x", "max_tokens": 1, "a": [' + b"{}," * 200000 + b"{}]}"
+    s = connect(host, port)
+    t0 = time.monotonic()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out, how = read_all(s)
+    took = time.monotonic() - t0
+    check("a body past the JSON value cap is answered 400", out.startswith(b"HTTP/1.1 400") and b"JSON values" in out,
+          how + " " + repr(out[:300]))
+    check("the rest of a refused body is read at a bounded rate", took >= 0.5, "answered after %.3f s" % took)
+
+
 def main():
     what, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
     if what == "slowloris":
@@ -182,6 +199,8 @@ def main():
         perip(host, port, int(sys.argv[4]))
     elif what == "bulk":
         bulk(host, port, int(sys.argv[4]))
+    elif what == "paced":
+        paced(host, port)
     else:
         sys.exit("unknown check " + what)
     sys.exit(1 if failed else 0)
