@@ -182,13 +182,16 @@ async function parkingTier(tier) {
     const messages = [...convs[i], { role: "user", content: "And then?" }];
     const r = await (await c.chat.completions.create({ model, messages, max_tokens: 1, temperature: 0 })
       .asResponse()).json();
-    // a miss: the reply, cut by max_tokens, re-tokenised to other ids than it was generated as (docs/SERVING.md)
+    // a miss: no parked state is a prefix (the conversation's end is not when the reply, cut by max_tokens,
+    // re-tokenises to other ids than it was generated as; then the state where its prompt ended is: docs/SERVING.md)
     if (r.usage.prompt_tokens_details.cached_tokens > 0) ms.push(r.timings.restore_ms);
     else misses++;
   }
+  // continued from the state where the prompt ended: the reply came back as other ids and was re-read
+  const promptHits = (await metrics(srv.base))("prefix_prompt_hits_total");
   console.log(`${tier.padEnd(4)}  ${String(n).padStart(13)}  ${(bytes / n).toFixed(0).padStart(24)}  ` +
               `${pct(ms, 50).toFixed(3).padStart(16)}  ${pct(ms, 99).toFixed(3).padStart(16)}  ` +
-              `${String(ms.length).padStart(9)}  ${String(misses).padStart(6)}`);
+              `${String(ms.length).padStart(9)}  ${String(promptHits).padStart(19)}  ${String(misses).padStart(6)}`);
   srv.proc.kill("SIGTERM");
   await new Promise((r) => srv.proc.on("exit", r));
   rmSync(dir, { recursive: true, force: true });
@@ -196,7 +199,8 @@ async function parkingTier(tier) {
 
 async function parking() {
   console.log(`${parked} parked conversations (${serverFlags.join(" ")}; each ~70 prompt + 8 generated tokens)`);
-  console.log("tier  conversations  bytes per conversation  restore p50 (ms)  restore p99 (ms)  continued  misses");
+  console.log("tier  conversations  bytes per conversation  restore p50 (ms)  restore p99 (ms)  continued  " +
+              "of them reply re-read  misses");
   await parkingTier("RAM");
   await parkingTier("disk");
 }
