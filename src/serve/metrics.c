@@ -116,6 +116,8 @@ char *tg_metrics_render(tg_metrics *m, const tg_metrics_gauges *g, size_t *len) 
          "counter", g->park.reused_tokens},
         {"prefix_prompt_hits_total", "Hits on the state where a conversation's prompt ended (the history came back "
          "with the reply as other tokens than generated: the reply re-read).", "counter", g->park.prompt_hits},
+        {"park_held_bytes", "Bytes of the prompt states running sessions hold for parking (at most --park-budget, "
+         "apart from the parked ones).", "gauge", g->park.held_bytes},
         {"park_disk_refused_total", "Files in --park-dir that were no usable snapshot.", "counter",
          g->park.disk_refused},
         {"park_write_errors_total", "Parked conversations lost because their file could not be written.", "counter",

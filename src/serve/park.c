@@ -366,6 +366,22 @@ void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n,
     pthread_mutex_unlock(&p->mu);
 }
 
+bool tg_park_hold(tg_park *p, int64_t bytes) {
+    if (!tg_park_enabled(p) || bytes < 0) return false;
+    pthread_mutex_lock(&p->mu);
+    const bool ok = bytes <= p->cfg.ram_budget - p->st.held_bytes;
+    if (ok) p->st.held_bytes += bytes;
+    pthread_mutex_unlock(&p->mu);
+    return ok;
+}
+
+void tg_park_release(tg_park *p, int64_t bytes) {
+    if (!p || bytes <= 0) return;
+    pthread_mutex_lock(&p->mu);
+    p->st.held_bytes -= bytes;
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Whether e's tokens are a strict prefix of ids[n]. */
 static bool extends(const entry *x, const int32_t *ids, size_t n) {
     return x->n < n && memcmp(x->ids, ids, x->n * sizeof *ids) == 0;

@@ -29,6 +29,7 @@ typedef struct {
     int64_t prompt_hits;    /* hits on the state where a conversation's prompt ended (its reply re-read) */
     int64_t ram_bytes, ram_states, disk_bytes, disk_states;
     int64_t ram_count, disk_count; /* conversations: by the tier of their end (of the prompt's state when alone) */
+    int64_t held_bytes;     /* prompt states of running sessions, not parked yet (tg_park_hold) */
     int64_t ram_evictions;  /* conversations that left RAM for lack of room (to disk, or dropped without a dir) */
     int64_t disk_evictions; /* files removed for lack of disk budget */
     int64_t disk_refused;   /* files in dir that were no usable snapshot (at start or when restored) */
@@ -53,6 +54,13 @@ bool tg_park_enabled(const tg_park *p);
  * Failures (memory, a file that cannot be written) only lose a state (counted). */
 void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n, void *prompt_snap, size_t prompt_len,
                  size_t n_prompt);
+/* Room for a running session's prompt state (saved when its prompt's prefill ends, parked with its conversation
+ * when it finishes): bytes taken from the store's second allowance of ram_budget, apart from the parked states', so
+ * that the copies the running sessions hold stay bounded too. False when there is no room (the conversation then
+ * parks without it). */
+bool tg_park_hold(tg_park *p, int64_t bytes);
+/* Gives back bytes that tg_park_hold took. */
+void tg_park_release(tg_park *p, int64_t bytes);
 /* For a request of ids[n]: the parked state with the longest token list that is a strict prefix of ids, restored
  * into q (a new sequence; of another cache policy, it is passed over); it and the other state of its conversation
  * are no longer parked. Returns the tokens q holds then (0: a miss, q untouched or empty). */

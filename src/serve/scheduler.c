@@ -34,6 +34,7 @@ typedef struct {
     bool park_lost;     /* fed could not grow: not parked */
     void *prompt_snap;  /* [prompt_len] the state where the prompt ended (for parking beside the end's); or NULL */
     size_t prompt_len;
+    int64_t prompt_held; /* the bytes tg_park_hold gave it */
     size_t prefilled;   /* prompt tokens evaluated */
     int32_t next_id;    /* the token to feed when decoding */
     bool decoding;      /* the prompt is in: next_id is fed each step */
@@ -139,17 +140,39 @@ static void session_park(tg_sched *s, session *ss) {
     memcpy(ids, j->ids, j->n_ids * sizeof *ids);
     if (n_gen) memcpy(ids + j->n_ids, ss->fed, n_gen * sizeof *ids);
     tg_park_put(s->cfg.park, ss->seq, ids, (size_t)pos, ss->prompt_snap, ss->prompt_len, j->n_ids);
-    ss->prompt_snap = NULL; /* the store's now */
+    ss->prompt_snap = NULL; /* the store's now, counted as parked */
+    tg_park_release(s->cfg.park, ss->prompt_held);
+    ss->prompt_held = 0;
     free(ids);
+}
+
+/* Frees the prompt state a session still holds and gives its room back. */
+static void prompt_state_drop(tg_sched *s, session *ss) {
+    free(ss->prompt_snap);
+    ss->prompt_snap = NULL;
+    tg_park_release(s->cfg.park, ss->prompt_held);
+    ss->prompt_held = 0;
 }
 
 /* Saves the state where the prompt ended, to be parked beside the conversation's end: a client that sends the
  * history back with the reply as other tokens (re-tokenised, trimmed, edited) still extends the prompt. */
 static void save_prompt_state(tg_sched *s, session *ss) {
     if (!tg_park_enabled(s->cfg.park) || ss->park_lost) return;
+    /* room first (the cache's bytes and the token list, about what the snapshot takes), then the snapshot */
+    const tg_job *j = ss->job;
+    const int64_t room = (int64_t)j->cache_bytes + (int64_t)(j->n_ids * sizeof *j->ids) + 4096;
+    if (!tg_park_hold(s->cfg.park, room)) return; /* parked without it */
+    ss->prompt_held = room;
     tg_error err = {0};
-    if (!tg_sequence_save(ss->seq, ss->job->ids, ss->job->n_ids, NULL, &ss->prompt_snap, &ss->prompt_len, &err))
-        ss->prompt_snap = NULL; /* parked without it */
+    if (!tg_sequence_save(ss->seq, j->ids, j->n_ids, NULL, &ss->prompt_snap, &ss->prompt_len, &err)) {
+        ss->prompt_snap = NULL;
+        prompt_state_drop(s, ss);
+        return;
+    }
+    if ((int64_t)ss->prompt_len > room) { /* more than the estimate: the rest held too, or nothing kept */
+        if (tg_park_hold(s->cfg.park, (int64_t)ss->prompt_len - room)) ss->prompt_held = (int64_t)ss->prompt_len;
+        else prompt_state_drop(s, ss);
+    }
 }
 
 /* Remembers id, generated and about to be fed, for parking. */
@@ -168,7 +191,8 @@ static void remember_fed(session *ss, int32_t id) {
     ss->fed[ss->n_fed++] = id;
 }
 
-static void session_close(session *ss) {
+static void session_close(tg_sched *s, session *ss) {
+    prompt_state_drop(s, ss);
     session_free_parts(ss);
     tg_job_unref(ss->job);
     memset(ss, 0, sizeof *ss);
@@ -362,7 +386,7 @@ static void *sched_main(void *arg) {
             if (s->sessions[i].ended) {
                 released += (int64_t)s->sessions[i].job->cache_bytes;
                 ended++;
-                session_close(&s->sessions[i]);
+                session_close(s, &s->sessions[i]);
             } else {
                 if (kept != i) s->sessions[kept] = s->sessions[i];
                 kept++;
@@ -389,7 +413,7 @@ static void *sched_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
     for (int64_t i = 0; i < s->n_sessions; i++) {
         tg_job_fail(s->sessions[i].job, 503, "the server is shutting down");
-        session_close(&s->sessions[i]);
+        session_close(s, &s->sessions[i]);
     }
     s->n_sessions = 0;
     return NULL;

@@ -168,6 +168,8 @@ parked=$(metric "$RBASE" 'parked_conversations{tier="ram"}')
 # two states a conversation (where it ended, where its prompt ended) but where nothing was generated after the prompt
 states=$(metric "$RBASE" 'parked_states{tier="ram"}')
 [ "${states:-0}" -gt "$parked" ] && [ "$states" -le $((2 * parked)) ] && ok || bad "states $states, conversations $parked"
+# no prompt state is held once every request is answered
+[ "$(metric "$RBASE" park_held_bytes)" = 0 ] && ok || bad "held bytes left: $(metric "$RBASE" park_held_bytes)"
 stop "$RPID" R # SIGTERM: the conversations in RAM are written to --park-dir
 files=$(find "$tmp/park" -name '*.tgsnap' | wc -l)
 [ "$files" = "$states" ] && ok || bad "$files files in --park-dir after SIGTERM, $states states were parked"
@@ -222,6 +224,15 @@ k, f = (json.load(open(p)) for p in sys.argv[1:3])
 assert k["choices"][0]["text"] == f["choices"][0]["text"] and k["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
 PY
 stop "$K2PID" K2
+
+# ---- a --park-budget too small to hold a prompt state beside the running session: the conversation parks its end only
+start H --park-budget 1 --park-dir "$tmp/park3"
+HPID=$SPID HBASE=$BASE
+post "$HBASE" /v1/completions "$body1" "$tmp/h1" >/dev/null
+[ "$(metric "$HBASE" 'parked_states{tier="disk"}')" = 1 ] && [ "$(metric "$HBASE" 'parked_states{tier="ram"}')" = 0 ] &&
+    [ "$(metric "$HBASE" park_held_bytes)" = 0 ] && ok ||
+    bad "park budget 1: $(curl -s "$HBASE/metrics" | grep -E 'parked_states|held')"
+stop "$HPID" H
 stop "$FPID" F
 
 echo "park: $passed passed, $failed failed"
