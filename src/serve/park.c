@@ -332,10 +332,13 @@ static int32_t *copy_ids(const int32_t *ids, size_t n) {
 
 void tg_park_put(tg_park *p, const tg_sequence *q, const int32_t *ids, size_t n, void *prompt_snap, size_t prompt_len,
                  size_t n_prompt) {
-    if (!tg_park_enabled(p) || n == 0 || (prompt_snap && (n_prompt == 0 || n_prompt >= n))) {
-        free(prompt_snap); /* no prompt state apart from the end's */
+    if (prompt_snap && (n_prompt == 0 || n_prompt >= n)) { /* no prompt state apart from the end's */
+        free(prompt_snap);
         prompt_snap = NULL;
-        if (!tg_park_enabled(p) || n == 0) return;
+    }
+    if (!tg_park_enabled(p) || n == 0) {
+        free(prompt_snap);
+        return;
     }
     entry end = {0}, pr = {0};
     tg_error err = {0};

@@ -76,7 +76,6 @@ static void session_free_parts(session *ss) {
     tg_sequence_free(ss->seq);
     free(ss->logits);
     free(ss->fed);
-    free(ss->prompt_snap);
 }
 
 /* Makes job's session; false when it cannot be had (the job is failed; the caller releases its bytes). */
