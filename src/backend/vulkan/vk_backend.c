@@ -141,11 +141,14 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
         be->off[v] = (uint32_t)(at - n);
         be->ld[v] = (uint32_t)(v == TG_VAL_K || v == TG_VAL_V ? kvd : per_row[v]);
     }
-    be->stage_off = (uint32_t)at; /* a KIVI cache's staged row: keys, then values */
-    be->part_off = (uint32_t)(at + 2 * kvd);
+    size_t stage; /* a KIVI cache's staged rows: each row's keys, then its values */
+    if (!bytes_of(rows, 2 * kvd, &stage, err) || !tg_add_size(at, stage, &at) || at > UINT32_MAX)
+        return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);
+    be->stage_off = (uint32_t)(at - stage);
+    be->part_off = (uint32_t)at;
     const size_t parts = (size_t)ATTEND_SPLIT_ROWS * (size_t)hp->n_heads * ATTEND_MAX_SPLITS *
                          ((size_t)hp->head_dim + 2);
-    if (!tg_add_size(at, 2 * kvd + parts, &at) || at > UINT32_MAX)
+    if (!tg_add_size(at, parts, &at) || at > UINT32_MAX)
         return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);
     *floats = at;
     return true;
@@ -358,6 +361,7 @@ static void vk_destroy(tg_backend *be) {
     free(be->ops);
     free(be->kv_index);
     free(be->desc);
+    free(be->steps);
     free(be->regions);
     free(be->kc);
     free(be->vc);

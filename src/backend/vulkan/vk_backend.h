@@ -8,7 +8,8 @@
  * aux buffer, and attention masks by position (causal, the window, a layer's sliding window), so a chunk appended
  * at once computes what appending and attending its tokens one at a time computes. The host's tg_kvcache is still
  * appended to after every call (from the pre-RoPE keys the call read back): it keeps the bookkeeping and the report.
- * A KIVI cache is stored on the device in its own format instead, one row per submission (vk_kivi.c). */
+ * A KIVI cache is stored on the device in its own format instead, its rows appended and attended one at a time
+ * within a layer (vk_kivi.c). */
 #ifndef TG_BACKEND_VULKAN_VK_BACKEND_H
 #define TG_BACKEND_VULKAN_VK_BACKEND_H
 
@@ -32,7 +33,7 @@ typedef struct {
     uint32_t row_bytes, type;
 } vk_weight;
 
-/* A KIVI cache's token of the row being run (vk_kivi.c): what its append does and, after it, the host cache's
+/* A KIVI cache's token of one row of the call (vk_kivi.c): what its append does and, after it, the host cache's
  * bookkeeping of every K/V layer (cache_internal.h's tg_layer_cache). */
 typedef struct {
     int64_t pos;
@@ -94,11 +95,12 @@ struct tg_backend {
     const int *kv_source;    /* [n_layers] */
     /* a KIVI cache (vk_kivi.c): its stores in kc (vc a placeholder), their descriptors (desc[n_desc], copied to aux
      * at a_desc: keys then values of each K/V layer), each store's kind (0 plain, 1 KIVI with a residual, 2 KIVI
-     * provisional: keys [0], values [1]), the fp32 staging of a row's rotated keys and values in act, the row's step */
+     * provisional: keys [0], values [1]), the fp32 staging of the rows' rotated keys and values in act (row t's keys
+     * at stage_off + 2 t kvd, its values kvd after them), each row's step [max_rows] */
     bool kivi;
     uint32_t *desc, n_desc, a_desc, stage_off;
     int kind[2];
-    vk_kivi_step step;
+    vk_kivi_step *steps;
     /* aux: word offsets of the row table */
     uint32_t a_ids, a_pos, a_slot, a_slot_pos, a_cos, a_sin, a_sink_cos, a_sink_sin;
 };
@@ -112,11 +114,12 @@ bool tg_vk_kivi_wanted(const tg_kvcache *c);
 bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err);
 /* The device stores of c's n_kv K/V layers (be->kc; be->desc filled, copied to aux by the caller). */
 bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *err);
-/* be->step for the token at pos appended to c next (and the row's sink angles in aux); false when c is full. */
-bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, int64_t pos);
-/* Records layer's store steps of be->step's token (its keys and values staged at be->stage_off), and the row's
- * attention of layer (queries at q_off, output at out_off). */
-void tg_vk_kivi_append(tg_backend *be, int layer);
-void tg_vk_kivi_attend(tg_backend *be, int layer, uint32_t q_off, uint32_t out_off);
+/* be->steps[0 .. n) for the tokens at pos[0 .. n) appended to c in that order (and each row's sink angles in aux);
+ * false when c fills up before the last. */
+bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos, int n);
+/* Records layer's store steps of row t's token (its keys and values staged at be->stage_off + 2 t kvd), and row
+ * t's attention of layer (queries at q_off, output at out_off: the row's own). */
+void tg_vk_kivi_append(tg_backend *be, int layer, int t);
+void tg_vk_kivi_attend(tg_backend *be, int layer, int t, uint32_t q_off, uint32_t out_off);
 
 #endif

@@ -4,12 +4,14 @@
  * (kvcache.c's append: eviction, a residual group flushed, the token inserted), and attention recorded over the view
  * the CPU cache gives the token.
  *
- * Why one row per submission: a KIVI cache re-codes what earlier tokens see (a provisional key grid widened, a
- * residual group quantised), so the CPU appends and attends a chunk's tokens one at a time (tg_cache_plan's
- * token_by_token); the device does the same by running a call's rows one by one. Before each row the host works
- * out, from its own cache (which it appends to after each row: vk_run.c), what this token's append does and what
- * it sees afterwards (tg_vk_kivi_prepare): the same bookkeeping, so the device's stores follow the CPU's exactly,
- * and attention reads only tokens the CPU cache still holds. */
+ * Why a layer's rows go one at a time: a KIVI cache re-codes what earlier tokens see (a provisional key grid widened,
+ * a residual group quantised, a window's block evicted), so the CPU appends and attends a chunk's tokens one at a
+ * time, layer by layer (tg_cache_plan's token_by_token: forward/attention.c's rounds); the device does the same:
+ * the call's matrix products take all its rows at once, and in each layer row t's store steps and attention are
+ * recorded before row t + 1's. Before the call the host works out, from its own cache (which it appends to after
+ * the call: vk_run.c), what each row's append does and what the row sees afterwards (tg_vk_kivi_prepare): the same
+ * bookkeeping, so the device's stores follow the CPU's exactly, and attention reads only tokens the CPU cache still
+ * holds. A layer reading another's K/V (YOCO) attends after that layer stored every row, as the CPU's does. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,39 +90,42 @@ bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *er
             !layout_store(g, &g->v, be->desc + (2 * i + 1) * D_WORDS, &at))
             return tg_fail(err, "vulkan: the KIVI cache's device stores of %d layers exceed 2^32 words", n_kv);
     for (int s = 0; s < 2; s++) be->kind[s] = !be->desc[s * D_WORDS + D_BITS] ? 0 : g->res_cap > 0 ? 1 : 2;
+    if (!(be->steps = calloc((size_t)be->max_rows, sizeof *be->steps))) return tg_fail(err, "out of memory");
     return tg_vk_buf_new(be->vk, at * 4, TG_VK_DEVICE, "the KV cache's device stores", &be->kc[0], err) &&
            tg_vk_buf_new(be->vk, 4, TG_VK_DEVICE, "a placeholder", &be->vc[0], err);
 }
 
-bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, int64_t pos) {
+bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos, int n) {
     const tg_cache_geom *g = &c->g;
     int l0 = 0;
     while (l0 < g->n_layers && c->kv_source[l0] != l0) l0++;
-    tg_layer_cache L = c->layers[l0];
-    vk_kivi_step *st = &be->step;
-    *st = (vk_kivi_step){.pos = pos, .is_sink = L.n_sink < g->sink};
-    if (st->is_sink) {
-        st->idx = L.n_sink++;
-    } else {
-        st->idx = L.n_appended;
-        if (!g->eviction->make_room(g, &L, st->idx)) return false;
-        st->flush = g->res_cap > 0 && st->idx - L.qend == g->res_cap;
-        st->flush_at = L.qend;
-        if (st->flush) L.qend += g->group;
-        L.n_appended++;
-    }
-    st->n_sink = L.n_sink;
-    st->first = L.first;
-    st->n_appended = L.n_appended;
-    st->qend = L.qend;
-    if (!g->reposition || g->sink == 0) return true;
-    /* the sinks' angles for this row: sink j at position offset + j (kvcache.c's tg_kvcache_sink_offset) */
+    tg_layer_cache L = c->layers[l0]; /* the bookkeeping as it will be after each row's append */
     const int hd = g->head_dim, half = hd / 2;
-    const int64_t off = pos < g->sink ? 0 : g->sink - L.n_sink + L.first;
-    float *aux = be->aux.map;
-    for (int64_t j = 0; j < L.n_sink; j++)
-        tg_rope_angles_freqs(hd, off + j, c->inv_freq, aux + be->a_sink_cos + j * half,
-                             aux + be->a_sink_sin + j * half);
+    for (int t = 0; t < n; t++) {
+        vk_kivi_step *st = &be->steps[t];
+        *st = (vk_kivi_step){.pos = pos[t], .is_sink = L.n_sink < g->sink};
+        if (st->is_sink) {
+            st->idx = L.n_sink++;
+        } else {
+            st->idx = L.n_appended;
+            if (!g->eviction->make_room(g, &L, st->idx)) return false;
+            st->flush = g->res_cap > 0 && st->idx - L.qend == g->res_cap;
+            st->flush_at = L.qend;
+            if (st->flush) L.qend += g->group;
+            L.n_appended++;
+        }
+        st->n_sink = L.n_sink;
+        st->first = L.first;
+        st->n_appended = L.n_appended;
+        st->qend = L.qend;
+        if (!g->reposition || g->sink == 0) continue;
+        /* the row's sink angles: sink j at position offset + j (kvcache.c's tg_kvcache_sink_offset) */
+        const int64_t off = pos[t] < g->sink ? 0 : g->sink - L.n_sink + L.first;
+        float *aux = (float *)be->aux.map + (size_t)t * be->max_sink * (size_t)half;
+        for (int64_t j = 0; j < L.n_sink; j++)
+            tg_rope_angles_freqs(hd, off + j, c->inv_freq, aux + be->a_sink_cos + j * half,
+                                 aux + be->a_sink_sin + j * half);
+    }
     return true;
 }
 
@@ -134,12 +139,12 @@ static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t
     tg_vk_dispatch(be->vk, be->pl[PL_KIVI_STORE], be->set_norms, pc, sizeof pc, (count + 63) / 64, 1, 1);
 }
 
-void tg_vk_kivi_append(tg_backend *be, int layer) {
-    const vk_kivi_step *st = &be->step;
+void tg_vk_kivi_append(tg_backend *be, int layer, int t) {
+    const vk_kivi_step *st = &be->steps[t];
     const int kv = be->kv_index[layer];
     const uint32_t kvd = (uint32_t)(be->m->hp.n_kv_heads * be->m->hp.head_dim);
     for (int s = 0; s < 2; s++) { /* keys, then values */
-        const uint32_t src = be->stage_off + (uint32_t)s * kvd;
+        const uint32_t src = be->stage_off + (2 * (uint32_t)t + (uint32_t)s) * kvd;
         if (st->is_sink) {
             store(be, M_SINK, kv, s, src, st->idx);
         } else if (be->kind[s] == 2) { /* provisional: coded as it arrives */
@@ -151,9 +156,9 @@ void tg_vk_kivi_append(tg_backend *be, int layer) {
     }
 }
 
-void tg_vk_kivi_attend(tg_backend *be, int layer, uint32_t q_off, uint32_t out_off) {
+void tg_vk_kivi_attend(tg_backend *be, int layer, int t, uint32_t q_off, uint32_t out_off) {
     const tg_hparams *hp = &be->m->hp;
-    const vk_kivi_step *st = &be->step;
+    const vk_kivi_step *st = &be->steps[t];
     const int64_t pos = st->pos, sink = be->sink, lw = be->layer_window ? be->layer_window[layer] : 0;
     /* kvcache/attend.c's make_view, after this token's append */
     const int64_t s0 = lw > 0 && pos - lw + 1 > 0 ? pos - lw + 1 : 0;
@@ -164,10 +169,11 @@ void tg_vk_kivi_attend(tg_backend *be, int layer, uint32_t q_off, uint32_t out_o
     const uint32_t qend[2] = {be->kind[0] == 1 ? (uint32_t)st->qend : (uint32_t)st->n_appended,
                               be->kind[1] == 1 ? (uint32_t)st->qend : (uint32_t)st->n_appended};
     const uint32_t kv = (uint32_t)be->kv_index[be->kv_source[layer]];
+    const uint32_t sink_at = (uint32_t)t * be->max_sink * (uint32_t)(hp->head_dim / 2); /* the row's sink angles */
     const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), (uint32_t)hp->head_dim,
                            hp->rope_style == TG_ROPE_HALF, q_off, out_off, be->a_desc + 2 * kv * D_WORDS,
                            be->a_desc + (2 * kv + 1) * D_WORDS, (uint32_t)hp->n_kv_heads, (uint32_t)s0,
                            (uint32_t)(s1 >= s0 ? s1 - s0 + 1 : 0), (uint32_t)lo, (uint32_t)(hi >= lo ? hi - lo + 1 : 0),
-                           qend[0], qend[1], be->reposition, be->a_sink_cos, be->a_sink_sin};
+                           qend[0], qend[1], be->reposition, be->a_sink_cos + sink_at, be->a_sink_sin + sink_at};
     tg_vk_dispatch(be->vk, be->pl[PL_ATTEND_KIVI], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, 1, 1);
 }

@@ -116,12 +116,16 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
                                be->k16, be->v16, be->reposition ? be->sink : 0, be->kivi ? be->stage_off : 0};
         grid((uint64_t)n * kvd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], set, pk, sizeof pk, gx, gy, 1);
-        if (be->kivi) tg_vk_kivi_append(be, o->layer);
         return;
     }
     case TG_OP_ATTEND: {
-        if (be->kivi) {
-            tg_vk_kivi_attend(be, o->layer, off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0));
+        if (be->kivi) { /* row by row: each row's append, then its attention (vk_kivi.c) */
+            const uint32_t qd = (uint32_t)(hp->n_heads * hp->head_dim);
+            for (int t = 0; t < n; t++) {
+                if (be->kv_index[o->layer] >= 0) tg_vk_kivi_append(be, o->layer, t);
+                tg_vk_kivi_attend(be, o->layer, t, off_of(be, TG_VAL_Q, 0) + (uint32_t)t * qd,
+                                  off_of(be, o->out, 0) + (uint32_t)t * be->ld[o->out]);
+            }
             return;
         }
         const int src = be->kv_source[o->layer];
@@ -225,8 +229,8 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
         fprintf(stderr, "vulkan: position %lld is past the KV mirror's %u slots\n", (long long)max_pos, be->n_slots);
         return false;
     }
-    if (be->kivi && !tg_vk_kivi_prepare(be, c, sub.pos[0])) {
-        fprintf(stderr, "vulkan: the KV cache is full at position %lld\n", (long long)sub.pos[0]);
+    if (be->kivi && !tg_vk_kivi_prepare(be, c, sub.pos, sub.n)) {
+        fprintf(stderr, "vulkan: the KV cache is full at position %lld\n", (long long)max_pos);
         return false;
     }
     write_rows(be, &sub, c);
@@ -284,11 +288,5 @@ void tg_vk_run(tg_backend *be, const tg_rows *rows) {
         memset((uint32_t *)be->aux.map + be->a_slot_pos, 0xff, (size_t)be->n_slots * 4);
         be->bound = c;
     }
-    /* a KIVI cache: one row per submission (vk_kivi.c says why) */
-    const int step = be->kivi ? 1 : rows->n;
-    for (int a = 0; a < rows->n; a += step)
-        if (!run_span(be, rows, a, a + step)) {
-            poison(be, rows);
-            return;
-        }
+    if (!run_span(be, rows, 0, rows->n)) poison(be, rows);
 }

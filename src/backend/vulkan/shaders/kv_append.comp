@@ -1,9 +1,9 @@
 #version 450
 // kv_append.comp — each row's keys rotated at its position (a re-positioned cache's sinks stay pre-RoPE) and its
 // values, stored into the device KV mirror at the row's slot (fp32, or fp16 pairs: one invocation per two adjacent
-// elements, so a word is written by one invocation). With `stage` (a KIVI cache, vk_kivi.c) the rotated keys and the
-// values of the call's one row go to act[stage, stage + kvd) and act[stage + kvd, stage + 2 kvd) in fp32 instead,
-// for kivi_store.comp to store.
+// elements, so a word is written by one invocation). With `stage` (a KIVI cache, vk_kivi.c) row t's rotated keys and
+// values go to act[stage + 2 t kvd, + kvd) and the kvd floats after them in fp32 instead, for kivi_store.comp to
+// store.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
@@ -37,10 +37,11 @@ void main() {
     if (i >= p.n * pairs) return;
     const uint t = i / pairs, e = 2u * (i % pairs);
     if (p.stage != 0u) {
-        act[p.stage + e] = rotated(t, e);
-        act[p.stage + e + 1u] = rotated(t, e + 1u);
-        act[p.stage + p.kvd + e] = act[p.v_off + t * p.kvd + e];
-        act[p.stage + p.kvd + e + 1u] = act[p.v_off + t * p.kvd + e + 1u];
+        const uint st = p.stage + 2u * t * p.kvd;
+        act[st + e] = rotated(t, e);
+        act[st + e + 1u] = rotated(t, e + 1u);
+        act[st + p.kvd + e] = act[p.v_off + t * p.kvd + e];
+        act[st + p.kvd + e + 1u] = act[p.v_off + t * p.kvd + e + 1u];
         return;
     }
     const uint dst = aux[p.slot_off + t] * p.kvd + e; // in the layer's own buffers
