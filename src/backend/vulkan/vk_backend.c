@@ -10,10 +10,11 @@
 #include "kernels/repack.h"
 #include "kernels/types.h"
 #include "kvcache/cache_internal.h"
+#include "kvcache/rotate.h"
 #include "util/checked.h"
 
 static const char *const pl_names[PL_COUNT] = {"embed", "rmsnorm", "matmul", "rope_q", "kv_append", "attend", "glu",
-                                               "add", "kivi_store", "attend_kivi", "attend_merge"};
+                                               "add", "kivi_store", "attend_kivi", "attend_merge", "kivi_rotate"};
 
 /* ---- what the backend accepts ----------------------------------------------------------------------------------- */
 
@@ -190,6 +191,9 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
         be->reposition = g->reposition;
         be->max_sink = be->reposition ? be->sink : 0;
         be->n_slots = 1;
+        be->rot_k = g->rot_k;
+        be->rot_v = g->rot_v;
+        be->rot_block = (uint32_t)tg_rot_block(g->head_dim);
         if (g->sink > INT32_MAX) return tg_fail(err, "vulkan: %lld sinks are too many", (long long)g->sink);
         if (!(be->kc = calloc(1, sizeof *be->kc)) || !(be->vc = calloc(1, sizeof *be->vc)))
             return tg_fail(err, "out of memory");
@@ -231,11 +235,14 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
 
 /* The aux row table's layout and buffer. */
 static bool make_aux(tg_backend *be, tg_error *err) {
-    const size_t rows = (size_t)be->max_rows, half = (size_t)be->m->hp.head_dim / 2;
+    const tg_hparams *hp = &be->m->hp;
+    const size_t rows = (size_t)be->max_rows, half = (size_t)hp->head_dim / 2;
+    const size_t hd = (size_t)hp->n_kv_heads * (size_t)hp->head_dim, signs = be->rot_k || be->rot_v ? hd : 0;
     size_t at = 0, n_sink;
-    const size_t sizes[] = {rows, rows, rows, be->n_slots, rows * half, rows * half, 0, 0, be->n_desc};
+    const size_t sizes[] = {rows, rows, rows, be->n_slots, rows * half, rows * half, 0, 0, be->n_desc,
+                            signs * (size_t)hp->n_layers};
     uint32_t *offs[] = {&be->a_ids, &be->a_pos, &be->a_slot, &be->a_slot_pos, &be->a_cos, &be->a_sin,
-                        &be->a_sink_cos, &be->a_sink_sin, &be->a_desc};
+                        &be->a_sink_cos, &be->a_sink_sin, &be->a_desc, &be->a_rot};
     if (!bytes_of(rows * half, be->max_sink, &n_sink, err)) return false;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const size_t n = i == 6 || i == 7 ? n_sink : sizes[i];
@@ -245,6 +252,11 @@ static bool make_aux(tg_backend *be, tg_error *err) {
     if (!tg_vk_buf_new(be->vk, at * 4, TG_VK_SHARED, "the row table", &be->aux, err)) return false;
     memset(be->aux.map, 0xff, at * 4); /* every slot's position -1: empty */
     if (be->n_desc) memcpy((uint32_t *)be->aux.map + be->a_desc, be->desc, (size_t)be->n_desc * 4);
+    float *sign = (float *)be->aux.map + be->a_rot;
+    for (int l = 0; signs && l < hp->n_layers; l++)
+        for (int h = 0; h < hp->n_kv_heads; h++)
+            tg_rot_signs(sign + ((size_t)l * (size_t)hp->n_kv_heads + (size_t)h) * (size_t)hp->head_dim, l, h,
+                         hp->head_dim);
     return true;
 }
 

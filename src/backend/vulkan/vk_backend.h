@@ -18,7 +18,7 @@
 #include "forward/backend.h"
 
 typedef enum { PL_EMBED, PL_RMSNORM, PL_MATMUL, PL_ROPE_Q, PL_KV_APPEND, PL_ATTEND, PL_GLU, PL_ADD, PL_KIVI_STORE,
-              PL_ATTEND_KIVI, PL_ATTEND_MERGE, PL_COUNT } vk_pl;
+              PL_ATTEND_KIVI, PL_ATTEND_MERGE, PL_KIVI_ROTATE, PL_COUNT } vk_pl;
 
 /* attend.comp's splits along the slots for calls of at most ATTEND_SPLIT_ROWS rows (decode): up to
  * ATTEND_MAX_SPLITS, one per 64 slots; their partials in the activations at part_off. */
@@ -101,6 +101,10 @@ struct tg_backend {
     uint32_t *desc, n_desc, a_desc, stage_off;
     int kind[2];
     vk_kivi_step *steps;
+    /* a rotated KIVI cache (kvcache/rotate.h): keys and / or values rotated; the signs of every layer and kv-head
+     * ([n_layers][n_kv_heads][head_dim] floats, tg_rot_signs') in aux at a_rot; the Walsh–Hadamard block */
+    bool rot_k, rot_v;
+    uint32_t a_rot, rot_block;
     /* aux: word offsets of the row table */
     uint32_t a_ids, a_pos, a_slot, a_slot_pos, a_cos, a_sin, a_sink_cos, a_sink_sin;
 };
@@ -120,6 +124,9 @@ bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos,
 /* Records layer's store steps of row t's token (its keys and values staged at be->stage_off + 2 t kvd), and row
  * t's attention of layer (queries at q_off, output at out_off: the row's own). */
 void tg_vk_kivi_append(tg_backend *be, int layer, int t);
+/* A rotated cache (be->rot_k / rot_v): records the rotation of layer's n staged rows (kivi_rotate.comp); else
+ * nothing. */
+void tg_vk_kivi_rotate(tg_backend *be, int layer, int n);
 void tg_vk_kivi_attend(tg_backend *be, int layer, int t, uint32_t q_off, uint32_t out_off);
 
 #endif

@@ -2,7 +2,8 @@
  * kind, mixed or not): the device stores laid out (shaders/kivi.glsl: sinks and a ring at a float precision, codes
  * and fp16 grids of G-token groups), the store steps of one token's append recorded in the CPU's order
  * (kvcache.c's append: eviction, a residual group flushed, the token inserted), and attention recorded over the view
- * the CPU cache gives the token.
+ * the CPU cache gives the token; a rotated cache's keys and values rotated before they are stored (--kv-rotate:
+ * kivi_rotate.comp, the query and the output in attend_kivi.comp).
  *
  * Why a layer's rows go one at a time: a KIVI cache re-codes what earlier tokens see (a provisional key grid widened,
  * a residual group quantised, a window's block evicted), so the CPU appends and attends a chunk's tokens one at a
@@ -37,8 +38,6 @@ bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err) {
     if (!g->grouped)
         return tg_fail(err, "vulkan: KIVI with whole-history key scales (group size 0) is not on the Vulkan backend "
                             "yet (groups of G tokens are)");
-    if (g->rot_k || g->rot_v)
-        return tg_fail(err, "vulkan: a rotated KIVI cache (--kv-rotate) is not on the Vulkan backend yet");
     if (c->params.quantize_sinks)
         return tg_fail(err, "vulkan: quantised sinks (--kv-quantize-sinks) are not on the Vulkan backend yet");
     if (g->head_dim % 16 != 0)
@@ -156,6 +155,15 @@ void tg_vk_kivi_append(tg_backend *be, int layer, int t) {
     }
 }
 
+void tg_vk_kivi_rotate(tg_backend *be, int layer, int n) {
+    const tg_hparams *hp = &be->m->hp;
+    if (!be->rot_k && !be->rot_v) return;
+    const uint32_t D = (uint32_t)hp->head_dim, H = (uint32_t)hp->n_kv_heads;
+    const uint32_t pc[] = {H * D, D, be->rot_block, be->stage_off, be->a_rot + (uint32_t)layer * H * D, be->a_pos,
+                           be->reposition ? be->sink : 0, be->rot_k, be->rot_v};
+    tg_vk_dispatch(be->vk, be->pl[PL_KIVI_ROTATE], be->set_norms, pc, sizeof pc, H, (uint32_t)n, 1);
+}
+
 void tg_vk_kivi_attend(tg_backend *be, int layer, int t, uint32_t q_off, uint32_t out_off) {
     const tg_hparams *hp = &be->m->hp;
     const vk_kivi_step *st = &be->steps[t];
@@ -170,10 +178,12 @@ void tg_vk_kivi_attend(tg_backend *be, int layer, int t, uint32_t q_off, uint32_
                               be->kind[1] == 1 ? (uint32_t)st->qend : (uint32_t)st->n_appended};
     const uint32_t kv = (uint32_t)be->kv_index[be->kv_source[layer]];
     const uint32_t sink_at = (uint32_t)t * be->max_sink * (uint32_t)(hp->head_dim / 2); /* the row's sink angles */
+    const uint32_t sign_off = be->a_rot + (uint32_t)(be->kv_source[layer] * hp->n_kv_heads * hp->head_dim);
     const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), (uint32_t)hp->head_dim,
                            hp->rope_style == TG_ROPE_HALF, q_off, out_off, be->a_desc + 2 * kv * D_WORDS,
                            be->a_desc + (2 * kv + 1) * D_WORDS, (uint32_t)hp->n_kv_heads, (uint32_t)s0,
                            (uint32_t)(s1 >= s0 ? s1 - s0 + 1 : 0), (uint32_t)lo, (uint32_t)(hi >= lo ? hi - lo + 1 : 0),
-                           qend[0], qend[1], be->reposition, be->a_sink_cos + sink_at, be->a_sink_sin + sink_at};
+                           qend[0], qend[1], be->reposition, be->a_sink_cos + sink_at, be->a_sink_sin + sink_at,
+                           be->rot_k, be->rot_v, sign_off, be->rot_block};
     tg_vk_dispatch(be->vk, be->pl[PL_ATTEND_KIVI], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, 1, 1);
 }

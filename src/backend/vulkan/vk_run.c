@@ -116,6 +116,7 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
                                be->k16, be->v16, be->reposition ? be->sink : 0, be->kivi ? be->stage_off : 0};
         grid((uint64_t)n * kvd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], set, pk, sizeof pk, gx, gy, 1);
+        if (be->kivi) tg_vk_kivi_rotate(be, o->layer, n);
         return;
     }
     case TG_OP_ATTEND: {

@@ -6,16 +6,48 @@
 // append: kvcache/attend.c's make_view); a token n < qend of a KIVI store is in its codes, else in its ring.
 // softmax(q k^T) v in tiles of 64 tokens with a running maximum; the query is already rotated and scaled. A
 // re-positioned cache's sinks are stored pre-RoPE and rotated here with the row's sink angles (host-computed).
+// A rotated cache (kvcache/rotate.h: rot_k, rot_v): the query is rotated by R = H diag(s) here as the keys were
+// (kivi_rotate.comp), so scores are unchanged; a re-positioned sink's key, stored without R and rotated only by
+// RoPE here, meets the query before R instead (the CPU rotates that key by R as it reads it: (R q).(R k) = q.k);
+// the output is rotated back by R^T (rot_v).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "kivi.glsl"
 layout(push_constant) uniform P {
     uint n_heads, gq, head_dim, half_style, q_off, out_off, dk, dv, n_kv_heads, s0, ns, lo, nn, qend_k, qend_v, rot,
-        cos_off, sin_off;
+        cos_off, sin_off, rot_k, rot_v, sign_off, block;
 } p;
 shared float qs[256];
+shared float q0[256]; // rot_k: the query before R (for re-positioned sinks)
+shared float ob[256]; // rot_v: the output before R^T
 shared float sc[64];
+
+// x[0, head_dim) <- the unnormalised Walsh–Hadamard transform of each block (rotate.c's tg_fwht_ref's butterflies)
+void fwht_q() {
+    const uint tid = gl_LocalInvocationID.x;
+    for (uint len = 1u; len < p.block; len *= 2u) {
+        for (uint j2 = tid; j2 < p.head_dim / 2u; j2 += 64u) {
+            const uint j = (j2 / len) * 2u * len + j2 % len;
+            precise float a = qs[j], b = qs[j + len];
+            qs[j] = a + b;
+            qs[j + len] = a - b;
+        }
+        barrier();
+    }
+}
+void fwht_o() {
+    const uint tid = gl_LocalInvocationID.x;
+    for (uint len = 1u; len < p.block; len *= 2u) {
+        for (uint j2 = tid; j2 < p.head_dim / 2u; j2 += 64u) {
+            const uint j = (j2 / len) * 2u * len + j2 % len;
+            precise float a = ob[j], b = ob[j + len];
+            ob[j] = a + b;
+            ob[j + len] = a - b;
+        }
+        barrier();
+    }
+}
 
 // Element k of kv-head h of token i of the row's view (sinks first) in the store of descriptor d.
 float elem(uint d, uint i, uint h, uint k, uint qend) {
@@ -36,15 +68,22 @@ float elem(uint d, uint i, uint h, uint k, uint qend) {
 void main() {
     const uint h = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x, half_d = p.head_dim / 2u;
     const uint kvh = h / p.gq, qbase = p.q_off + h * p.head_dim, total = p.ns + p.nn;
-    for (uint d = tid; d < p.head_dim; d += 64u) qs[d] = act[qbase + d];
+    const uint sgn = p.sign_off + kvh * p.head_dim; // rot_k / rot_v: the kv-head's signs
+    for (uint d = tid; d < p.head_dim; d += 64u) {
+        const float q = act[qbase + d];
+        q0[d] = q;
+        precise float r = q * uintBitsToFloat(aux[sgn + d]);
+        qs[d] = p.rot_k != 0u ? r : q;
+    }
     barrier();
+    if (p.rot_k != 0u) fwht_q();
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
     float m = -1.0 / 0.0, l = 0.0;
     for (uint i0 = 0u; i0 < total; i0 += 64u) {
         const uint i = i0 + tid;
         float score = -1.0 / 0.0;
         if (i < total) {
-            const bool rot = p.rot != 0u && i < p.ns;
+            const bool rot = p.rot != 0u && i < p.ns, raw = rot && p.rot_k != 0u;
             float dot = 0.0;
             for (uint j = 0u; j < half_d; j++) {
                 const uint ia = p.half_style != 0u ? j : 2u * j, ib = p.half_style != 0u ? j + half_d : 2u * j + 1u;
@@ -56,7 +95,7 @@ void main() {
                     b = a * s + b * c;
                     a = a2;
                 }
-                dot += qs[ia] * a + qs[ib] * b;
+                dot += raw ? q0[ia] * a + q0[ib] * b : qs[ia] * a + qs[ib] * b;
             }
             score = dot;
         }
@@ -81,6 +120,19 @@ void main() {
         barrier();
     }
     const uint obase = p.out_off + h * p.head_dim;
+    if (p.rot_v != 0u) { // R^T: the transform, then the signs (rotate.c's tg_rot_inverse)
+        for (uint k = 0u; k < 4u; k++) {
+            const uint d = tid + 64u * k;
+            if (d < p.head_dim) ob[d] = l > 0.0 ? acc[k] / l : 0.0;
+        }
+        barrier();
+        fwht_o();
+        for (uint d = tid; d < p.head_dim; d += 64u) {
+            precise float o = ob[d] * uintBitsToFloat(aux[sgn + d]);
+            act[obase + d] = o;
+        }
+        return;
+    }
     for (uint k = 0u; k < 4u; k++) {
         const uint d = tid + 64u * k;
         if (d < p.head_dim) act[obase + d] = l > 0.0 ? acc[k] / l : 0.0;
