@@ -24,9 +24,10 @@ bool tg_attn_init(tg_attn *a, const tg_hparams *hp, const tg_kvcache *cache, int
     a->group_tokens = max_rows > 1 ? tg_kvcache_group_tokens(cache) : 0;
     if (a->group_tokens > max_rows) a->group_tokens = max_rows;
     a->gwork_floats = a->group_tokens > 0 ? tg_kvcache_group_work_floats(cache, a->group_tokens) : 0;
-    a->round_group = calloc((size_t)max_rows, sizeof *a->round_group);
-    a->round_defers = calloc((size_t)max_rows, sizeof *a->round_defers);
-    a->round_splits = calloc((size_t)max_rows, sizeof *a->round_splits);
+    const size_t rounds = (size_t)hp->n_layers * (size_t)max_rows;
+    a->round_group = calloc(rounds, sizeof *a->round_group);
+    a->round_defers = calloc(rounds, sizeof *a->round_defers);
+    a->round_splits = calloc(rounds, sizeof *a->round_splits);
     return a->parts && a->splits && a->pending && a->round_group && a->round_defers && a->round_splits;
 }
 
@@ -75,9 +76,10 @@ static void attn_prepare(tg_team *tm, tg_attn *a, const tg_rows *rows, int l, bo
             a->splits[t] = tg_kvcache_attend_splits(cache, l, rows->pos[t]);
             if (a->splits[t] > most) most = a->splits[t];
         }
-        a->round_splits[k] = most;
-        a->round_group[k] = round_grouped(a, rows, l, k);
-        a->round_defers[k] = defers;
+        const size_t lk = (size_t)l * (size_t)a->max_rows + (size_t)k;
+        a->round_splits[lk] = most;
+        a->round_group[lk] = round_grouped(a, rows, l, k);
+        a->round_defers[lk] = defers;
         tg_finish(tm);
     }
     tg_step_end(tm, 1);
@@ -149,15 +151,16 @@ static void attn_pieces(tg_team *tm, tg_attn *a, const tg_rows *rows, int l, int
     const int H = hp->n_kv_heads;
     const int64_t qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
     const int i0 = rows->round_start[k], n_rows = rows->round_start[k + 1] - i0;
-    if (a->round_group[k]) {
+    const size_t lk = (size_t)l * (size_t)a->max_rows + (size_t)k;
+    if (a->round_group[lk]) {
         attn_groups(tm, a, rows, l, k, q, gwork);
         return;
     }
-    const int S = a->round_splits[k]; /* shares per (row, kv-head) handed out: a row with fewer skips the rest */
+    const int S = a->round_splits[lk]; /* shares per (row, kv-head) handed out: a row with fewer skips the rest */
     const int64_t units = (int64_t)n_rows * H * S;
     for (int64_t u; (u = tg_claim(tm, units)) >= 0;) {
         int t, h, j, s;
-        if (a->round_defers[k]) { /* the last shares first: they store what the others need not wait for */
+        if (a->round_defers[lk]) { /* the last shares first: they store what the others need not wait for */
             const int rh = (int)(u % ((int64_t)n_rows * H));
             j = (int)(u / ((int64_t)n_rows * H));
             t = rows->round_rows[i0 + rh / H];

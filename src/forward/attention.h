@@ -33,9 +33,12 @@ typedef struct {
     size_t work_floats;  /* tg_kvcache_work_floats of the cache it was sized for (the most a cache may need) */
     int group_tokens;    /* tokens per grouped prefill piece (tg_kvcache_group_tokens; 0: none) */
     size_t gwork_floats; /* tg_kvcache_group_work_floats of that cache for group_tokens */
-    int *round_group;    /* [max_rows] per round: whether its pieces run grouped (set by the prepare step) */
-    bool *round_defers;  /* [max_rows] per round: whether a row of it has pending stores */
-    int *round_splits;   /* [max_rows] per round: the most shares a row of it has */
+    /* [n_layers][max_rows] per layer and round, set by the round's prepare step and never again in the call: a
+     * thread the OS held back catches up through finished steps, and the number of units of a pieces step it reads
+     * here must be that step's, not a later layer's (a sliding-window layer beside a global one has fewer shares) */
+    int *round_group;    /* whether the round's pieces run grouped */
+    bool *round_defers;  /* whether a row of it has pending stores */
+    int *round_splits;   /* the most shares a row of it has */
     tg_attn_meter_bufs mt; /* the attention-sink meter; mt.mass == NULL: off */
 } tg_attn;
 
