@@ -41,6 +41,10 @@
  * log-likelihood by at most 2 d, so the perplexities must agree within exp(2 mean d) - 1 where that exceeds 0.1 %
  * (it did for int4 StreamingLLM of 3 + 5 tokens and groups of 4 over 16 tokens: 0.18 % measured). */
 #define KIVI_TOL 5e-2
+/* Quantised sinks on the small random model: its two layers over 20 tokens agree within 3e-7 on lavapipe (no code
+ * flipped), while sinks left unquantised differ by 5e-2 (int2 keys over 8 sinks) and 0.2 (int2 values): KIVI_TOL
+ * would not tell them apart; this bound does, with a factor of 10 to the failure and of 10^4 above what is measured. */
+#define SINKQ_TOL 5e-3
 
 static char device[32] = "vulkan";
 
@@ -352,6 +356,19 @@ static void test_policies(void **state) {
     p.group_size = 4;
     p.rotate = TG_KV_ROTATE_VALUES;
     check_twin_tol(m, m, p, ids, n, prefill, KIVI_TOL, "random, int8, values rotated, G 4, StreamingLLM 3 + 3");
+    /* quantised sinks (--kv-quantize-sinks): fp32 sinks replaced by their codes' values once complete (keys per
+     * channel over the sinks, values per token; SINKQ_TOL), beside an fp16 ring; a plain store's sinks stay as they
+     * are */
+    p = streaming(2, 8, TG_ROPE_POSITIONS_REPOSITION, TG_KV_INT2);
+    p.value_precision = TG_KV_FP16;
+    p.group_size = 4;
+    p.quantize_sinks = true;
+    check_twin_tol(m, m, p, ids, n, prefill, SINKQ_TOL, "random, int2 keys / fp16 values, 8 sinks quantised, SLLM");
+    p = streaming(4, 4, TG_ROPE_POSITIONS_ORIGINAL, TG_KV_INT2);
+    p.key_precision = TG_KV_FP16;
+    p.group_size = 4;
+    p.quantize_sinks = true;
+    check_twin_tol(m, m, p, ids, n, 1, SINKQ_TOL, "random, fp16 keys / int2 values, 4 sinks quantised, decode only");
     free(ids);
     random_model_free(r);
 }

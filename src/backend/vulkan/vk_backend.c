@@ -193,6 +193,7 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
         be->n_slots = 1;
         be->rot_k = g->rot_k;
         be->rot_v = g->rot_v;
+        be->quantize_sinks = c->params.quantize_sinks && g->sink > 0;
         be->rot_block = (uint32_t)tg_rot_block(g->head_dim);
         if (g->sink > INT32_MAX) return tg_fail(err, "vulkan: %lld sinks are too many", (long long)g->sink);
         if (!(be->kc = calloc(1, sizeof *be->kc)) || !(be->vc = calloc(1, sizeof *be->vc)))

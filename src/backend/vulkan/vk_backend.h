@@ -104,6 +104,7 @@ struct tg_backend {
     /* a rotated KIVI cache (kvcache/rotate.h): keys and / or values rotated; the signs of every layer and kv-head
      * ([n_layers][n_kv_heads][head_dim] floats, tg_rot_signs') in aux at a_rot; the Walsh–Hadamard block */
     bool rot_k, rot_v;
+    bool quantize_sinks; /* the sinks quantised once complete (--kv-quantize-sinks) */
     uint32_t a_rot, rot_block;
     /* aux: word offsets of the row table */
     uint32_t a_ids, a_pos, a_slot, a_slot_pos, a_cos, a_sin, a_sink_cos, a_sink_sin;

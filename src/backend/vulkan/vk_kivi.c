@@ -23,9 +23,10 @@
 #include "util/checked.h"
 
 /* kivi.glsl's descriptor words (D_*), one descriptor per store */
-enum { D_PREC, D_BITS, D_SINK, D_RING, D_RLEN, D_CODES, D_SCALES, D_UNITS, D_GROUP, D_ROWW, D_PERCH, D_CLIP, D_WORDS };
+enum { D_PREC, D_BITS, D_SINK, D_RING, D_RLEN, D_CODES, D_SCALES, D_UNITS, D_GROUP, D_ROWW, D_PERCH, D_CLIP, D_SPREC,
+       D_WORDS };
 /* kivi_store.comp's modes */
-enum { M_SINK, M_RING, M_KEY, M_VALUE, M_KFLUSH, M_VFLUSH };
+enum { M_SINK, M_RING, M_KEY, M_VALUE, M_KFLUSH, M_VFLUSH, M_SINKQ };
 
 bool tg_vk_kivi_wanted(const tg_kvcache *c) {
     return tg_kv_precision_is_integer(c->g.k.precision) || tg_kv_precision_is_integer(c->g.v.precision);
@@ -38,8 +39,6 @@ bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err) {
     if (!g->grouped)
         return tg_fail(err, "vulkan: KIVI with whole-history key scales (group size 0) is not on the Vulkan backend "
                             "yet (groups of G tokens are)");
-    if (c->params.quantize_sinks)
-        return tg_fail(err, "vulkan: quantised sinks (--kv-quantize-sinks) are not on the Vulkan backend yet");
     if (g->head_dim % 16 != 0)
         return tg_fail(err, "vulkan: a KIVI cache needs head_dim a multiple of 16 on the Vulkan backend (%d)",
                        g->head_dim);
@@ -51,12 +50,12 @@ static bool layout_store(const tg_cache_geom *g, const tg_store_geom *sg, uint32
     const size_t H = (size_t)g->n_kv_heads, D = (size_t)g->head_dim, HD = H * D;
     const tg_kv_precision fp = sg->range ? g->sink_precision : sg->precision;
     const tg_kv_precision rp = sg->range ? g->resid_precision : sg->precision;
-    if (fp != rp) return false; /* sinks and ring share one precision (quantize_sinks is refused) */
-    const size_t eb = prec_code(fp) == 0 ? 4 : 2, bits = sg->range ? (size_t)sg->range->bits : 0;
+    const size_t eb_sink = prec_code(fp) == 0 ? 4 : 2, eb = prec_code(rp) == 0 ? 4 : 2;
+    const size_t bits = sg->range ? (size_t)sg->range->bits : 0;
     const size_t G = (size_t)g->group, U = bits ? (size_t)(g->n_units > 0 ? g->n_units : 1) : 0;
     const size_t ring = !bits ? (size_t)g->row_cap : (size_t)g->res_cap;
     size_t sizes[4] = {0, 0, 0, 0}; /* sinks, ring, codes, scales (words) */
-    bool ok = tg_mul_size((size_t)g->sink * HD, eb, &sizes[0]) && tg_mul_size(ring * HD, eb, &sizes[1]);
+    bool ok = tg_mul_size((size_t)g->sink * HD, eb_sink, &sizes[0]) && tg_mul_size(ring * HD, eb, &sizes[1]);
     sizes[0] /= 4;
     sizes[1] /= 4;
     ok = ok && (!bits || (tg_mul_size(U * H, G * D * bits / 32, &sizes[2]) &&
@@ -66,7 +65,8 @@ static bool layout_store(const tg_cache_geom *g, const tg_store_geom *sg, uint32
         d[regions[i]] = (uint32_t)*at;
         ok = tg_add_size(*at, sizes[i] ? sizes[i] : 1, at) && *at <= UINT32_MAX;
     }
-    d[D_PREC] = prec_code(fp);
+    d[D_PREC] = prec_code(rp);
+    d[D_SPREC] = prec_code(fp);
     d[D_BITS] = (uint32_t)bits;
     d[D_RLEN] = (uint32_t)(ring ? ring : 1);
     d[D_UNITS] = (uint32_t)(U ? U : 1);
@@ -133,8 +133,13 @@ static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t
     const uint32_t H = (uint32_t)hp->n_kv_heads, D = (uint32_t)hp->head_dim, bits = be->desc[s * D_WORDS + D_BITS];
     const uint32_t G = be->desc[s * D_WORDS + D_GROUP];
     const uint32_t pc[] = {(uint32_t)mode, be->a_desc + (uint32_t)((2 * kv + s) * D_WORDS), src, (uint32_t)idx, H, D};
-    const uint32_t count = mode <= M_RING ? H * D / 2 : mode == M_VALUE ? H : mode == M_VFLUSH ? H * G
-                                                                                             : H * (D * bits / 32);
+    const bool per_ch = be->desc[s * D_WORDS + D_PERCH];
+    const uint32_t count = mode <= M_RING                ? H * D / 2
+                           : mode == M_VALUE             ? H
+                           : mode == M_VFLUSH            ? H * G
+                           : mode == M_SINKQ && per_ch   ? H * D
+                           : mode == M_SINKQ             ? H * (uint32_t)idx
+                                                         : H * (D * bits / 32);
     tg_vk_dispatch(be->vk, be->pl[PL_KIVI_STORE], be->set_norms, pc, sizeof pc, (count + 63) / 64, 1, 1);
 }
 
@@ -146,6 +151,9 @@ void tg_vk_kivi_append(tg_backend *be, int layer, int t) {
         const uint32_t src = be->stage_off + (2 * (uint32_t)t + (uint32_t)s) * kvd;
         if (st->is_sink) {
             store(be, M_SINK, kv, s, src, st->idx);
+            /* the sinks complete: quantised as one group (--kv-quantize-sinks, a KIVI store's) */
+            if (be->quantize_sinks && be->kind[s] != 0 && st->idx + 1 == be->sink)
+                store(be, M_SINKQ, kv, s, src, be->sink);
         } else if (be->kind[s] == 2) { /* provisional: coded as it arrives */
             store(be, s ? M_VALUE : M_KEY, kv, s, src, st->idx);
         } else {

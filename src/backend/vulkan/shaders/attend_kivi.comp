@@ -52,7 +52,7 @@ void fwht_o() {
 // Element k of kv-head h of token i of the row's view (sinks first) in the store of descriptor d.
 float elem(uint d, uint i, uint h, uint k, uint qend) {
     const uint H = p.n_kv_heads, D = p.head_dim;
-    if (i < p.ns) return reg_get(aux[d + D_SINK], aux[d + D_PREC], ((p.s0 + i) * H + h) * D + k);
+    if (i < p.ns) return reg_get(aux[d + D_SINK], aux[d + D_SPREC], ((p.s0 + i) * H + h) * D + k);
     const uint n = p.lo + (i - p.ns);
     if (aux[d + D_BITS] == 0u || n >= qend)
         return reg_get(aux[d + D_RING], aux[d + D_PREC], ((n % aux[d + D_RLEN]) * H + h) * D + k);

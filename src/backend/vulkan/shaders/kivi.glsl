@@ -3,7 +3,8 @@
 // precision, and KIVI's fit and code (kvcache/kivi.c's, step for step, so the device stores the CPU's codes).
 //
 // All of a cache's stores live in kc (binding 3) as 32-bit words. A store's descriptor (aux[d + D_*]):
-//   D_PREC   the float precision of its sinks and its ring: 0 fp32, 1 fp16, 2 bf16
+//   D_PREC   the float precision of its ring: 0 fp32, 1 fp16, 2 bf16
+//   D_SPREC  the float precision of its sinks (fp32 when they are quantised: --kv-quantize-sinks)
 //   D_BITS   8 / 4 / 2 for a KIVI store, 0 for a plain one (every non-sink token in the ring)
 //   D_SINK   word offset of the sinks [sink][n_kv_heads][head_dim]
 //   D_RING   word offset of the ring [ring][n_kv_heads][head_dim]: non-sink token n in row n % ring (a KIVI store's
@@ -16,7 +17,7 @@
 //   D_UNITS, D_GROUP, D_ROWW (words a row of codes), D_PERCH (1: keys, scales per channel)
 //   D_CLIP   1: grids fitted by least squared error (kivi.h's tg_kivi_fit_slice), 0: to the slice's whole range
 const uint D_PREC = 0u, D_BITS = 1u, D_SINK = 2u, D_RING = 3u, D_RLEN = 4u, D_CODES = 5u, D_SCALES = 6u,
-           D_UNITS = 7u, D_GROUP = 8u, D_ROWW = 9u, D_PERCH = 10u, D_CLIP = 11u;
+           D_UNITS = 7u, D_GROUP = 8u, D_ROWW = 9u, D_PERCH = 10u, D_CLIP = 11u, D_SPREC = 12u;
 
 // IEEE binary16 -> binary32, exact for every input (subnormals included: the scale floor 1e-5 is one).
 float h2f(uint h) {

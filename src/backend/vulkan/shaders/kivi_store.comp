@@ -11,6 +11,9 @@
 //   3 VALUE token idx's row quantised per token                      (one invocation per kv-head)
 //   4 KFLUSH the ring's tokens [idx, idx + G) quantised per channel into their group (codec_kivi_grouped.c)
 //   5 VFLUSH the same tokens quantised per token                     (one invocation per kv-head and row)
+//   6 SINKQ  the idx sinks, complete, replaced by their round trip through the store's codes (kvcache.c's
+//           quantize_sink_rows, --kv-quantize-sinks; the sinks fp32): keys per channel over the sinks (one
+//           invocation per kv-head and channel), values per token (one invocation per kv-head and sink)
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
@@ -107,7 +110,31 @@ void main() {
         if (i >= HD / 2u) return;
         const uint base = p.mode == 0u ? desc(D_SINK) : desc(D_RING);
         const uint row = p.mode == 0u ? p.idx : p.idx % desc(D_RLEN);
-        reg_put2(base, prec, row * HD + 2u * i, act[p.src + 2u * i], act[p.src + 2u * i + 1u]);
+        reg_put2(base, p.mode == 0u ? desc(D_SPREC) : prec, row * HD + 2u * i, act[p.src + 2u * i],
+                 act[p.src + 2u * i + 1u]);
+        return;
+    }
+    if (p.mode == 6u) {
+        const uint S = p.idx, base = desc(D_SINK), per_ch = desc(D_PERCH);
+        if (i >= (per_ch != 0u ? HD : H * S)) return;
+        const uint h = per_ch != 0u ? i / D : i / S;
+        /* a key channel: S values HD apart; a value row: D values */
+        const uint e0 = per_ch != 0u ? h * D + i % D : ((i % S) * H + h) * D, stride = per_ch != 0u ? HD : 1u;
+        const uint n = per_ch != 0u ? S : D;
+        float lo = 1.0 / 0.0, hi = -1.0 / 0.0;
+        for (uint j = 0u; j < n; j++) {
+            const float x = uintBitsToFloat(kc[base + e0 + j * stride]);
+            if (x < lo) lo = x;
+            if (x > hi) hi = x;
+        }
+        if (lo > hi) lo = hi = 0.0;
+        const uint sz = kivi_fit_slice(false, base, 0u, e0, stride, n, levels, lo, hi);
+        const float s = h2f(sz & 0xffffu), z = h2f(sz >> 16);
+        for (uint j = 0u; j < n; j++) {
+            const uint at = base + e0 + j * stride;
+            precise float v = float(kivi_code(uintBitsToFloat(kc[at]), s, z, levels)) * s + z;
+            kc[at] = floatBitsToUint(v);
+        }
         return;
     }
     const uint units = desc(D_UNITS);
