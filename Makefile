@@ -292,6 +292,19 @@ $(VG)/fuzz/regress_%.o: fuzz/fuzz_%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) $(REGRESS_NAMES) -MMD -MP -c $< -o $@
 
+# --- ThreadSanitizer: the tests whose sessions run a thread team of 2 (the step scheduler's hand-offs between
+# threads; a thread the OS holds back catches up through finished steps: src/forward/sched.h). Any report fails. ---
+TSAN := build/tsan
+TSAN_TESTS := test_families test_forward test_yoco test_attention_meter
+.PHONY: test-tsan
+test-tsan:
+	@$(MAKE) --no-print-directory ASN=$(TSAN) SAN='-O1 -g -fsanitize=thread' $(TSAN_TESTS:%=$(TSAN)/tests/%)
+	@fail=0; for t in $(TSAN_TESTS); do \
+	    if TSAN_OPTIONS='halt_on_error=1 exitcode=66' $(TSAN)/tests/$$t >$(TSAN)/$$t.log 2>&1; then echo "tsan $$t: ok"; \
+	    else echo "tsan $$t: FAILED"; grep -A40 -m1 'ThreadSanitizer' $(TSAN)/$$t.log || tail -40 $(TSAN)/$$t.log; \
+	    fail=1; fi; \
+	done; exit $$fail
+
 # docs/RESULTS.md and docs/results/*.svg: the cache's cost in quality on the bundled model (tools/results.sh;
 # about 30 minutes on 2 cores; `tools/results.sh --quick` is a smoke run of the pipeline)
 .PHONY: results
