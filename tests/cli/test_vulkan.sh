@@ -61,8 +61,6 @@ refused() { # refused MESSAGE ARGS...: the command fails and its last line says 
 }
 refused "unknown device 'gpu'" sample "$MODEL" --prompt hi --tokens 1 --device gpu
 refused "device 99 does not exist" sample "$MODEL" --prompt hi --tokens 1 --device vulkan:99
-refused "whole-history key scales (group size 0) is not on the Vulkan backend yet" \
-    sample "$MODEL" --prompt hi --tokens 1 --device vulkan --kv-quantize int8 --kv-group-size 0
 # the device's stores count against --max-memory: the unbounded cache's for the whole context, allocated up front
 refused "KV cache needs 6.0 MiB on device" sample "$MODEL" --prompt hi --tokens 1 --device vulkan --max-memory 1M
 

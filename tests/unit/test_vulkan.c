@@ -283,8 +283,8 @@ static void test_bundled(void **state) {
 }
 
 /* KIVI caches on the bundled model and a real text: int4 StreamingLLM (groups of 4, so the window evicts whole
- * groups inside the prefill and while decoding), plain and rotated, and mixed precisions with a bf16 residual
- * (against the CPU's plain reference: see KIVI_TOL). */
+ * groups inside the prefill and while decoding), plain and rotated, mixed precisions with a bf16 residual, and
+ * int4 without groups (against the CPU's plain reference: see KIVI_TOL). */
 static void test_kivi(void **state) {
     (void)state;
     tg_model *m = load_model("models/tinygpt-flagship.gguf");
@@ -307,6 +307,9 @@ static void test_kivi(void **state) {
     p.group_size = 4;
     p.rotate = TG_KV_ROTATE_ON;
     check_twin_tol(m, m, p, ids, n, prefill, KIVI_TOL, "bundled, int4, rotated, G 4, StreamingLLM 2 + 4");
+    p = plain(TG_KV_INT4, TG_KV_INT4);
+    p.group_size = 0;
+    check_twin_tol(m, m, p, ids, n, prefill, KIVI_TOL, "bundled, int4, group 0 (whole-history key grids)");
     free(ids);
     tg_model_free(m);
 }
@@ -356,6 +359,14 @@ static void test_policies(void **state) {
     p.group_size = 4;
     p.rotate = TG_KV_ROTATE_VALUES;
     check_twin_tol(m, m, p, ids, n, prefill, KIVI_TOL, "random, int8, values rotated, G 4, StreamingLLM 3 + 3");
+    /* without groups (group size 0: one grid per key channel over every held row, re-fitted each step), unbounded
+     * and StreamingLLM (the grid re-fitted over the rows left after an eviction) */
+    p = plain(TG_KV_INT4, TG_KV_INT4);
+    p.group_size = 0;
+    check_twin_tol(m, m, p, ids, n, prefill, KIVI_TOL, "random, int4, group 0, unbounded");
+    p = streaming(5, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_INT2);
+    p.group_size = 0;
+    check_twin_tol(m, m, p, ids, n, prefill, KIVI_TOL, "random, int2, group 0, StreamingLLM 2 + 5");
     /* quantised sinks (--kv-quantize-sinks): fp32 sinks replaced by their codes' values once complete (keys per
      * channel over the sinks, values per token; SINKQ_TOL), beside an fp16 ring; a plain store's sinks stay as they
      * are */
@@ -441,11 +452,7 @@ static void test_refusals(void **state) {
     tg_model *m = load_model("models/tinygpt-flagship.gguf");
     const int32_t ids[1] = {1};
     tg_error err = {0};
-    tg_cache_params p = plain(TG_KV_INT4, TG_KV_INT4);
-    p.group_size = 0; /* whole-history key scales */
-    assert_null(run(m, p, device, ids, 1, 1, &err));
-    assert_non_null(strstr(err.msg, "whole-history"));
-    p = plain(TG_KV_FP32, TG_KV_FP32);
+    tg_cache_params p = plain(TG_KV_FP32, TG_KV_FP32);
     assert_null(run(m, p, "vulkan:999", ids, 1, 1, &err));
     assert_non_null(strstr(err.msg, "does not exist"));
     assert_null(run(m, p, "gpu", ids, 1, 1, &err));

@@ -95,7 +95,7 @@ struct tg_backend {
     const int *kv_source;    /* [n_layers] */
     /* a KIVI cache (vk_kivi.c): its stores in kc (vc a placeholder), their descriptors (desc[n_desc], copied to aux
      * at a_desc: keys then values of each K/V layer), each store's kind (0 plain, 1 KIVI with a residual, 2 KIVI
-     * provisional: keys [0], values [1]), the fp32 staging of the rows' rotated keys and values in act (row t's keys
+     * provisional, 3 KIVI without groups: keys [0], values [1]), the fp32 staging of the rows' rotated keys and values in act (row t's keys
      * at stage_off + 2 t kvd, its values kvd after them), each row's step [max_rows] */
     bool kivi;
     uint32_t *desc, n_desc, a_desc, stage_off;

@@ -3,7 +3,8 @@
  * and fp16 grids of G-token groups), the store steps of one token's append recorded in the CPU's order
  * (kvcache.c's append: eviction, a residual group flushed, the token inserted), and attention recorded over the view
  * the CPU cache gives the token; a rotated cache's keys and values rotated before they are stored (--kv-rotate:
- * kivi_rotate.comp, the query and the output in attend_kivi.comp).
+ * kivi_rotate.comp, the query and the output in attend_kivi.comp); quantised sinks; a store without groups (group
+ * size 0) as one group of its held rows.
  *
  * Why a layer's rows go one at a time: a KIVI cache re-codes what earlier tokens see (a provisional key grid widened,
  * a residual group quantised, a window's block evicted), so the CPU appends and attends a chunk's tokens one at a
@@ -26,7 +27,7 @@
 enum { D_PREC, D_BITS, D_SINK, D_RING, D_RLEN, D_CODES, D_SCALES, D_UNITS, D_GROUP, D_ROWW, D_PERCH, D_CLIP, D_SPREC,
        D_WORDS };
 /* kivi_store.comp's modes */
-enum { M_SINK, M_RING, M_KEY, M_VALUE, M_KFLUSH, M_VFLUSH, M_SINKQ };
+enum { M_SINK, M_RING, M_KEY, M_VALUE, M_KFLUSH, M_VFLUSH, M_SINKQ, M_WKEY };
 
 bool tg_vk_kivi_wanted(const tg_kvcache *c) {
     return tg_kv_precision_is_integer(c->g.k.precision) || tg_kv_precision_is_integer(c->g.v.precision);
@@ -36,9 +37,6 @@ static uint32_t prec_code(tg_kv_precision p) { return p == TG_KV_FP32 ? 0 : p ==
 
 bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err) {
     const tg_cache_geom *g = &c->g;
-    if (!g->grouped)
-        return tg_fail(err, "vulkan: KIVI with whole-history key scales (group size 0) is not on the Vulkan backend "
-                            "yet (groups of G tokens are)");
     if (g->head_dim % 16 != 0)
         return tg_fail(err, "vulkan: a KIVI cache needs head_dim a multiple of 16 on the Vulkan backend (%d)",
                        g->head_dim);
@@ -52,7 +50,9 @@ static bool layout_store(const tg_cache_geom *g, const tg_store_geom *sg, uint32
     const tg_kv_precision rp = sg->range ? g->resid_precision : sg->precision;
     const size_t eb_sink = prec_code(fp) == 0 ? 4 : 2, eb = prec_code(rp) == 0 ? 4 : 2;
     const size_t bits = sg->range ? (size_t)sg->range->bits : 0;
-    const size_t G = (size_t)g->group, U = bits ? (size_t)(g->n_units > 0 ? g->n_units : 1) : 0;
+    /* without groups (group size 0): one group of all the rows held, in their ring of row_cap */
+    const size_t G = g->grouped ? (size_t)g->group : (size_t)g->row_cap;
+    const size_t U = !bits ? 0 : g->grouped && g->n_units > 0 ? (size_t)g->n_units : 1;
     const size_t ring = !bits ? (size_t)g->row_cap : (size_t)g->res_cap;
     size_t sizes[4] = {0, 0, 0, 0}; /* sinks, ring, codes, scales (words) */
     bool ok = tg_mul_size((size_t)g->sink * HD, eb_sink, &sizes[0]) && tg_mul_size(ring * HD, eb, &sizes[1]);
@@ -88,7 +88,8 @@ bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *er
         if (!layout_store(g, &g->k, be->desc + (2 * i) * D_WORDS, &at) ||
             !layout_store(g, &g->v, be->desc + (2 * i + 1) * D_WORDS, &at))
             return tg_fail(err, "vulkan: the KIVI cache's device stores of %d layers exceed 2^32 words", n_kv);
-    for (int s = 0; s < 2; s++) be->kind[s] = !be->desc[s * D_WORDS + D_BITS] ? 0 : g->res_cap > 0 ? 1 : 2;
+    for (int s = 0; s < 2; s++)
+        be->kind[s] = !be->desc[s * D_WORDS + D_BITS] ? 0 : !g->grouped ? 3 : g->res_cap > 0 ? 1 : 2;
     if (!(be->steps = calloc((size_t)be->max_rows, sizeof *be->steps))) return tg_fail(err, "out of memory");
     return tg_vk_buf_new(be->vk, at * 4, TG_VK_DEVICE, "the KV cache's device stores", &be->kc[0], err) &&
            tg_vk_buf_new(be->vk, 4, TG_VK_DEVICE, "a placeholder", &be->vc[0], err);
@@ -128,11 +129,12 @@ bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos,
     return true;
 }
 
-static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t idx) {
+static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t idx, int64_t first) {
     const tg_hparams *hp = &be->m->hp;
     const uint32_t H = (uint32_t)hp->n_kv_heads, D = (uint32_t)hp->head_dim, bits = be->desc[s * D_WORDS + D_BITS];
     const uint32_t G = be->desc[s * D_WORDS + D_GROUP];
-    const uint32_t pc[] = {(uint32_t)mode, be->a_desc + (uint32_t)((2 * kv + s) * D_WORDS), src, (uint32_t)idx, H, D};
+    const uint32_t pc[] = {(uint32_t)mode, be->a_desc + (uint32_t)((2 * kv + s) * D_WORDS), src, (uint32_t)idx, H, D,
+                           (uint32_t)first};
     const bool per_ch = be->desc[s * D_WORDS + D_PERCH];
     const uint32_t count = mode <= M_RING                ? H * D / 2
                            : mode == M_VALUE             ? H
@@ -150,15 +152,15 @@ void tg_vk_kivi_append(tg_backend *be, int layer, int t) {
     for (int s = 0; s < 2; s++) { /* keys, then values */
         const uint32_t src = be->stage_off + (2 * (uint32_t)t + (uint32_t)s) * kvd;
         if (st->is_sink) {
-            store(be, M_SINK, kv, s, src, st->idx);
+            store(be, M_SINK, kv, s, src, st->idx, 0);
             /* the sinks complete: quantised as one group (--kv-quantize-sinks, a KIVI store's) */
             if (be->quantize_sinks && be->kind[s] != 0 && st->idx + 1 == be->sink)
-                store(be, M_SINKQ, kv, s, src, be->sink);
-        } else if (be->kind[s] == 2) { /* provisional: coded as it arrives */
-            store(be, s ? M_VALUE : M_KEY, kv, s, src, st->idx);
+                store(be, M_SINKQ, kv, s, src, be->sink, 0);
+        } else if (be->kind[s] >= 2) { /* provisional or without groups: coded as it arrives */
+            store(be, s ? M_VALUE : be->kind[s] == 3 ? M_WKEY : M_KEY, kv, s, src, st->idx, st->first);
         } else {
-            if (be->kind[s] == 1 && st->flush) store(be, s ? M_VFLUSH : M_KFLUSH, kv, s, src, st->flush_at);
-            store(be, M_RING, kv, s, src, st->idx);
+            if (be->kind[s] == 1 && st->flush) store(be, s ? M_VFLUSH : M_KFLUSH, kv, s, src, st->flush_at, 0);
+            store(be, M_RING, kv, s, src, st->idx, 0);
         }
     }
 }

@@ -11,6 +11,9 @@
 //   3 VALUE token idx's row quantised per token                      (one invocation per kv-head)
 //   4 KFLUSH the ring's tokens [idx, idx + G) quantised per channel into their group (codec_kivi_grouped.c)
 //   5 VFLUSH the same tokens quantised per token                     (one invocation per kv-head and row)
+//   7 WKEY  token idx's key in a store without groups (group size 0: codec_kivi_whole.c): one grid per channel
+//           for every held row [first, idx), re-fitted over their codes' values and the new key; where it changes,
+//           the held rows re-coded (one invocation per word of a row, as KEY)
 //   6 SINKQ  the idx sinks, complete, replaced by their round trip through the store's codes (kvcache.c's
 //           quantize_sink_rows, --kv-quantize-sinks; the sinks fp32): keys per channel over the sinks (one
 //           invocation per kv-head and channel), values per token (one invocation per kv-head and sink)
@@ -19,7 +22,7 @@ layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "kivi.glsl"
 layout(push_constant) uniform P {
-    uint mode, d, src, idx, n_kv_heads, head_dim;
+    uint mode, d, src, idx, n_kv_heads, head_dim, first;
 } p;
 
 uint desc(uint i) { return aux[p.d + i]; }
@@ -175,6 +178,39 @@ void main() {
             }
             kc[code_at(u, h, t, w)] = word;
         }
+        return;
+    }
+    if (p.mode == 7u) { /* one grid per channel over the rows held (G = their capacity, one unit) */
+        const uint t = p.idx % G;
+        uint word = 0u;
+        for (uint j = 0u; j < cpw; j++) {
+            const uint k = w * cpw + j, sh = j * bits, so_zo = kc[sc0 + k];
+            const float so = h2f(so_zo & 0xffffu), zo = h2f(so_zo >> 16), x = act[p.src + h * D + k];
+            uint umin = mask, umax = 0u;
+            for (uint n = p.first; n < p.idx; n++) {
+                const uint u = (kc[code_at(0u, h, n % G, w)] >> sh) & mask;
+                umin = min(umin, u);
+                umax = max(umax, u);
+            }
+            float lo = x, hi = x;
+            if (p.idx > p.first) {
+                precise float a = float(umin) * so + zo, b = float(umax) * so + zo;
+                lo = a < lo ? a : lo;
+                hi = b > hi ? b : hi;
+            }
+            const uint sz = kivi_fit(levels, lo, hi);
+            const float sn = h2f(sz & 0xffffu), zn = h2f(sz >> 16);
+            if (sz != so_zo) {
+                for (uint n = p.first; n < p.idx; n++) {
+                    const uint at = code_at(0u, h, n % G, w), old = kc[at];
+                    precise float v = float((old >> sh) & mask) * so + zo;
+                    kc[at] = (old & ~(mask << sh)) | (kivi_code(v, sn, zn, levels) << sh);
+                }
+                kc[sc0 + k] = sz;
+            }
+            word |= kivi_code(x, sn, zn, levels) << sh;
+        }
+        kc[code_at(0u, h, t, w)] = word;
         return;
     }
     /* mode 2: the provisional key of token idx, row t of its group */
