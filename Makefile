@@ -293,14 +293,17 @@ $(VG)/fuzz/regress_%.o: fuzz/fuzz_%.c
 	$(CC) $(WARN) $(VG_FLAGS) $(THREADS) $(INC) $(DEPS_CFLAGS) $(REGRESS_NAMES) -MMD -MP -c $< -o $@
 
 # --- ThreadSanitizer: the tests whose sessions run a thread team of 2 (the step scheduler's hand-offs between
-# threads; a thread the OS holds back catches up through finished steps: src/forward/sched.h). Any report fails. ---
+# threads; a thread the OS holds back catches up through finished steps: src/forward/sched.h), side by side. Any
+# report fails. ---
 TSAN := build/tsan
 TSAN_TESTS := test_families test_forward test_yoco test_attention_meter
 .PHONY: test-tsan
 test-tsan:
 	@$(MAKE) --no-print-directory ASN=$(TSAN) SAN='-O1 -g -fsanitize=thread' $(TSAN_TESTS:%=$(TSAN)/tests/%)
-	@fail=0; for t in $(TSAN_TESTS); do \
-	    if TSAN_OPTIONS='halt_on_error=1 exitcode=66' $(TSAN)/tests/$$t >$(TSAN)/$$t.log 2>&1; then echo "tsan $$t: ok"; \
+	@for t in $(TSAN_TESTS); do \
+	    (TSAN_OPTIONS='halt_on_error=1 exitcode=66' $(TSAN)/tests/$$t >$(TSAN)/$$t.log 2>&1; echo $$? >$(TSAN)/$$t.rc) & \
+	done; wait; fail=0; for t in $(TSAN_TESTS); do \
+	    if [ "$$(cat $(TSAN)/$$t.rc)" = 0 ]; then echo "tsan $$t: ok"; \
 	    else echo "tsan $$t: FAILED"; grep -A40 -m1 'ThreadSanitizer' $(TSAN)/$$t.log || tail -40 $(TSAN)/$$t.log; \
 	    fail=1; fi; \
 	done; exit $$fail
