@@ -72,8 +72,11 @@ void main() {
     for (uint d = tid; d < p.head_dim; d += 64u) {
         const float q = act[qbase + d];
         q0[d] = q;
-        precise float r = q * uintBitsToFloat(aux[sgn + d]);
-        qs[d] = p.rot_k != 0u ? r : q;
+        qs[d] = q;
+        if (p.rot_k != 0u) { // the signs exist only in a rotated cache's row table
+            precise float r = q * uintBitsToFloat(aux[sgn + d]);
+            qs[d] = r;
+        }
     }
     barrier();
     if (p.rot_k != 0u) fwht_q();
@@ -95,7 +98,8 @@ void main() {
                     b = a * s + b * c;
                     a = a2;
                 }
-                dot += raw ? q0[ia] * a + q0[ib] * b : qs[ia] * a + qs[ib] * b;
+                const float qa = raw ? q0[ia] : qs[ia], qb = raw ? q0[ib] : qs[ib];
+                dot += qa * a + qb * b;
             }
             score = dot;
         }
