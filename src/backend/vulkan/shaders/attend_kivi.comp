@@ -20,10 +20,10 @@ layout(push_constant) uniform P {
 } p;
 shared float qs[256];
 shared float q0[256]; // rot_k: the query before R (for re-positioned sinks)
-shared float ob[256]; // rot_v: the output before R^T
 shared float sc[64];
 
-// x[0, head_dim) <- the unnormalised Walsh–Hadamard transform of each block (rotate.c's tg_fwht_ref's butterflies)
+// qs[0, head_dim) <- the unnormalised Walsh–Hadamard transform of each block (rotate.c's tg_fwht_ref's
+// butterflies): the query before attention, the output (rot_v) after it
 void fwht_q() {
     const uint tid = gl_LocalInvocationID.x;
     for (uint len = 1u; len < p.block; len *= 2u) {
@@ -32,18 +32,6 @@ void fwht_q() {
             precise float a = qs[j], b = qs[j + len];
             qs[j] = a + b;
             qs[j + len] = a - b;
-        }
-        barrier();
-    }
-}
-void fwht_o() {
-    const uint tid = gl_LocalInvocationID.x;
-    for (uint len = 1u; len < p.block; len *= 2u) {
-        for (uint j2 = tid; j2 < p.head_dim / 2u; j2 += 64u) {
-            const uint j = (j2 / len) * 2u * len + j2 % len;
-            precise float a = ob[j], b = ob[j + len];
-            ob[j] = a + b;
-            ob[j + len] = a - b;
         }
         barrier();
     }
@@ -125,14 +113,14 @@ void main() {
     }
     const uint obase = p.out_off + h * p.head_dim;
     if (p.rot_v != 0u) { // R^T: the transform, then the signs (rotate.c's tg_rot_inverse)
-        for (uint k = 0u; k < 4u; k++) {
+        for (uint k = 0u; k < 4u; k++) { // the query is read no more (the loop ended at a barrier)
             const uint d = tid + 64u * k;
-            if (d < p.head_dim) ob[d] = l > 0.0 ? acc[k] / l : 0.0;
+            if (d < p.head_dim) qs[d] = l > 0.0 ? acc[k] / l : 0.0;
         }
         barrier();
-        fwht_o();
+        fwht_q();
         for (uint d = tid; d < p.head_dim; d += 64u) {
-            precise float o = ob[d] * uintBitsToFloat(aux[sgn + d]);
+            precise float o = qs[d] * uintBitsToFloat(aux[sgn + d]);
             act[obase + d] = o;
         }
         return;
