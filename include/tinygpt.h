@@ -397,8 +397,14 @@ TG_API tg_batch *tg_batch_new(const tg_model *model, const tg_cache_params *wide
 TG_API void tg_batch_free(tg_batch *b);
 TG_API int tg_batch_threads(const tg_batch *b);
 TG_API int tg_batch_max_rows(const tg_batch *b);
-/* Whether the batch can run q (its cache needs no more attention work space than the batch has). */
+/* Whether the batch can run q (its cache needs no more attention work space than the batch has; on a device, its
+ * cache policy is the batch's: the device keeps each sequence's cache in that policy's layout). */
 TG_API bool tg_batch_fits(const tg_batch *b, const tg_sequence *q);
+/* q runs in b no more (call it before tg_sequence_free): what b holds for q (a device's copy of its cache) serves
+ * other sequences. Without it the copy is reused once b runs out of room for copies. */
+TG_API void tg_batch_release(tg_batch *b, const tg_sequence *q);
+/* Whether b runs on a device other than the CPU (device named in tg_batch_new's params: "vulkan", "auto"...). */
+TG_API bool tg_batch_on_device(const tg_batch *b);
 
 /* One sequence's share of a call: n tokens ids[n] appended at its position; logits (non-NULL) receives the
  * distribution after the last of them [vocab]. finite (out) is false when those logits are not all finite. */

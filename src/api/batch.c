@@ -99,10 +99,6 @@ tg_batch *tg_batch_new(const tg_model *model, const tg_cache_params *widest, int
         tg_fail(err, "the model has no weights (a vocab-only file can tokenise but not run)");
         return NULL;
     }
-    if (widest->device && strcmp(widest->device, "cpu") != 0) {
-        tg_fail(err, "a batch runs on the CPU only so far (device '%s')", widest->device);
-        return NULL;
-    }
     if (max_rows < 1) {
         tg_fail(err, "a batch of %d rows: must be at least 1", max_rows);
         return NULL;
@@ -117,7 +113,7 @@ tg_batch *tg_batch_new(const tg_model *model, const tg_cache_params *widest, int
     if (!b->segs && err) tg_fail(err, "out of memory");
     if (probe) {
         b->work_floats = tg_kvcache_work_floats(probe);
-        b->fwd = tg_forward_new(model, probe, max_rows, n_threads, err);
+        b->fwd = tg_forward_new_on(model, probe, max_rows, n_threads, widest->device, err);
     }
     tg_kvcache_free(probe);
     if (!b->fwd) {
@@ -139,7 +135,16 @@ int tg_batch_threads(const tg_batch *b) { return b ? tg_forward_threads(b->fwd) 
 int tg_batch_max_rows(const tg_batch *b) { return b ? tg_forward_max_rows(b->fwd) : 0; }
 
 bool tg_batch_fits(const tg_batch *b, const tg_sequence *q) {
-    return b && q && tg_kvcache_work_floats(q->cache) <= b->work_floats;
+    return b && q && tg_kvcache_work_floats(q->cache) <= b->work_floats && tg_forward_fits(b->fwd, q->cache);
+}
+
+void tg_batch_release(tg_batch *b, const tg_sequence *q) {
+    if (b && q) tg_forward_release(b->fwd, q->cache);
+}
+
+bool tg_batch_on_device(const tg_batch *b) {
+    tg_backend_memory m;
+    return b && tg_forward_device_memory(b->fwd, &m);
 }
 
 bool tg_batch_eval(tg_batch *b, tg_batch_item *items, int n_items, tg_error *err) {
@@ -158,7 +163,8 @@ bool tg_batch_eval(tg_batch *b, tg_batch_item *items, int n_items, tg_error *err
             return tg_fail_code(err, TG_ERR_CONTEXT_FULL, "context window of %lld tokens is full",
                                 (long long)it->seq->context);
         if (!tg_batch_fits(b, it->seq))
-            return tg_fail(err, "batch item %d: its cache holds more tokens than the batch was sized for", i);
+            return tg_fail(err, "batch item %d: its cache holds more tokens than the batch was sized for, or has "
+                                "another policy than the batch's device keeps", i);
         for (int j = 0; j < i; j++)
             if (items[j].seq == it->seq) return tg_fail(err, "batch items %d and %d: the same sequence", j, i);
         for (int t = 0; t < it->n; t++)

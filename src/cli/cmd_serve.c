@@ -285,6 +285,12 @@ static int serve_main(serve_args *a, const sigset_t *signals) {
         tg_runtime_error("%s", err.msg);
         goto done;
     }
+    const bool kivi = a->cache.key_precision >= TG_KV_INT8 || a->cache.value_precision >= TG_KV_INT8;
+    if (tg_batch_on_device(batch) && kivi && a->park_budget > 0) { /* vk_kv.c: no upload of a KIVI cache yet */
+        fprintf(stderr, "tinygpt serve: KIVI caches on the GPU are not restored from parked conversations yet: "
+                        "conversation reuse is off (--park-budget 0)\n");
+        a->park_budget = 0;
+    }
     /* TINYGPT_TEST_PARK_KILL_IN_WRITE=N (tests only): the first park file write dies after N bytes */
     const char *kill_in_write = getenv("TINYGPT_TEST_PARK_KILL_IN_WRITE");
     const tg_park_config pc = {a->park_budget, a->park_dir, a->park_disk_budget,

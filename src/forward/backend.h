@@ -56,8 +56,12 @@ typedef struct {
                           int n_threads, tg_error *err);
     void (*destroy)(tg_backend *be); /* NULL: nothing */
     int (*threads)(const tg_backend *be);
-    /* Whether rows through `cache` fit the attention work space the backend was sized for. */
+    /* Whether rows through `cache` fit the attention work space the backend was sized for (a device backend: and
+     * whether it has the geometry the backend keeps caches' copies in). */
     bool (*fits)(const tg_backend *be, const tg_kvcache *cache);
+    /* `cache` runs no more calls (it is about to be freed): what the backend holds for it may serve another cache
+     * (NULL: nothing held). */
+    void (*release)(tg_backend *be, const tg_kvcache *cache);
     /* Runs the program over the rows; allocates nothing. */
     void (*run)(tg_backend *be, const tg_rows *rows);
     /* The attention-sink meter (forward.h's tg_forward_meter_on / tg_forward_meter). */

@@ -118,6 +118,12 @@ bool tg_forward_meter_on(tg_forward *f, tg_error *err) { return f->be_i->meter_o
 
 bool tg_forward_meter(const tg_forward *f, tg_attention_stats *out) { return f->be_i->meter(f->be, out); }
 
+bool tg_forward_fits(const tg_forward *f, const tg_kvcache *cache) { return f->be_i->fits(f->be, cache); }
+
+void tg_forward_release(tg_forward *f, const tg_kvcache *cache) {
+    if (f->be_i->release) f->be_i->release(f->be, cache);
+}
+
 bool tg_forward_device_memory(const tg_forward *f, tg_backend_memory *out) {
     memset(out, 0, sizeof *out);
     if (!f->be_i->memory) return false;

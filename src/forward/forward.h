@@ -58,6 +58,11 @@ typedef struct {
  * more attention work space than the cache the forward was sized for. Allocates nothing. */
 bool tg_forward_batch(tg_forward *f, const tg_forward_seg *segs, int n_segs);
 
+/* Whether the forward can run rows through cache (tg_forward_batch's check); telling it that cache runs no more
+ * calls (a device backend frees its copy for another cache). */
+bool tg_forward_fits(const tg_forward *f, const tg_kvcache *cache);
+void tg_forward_release(tg_forward *f, const tg_kvcache *cache);
+
 /* The most rows one call takes (max_chunk). */
 int tg_forward_max_rows(const tg_forward *f);
 

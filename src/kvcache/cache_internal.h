@@ -187,6 +187,7 @@ struct tg_kvcache {
     void **owned;            /* [max_owned] every block allocated above (tg_kvcache_free frees them) */
     size_t n_owned, max_owned;
     int64_t n_allocs;        /* allocation calls made (all in tg_kvcache_new) */
+    uint64_t serial;         /* tg_kvcache_serial's */
 };
 
 #define TG_ROPE_MEMO 64 /* positions whose RoPE angles a cache keeps (a prefill chunk's) */

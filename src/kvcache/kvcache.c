@@ -342,8 +342,11 @@ static void store_clear(const tg_store_geom *sg, tg_store *s) {
     if (s->sink) memset(s->sink, 0, sg->sink_bytes);
 }
 
+uint64_t tg_kvcache_serial(const tg_kvcache *c) { return c ? c->serial : 0; }
+
 void tg_kvcache_reset(tg_kvcache *c) {
     if (!c) return;
+    c->serial = (c->serial | UINT32_MAX) + 1;
     const tg_cache_geom *g = &c->g;
     for (int l = 0; l < g->n_layers; l++) {
         if (c->kv_source[l] != l) continue;
@@ -506,6 +509,7 @@ int tg_kvcache_append_start(tg_kvcache *c, int layer, int64_t pos, const float *
         v = c->scratch_v;
     }
 
+    c->serial++;
     if (L->n_sink < g->sink) {
         store_sink(c, &g->k, &L->k, L->n_sink, kr);
         store_sink(c, &g->v, &L->v, L->n_sink, v);

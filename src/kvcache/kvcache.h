@@ -49,6 +49,11 @@ void tg_kvcache_free(tg_kvcache *c);
  * tg_kvcache_new left it, so the same appends give the same results. */
 void tg_kvcache_reset(tg_kvcache *c);
 
+/* What a copy of the cache elsewhere (a device backend's) compares to know whether it still holds what the cache
+ * holds: each append adds 1, a reset or a loaded state (snapshot.h) adds 2^32 (so a fresh cache that a state was
+ * loaded into never equals one that was appended to, as a freed cache's successor at the same address might). */
+uint64_t tg_kvcache_serial(const tg_kvcache *c);
+
 /* Allocates now the chunks an unbounded cache needs for n_tokens more tokens in every layer (at most up to its
  * context), so that appending them allocates nothing. False with TG_ERR_CACHE_MEMORY / TG_ERR_CACHE_MEMORY_LIMIT
  * (or out of memory) when they would pass max_memory; nothing is appended either way. True at once for a bounded

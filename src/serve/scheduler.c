@@ -69,10 +69,11 @@ struct tg_sched {
 
 /* ---- the sessions (scheduler thread) ------------------------------------------------------------------------- */
 
-/* Frees what session_open made (each part may be NULL). */
-static void session_free_parts(session *ss) {
+/* Frees what session_open made (each part may be NULL); the batch lets go of what it holds for the sequence. */
+static void session_free_parts(tg_sched *s, session *ss) {
     tg_generator_free(ss->gen);
     tg_sampler_free(ss->sampler);
+    tg_batch_release(s->cfg.batch, ss->seq);
     tg_sequence_free(ss->seq);
     free(ss->logits);
     free(ss->fed);
@@ -90,8 +91,11 @@ static bool session_open(tg_sched *s, tg_job *j, session *ss) {
     }
     if (!tg_batch_fits(s->cfg.batch, ss->seq)) {
         tg_sequence_free(ss->seq);
-        tg_job_fail(j, 400, "the request's cache policy holds more tokens than the server's (streaming_llm_window, "
-                            "kv_quantize): ask for a smaller window");
+        tg_job_fail(j, 400, tg_batch_on_device(s->cfg.batch)
+                                ? "the server keeps its sessions' caches on a GPU in its own cache policy: a request "
+                                  "may not change it (streaming_llm_window, streaming_llm_sink, kv_quantize)"
+                                : "the request's cache policy holds more tokens than the server's "
+                                  "(streaming_llm_window, kv_quantize): ask for a smaller window");
         return false;
     }
     tg_generator_params gp = tg_generator_default_params();
@@ -111,7 +115,7 @@ static bool session_open(tg_sched *s, tg_job *j, session *ss) {
     if (!ss->sampler || !ss->gen || !ss->logits) {
         if (!ss->sampler) tg_job_fail(j, 400, err.msg); /* the sampling settings */
         else tg_job_fail(j, 500, ss->gen ? "out of memory" : err.msg);
-        session_free_parts(ss);
+        session_free_parts(s, ss);
         return false;
     }
     if (j->cache_prompt) {
@@ -192,7 +196,7 @@ static void remember_fed(session *ss, int32_t id) {
 
 static void session_close(tg_sched *s, session *ss) {
     prompt_state_drop(s, ss);
-    session_free_parts(ss);
+    session_free_parts(s, ss);
     tg_job_unref(ss->job);
     memset(ss, 0, sizeof *ss);
 }

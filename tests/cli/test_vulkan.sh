@@ -4,7 +4,13 @@
 #  1. greedy `sample --device vulkan` on the bundled model prints the CPU's text (fp32 unbounded, fp16 StreamingLLM);
 #  2. `perplexity --device vulkan` is the CPU's within 0.1 %;
 #  3. `--device auto` runs; a wrong device name, a device that does not exist and a cache precision the backend does
-#     not take yet each fail with one message.
+#     not take yet each fail with one message;
+#  4. the report's device bytes;
+#  5. a conversation saved by `chat --session` and resumed on the device continues as on the CPU (the restored cache
+#     uploaded to the device);
+#  6. `serve --device vulkan`: concurrent clients batched on the device each get what `sample --device vulkan` alone
+#     gives; a conversation continued from a parked cache (uploaded to the device) answers what a fresh prefill on the
+#     device answers; a request for another cache policy is a 400; an int4 server batches its clients too.
 # Skips without a Vulkan device unless CI is set. Runs the release binary (the GPU does the work; tests/unit/
 # test_vulkan.c runs the same backend under ASan+UBSan).
 set -u
@@ -76,6 +82,89 @@ assert d["name"].startswith("vulkan:0 ("), d
 assert abs(d["kv_bytes"] / c["bytes_total"] - 1) < 0.01, (d, c["bytes_total"])
 assert d["weight_bytes"] > 20 << 20 and d["other_bytes"] > 0, d
 PY
+
+# 5. chat --session: turn 2 resumes a saved cache (no prompt re-read) on the device; the CPU's text (TG_ISA=scalar)
+for dev in cpu vulkan; do
+    rm -f "$tmp/s.tgsnap"
+    for turn in "Tell me a story." "And then?"; do
+        echo "$turn" | TG_ISA=scalar "$T" chat "$MODEL" --chat-template chatml --session "$tmp/s.tgsnap" -n 8 \
+            --temperature 0 --device $dev --kv-quantize fp16 >"$tmp/chat-$dev.txt" 2>"$tmp/chat-$dev.err" ||
+            bad "chat --session --device $dev: $(tail -2 "$tmp/chat-$dev.err")"
+    done
+done
+cmp -s "$tmp/chat-cpu.txt" "$tmp/chat-vulkan.txt" && ok ||
+    bad "chat --session resumed on the device: $(cat "$tmp/chat-vulkan.txt") | cpu: $(cat "$tmp/chat-cpu.txt")"
+
+# 6. serve --device vulkan
+command -v curl >/dev/null && python3 -c 'import requests' 2>/dev/null || {
+    bad "serve: curl and python3-requests are needed (.ci/run installs them)"
+    echo "test_vulkan.sh: $passed passed, $failed failed"
+    exit 1
+}
+serve_start() { # serve_start NAME ARGS...: a server on the device on a free port; sets SPID, BASE
+    local name=$1
+    shift
+    "$T" serve "$MODEL" --port 0 --threads 1 --device vulkan --chat-template chatml "$@" >/dev/null \
+        2>"$tmp/$name.err" &
+    SPID=$!
+    BASE=
+    listening() {
+        BASE=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/$name.err")
+        [ -n "$BASE" ] || ! kill -0 "$SPID" 2>/dev/null
+    }
+    wait_for_event 120 listening
+    [ -n "$BASE" ] || bad "serve --device vulkan $*: did not start: $(tail -3 "$tmp/$name.err")"
+}
+serve_stop() {
+    kill -TERM "$SPID" 2>/dev/null
+    wait "$SPID" && ok || bad "serve --device vulkan: exit $? after SIGTERM: $(tail -5 "$tmp/$1.err")"
+    grep -q "validation" "$tmp/$1.err" && bad "serve $1: validation messages: $(grep -m3 validation "$tmp/$1.err")"
+}
+clients() { # clients ARGS...: 4 concurrent clients, each's text == sample --device vulkan ARGS alone (lavapipe's
+    # products take most of a second a step whatever the rows: few steps)
+    mkdir -p "$tmp/w"
+    for i in $(seq 0 3); do echo "Client $i:"; done >"$tmp/prompts"
+    i=0
+    while IFS= read -r p; do
+        "$T" sample "$MODEL" --no-echo --temperature 0 --prompt "$p" -n 4 --device vulkan "$@" >"$tmp/w/$i.txt" \
+            2>/dev/null
+        i=$((i + 1))
+    done <"$tmp/prompts"
+    python3 tests/serve/requests_client.py concurrent "$BASE" "$tmp/prompts" "$tmp/w" 4 >"$tmp/py.out" 2>&1 && ok ||
+        bad "serve --device vulkan $*: $(cat "$tmp/py.out")"
+}
+POLICY=(--kv-quantize fp16 --streaming-llm-window 40 --streaming-llm-sink 4)
+serve_start fp16 "${POLICY[@]}"
+clients "${POLICY[@]}"
+# a conversation past the window (4 + 40): each turn's reply with the parked cache restored (and uploaded) == with
+# cache_prompt false (the two requests side by side: batched)
+python3 - "$BASE" <<'PY' && ok || bad "serve --device vulkan: a continued conversation"
+import concurrent.futures, sys, requests
+base = sys.argv[1]
+msgs, fails, reused = [], [], []
+pool = concurrent.futures.ThreadPoolExecutor(2)
+ask = lambda body: requests.post(base + "/v1/chat/completions", json=body, timeout=300).json()
+for user in ["Once upon a time there was a king.", "What was his name?", "Where did he live?"]:
+    msgs.append({"role": "user", "content": user})
+    body = {"messages": msgs, "max_tokens": 8, "temperature": 0}
+    a, b = pool.map(ask, [body, dict(body, cache_prompt=False)])
+    ta, tb = a["choices"][0]["message"]["content"], b["choices"][0]["message"]["content"]
+    if ta != tb: fails.append(f"{ta!r} vs fresh {tb!r}")
+    reused.append(a["usage"]["prompt_tokens_details"]["cached_tokens"])
+    msgs.append({"role": "assistant", "content": ta})
+if reused[0] != 0 or min(reused[1:]) <= 0: fails.append(f"cached tokens per turn: {reused}")
+print("\n".join(fails) or f"continued conversation: cached tokens per turn {reused}", file=sys.stderr)
+sys.exit(1 if fails else 0)
+PY
+st=$(curl -s -o "$tmp/err.json" -w '%{http_code}' -d '{"prompt": "x", "max_tokens": 2, "kv_quantize": "int8"}' \
+    "$BASE/v1/completions")
+[ "$st" = 400 ] && grep -q "on a GPU in its own cache policy" "$tmp/err.json" && ok ||
+    bad "another cache policy on a device server: HTTP $st $(cat "$tmp/err.json")"
+serve_stop fp16
+serve_start int4 --kv-quantize int4
+grep -q "conversation reuse is off" "$tmp/int4.err" && ok || bad "int4 on the device: $(cat "$tmp/int4.err")"
+clients --kv-quantize int4
+serve_stop int4
 
 echo "test_vulkan.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

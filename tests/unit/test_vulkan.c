@@ -380,6 +380,128 @@ static void test_policies(void **state) {
     random_model_free(r);
 }
 
+/* ---- batches: several sequences' caches on the device at once (tg_batch: a server's sessions) ---------------- */
+
+/* The schedule of test_batch: call c gives sequence q the tokens [at[c][q], at[c + 1][q]) of its text (none when
+ * equal); sequence 3 starts in call 2 in the copy sequence 0 left (released after call 1); sequence 4 starts in
+ * call 3 from a snapshot of sequence 1 after call 1 (uploaded to the device). */
+#define B_SEQS 5
+#define B_CALLS 5
+static const int b_at[B_CALLS + 1][B_SEQS] = {
+    {0, 0, 0, 0, 0}, {4, 2, 0, 0, 0}, {4, 5, 3, 3, 0}, {4, 6, 4, 4, 5}, {4, 9, 5, 6, 6}, {4, 10, 8, 7, 9}};
+
+/* Logits after each chunk of sequence q's schedule from a session of its own on the device (sequence 4: sequence
+ * 1's first chunk, then its own): [B_CALLS][vocab], a call without q's tokens left zero. */
+static float *b_alone(const tg_model *m, tg_cache_params p, const int32_t *const *text, int q) {
+    const size_t vocab = (size_t)m->hp.vocab_size;
+    tg_error err = {0};
+    p.device = device;
+    tg_session *s = tg_session_new(m, &p, 1, &err);
+    if (!s) fail_msg("batch: a session on %s: %s", device, err.msg);
+    float *out = calloc((size_t)B_CALLS * vocab, sizeof(float));
+    assert_non_null(out);
+    if (q == 4 && !tg_session_eval(s, text[1], (size_t)b_at[1][1], NULL, NULL, &err))
+        fail_msg("batch: sequence 1 alone: %s", err.msg);
+    for (int c = 0; c < B_CALLS; c++) {
+        const int a = b_at[c][q], b = b_at[c + 1][q];
+        if (b > a && !tg_session_eval(s, text[q] + a, (size_t)(b - a), NULL, out + (size_t)c * vocab, &err))
+            fail_msg("batch: sequence %d alone, call %d: %s", q, c, err.msg);
+    }
+    tg_session_free(s);
+    return out;
+}
+
+/* Runs test_batch's schedule under p through one batch on the device and compares each chunk's logits with the
+ * sequence's own session: equal bit for bit (each sequence's chunks are the same in both, and a row's arithmetic
+ * on the device does not depend on the rows beside it). With a KIVI policy sequence 4 (a restored cache) must be
+ * refused: no logits of it. */
+static void b_check(const tg_model *m, tg_cache_params p, bool kivi, const char *what) {
+    const size_t vocab = (size_t)m->hp.vocab_size;
+    int32_t *text[B_SEQS];
+    for (int q = 0; q < B_SEQS; q++) text[q] = random_model_text(12, (int)vocab, 40 + q);
+    memcpy(text[4], text[1], (size_t)b_at[1][1] * sizeof(int32_t)); /* restored from sequence 1 */
+    tg_error err = {0};
+    p.device = device;
+    tg_batch *b = tg_batch_new(m, &p, 16, 1, &err);
+    if (!b) fail_msg("%s: tg_batch_new on %s: %s", what, device, err.msg);
+    assert_true(tg_batch_on_device(b));
+    tg_sequence *seq[B_SEQS] = {0};
+    for (int q = 0; q < 3; q++) assert_non_null(seq[q] = tg_sequence_new(m, &p, &err));
+    float *logits = malloc((size_t)B_SEQS * vocab * sizeof(float)), *got[B_SEQS];
+    assert_non_null(logits);
+    for (int q = 0; q < B_SEQS; q++) assert_non_null(got[q] = calloc((size_t)B_CALLS * vocab, sizeof(float)));
+    void *snap = NULL;
+    size_t snap_len = 0;
+    for (int c = 0; c < B_CALLS; c++) {
+        if (c == 1) { /* sequence 0 is done: its copy serves sequence 3; sequence 1 saved for sequence 4 */
+            tg_batch_release(b, seq[0]);
+            tg_sequence_free(seq[0]);
+            seq[0] = NULL;
+            assert_non_null(seq[3] = tg_sequence_new(m, &p, &err));
+            if (!tg_sequence_save(seq[1], text[1], (size_t)b_at[1][1], NULL, &snap, &snap_len, &err))
+                fail_msg("%s: save: %s", what, err.msg);
+        }
+        if (c == 2) {
+            assert_non_null(seq[4] = tg_sequence_new(m, &p, &err));
+            if (!tg_sequence_restore(seq[4], snap, snap_len, NULL, NULL, NULL, &err))
+                fail_msg("%s: restore: %s", what, err.msg);
+        }
+        tg_batch_item items[B_SEQS];
+        int n = 0, owner[B_SEQS];
+        for (int q = 0; q < B_SEQS; q++) {
+            const int a = b_at[c][q], e = b_at[c + 1][q];
+            if (e <= a || !seq[q] || (kivi && q == 4)) continue;
+            owner[n] = q;
+            items[n++] = (tg_batch_item){seq[q], text[q] + a, e - a, logits + (size_t)q * vocab, false};
+        }
+        if (!tg_batch_eval(b, items, n, &err)) fail_msg("%s: call %d: %s", what, c, err.msg);
+        for (int i = 0; i < n; i++) {
+            if (!items[i].finite) fail_msg("%s: call %d: sequence %d's logits are not finite", what, c, owner[i]);
+            memcpy(got[owner[i]] + (size_t)c * vocab, items[i].logits, vocab * sizeof(float));
+        }
+    }
+    if (kivi) { /* the restored KIVI cache: one clear refusal, NaN logits */
+        tg_batch_item it = {seq[4], text[4] + b_at[1][1], 1, logits, true};
+        assert_true(tg_batch_eval(b, &it, 1, &err));
+        assert_false(it.finite);
+    }
+    int compared = 0;
+    for (int q = 1; q < B_SEQS - (kivi ? 1 : 0); q++) {
+        float *want = b_alone(m, p, (const int32_t *const *)text, q);
+        for (int c = 0; c < B_CALLS; c++) {
+            if (b_at[c + 1][q] <= b_at[c][q]) continue;
+            compared++;
+            if (memcmp(want + (size_t)c * vocab, got[q] + (size_t)c * vocab, vocab * sizeof(float)) != 0)
+                fail_msg("%s: sequence %d, call %d: the batch's logits are not its own session's", what, q, c);
+        }
+        free(want);
+    }
+    printf("  %-44s %d chunks of %d sequences equal to their own sessions' bit for bit\n", what, compared,
+           kivi ? 3 : 4);
+    for (int q = 0; q < B_SEQS; q++) {
+        if (seq[q]) tg_batch_release(b, seq[q]);
+        tg_sequence_free(seq[q]);
+        free(got[q]);
+        free(text[q]);
+    }
+    free(snap);
+    free(logits);
+    tg_batch_free(b);
+}
+
+static void test_batch(void **state) {
+    (void)state;
+    random_model *r = random_model_new(64, 21, false);
+    const tg_model *m = random_model_get(r);
+    b_check(m, plain(TG_KV_FP32, TG_KV_FP32), false, "batch, fp32, unbounded");
+    b_check(m, streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP16), false,
+            "batch, fp16, StreamingLLM 2 + 4, re-positioned");
+    tg_cache_params p = streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_INT4);
+    p.group_size = 4;
+    b_check(m, p, true, "batch, int4, G 4, StreamingLLM 2 + 4");
+    random_model_free(r);
+}
+
 /* YOCO: the upper layers read the lower ones' K/V (own_kv false), with float and KIVI caches. */
 static void test_yoco(void **state) {
     (void)state;
@@ -517,7 +639,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bundled), cmocka_unit_test(test_kivi),    cmocka_unit_test(test_policies),
-        cmocka_unit_test(test_weight_types),
+        cmocka_unit_test(test_batch),   cmocka_unit_test(test_weight_types),
         cmocka_unit_test(test_yoco),    cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_random),  cmocka_unit_test(test_refusals),
     };

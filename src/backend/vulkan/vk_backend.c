@@ -100,17 +100,17 @@ static bool upload_weight(tg_backend *be, const tg_tensor *w, vk_weight *out, tg
     return ok;
 }
 
-/* A descriptor set binding b0 at 0 and the KV mirror's buffers of K/V layer index kv at 3 and 4. */
-static VkDescriptorSet make_set(tg_backend *be, const tg_vk_buf *b0, int kv, tg_error *err) {
+VkDescriptorSet tg_vk_make_set(tg_backend *be, VkDescriptorPool pool, const tg_vk_buf *b0, const tg_vk_buf *kc,
+                               const tg_vk_buf *vc, tg_error *err) {
     const VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                            .descriptorPool = be->pool, .descriptorSetCount = 1,
+                                            .descriptorPool = pool, .descriptorSetCount = 1,
                                             .pSetLayouts = &be->vk->set_layout};
     VkDescriptorSet set = VK_NULL_HANDLE;
     if (be->vk->f.vkAllocateDescriptorSets(be->vk->dev, &ai, &set) != VK_SUCCESS) {
         tg_fail(err, "vulkan: out of descriptor sets");
         return VK_NULL_HANDLE;
     }
-    const tg_vk_buf *bufs[TG_VK_BINDINGS] = {b0, &be->act, &be->aux, &be->kc[kv], &be->vc[kv], &be->act};
+    const tg_vk_buf *bufs[TG_VK_BINDINGS] = {b0, &be->act, &be->aux, kc, vc, &be->act};
     VkDescriptorBufferInfo info[TG_VK_BINDINGS];
     VkWriteDescriptorSet w[TG_VK_BINDINGS];
     for (int i = 0; i < TG_VK_BINDINGS; i++) {
@@ -155,18 +155,23 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
     return true;
 }
 
-/* The limit of the device's KV stores: the cache's max_memory when set (> 0), else (0) the device's largest
- * device-local heap; false (err naming --max-memory) when kv_bytes exceed it. */
-static bool device_memory_fits(const tg_backend *be, const tg_kvcache *c, size_t kv_bytes, tg_error *err) {
+/* The limit of the device's KV stores (all the caches' copies together): the cache's max_memory when set (> 0),
+ * else (0) the device's largest device-local heap; none (< 0) with max_memory < 0. */
+static double device_limit(const tg_backend *be, const tg_kvcache *c) {
     const int64_t asked = c->params.max_memory;
-    if (asked < 0) return true;
     VkDeviceSize heap = 0;
     for (uint32_t i = 0; i < be->vk->mem_props.memoryHeapCount; i++)
         if ((be->vk->mem_props.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
             be->vk->mem_props.memoryHeaps[i].size > heap)
             heap = be->vk->mem_props.memoryHeaps[i].size;
-    const double limit = asked > 0 ? (double)asked : (double)heap, mib = 1048576.0;
-    if (limit <= 0 || (double)kv_bytes <= limit) return true;
+    return asked < 0 ? -1.0 : asked > 0 ? (double)asked : heap > 0 ? (double)heap : -1.0;
+}
+
+/* False (err naming --max-memory) when kv_bytes exceed the backend's limit. */
+static bool device_memory_fits(const tg_backend *be, const tg_kvcache *c, size_t kv_bytes, tg_error *err) {
+    const int64_t asked = c->params.max_memory;
+    const double limit = be->kv_limit, mib = 1048576.0;
+    if (limit < 0 || (double)kv_bytes <= limit) return true;
     if (asked == 0)
         return tg_fail_code(err, TG_ERR_CACHE_MEMORY, "KV cache needs %.1f MiB on device %s but it has %.1f MiB of "
                             "memory", (double)kv_bytes / mib, be->vk->device_name, limit / mib);
@@ -174,7 +179,7 @@ static bool device_memory_fits(const tg_backend *be, const tg_kvcache *c, size_t
                         "limit %.1f MiB", (double)kv_bytes / mib, be->vk->device_name, limit / mib);
 }
 
-/* The KV mirror's geometry from the cache (vk_backend.h) and its buffers. */
+/* The KV mirror's geometry from the cache (vk_backend.h) and the bytes of a cache's copy (vk_kv.c makes them). */
 static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     const tg_cache_geom *g = &c->g;
     const size_t kvd = (size_t)g->n_kv_heads * (size_t)g->head_dim;
@@ -182,8 +187,19 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
     if (!be->kv_index) return tg_fail(err, "out of memory");
     int n_kv = 0;
     for (int l = 0; l < g->n_layers; l++) be->kv_index[l] = c->kv_source[l] == l ? n_kv++ : -1;
-    be->kv_source = c->kv_source;
-    be->layer_window = c->layer_window;
+    /* copies: the cache the backend is made for may go before it (a batch's probe) */
+    int *src = malloc((size_t)g->n_layers * sizeof *src), *lw = NULL;
+    if (!src || (c->layer_window && !(lw = malloc((size_t)g->n_layers * sizeof *lw)))) {
+        free(src);
+        return tg_fail(err, "out of memory");
+    }
+    memcpy(src, c->kv_source, (size_t)g->n_layers * sizeof *src);
+    if (lw) memcpy(lw, c->layer_window, (size_t)g->n_layers * sizeof *lw);
+    be->kv_source = src;
+    be->layer_window = lw;
+    be->ref = c->g;
+    be->ref_qsinks = c->params.quantize_sinks;
+    be->kv_limit = device_limit(be, c);
     be->k16 = g->k.precision == TG_KV_FP16;
     be->v16 = g->v.precision == TG_KV_FP16;
     if (tg_vk_kivi_wanted(c)) { /* its own stores; the row table's slots unused */
@@ -196,10 +212,12 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
         be->quantize_sinks = c->params.quantize_sinks && g->sink > 0;
         be->rot_block = (uint32_t)tg_rot_block(g->head_dim);
         if (g->sink > INT32_MAX) return tg_fail(err, "vulkan: %lld sinks are too many", (long long)g->sink);
-        if (!(be->kc = calloc(1, sizeof *be->kc)) || !(be->vc = calloc(1, sizeof *be->vc)))
-            return tg_fail(err, "out of memory");
         be->n_kvbuf = 1;
-        return tg_vk_kivi_make(be, c, n_kv, err) && device_memory_fits(be, c, be->kc[0].bytes + be->vc[0].bytes, err);
+        if (!tg_vk_kivi_make(be, c, n_kv, err)) return false;
+        be->kv_buf_bytes[0] = be->kivi_words * 4;
+        be->kv_buf_bytes[1] = 4;
+        be->kv_bytes = be->kv_buf_bytes[0] + be->kv_buf_bytes[1];
+        return device_memory_fits(be, c, be->kv_bytes, err);
     }
     int64_t slots;
     if (g->bounded) {
@@ -224,13 +242,9 @@ static bool make_mirror(tg_backend *be, const tg_kvcache *c, tg_error *err) {
         return false;
     if (!device_memory_fits(be, c, all, err)) return false;
     be->n_kvbuf = n_kv > 0 ? n_kv : 1;
-    be->kc = calloc((size_t)be->n_kvbuf, sizeof *be->kc);
-    be->vc = calloc((size_t)be->n_kvbuf, sizeof *be->vc);
-    if (!be->kc || !be->vc) return tg_fail(err, "out of memory");
-    for (int i = 0; i < be->n_kvbuf; i++)
-        if (!tg_vk_buf_new(be->vk, kb, TG_VK_DEVICE, "a layer's keys in the KV mirror", &be->kc[i], err) ||
-            !tg_vk_buf_new(be->vk, vb, TG_VK_DEVICE, "a layer's values in the KV mirror", &be->vc[i], err))
-            return false;
+    be->kv_buf_bytes[0] = kb;
+    be->kv_buf_bytes[1] = vb;
+    be->kv_bytes = all;
     return true;
 }
 
@@ -240,7 +254,9 @@ static bool make_aux(tg_backend *be, tg_error *err) {
     const size_t rows = (size_t)be->max_rows, half = (size_t)hp->head_dim / 2;
     const size_t hd = (size_t)hp->n_kv_heads * (size_t)hp->head_dim, signs = be->rot_k || be->rot_v ? hd : 0;
     size_t at = 0, n_sink;
-    const size_t sizes[] = {rows, rows, rows, be->n_slots, rows * half, rows * half, 0, 0, be->n_desc,
+    size_t slot_tables = 0; /* a StreamingLLM mirror's slot positions: a table per cache copy (vk_kv.c) */
+    if (be->ring && !bytes_of(be->n_slots, rows, &slot_tables, err)) return false;
+    const size_t sizes[] = {rows, rows, rows, slot_tables, rows * half, rows * half, 0, 0, be->n_desc,
                             signs * (size_t)hp->n_layers};
     uint32_t *offs[] = {&be->a_ids, &be->a_pos, &be->a_slot, &be->a_slot_pos, &be->a_cos, &be->a_sin,
                         &be->a_sink_cos, &be->a_sink_sin, &be->a_desc, &be->a_rot};
@@ -284,7 +300,7 @@ static int weight_index(tg_backend *be, const tg_tensor *w, tg_error *err) {
     vk_weight *slot = &be->weights[be->n_weights];
     if (!upload_weight(be, w, slot, err)) return -1;
     be->n_weights++;
-    if (!(slot->set = make_set(be, &slot->buf, 0, err))) return -1;
+    if (!(slot->set = tg_vk_make_set(be, be->pool, &slot->buf, &be->none, &be->none, err))) return -1;
     return be->n_weights - 1;
 }
 
@@ -320,11 +336,8 @@ static bool compile(tg_backend *be, const tg_program *p, tg_error *err) {
     size_t nb;
     if (!bytes_of((size_t)(n_norms > 0 ? n_norms : 1) * (size_t)d, sizeof(float), &nb, err) ||
         !tg_vk_buf_new(be->vk, nb, TG_VK_DEVICE, "the norm weights", &be->norms, err) ||
-        !(be->set_kv = calloc((size_t)be->n_kvbuf, sizeof *be->set_kv)))
+        !(be->set_norms = tg_vk_make_set(be, be->pool, &be->norms, &be->none, &be->none, err)))
         return false;
-    for (int i = 0; i < be->n_kvbuf; i++)
-        if (!(be->set_kv[i] = make_set(be, &be->norms, i, err))) return false;
-    be->set_norms = be->set_kv[0];
     float *norms = calloc(nb / sizeof(float), sizeof(float));
     if (!norms) return tg_fail(err, "out of memory");
     uint32_t norm_at = 0;
@@ -358,13 +371,10 @@ static void vk_destroy(tg_backend *be) {
     tg_vk_ctx *c = be->vk;
     if (c) {
         tg_vk_profile_free(be->prof, c);
+        tg_vk_kv_free_all(be);
         for (int i = 0; i < be->n_weights; i++) tg_vk_buf_free(c, &be->weights[i].buf);
-        tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->rb};
+        tg_vk_buf *bufs[] = {&be->norms, &be->act, &be->aux, &be->rb, &be->none};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tg_vk_buf_free(c, bufs[i]);
-        for (int i = 0; i < be->n_kvbuf; i++) {
-            if (be->kc) tg_vk_buf_free(c, &be->kc[i]);
-            if (be->vc) tg_vk_buf_free(c, &be->vc[i]);
-        }
         for (int i = 0; i < PL_COUNT; i++)
             if (be->pl[i]) c->f.vkDestroyPipeline(c->dev, be->pl[i], NULL);
         if (be->pool) c->f.vkDestroyDescriptorPool(c->dev, be->pool, NULL);
@@ -373,12 +383,13 @@ static void vk_destroy(tg_backend *be) {
     free(be->weights);
     free(be->ops);
     free(be->kv_index);
+    free((void *)be->kv_source);
+    free((void *)be->layer_window);
     free(be->desc);
     free(be->steps);
     free(be->regions);
-    free(be->kc);
-    free(be->vc);
-    free(be->set_kv);
+    free(be->kv);
+    free(be->row_kv);
     free(be);
 }
 
@@ -405,11 +416,12 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
     be->max_rows = max_rows;
     be->device_index = device;
     size_t floats = 0, bytes = 0;
-    bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1 + cache->g.n_layers, err) &&
+    bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1, err) &&
               make_mirror(be, cache, err) && make_aux(be, err) && layout_acts(be, &floats, err) &&
               bytes_of(floats, sizeof(float), &bytes, err) &&
               tg_vk_buf_new(be->vk, bytes, TG_VK_DEVICE, "the activations", &be->act, err) &&
-              make_readback(be, err) && compile(be, p, err);
+              tg_vk_buf_new(be->vk, 16, TG_VK_DEVICE, "a placeholder", &be->none, err) &&
+              make_readback(be, err) && compile(be, p, err) && tg_vk_kv_first(be, err);
     for (int i = 0; ok && i < PL_COUNT; i++) ok = (be->pl[i] = tg_vk_pipeline(be->vk, pl_names[i], err)) != NULL;
     if (ok && tg_vk_messages(be->vk) > 0)
         ok = tg_fail(err, "vulkan: the validation layer reported %d message(s) (printed above)",
@@ -431,8 +443,8 @@ static int vk_threads(const tg_backend *be) {
     return 1;
 }
 
-/* The mirror holds one cache's tokens: a batch of several caches is not on this backend yet. */
-static bool vk_fits(const tg_backend *be, const tg_kvcache *cache) { return !be->bound || be->bound == cache; }
+/* Rows of any cache with the geometry the backend was made for (each gets its own copy: vk_kv.c). */
+static bool vk_fits(const tg_backend *be, const tg_kvcache *cache) { return tg_vk_kv_same(be, cache); }
 
 static bool vk_meter_on(tg_backend *be, tg_error *err) {
     (void)be;
@@ -447,7 +459,8 @@ static bool vk_meter(const tg_backend *be, tg_attention_stats *out) {
 
 static void vk_memory(const tg_backend *be, tg_backend_memory *out) {
     snprintf(out->device, sizeof out->device, "vulkan:%d (%.100s)", be->device_index, be->vk->device_name);
-    for (int i = 0; i < be->n_kvbuf; i++) out->kv += be->kc[i].bytes + be->vc[i].bytes;
+    for (int i = 0; i < be->n_kv; i++)
+        for (int j = 0; j < be->n_kvbuf; j++) out->kv += be->kv[i].kc[j].bytes + be->kv[i].vc[j].bytes;
     for (int i = 0; i < be->n_weights; i++) out->weights += be->weights[i].buf.bytes;
     out->other = be->norms.bytes + be->act.bytes + be->aux.bytes + be->rb.bytes;
 }
@@ -458,6 +471,7 @@ const tg_backend_i tg_backend_vulkan = {
     .destroy = vk_destroy,
     .threads = vk_threads,
     .fits = vk_fits,
+    .release = tg_vk_kv_forget,
     .run = tg_vk_run,
     .meter_on = vk_meter_on,
     .meter = vk_meter,

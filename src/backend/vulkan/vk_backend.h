@@ -16,6 +16,7 @@
 #include "backend/vulkan/vk_ctx.h"
 #include "backend/vulkan/vk_profile.h"
 #include "forward/backend.h"
+#include "kvcache/cache_internal.h"
 
 typedef enum { PL_EMBED, PL_RMSNORM, PL_MATMUL, PL_ROPE_Q, PL_KV_APPEND, PL_ATTEND, PL_GLU, PL_ADD, PL_KIVI_STORE,
               PL_ATTEND_KIVI, PL_ATTEND_MERGE, PL_KIVI_ROTATE, PL_COUNT } vk_pl;
@@ -44,6 +45,20 @@ typedef struct {
     int64_t n_sink, first, n_appended, qend;
 } vk_kivi_step;
 
+/* One cache's copy on the device (vk_kv.c): the KV mirror's keys and values, a buffer each per K/V layer (a device's
+ * storage-buffer range, often 4 GiB, bounds one buffer: a whole-context 8B cache is 8 GiB of keys), or a KIVI
+ * cache's stores (kc[0]; vc[0] a placeholder), the descriptor sets binding them (with the norms at binding 0), and
+ * which cache it holds: the cache's serial (kvcache.h) when the device last held exactly what the cache holds. */
+typedef struct {
+    const tg_kvcache *cache; /* NULL: free */
+    uint64_t serial;
+    uint64_t last_call;      /* the backend's call that last used it */
+    tg_vk_buf *kc, *vc;      /* [n_kvbuf] */
+    VkDescriptorSet *set;    /* [n_kvbuf] */
+    VkDescriptorPool pool;
+    uint32_t a_slot_pos;     /* a StreamingLLM mirror's slot positions in aux (n_slots words); else unused */
+} vk_kv;
+
 /* One program operation as the backend runs it. */
 typedef struct {
     tg_op_kind kind;
@@ -71,12 +86,19 @@ struct tg_backend {
     vk_op *ops; /* [n_ops] */
     int n_ops;
     tg_vk_buf norms, act, aux;
-    /* the KV mirror's keys and values, one buffer each per K/V layer (a device's storage-buffer range, often 4 GiB,
-     * bounds one buffer: a whole-context 8B cache is 8 GiB of keys), and each layer's descriptor set binding them
-     * (with the norms at binding 0); a KIVI cache: its one store buffer at kc[0], a placeholder at vc[0] */
-    tg_vk_buf *kc, *vc;
-    VkDescriptorSet *set_kv;
+    /* the caches' copies (vk_kv.c): up to max_rows of them (a call's rows have at most that many caches), made as
+     * caches come and kept for the next; each of n_kvbuf buffers (kv_bytes in all, under kv_limit for all copies
+     * together); every row's copy in the call (row_kv[max_rows]); calls counts the calls; none is the placeholder
+     * the other descriptor sets bind for the KV buffers */
+    vk_kv *kv;
+    int n_kv, *row_kv;
     int n_kvbuf;
+    size_t kv_buf_bytes[2], kv_bytes;
+    double kv_limit;
+    uint64_t calls;
+    tg_vk_buf none;
+    tg_cache_geom ref;   /* the geometry of the cache the backend was made for: fits() compares others to it */
+    bool ref_qsinks;
     tg_vk_buf rb;   /* readback (host-visible): a call's logits rows from float 0, its K / V rows from rb_kv */
     size_t rb_kv;
     VkBufferCopy *regions; /* [1 + 2 n_layers] the readback's copies */
@@ -85,8 +107,7 @@ struct tg_backend {
      * (layer l's at off + l * max_rows * ld), read back for the host cache's appends */
     uint32_t off[TG_VAL_COUNT], ld[TG_VAL_COUNT];
     uint32_t part_off; /* attend.comp's split partials (ATTEND_SPLIT_ROWS x n_heads x ATTEND_MAX_SPLITS x (hd + 2)) */
-    /* the KV mirror */
-    const tg_kvcache *bound; /* the cache whose tokens the mirror holds (NULL: none yet) */
+    /* the KV mirror's geometry */
     int *kv_index;           /* [n_layers] a K/V layer's index in the mirror (-1: the layer reads another's) */
     uint32_t n_slots, ring;  /* slots per layer; StreamingLLM: the window's ring (0: unbounded, slot = position) */
     uint32_t sink, window, max_sink;
@@ -99,6 +120,7 @@ struct tg_backend {
      * at stage_off + 2 t kvd, its values kvd after them), each row's step [max_rows] */
     bool kivi;
     uint32_t *desc, n_desc, a_desc, stage_off;
+    size_t kivi_words; /* a KIVI copy's store buffer, in words */
     int kind[2];
     vk_kivi_step *steps;
     /* a rotated KIVI cache (kvcache/rotate.h): keys and / or values rotated; the signs of every layer and kv-head
@@ -110,6 +132,24 @@ struct tg_backend {
     uint32_t a_ids, a_pos, a_slot, a_slot_pos, a_cos, a_sin, a_sink_cos, a_sink_sin;
 };
 
+/* vk_kv.c. The cache copies' first one made (at create: so that a cache the device cannot hold fails there);
+ * every row's copy of the call bound (row_kv), each brought up to date with its cache (a cache the device did not
+ * append to, a restored snapshot: its tokens uploaded from the host cache); false (err filled) when a copy cannot
+ * be had. After the call: each copy's serial taken (the host cache appended to). */
+bool tg_vk_kv_first(tg_backend *be, tg_error *err);
+bool tg_vk_kv_bind(tg_backend *be, const tg_rows *rows, tg_error *err);
+void tg_vk_kv_done(tg_backend *be, const tg_rows *rows);
+/* Whether cache c has the geometry the backend was made for (its copies take the same buffers); freeing every
+ * copy; forgetting cache c (its copy free for another). */
+bool tg_vk_kv_same(const tg_backend *be, const tg_kvcache *c);
+void tg_vk_kv_free_all(tg_backend *be);
+void tg_vk_kv_forget(tg_backend *be, const tg_kvcache *c);
+
+/* A descriptor set from pool binding b0 at 0, the activations and the row table, and kc / vc at 3 and 4
+ * (vk_backend.c); VK_NULL_HANDLE (err filled) when the pool is out of sets. */
+VkDescriptorSet tg_vk_make_set(tg_backend *be, VkDescriptorPool pool, const tg_vk_buf *b0, const tg_vk_buf *kc,
+                               const tg_vk_buf *vc, tg_error *err);
+
 /* Runs one call (vk_run.c). */
 void tg_vk_run(tg_backend *be, const tg_rows *rows);
 
@@ -117,11 +157,12 @@ void tg_vk_run(tg_backend *be, const tg_rows *rows);
  * (false, err naming what it does not take). */
 bool tg_vk_kivi_wanted(const tg_kvcache *c);
 bool tg_vk_kivi_check(const tg_kvcache *c, tg_error *err);
-/* The device stores of c's n_kv K/V layers (be->kc; be->desc filled, copied to aux by the caller). */
+/* The layout of the device stores of c's n_kv K/V layers (be->desc filled, copied to aux by the caller;
+ * be->kivi_words: a copy's store buffer). */
 bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *err);
-/* be->steps[0 .. n) for the tokens at pos[0 .. n) appended to c in that order (and each row's sink angles in aux);
- * false when c fills up before the last. */
-bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos, int n);
+/* be->steps[t0 .. t0 + n) for the tokens at pos[0 .. n) appended to c in that order (and those rows' sink angles in
+ * aux); false when c fills up before the last. */
+bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos, int n, int t0);
 /* Records layer's store steps of row t's token (its keys and values staged at be->stage_off + 2 t kvd), and row
  * t's attention of layer (queries at q_off, output at out_off: the row's own). */
 void tg_vk_kivi_append(tg_backend *be, int layer, int t);

@@ -90,19 +90,19 @@ bool tg_vk_kivi_make(tg_backend *be, const tg_kvcache *c, int n_kv, tg_error *er
             return tg_fail(err, "vulkan: the KIVI cache's device stores of %d layers exceed 2^32 words", n_kv);
     for (int s = 0; s < 2; s++)
         be->kind[s] = !be->desc[s * D_WORDS + D_BITS] ? 0 : !g->grouped ? 3 : g->res_cap > 0 ? 1 : 2;
+    be->kivi_words = at;
     if (!(be->steps = calloc((size_t)be->max_rows, sizeof *be->steps))) return tg_fail(err, "out of memory");
-    return tg_vk_buf_new(be->vk, at * 4, TG_VK_DEVICE, "the KV cache's device stores", &be->kc[0], err) &&
-           tg_vk_buf_new(be->vk, 4, TG_VK_DEVICE, "a placeholder", &be->vc[0], err);
+    return true;
 }
 
-bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos, int n) {
+bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos, int n, int t0) {
     const tg_cache_geom *g = &c->g;
     int l0 = 0;
     while (l0 < g->n_layers && c->kv_source[l0] != l0) l0++;
     tg_layer_cache L = c->layers[l0]; /* the bookkeeping as it will be after each row's append */
     const int hd = g->head_dim, half = hd / 2;
     for (int t = 0; t < n; t++) {
-        vk_kivi_step *st = &be->steps[t];
+        vk_kivi_step *st = &be->steps[t0 + t];
         *st = (vk_kivi_step){.pos = pos[t], .is_sink = L.n_sink < g->sink};
         if (st->is_sink) {
             st->idx = L.n_sink++;
@@ -121,7 +121,7 @@ bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos,
         if (!g->reposition || g->sink == 0) continue;
         /* the row's sink angles: sink j at position offset + j (kvcache.c's tg_kvcache_sink_offset) */
         const int64_t off = pos[t] < g->sink ? 0 : g->sink - L.n_sink + L.first;
-        float *aux = (float *)be->aux.map + (size_t)t * be->max_sink * (size_t)half;
+        float *aux = (float *)be->aux.map + (size_t)(t0 + t) * be->max_sink * (size_t)half;
         for (int64_t j = 0; j < L.n_sink; j++)
             tg_rope_angles_freqs(hd, off + j, c->inv_freq, aux + be->a_sink_cos + j * half,
                                  aux + be->a_sink_sin + j * half);
@@ -129,7 +129,9 @@ bool tg_vk_kivi_prepare(tg_backend *be, const tg_kvcache *c, const int64_t *pos,
     return true;
 }
 
-static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t idx, int64_t first) {
+/* Records a store step of mode on store s (keys 0, values 1) of K/V layer index kv in the copy bound to set. */
+static void store(tg_backend *be, VkDescriptorSet set, int mode, int kv, int s, uint32_t src, int64_t idx,
+                  int64_t first) {
     const tg_hparams *hp = &be->m->hp;
     const uint32_t H = (uint32_t)hp->n_kv_heads, D = (uint32_t)hp->head_dim, bits = be->desc[s * D_WORDS + D_BITS];
     const uint32_t G = be->desc[s * D_WORDS + D_GROUP];
@@ -142,25 +144,26 @@ static void store(tg_backend *be, int mode, int kv, int s, uint32_t src, int64_t
                            : mode == M_SINKQ && per_ch   ? H * D
                            : mode == M_SINKQ             ? H * (uint32_t)idx
                                                          : H * (D * bits / 32);
-    tg_vk_dispatch(be->vk, be->pl[PL_KIVI_STORE], be->set_norms, pc, sizeof pc, (count + 63) / 64, 1, 1);
+    tg_vk_dispatch(be->vk, be->pl[PL_KIVI_STORE], set, pc, sizeof pc, (count + 63) / 64, 1, 1);
 }
 
 void tg_vk_kivi_append(tg_backend *be, int layer, int t) {
     const vk_kivi_step *st = &be->steps[t];
     const int kv = be->kv_index[layer];
+    const VkDescriptorSet set = be->kv[be->row_kv[t]].set[0];
     const uint32_t kvd = (uint32_t)(be->m->hp.n_kv_heads * be->m->hp.head_dim);
     for (int s = 0; s < 2; s++) { /* keys, then values */
         const uint32_t src = be->stage_off + (2 * (uint32_t)t + (uint32_t)s) * kvd;
         if (st->is_sink) {
-            store(be, M_SINK, kv, s, src, st->idx, 0);
+            store(be, set, M_SINK, kv, s, src, st->idx, 0);
             /* the sinks complete: quantised as one group (--kv-quantize-sinks, a KIVI store's) */
             if (be->quantize_sinks && be->kind[s] != 0 && st->idx + 1 == be->sink)
-                store(be, M_SINKQ, kv, s, src, be->sink, 0);
+                store(be, set, M_SINKQ, kv, s, src, be->sink, 0);
         } else if (be->kind[s] >= 2) { /* provisional or without groups: coded as it arrives */
-            store(be, s ? M_VALUE : be->kind[s] == 3 ? M_WKEY : M_KEY, kv, s, src, st->idx, st->first);
+            store(be, set, s ? M_VALUE : be->kind[s] == 3 ? M_WKEY : M_KEY, kv, s, src, st->idx, st->first);
         } else {
-            if (be->kind[s] == 1 && st->flush) store(be, s ? M_VFLUSH : M_KFLUSH, kv, s, src, st->flush_at, 0);
-            store(be, M_RING, kv, s, src, st->idx, 0);
+            if (be->kind[s] == 1 && st->flush) store(be, set, s ? M_VFLUSH : M_KFLUSH, kv, s, src, st->flush_at, 0);
+            store(be, set, M_RING, kv, s, src, st->idx, 0);
         }
     }
 }
@@ -195,5 +198,6 @@ void tg_vk_kivi_attend(tg_backend *be, int layer, int t, uint32_t q_off, uint32_
                            (uint32_t)(s1 >= s0 ? s1 - s0 + 1 : 0), (uint32_t)lo, (uint32_t)(hi >= lo ? hi - lo + 1 : 0),
                            qend[0], qend[1], be->reposition, be->a_sink_cos + sink_at, be->a_sink_sin + sink_at,
                            be->rot_k, be->rot_v, sign_off, be->rot_block};
-    tg_vk_dispatch(be->vk, be->pl[PL_ATTEND_KIVI], be->set_norms, pc, sizeof pc, (uint32_t)hp->n_heads, 1, 1);
+    tg_vk_dispatch(be->vk, be->pl[PL_ATTEND_KIVI], be->kv[be->row_kv[t]].set[0], pc, sizeof pc, (uint32_t)hp->n_heads,
+                   1, 1);
 }

@@ -31,19 +31,20 @@ static uint32_t slot_of(const tg_backend *be, int64_t pos) {
     return be->sink + (uint32_t)((pos - be->sink) % be->ring);
 }
 
-/* Writes the call's rows into the row table: tokens, positions, slots (and each slot's position), the RoPE angles
- * of each row's position, and a re-positioned cache's sink angles for each row (the sinks sit just before the oldest
- * window token the row sees). */
-static void write_rows(tg_backend *be, const tg_rows *rows, const tg_kvcache *c) {
+/* Writes the call's rows into the row table: tokens, positions, slots (and, in a StreamingLLM mirror, each slot's
+ * position in the row's cache copy's table), the RoPE angles of each row's position, and a re-positioned cache's
+ * sink angles for each row (the sinks sit just before the oldest window token the row sees). */
+static void write_rows(tg_backend *be, const tg_rows *rows) {
     uint32_t *aux = be->aux.map;
     const int hd = be->m->hp.head_dim, half = hd / 2;
     for (int t = 0; t < rows->n; t++) {
+        const tg_kvcache *c = rows->cache[t];
         const int64_t pos = rows->pos[t];
         const uint32_t slot = slot_of(be, pos);
         aux[be->a_ids + t] = (uint32_t)rows->ids[t];
         aux[be->a_pos + t] = (uint32_t)pos;
         aux[be->a_slot + t] = slot;
-        aux[be->a_slot_pos + slot] = (uint32_t)pos;
+        if (be->ring && !be->kivi) aux[be->kv[be->row_kv[t]].a_slot_pos + slot] = (uint32_t)pos;
         float *cs = (float *)aux + be->a_cos + (size_t)t * half, *sn = (float *)aux + be->a_sin + (size_t)t * half;
         if (c->rope_inv_freq) tg_rope_angles_freqs(hd, pos, c->rope_inv_freq, cs, sn);
         else tg_rope_angles(hd, pos, c->shape.rope_theta, cs, sn);
@@ -64,8 +65,53 @@ static uint32_t off_of(const tg_backend *be, tg_val v, int l) {
     return v == TG_VAL_K || v == TG_VAL_V ? base + (uint32_t)l * (uint32_t)be->max_rows * be->ld[v] : base;
 }
 
-/* Records operation o over rows [0, n) (the head's rows [t0, n)). */
-static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_pos) {
+/* The end of the run of rows from r0 on whose cache copy is row r0's (rows of one cache are consecutive). */
+static int run_end(const tg_backend *be, int r0, int n) {
+    int r1 = r0 + 1;
+    while (r1 < n && be->row_kv[r1] == be->row_kv[r0]) r1++;
+    return r1;
+}
+
+/* Records the keys and values of the KV mirror's layer for rows [r0, r1) of one cache: each row's appended into its
+ * cache's copy, then its attention over that copy (its queries at q, its output at out). */
+static void record_mirror(tg_backend *be, const vk_op *o, int r0, int r1, const int64_t *pos, bool append) {
+    const tg_hparams *hp = &be->m->hp;
+    tg_vk_ctx *vk = be->vk;
+    const uint32_t hd = (uint32_t)hp->head_dim, kvd = (uint32_t)(hp->n_kv_heads * hp->head_dim), half = hd / 2;
+    const uint32_t half_style = hp->rope_style == TG_ROPE_HALF, n = (uint32_t)(r1 - r0), t0 = (uint32_t)r0;
+    const vk_kv *k = &be->kv[be->row_kv[r0]];
+    uint32_t gx, gy;
+    if (append) {
+        const uint32_t pk[] = {n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer) + t0 * kvd,
+                               off_of(be, TG_VAL_V, o->layer) + t0 * kvd, be->a_cos + t0 * half,
+                               be->a_sin + t0 * half, be->a_pos + t0, be->a_slot + t0, be->k16, be->v16,
+                               be->reposition ? be->sink : 0, 0};
+        grid((uint64_t)n * kvd / 2, &gx, &gy);
+        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], k->set[be->kv_index[o->layer]], pk, sizeof pk, gx, gy, 1);
+        return;
+    }
+    int64_t max_pos = 0;
+    for (int t = r0; t < r1; t++) max_pos = pos[t] > max_pos ? pos[t] : max_pos;
+    const int src = be->kv_source[o->layer];
+    const uint32_t slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1), qd = (uint32_t)(hp->n_heads * hd);
+    uint32_t splits = n <= ATTEND_SPLIT_ROWS ? (slots + 63) / 64 : 1;
+    if (splits > ATTEND_MAX_SPLITS) splits = ATTEND_MAX_SPLITS;
+    const uint32_t out = off_of(be, o->out, 0) + t0 * be->ld[o->out];
+    /* an unbounded mirror's slot is the position: no table (UINT32_MAX) */
+    const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
+                           off_of(be, TG_VAL_Q, 0) + t0 * qd, out, be->a_pos + t0,
+                           be->ring ? k->a_slot_pos : UINT32_MAX, slots, kvd, be->k16, be->v16, be->sink,
+                           be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
+                           be->reposition, be->a_sink_cos + t0 * be->max_sink * half,
+                           be->a_sink_sin + t0 * be->max_sink * half, be->max_sink, splits, be->part_off};
+    tg_vk_dispatch(vk, be->pl[PL_ATTEND], k->set[be->kv_index[src]], pc, sizeof pc, (uint32_t)hp->n_heads, n, splits);
+    if (splits == 1) return;
+    const uint32_t pm[] = {(uint32_t)hp->n_heads, hd, splits, be->part_off, out};
+    tg_vk_dispatch(vk, be->pl[PL_ATTEND_MERGE], be->set_norms, pm, sizeof pm, (uint32_t)hp->n_heads, n, 1);
+}
+
+/* Records operation o over rows [0, n) at positions pos (the head's rows [t0, n)). */
+static void record(tg_backend *be, const vk_op *o, int n, int t0, const int64_t *pos) {
     const tg_hparams *hp = &be->m->hp;
     tg_vk_ctx *vk = be->vk;
     if (o->skip) return;
@@ -110,13 +156,16 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
         grid((uint64_t)n * (uint64_t)hp->n_heads * hd / 2, &gx, &gy);
         tg_vk_dispatch(vk, be->pl[PL_ROPE_Q], be->set_norms, pq, sizeof pq, gx, gy, 1);
         if (!o->own_kv) return;
-        const VkDescriptorSet set = be->kivi ? be->set_norms : be->set_kv[be->kv_index[o->layer]];
+        if (!be->kivi) { /* into each cache's copy */
+            for (int r0 = 0, r1; r0 < n; r0 = r1) record_mirror(be, o, r0, r1 = run_end(be, r0, n), pos, true);
+            return;
+        }
         const uint32_t pk[] = {(uint32_t)n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer),
                                off_of(be, TG_VAL_V, o->layer), be->a_cos, be->a_sin, be->a_pos, be->a_slot,
-                               be->k16, be->v16, be->reposition ? be->sink : 0, be->kivi ? be->stage_off : 0};
+                               be->k16, be->v16, be->reposition ? be->sink : 0, be->stage_off};
         grid((uint64_t)n * kvd / 2, &gx, &gy);
-        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], set, pk, sizeof pk, gx, gy, 1);
-        if (be->kivi) tg_vk_kivi_rotate(be, o->layer, n);
+        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], be->set_norms, pk, sizeof pk, gx, gy, 1);
+        tg_vk_kivi_rotate(be, o->layer, n);
         return;
     }
     case TG_OP_ATTEND: {
@@ -129,21 +178,7 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, int64_t max_po
             }
             return;
         }
-        const int src = be->kv_source[o->layer];
-        const uint32_t slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1);
-        uint32_t splits = n <= ATTEND_SPLIT_ROWS ? (slots + 63) / 64 : 1;
-        if (splits > ATTEND_MAX_SPLITS) splits = ATTEND_MAX_SPLITS;
-        const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
-                               off_of(be, TG_VAL_Q, 0), off_of(be, o->out, 0), be->a_pos, be->a_slot_pos, slots,
-                               kvd, be->k16, be->v16, be->sink,
-                               be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
-                               be->reposition, be->a_sink_cos, be->a_sink_sin, be->max_sink, splits, be->part_off};
-        tg_vk_dispatch(vk, be->pl[PL_ATTEND], be->set_kv[be->kv_index[src]], pc, sizeof pc, (uint32_t)hp->n_heads,
-                       (uint32_t)n, splits);
-        if (splits == 1) return;
-        const uint32_t pm[] = {(uint32_t)hp->n_heads, hd, splits, be->part_off, off_of(be, o->out, 0)};
-        tg_vk_dispatch(vk, be->pl[PL_ATTEND_MERGE], be->set_norms, pm, sizeof pm, (uint32_t)hp->n_heads,
-                       (uint32_t)n, 1);
+        for (int r0 = 0, r1; r0 < n; r0 = r1) record_mirror(be, o, r0, r1 = run_end(be, r0, n), pos, false);
         return;
     }
     case TG_OP_GLU: {
@@ -214,35 +249,38 @@ static void record_readback(tg_backend *be, int n, int t0) {
     tg_vk_copy(be->vk, &be->act, &be->rb, regions, k);
 }
 
-/* Runs rows [a, b) of the call as one submission (their activations at rows 0 .. b - a), copies out the logits of
- * those wanted and appends their keys and values to the host cache; false (printed) when the device failed. */
-static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
+/* Runs the call as one submission, copies out the logits wanted and appends the rows' keys and values to their
+ * host caches; false (printed) when a cache copy cannot be had or the device failed. */
+static bool run_call(tg_backend *be, const tg_rows *rows) {
     const tg_hparams *hp = &be->m->hp;
-    tg_kvcache *c = rows->cache[0];
+    const int n = rows->n;
     tg_error err = {0};
-    tg_rows sub = *rows;
-    sub.n = b - a;
-    sub.ids += a;
-    sub.pos += a;
-    int64_t max_pos = 0;
-    for (int t = 0; t < sub.n; t++) max_pos = sub.pos[t] > max_pos ? sub.pos[t] : max_pos;
-    if (!be->kivi && be->ring == 0 && max_pos >= (int64_t)be->n_slots) {
-        fprintf(stderr, "vulkan: position %lld is past the KV mirror's %u slots\n", (long long)max_pos, be->n_slots);
+    if (!tg_vk_kv_bind(be, rows, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
         return false;
     }
-    if (be->kivi && !tg_vk_kivi_prepare(be, c, sub.pos, sub.n)) {
-        fprintf(stderr, "vulkan: the KV cache is full at position %lld\n", (long long)max_pos);
-        return false;
+    for (int t = 0; t < n; t++)
+        if (!be->kivi && be->ring == 0 && rows->pos[t] >= (int64_t)be->n_slots) {
+            fprintf(stderr, "vulkan: position %lld is past the KV mirror's %u slots\n", (long long)rows->pos[t],
+                    be->n_slots);
+            return false;
+        }
+    for (int r0 = 0, r1; be->kivi && r0 < n; r0 = r1) {
+        r1 = run_end(be, r0, n);
+        if (!tg_vk_kivi_prepare(be, rows->cache[r0], rows->pos + r0, r1 - r0, r0)) {
+            fprintf(stderr, "vulkan: the KV cache is full at position %lld\n", (long long)rows->pos[r1 - 1]);
+            return false;
+        }
     }
-    write_rows(be, &sub, c);
+    write_rows(be, rows);
     /* the logits' rows: every row with head rows or logits_all, else the call's last row (none without a head) */
-    const int n = sub.n, all = rows->n_head > 0 || rows->logits_all != NULL;
-    const int t0 = all ? 0 : rows->logits_last && b == rows->n ? n - 1 : n;
+    const int all = rows->n_head > 0 || rows->logits_all != NULL;
+    const int t0 = all ? 0 : rows->logits_last ? n - 1 : n;
     const double start = tg_monotonic_s();
     bool ok = tg_vk_begin(be->vk, &err);
     if (ok) tg_vk_profile_begin(be->prof, be->vk);
     for (int i = 0; ok && i < be->n_ops; i++) {
-        record(be, &be->ops[i], n, t0, max_pos);
+        record(be, &be->ops[i], n, t0, rows->pos);
         tg_vk_profile_mark(be->prof, be->vk, prof_kind(&be->ops[i]));
     }
     if (ok) {
@@ -255,39 +293,28 @@ static bool run_span(tg_backend *be, const tg_rows *rows, int a, int b) {
                      tg_vk_messages(be->vk));
     if (!ok) {
         fprintf(stderr, "%s\n", err.msg);
+        for (int i = 0; i < be->n_kv; i++) be->kv[i].cache = NULL; /* what the device holds is unknown now */
         return false;
     }
     const size_t vocab = (size_t)hp->vocab_size;
     const float *logits = be->rb.map;
     for (int i = 0; i < rows->n_head; i++)
-        if (rows->head_rows[i] >= a && rows->head_rows[i] < b)
-            memcpy(rows->head_out + i * vocab, logits + (size_t)(rows->head_rows[i] - a) * vocab,
-                   vocab * sizeof(float));
-    if (rows->logits_all) memcpy(rows->logits_all + (size_t)a * vocab, logits, (size_t)n * vocab * sizeof(float));
-    if (rows->logits_last && b == rows->n)
-        memcpy(rows->logits_last, logits + (size_t)(n - 1) * vocab, vocab * sizeof(float));
-    /* the host cache's appends, layer by layer in position order */
+        memcpy(rows->head_out + i * vocab, logits + (size_t)rows->head_rows[i] * vocab, vocab * sizeof(float));
+    if (rows->logits_all) memcpy(rows->logits_all, logits, (size_t)n * vocab * sizeof(float));
+    if (rows->logits_last) memcpy(rows->logits_last, logits + (size_t)(n - 1) * vocab, vocab * sizeof(float));
+    /* the host caches' appends, layer by layer in position order */
     const size_t kvd = (size_t)be->ld[TG_VAL_K], plane = (size_t)be->max_rows * kvd;
     for (int l = 0; l < hp->n_layers; l++) {
         if (be->kv_index[l] < 0) continue;
         const float *k = (const float *)be->rb.map + be->rb_kv + 2 * (size_t)l * plane, *v = k + plane;
-        for (int t = 0; t < n; t++) tg_kvcache_append(c, l, sub.pos[t], k + (size_t)t * kvd, v + (size_t)t * kvd);
+        for (int t = 0; t < n; t++)
+            tg_kvcache_append(rows->cache[t], l, rows->pos[t], k + (size_t)t * kvd, v + (size_t)t * kvd);
     }
+    tg_vk_kv_done(be, rows);
     tg_vk_profile_end(be->prof, be->vk, tg_monotonic_s() - start);
     return true;
 }
 
 void tg_vk_run(tg_backend *be, const tg_rows *rows) {
-    tg_kvcache *c = rows->cache[0];
-    for (int t = 1; t < rows->n; t++)
-        if (rows->cache[t] != c) {
-            fprintf(stderr, "vulkan: a call of several caches is not on the Vulkan backend yet\n");
-            poison(be, rows);
-            return;
-        }
-    if (be->bound != c) { /* another cache: the mirror starts empty */
-        memset((uint32_t *)be->aux.map + be->a_slot_pos, 0xff, (size_t)be->n_slots * 4);
-        be->bound = c;
-    }
-    if (!run_span(be, rows, 0, rows->n)) poison(be, rows);
+    if (!run_call(be, rows)) poison(be, rows);
 }

@@ -2,7 +2,8 @@
 // attend.comp — one query head of one row over the KV mirror: softmax(q k^T) v over the slots the row may see (its
 // own and earlier positions; with a StreamingLLM window the sinks and the last `window` positions; a layer's sliding
 // window), in tiles of 64 slots with a running maximum. The query is already rotated and scaled (rope_q). A
-// re-positioned cache's sinks are stored pre-RoPE and rotated here with the row's sink angles (host-computed).
+// re-positioned cache's sinks are stored pre-RoPE and rotated here with the row's sink angles (host-computed). Each
+// slot's position from the table at slot_pos_off (a ring's); slot_pos_off = 0xffffffff: the slot is the position.
 // Split along the slots (flash-decoding): workgroup z of `splits` takes one contiguous share of them; with more than
 // one split it writes its running maximum, sum and unnormalised output to the partials at part_off, and
 // attend_merge.comp combines them. One split writes the output itself.
@@ -29,7 +30,7 @@ void main() {
         const uint slot = s0 + tid;
         float score = -1.0 / 0.0;
         if (slot < s_end) {
-            const int pk = int(aux[p.slot_pos_off + slot]);
+            const int pk = p.slot_pos_off == 0xffffffffu ? int(slot) : int(aux[p.slot_pos_off + slot]);
             bool vis = pk >= 0 && pk <= pos_q;
             const bool is_sink = pk >= 0 && uint(pk) < p.sink;
             if (p.window != 0u && !is_sink && uint(pos_q - pk) >= p.window) vis = false;
