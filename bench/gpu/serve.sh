@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bench/gpu/serve.sh — serving on the GPU machine (issues 49 and 52), run from the repository root with .devcarry/
+# (bench/gpu/pack.sh) and .gl/ carried, and models/tinygpt-flagship.gguf in the tree: test_vulkan's batch and
+# bundled-model tests on the GPU (validation layer on), then bench/serve-load on a TinyLlama-1.1B-shape Q4_0 file
+# (tools/gen_random_gguf, made there): `tinygpt serve --device vulkan` (fp16 caches) at SERVE_CLIENTS (default
+# 1,16,64) streaming clients of SERVE_TOKENS (default 128) tokens each, then llama-server built there with CUDA
+# (sm_90; -ngl 99, flash attention, f16 cache, --parallel N) on the same file and clients, unless GPU_NO_PEER is set.
+# Everything it prints also goes to $OUT/gpu_serve_log.txt; the tables to $OUT/serve_*.txt.
+set -u
+out=${OUT:?}
+exec > >(tee "$out/gpu_serve_log.txt") 2>&1
+D=$PWD/.devcarry
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$D/lib
+T=$D/tinygpt G=$D/gen_random_gguf
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+nproc; grep -m1 "model name" /proc/cpuinfo
+t0=$(date +%s)
+LS=/tmp/lcpp/build/bin/llama-server
+if [ -z "${GPU_NO_PEER:-}" ] && [ ! -x $LS ]; then
+    mkdir -p /tmp/lcpp && tar -xJf "$D/lcpp.txz" -C /tmp/lcpp
+    (cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release \
+        >/tmp/lcfg.log 2>&1 && nice cmake --build build -j 14 --target llama-server >/tmp/lbuild.log 2>&1
+     echo "$?" >/tmp/lbuild.rc) &
+fi
+F=/tmp/files
+mkdir -p $F
+[ -f $F/tl-q4_0.gguf ] || "$G" --shape tinyllama-1.1b --type q4_0 --out $F/tl-q4_0.gguf >/dev/null || echo "gen failed"
+echo "file made at $(($(date +%s) - t0)) s"
+if [ -z "${GPU_NO_TESTS:-}" ]; then
+    echo "== test_vulkan test_batch, test_bundled on the GPU, validation layer on"
+    TG_VULKAN_TESTS="test_b*" timeout 200 "$D/test_vulkan" 2>&1 | grep -vE "^\[ RUN" | tail -14
+fi
+clients=${SERVE_CLIENTS:-1,16,64} tokens=${SERVE_TOKENS:-128}
+echo "== tinygpt serve --device vulkan, fp16 caches (at $(($(date +%s) - t0)) s)"
+timeout 240 python3 bench/serve-load --tinygpt "$T" --model $F/tl-q4_0.gguf --clients "$clients" --tokens "$tokens" \
+    --threads 4 --run-limit 100 -- --device vulkan --kv-quantize fp16 2>&1 | tee "$out/serve_tinygpt.txt" | tail -12
+if [ -z "${GPU_NO_PEER:-}" ]; then
+    while [ ! -f /tmp/lbuild.rc ] && [ $(($(date +%s) - t0)) -lt 470 ]; do sleep 5; done
+    if [ -x $LS ]; then
+        echo "== llama-server CUDA -ngl 99, f16 cache (at $(($(date +%s) - t0)) s)"
+        timeout $((580 - ($(date +%s) - t0))) python3 bench/serve-load --engines llama-server --llama-server $LS \
+            --model $F/tl-q4_0.gguf --clients "$clients" --tokens "$tokens" --threads 4 --run-limit 100 \
+            --peer-args="-ngl 99" -- --kv-quantize fp16 2>&1 | tee "$out/serve_llama.txt" | tail -12
+    else
+        echo "llama-server not built by $(($(date +%s) - t0)) s: $(tail -3 /tmp/lbuild.log 2>/dev/null)"
+    fi
+fi
+echo "done at $(($(date +%s) - t0)) s"
