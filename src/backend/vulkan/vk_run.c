@@ -141,8 +141,9 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, const int64_t 
         const uint32_t in_off = off_of(be, o->in, o->layer), ld_in = be->ld[o->in];
         const uint32_t pc[] = {rows, (uint32_t)o->t->cols, w->row_bytes, w->type, first, (uint32_t)n, in_off, ld_in,
                                off_of(be, o->out, o->layer), be->ld[o->out], in_off % 4 == 0 && ld_in % 4 == 0,
-                               64 / vk->subgroup_size, o->add_out};
-        const uint32_t groups = (rows + pc[11] - 1) / pc[11]; /* matmul.comp: a row per subgroup of 64 invocations */
+                               o->add_out};
+        const uint32_t rpw = 2 * (64 / vk->subgroup_size); /* matmul.comp: 2 rows (NR) a subgroup, 64 invocations */
+        const uint32_t groups = (rows + rpw - 1) / rpw;
         gx = groups < 65535 ? groups : 65535;
         gy = (groups + gx - 1) / gx;
         (o->no_barrier ? tg_vk_dispatch_free : tg_vk_dispatch)(vk, be->pl[PL_MATMUL], w->set, pc, sizeof pc, gx, gy,
