@@ -589,8 +589,20 @@ static void test_refusals(void **state) {
     p.max_memory = 0;
     p.context = 0;
     p.device = device;
-    assert_null(tg_batch_new(m, &p, 4, 1, &err));
-    assert_non_null(strstr(err.msg, "CPU only"));
+    /* a batch on the device takes sequences of its own cache policy only (their copies share its layout) */
+    tg_batch *b = tg_batch_new(m, &p, 4, 1, &err);
+    assert_non_null(b);
+    tg_cache_params other = plain(TG_KV_FP16, TG_KV_FP16);
+    tg_sequence *q = tg_sequence_new(m, &other, &err);
+    assert_non_null(q);
+    assert_false(tg_batch_fits(b, q));
+    float *logits = malloc((size_t)m->hp.vocab_size * sizeof(float));
+    tg_batch_item it = {q, ids, 1, logits, false};
+    assert_false(tg_batch_eval(b, &it, 1, &err));
+    assert_non_null(strstr(err.msg, "another policy than the batch's device keeps"));
+    free(logits);
+    tg_sequence_free(q);
+    tg_batch_free(b);
     tg_model_free(m);
     /* a weight type it does not take: the random model's first query matrix marked Q4_K (refused before any read) */
     random_model *r = random_model_new(64, 3, false);
