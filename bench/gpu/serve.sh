@@ -5,7 +5,9 @@
 # (tools/gen_random_gguf, made there): `tinygpt serve --device vulkan` (fp16 caches) at SERVE_CLIENTS (default
 # 1,16,64) streaming clients of SERVE_TOKENS (default 128) tokens each, then llama-server built there with CUDA
 # (sm_90; -ngl 99, flash attention, f16 cache, --parallel N) on the same file and clients, unless GPU_NO_PEER is set.
-# Everything it prints also goes to $OUT/gpu_serve_log.txt; the tables to $OUT/serve_*.txt.
+# With .devcarry/tinygpt_base (an earlier build), its decode and prefill beside this build's first (tg128, pp512,
+# alternating, two rounds) and this build's decode profile. Everything it prints also goes to
+# $OUT/gpu_serve_log.txt; the tables to $OUT/serve_*.txt.
 set -u
 out=${OUT:?}
 exec > >(tee "$out/gpu_serve_log.txt") 2>&1
@@ -32,6 +34,21 @@ echo "file made at $(($(date +%s) - t0)) s"
 if [ -z "${GPU_NO_TESTS:-}" ]; then
     echo "== test_vulkan test_batch, test_bundled on the GPU, validation layer on"
     TG_VULKAN_TESTS="test_b*" timeout 200 "$D/test_vulkan" 2>&1 | grep -vE "^\[ RUN" | tail -14
+fi
+if [ -x "$D/tinygpt_base" ]; then # decode of the build before a change beside this one's, alternating
+    for f in tl-q4_0 tl-q8_0; do
+        [ -f $F/$f.gguf ] || "$G" --shape tinyllama-1.1b --type "${f#*-}" --out $F/$f.gguf >/dev/null
+    done
+    for r in 1 2; do
+        for f in tl-q4_0 tl-q8_0; do
+            for b in tinygpt_base tinygpt; do
+                echo "== round $r $f $b: $("$D/$b" bench $F/$f.gguf --device vulkan --prompt-tokens 512 --tokens 128 \
+                    --kv-quantize fp16 --bandwidth-mib 0 2>&1 | grep -E "^(pp|tg)[0-9]" | tr '\n' ' ')"
+            done
+        done
+    done
+    TG_VULKAN_PROFILE=1 "$T" bench $F/tl-q8_0.gguf --device vulkan --prompt-tokens 0 --tokens 128 --kv-quantize fp16 \
+        --bandwidth-mib 0 --no-warmup 2>&1 | grep -A16 "vulkan profile"
 fi
 clients=${SERVE_CLIENTS:-1,16,64} tokens=${SERVE_TOKENS:-128}
 echo "== tinygpt serve --device vulkan, fp16 caches (at $(($(date +%s) - t0)) s)"
