@@ -17,7 +17,7 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
 # the tests: the longest first (from the suite's "time:" lines; only the order depends on it), then the rest
-slow=(test_vulkan test_serve.sh test_kvcache test_cli.sh test_errors.sh test_realmeta.sh test_kquant_llamacpp.sh
+slow=(test_vulkan test_serve.sh test_kvcache test_vulkan.sh test_cli.sh test_errors.sh test_realmeta.sh test_kquant_llamacpp.sh
       test_family_chat.sh test_chat.sh test_park.sh)
 all=()
 for t in "$build"/tests/test_*; do [ -x "$t" ] && all+=("$t"); done

@@ -489,11 +489,12 @@ static void b_check(const tg_model *m, tg_cache_params p, bool kivi, const char 
     tg_batch_free(b);
 }
 
+/* A StreamingLLM mirror (its slot tables per copy, eviction) and a KIVI cache; an unbounded mirror's upload is
+ * test_vulkan.sh's (chat --session). */
 static void test_batch(void **state) {
     (void)state;
     random_model *r = random_model_new(64, 21, false);
     const tg_model *m = random_model_get(r);
-    b_check(m, plain(TG_KV_FP32, TG_KV_FP32), false, "batch, fp32, unbounded");
     b_check(m, streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP16), false,
             "batch, fp16, StreamingLLM 2 + 4, re-positioned");
     tg_cache_params p = streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_INT4);
