@@ -58,7 +58,7 @@ if [ -z "${GPU_NO_PEER:-}" ]; then
     while [ ! -f /tmp/lbuild.rc ] && [ $(($(date +%s) - t0)) -lt 470 ]; do sleep 5; done
     if [ -x $LS ]; then
         echo "== llama-server CUDA -ngl 99, f16 cache (at $(($(date +%s) - t0)) s)"
-        timeout $((580 - ($(date +%s) - t0))) python3 bench/serve-load --engines llama-server --llama-server $LS \
+        timeout $((580 - ($(date +%s) - t0))) python3 bench/serve-load --engines llama-server --llama-server $LS --tinygpt "$T" \
             --model $F/tl-q4_0.gguf --clients "$clients" --tokens "$tokens" --threads 4 --run-limit 100 \
             --peer-args="-ngl 99" -- --kv-quantize fp16 2>&1 | tee "$out/serve_llama.txt" | tail -12
     else

@@ -413,8 +413,8 @@ static float *b_alone(const tg_model *m, tg_cache_params p, const int32_t *const
 
 /* Runs test_batch's schedule under p through one batch on the device and compares each chunk's logits with the
  * sequence's own session: equal bit for bit (each sequence's chunks are the same in both, and a row's arithmetic
- * on the device does not depend on the rows beside it). With a KIVI policy sequence 4 (a restored cache) must be
- * refused: no logits of it. */
+ * on the device does not depend on the rows beside it), the restored sequence 4 within LOGIT_TOL (below). With a
+ * KIVI policy sequence 4 must be refused: no logits of it. */
 static void b_check(const tg_model *m, tg_cache_params p, bool kivi, const char *what) {
     const size_t vocab = (size_t)m->hp.vocab_size;
     int32_t *text[B_SEQS];
@@ -466,18 +466,35 @@ static void b_check(const tg_model *m, tg_cache_params p, bool kivi, const char 
         assert_false(it.finite);
     }
     int compared = 0;
+    double restored_diff = 0;
     for (int q = 1; q < B_SEQS - (kivi ? 1 : 0); q++) {
         float *want = b_alone(m, p, (const int32_t *const *)text, q);
         for (int c = 0; c < B_CALLS; c++) {
             if (b_at[c + 1][q] <= b_at[c][q]) continue;
             compared++;
-            if (memcmp(want + (size_t)c * vocab, got[q] + (size_t)c * vocab, vocab * sizeof(float)) != 0)
-                fail_msg("%s: sequence %d, call %d: the batch's logits are not its own session's", what, q, c);
+            const float *w = want + (size_t)c * vocab, *g = got[q] + (size_t)c * vocab;
+            if (q != 4) {
+                if (memcmp(w, g, vocab * sizeof(float)) != 0)
+                    fail_msg("%s: sequence %d, call %d: the batch's logits are not its own session's", what, q, c);
+                continue;
+            }
+            /* the restored sequence attends over keys the host cache rotated (uploaded), where its own session's
+             * were rotated on the device: a GPU's own rounding of RoPE (fused multiply-adds) may differ in the
+             * last bit (lavapipe's does not: equal there) */
+            double scale = 0, diff = 0;
+            for (size_t i = 0; i < vocab; i++) {
+                scale = fabs(w[i]) > scale ? fabs(w[i]) : scale;
+                diff = fabs(w[i] - g[i]) > diff ? fabs(w[i] - g[i]) : diff;
+            }
+            restored_diff = diff / (1 + scale) > restored_diff ? diff / (1 + scale) : restored_diff;
+            if (diff > LOGIT_TOL * (1 + scale))
+                fail_msg("%s: the restored sequence, call %d: logits differ by %g from its own session's", what, c,
+                         diff);
         }
         free(want);
     }
-    printf("  %-44s %d chunks of %d sequences equal to their own sessions' bit for bit\n", what, compared,
-           kivi ? 3 : 4);
+    printf("  %-44s %d chunks of %d sequences equal to their own sessions' (bit for bit; the restored one within "
+           "%.2e)\n", what, compared, kivi ? 3 : 4, restored_diff);
     for (int q = 0; q < B_SEQS; q++) {
         if (seq[q]) tg_batch_release(b, seq[q]);
         tg_sequence_free(seq[q]);
@@ -489,14 +506,14 @@ static void b_check(const tg_model *m, tg_cache_params p, bool kivi, const char 
     tg_batch_free(b);
 }
 
-/* A StreamingLLM mirror (its slot tables per copy, eviction) and a KIVI cache; an unbounded mirror's upload is
- * test_vulkan.sh's (chat --session). */
+/* A StreamingLLM mirror (its slot tables per copy, split attention) and a KIVI cache (evicting); an unbounded
+ * mirror's upload is test_vulkan.sh's (chat --session). */
 static void test_batch(void **state) {
     (void)state;
     random_model *r = random_model_new(64, 21, false);
     const tg_model *m = random_model_get(r);
-    b_check(m, streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP16), false,
-            "batch, fp16, StreamingLLM 2 + 4, re-positioned");
+    /* a ring of 2 + 80 + 16 slots: attention split in two, more split rows in a call than ATTEND_PART_ROWS */
+    b_check(m, streaming(80, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_FP16), false, "batch, fp16, StreamingLLM 2 + 80");
     tg_cache_params p = streaming(4, 2, TG_ROPE_POSITIONS_REPOSITION, TG_KV_INT4);
     p.group_size = 4;
     b_check(m, p, true, "batch, int4, G 4, StreamingLLM 2 + 4");

@@ -147,7 +147,7 @@ static bool layout_acts(tg_backend *be, size_t *floats, tg_error *err) {
         return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);
     be->stage_off = (uint32_t)(at - stage);
     be->part_off = (uint32_t)at;
-    const size_t parts = (size_t)ATTEND_SPLIT_ROWS * (size_t)hp->n_heads * ATTEND_MAX_SPLITS *
+    const size_t parts = (size_t)ATTEND_PART_ROWS * (size_t)hp->n_heads * ATTEND_MAX_SPLITS *
                          ((size_t)hp->head_dim + 2);
     if (!tg_add_size(at, parts, &at) || at > UINT32_MAX)
         return tg_fail(err, "vulkan: the activations of %d rows exceed 2^32 floats", be->max_rows);

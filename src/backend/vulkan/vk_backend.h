@@ -21,10 +21,13 @@
 typedef enum { PL_EMBED, PL_RMSNORM, PL_MATMUL, PL_ROPE_Q, PL_KV_APPEND, PL_ATTEND, PL_GLU, PL_ADD, PL_KIVI_STORE,
               PL_ATTEND_KIVI, PL_ATTEND_MERGE, PL_KIVI_ROTATE, PL_COUNT } vk_pl;
 
-/* attend.comp's splits along the slots for calls of at most ATTEND_SPLIT_ROWS rows (decode): up to
- * ATTEND_MAX_SPLITS, one per 64 slots; their partials in the activations at part_off. */
+/* attend.comp's splits along the slots for a cache's rows of a call when they are at most ATTEND_SPLIT_ROWS
+ * (decode): up to ATTEND_MAX_SPLITS, one per 64 slots; their partials in the activations at part_off, room for
+ * ATTEND_PART_ROWS rows (several caches' rows attend side by side, then their partials are merged; test_vulkan.c's
+ * test_batch has calls of more split rows than that). */
 #define ATTEND_SPLIT_ROWS 4
 #define ATTEND_MAX_SPLITS 64
+#define ATTEND_PART_ROWS 8
 
 /* An uploaded weight matrix: its device copy (in the file's layout) and the descriptor set that binds it. */
 typedef struct {
@@ -106,7 +109,7 @@ struct tg_backend {
     /* activations: value v of the call's rows at act + off[v], ld[v] floats a row; K and V hold every layer's rows
      * (layer l's at off + l * max_rows * ld), read back for the host cache's appends */
     uint32_t off[TG_VAL_COUNT], ld[TG_VAL_COUNT];
-    uint32_t part_off; /* attend.comp's split partials (ATTEND_SPLIT_ROWS x n_heads x ATTEND_MAX_SPLITS x (hd + 2)) */
+    uint32_t part_off; /* attend.comp's split partials (ATTEND_PART_ROWS x n_heads x ATTEND_MAX_SPLITS x (hd + 2)) */
     /* the KV mirror's geometry */
     int *kv_index;           /* [n_layers] a K/V layer's index in the mirror (-1: the layer reads another's) */
     uint32_t n_slots, ring;  /* slots per layer; StreamingLLM: the window's ring (0: unbounded, slot = position) */

@@ -371,6 +371,10 @@ void tg_vk_dispatch_free(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const
 void tg_vk_dispatch(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
                     uint32_t gx, uint32_t gy, uint32_t gz) {
     tg_vk_dispatch_free(c, pl, set, push, push_bytes, gx, gy, gz);
+    tg_vk_barrier(c);
+}
+
+void tg_vk_barrier(tg_vk_ctx *c) {
     const VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                 .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                                 .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |

@@ -115,6 +115,9 @@ void tg_vk_dispatch(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void
 void tg_vk_dispatch_free(tg_vk_ctx *c, VkPipeline pl, VkDescriptorSet set, const void *push, size_t push_bytes,
                          uint32_t gx, uint32_t gy, uint32_t gz);
 
+/* Records a barrier that makes the writes of the dispatches recorded so far visible to the next dispatch and to the
+ * host (after dispatches recorded with tg_vk_dispatch_free). */
+void tg_vk_barrier(tg_vk_ctx *c);
 /* Validation messages reported so far (0 without validation). */
 int tg_vk_messages(const tg_vk_ctx *c);
 

@@ -72,42 +72,81 @@ static int run_end(const tg_backend *be, int r0, int n) {
     return r1;
 }
 
-/* Records the keys and values of the KV mirror's layer for rows [r0, r1) of one cache: each row's appended into its
- * cache's copy, then its attention over that copy (its queries at q, its output at out). */
-static void record_mirror(tg_backend *be, const vk_op *o, int r0, int r1, const int64_t *pos, bool append) {
+/* Records the append of rows [r0, r1) of one cache into its copy of the KV mirror's layer (no barrier after it:
+ * the caches' appends write their own copies). */
+static void record_append(tg_backend *be, const vk_op *o, int r0, int r1) {
     const tg_hparams *hp = &be->m->hp;
-    tg_vk_ctx *vk = be->vk;
     const uint32_t hd = (uint32_t)hp->head_dim, kvd = (uint32_t)(hp->n_kv_heads * hp->head_dim), half = hd / 2;
-    const uint32_t half_style = hp->rope_style == TG_ROPE_HALF, n = (uint32_t)(r1 - r0), t0 = (uint32_t)r0;
-    const vk_kv *k = &be->kv[be->row_kv[r0]];
+    const uint32_t n = (uint32_t)(r1 - r0), t0 = (uint32_t)r0;
+    const uint32_t pk[] = {n, kvd, hd, hp->rope_style == TG_ROPE_HALF, off_of(be, TG_VAL_K, o->layer) + t0 * kvd,
+                           off_of(be, TG_VAL_V, o->layer) + t0 * kvd, be->a_cos + t0 * half, be->a_sin + t0 * half,
+                           be->a_pos + t0, be->a_slot + t0, be->k16, be->v16, be->reposition ? be->sink : 0, 0};
     uint32_t gx, gy;
-    if (append) {
-        const uint32_t pk[] = {n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer) + t0 * kvd,
-                               off_of(be, TG_VAL_V, o->layer) + t0 * kvd, be->a_cos + t0 * half,
-                               be->a_sin + t0 * half, be->a_pos + t0, be->a_slot + t0, be->k16, be->v16,
-                               be->reposition ? be->sink : 0, 0};
-        grid((uint64_t)n * kvd / 2, &gx, &gy);
-        tg_vk_dispatch(vk, be->pl[PL_KV_APPEND], k->set[be->kv_index[o->layer]], pk, sizeof pk, gx, gy, 1);
-        return;
-    }
+    grid((uint64_t)n * kvd / 2, &gx, &gy);
+    tg_vk_dispatch_free(be->vk, be->pl[PL_KV_APPEND], be->kv[be->row_kv[r0]].set[be->kv_index[o->layer]], pk,
+                        sizeof pk, gx, gy, 1);
+}
+
+/* attend.comp's splits for rows [r0, r1) of one cache at positions pos. */
+static uint32_t splits_of(const tg_backend *be, int r0, int r1, const int64_t *pos, uint32_t *slots) {
     int64_t max_pos = 0;
     for (int t = r0; t < r1; t++) max_pos = pos[t] > max_pos ? pos[t] : max_pos;
-    const int src = be->kv_source[o->layer];
-    const uint32_t slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1), qd = (uint32_t)(hp->n_heads * hd);
-    uint32_t splits = n <= ATTEND_SPLIT_ROWS ? (slots + 63) / 64 : 1;
-    if (splits > ATTEND_MAX_SPLITS) splits = ATTEND_MAX_SPLITS;
-    const uint32_t out = off_of(be, o->out, 0) + t0 * be->ld[o->out];
+    *slots = be->ring ? be->n_slots : (uint32_t)(max_pos + 1);
+    const uint32_t splits = r1 - r0 <= ATTEND_SPLIT_ROWS ? (*slots + 63) / 64 : 1;
+    return splits < ATTEND_MAX_SPLITS ? splits : ATTEND_MAX_SPLITS;
+}
+
+/* Records the attention of rows [r0, r1) of one cache over its copy (queries at Q, output at o->out); with more than
+ * one split its partials go to part (attend_merge.comp combines them). No barrier after it. */
+static void record_attend(tg_backend *be, const vk_op *o, int r0, int r1, uint32_t slots, uint32_t splits,
+                          uint32_t part) {
+    const tg_hparams *hp = &be->m->hp;
+    const uint32_t hd = (uint32_t)hp->head_dim, kvd = (uint32_t)(hp->n_kv_heads * hp->head_dim), half = hd / 2;
+    const uint32_t n = (uint32_t)(r1 - r0), t0 = (uint32_t)r0, qd = (uint32_t)hp->n_heads * hd;
+    const vk_kv *k = &be->kv[be->row_kv[r0]];
     /* an unbounded mirror's slot is the position: no table (UINT32_MAX) */
-    const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd, half_style,
-                           off_of(be, TG_VAL_Q, 0) + t0 * qd, out, be->a_pos + t0,
+    const uint32_t pc[] = {(uint32_t)hp->n_heads, (uint32_t)(hp->n_heads / hp->n_kv_heads), hd,
+                           hp->rope_style == TG_ROPE_HALF, off_of(be, TG_VAL_Q, 0) + t0 * qd,
+                           off_of(be, o->out, 0) + t0 * be->ld[o->out], be->a_pos + t0,
                            be->ring ? k->a_slot_pos : UINT32_MAX, slots, kvd, be->k16, be->v16, be->sink,
                            be->ring ? be->window : 0, be->layer_window ? (uint32_t)be->layer_window[o->layer] : 0,
                            be->reposition, be->a_sink_cos + t0 * be->max_sink * half,
-                           be->a_sink_sin + t0 * be->max_sink * half, be->max_sink, splits, be->part_off};
-    tg_vk_dispatch(vk, be->pl[PL_ATTEND], k->set[be->kv_index[src]], pc, sizeof pc, (uint32_t)hp->n_heads, n, splits);
-    if (splits == 1) return;
-    const uint32_t pm[] = {(uint32_t)hp->n_heads, hd, splits, be->part_off, out};
-    tg_vk_dispatch(vk, be->pl[PL_ATTEND_MERGE], be->set_norms, pm, sizeof pm, (uint32_t)hp->n_heads, n, 1);
+                           be->a_sink_sin + t0 * be->max_sink * half, be->max_sink, splits, part};
+    tg_vk_dispatch_free(be->vk, be->pl[PL_ATTEND], k->set[be->kv_index[be->kv_source[o->layer]]], pc, sizeof pc,
+                        (uint32_t)hp->n_heads, n, splits);
+}
+
+/* Records the attention of the mirror's layer for every row: each cache's rows over its own copy, side by side, as
+ * many caches at a time as the partials have room for (ATTEND_PART_ROWS split rows), then their merges. */
+static void record_attention(tg_backend *be, const vk_op *o, int n, const int64_t *pos) {
+    const tg_hparams *hp = &be->m->hp;
+    const uint32_t row_part = (uint32_t)hp->n_heads * ATTEND_MAX_SPLITS * ((uint32_t)hp->head_dim + 2);
+    for (int g0 = 0, g1; g0 < n; g0 = g1) {
+        uint32_t used = 0, slots;
+        for (g1 = g0; g1 < n;) { /* the group's attention: caches from row g0 on */
+            const int r1 = run_end(be, g1, n);
+            const uint32_t splits = splits_of(be, g1, r1, pos, &slots);
+            if (splits > 1 && used + (uint32_t)(r1 - g1) > ATTEND_PART_ROWS && g1 > g0) break;
+            record_attend(be, o, g1, r1, slots, splits, be->part_off + used * row_part);
+            if (splits > 1) used += (uint32_t)(r1 - g1);
+            g1 = r1;
+        }
+        tg_vk_barrier(be->vk);
+        if (used == 0) continue;
+        used = 0;
+        for (int r0 = g0, r1; r0 < g1; r0 = r1) { /* then the group's merges */
+            r1 = run_end(be, r0, n);
+            const uint32_t splits = splits_of(be, r0, r1, pos, &slots);
+            if (splits == 1) continue;
+            const uint32_t pm[] = {(uint32_t)hp->n_heads, (uint32_t)hp->head_dim, splits,
+                                   be->part_off + used * row_part,
+                                   off_of(be, o->out, 0) + (uint32_t)r0 * be->ld[o->out]};
+            tg_vk_dispatch_free(be->vk, be->pl[PL_ATTEND_MERGE], be->set_norms, pm, sizeof pm,
+                                (uint32_t)hp->n_heads, (uint32_t)(r1 - r0), 1);
+            used += (uint32_t)(r1 - r0);
+        }
+        tg_vk_barrier(be->vk);
+    }
 }
 
 /* Records operation o over rows [0, n) at positions pos (the head's rows [t0, n)). */
@@ -158,7 +197,8 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, const int64_t 
         tg_vk_dispatch(vk, be->pl[PL_ROPE_Q], be->set_norms, pq, sizeof pq, gx, gy, 1);
         if (!o->own_kv) return;
         if (!be->kivi) { /* into each cache's copy */
-            for (int r0 = 0, r1; r0 < n; r0 = r1) record_mirror(be, o, r0, r1 = run_end(be, r0, n), pos, true);
+            for (int r0 = 0, r1; r0 < n; r0 = r1) record_append(be, o, r0, r1 = run_end(be, r0, n));
+            tg_vk_barrier(vk);
             return;
         }
         const uint32_t pk[] = {(uint32_t)n, kvd, hd, half_style, off_of(be, TG_VAL_K, o->layer),
@@ -179,7 +219,7 @@ static void record(tg_backend *be, const vk_op *o, int n, int t0, const int64_t 
             }
             return;
         }
-        for (int r0 = 0, r1; r0 < n; r0 = r1) record_mirror(be, o, r0, r1 = run_end(be, r0, n), pos, false);
+        record_attention(be, o, n, pos);
         return;
     }
     case TG_OP_GLU: {
