@@ -6,7 +6,7 @@
 # 1,16,64) streaming clients of SERVE_TOKENS (default 128) tokens each, then llama-server built there with CUDA
 # (sm_90; -ngl 99, flash attention, f16 cache, --parallel N) on the same file and clients, unless GPU_NO_PEER is set.
 # With .devcarry/tinygpt_base (an earlier build), its decode and prefill beside this build's first (tg128, pp512,
-# alternating, two rounds) and this build's decode profile. Everything it prints also goes to
+# alternating, two rounds; not with GPU_NO_BENCH) and this build's decode profile, and its serving after this one's. Everything it prints also goes to
 # $OUT/gpu_serve_log.txt; the tables to $OUT/serve_*.txt.
 set -u
 out=${OUT:?}
@@ -35,7 +35,7 @@ if [ -z "${GPU_NO_TESTS:-}" ]; then
     echo "== test_vulkan test_batch, test_bundled on the GPU, validation layer on"
     TG_VULKAN_TESTS="test_b*" timeout 200 "$D/test_vulkan" 2>&1 | grep -vE "^\[ RUN" | tail -14
 fi
-if [ -x "$D/tinygpt_base" ]; then # decode of the build before a change beside this one's, alternating
+if [ -x "$D/tinygpt_base" ] && [ -z "${GPU_NO_BENCH:-}" ]; then # decode: the build before a change beside this one's
     for f in tl-q4_0 tl-q8_0; do
         [ -f $F/$f.gguf ] || "$G" --shape tinyllama-1.1b --type "${f#*-}" --out $F/$f.gguf >/dev/null
     done
@@ -54,6 +54,12 @@ clients=${SERVE_CLIENTS:-1,16,64} tokens=${SERVE_TOKENS:-128}
 echo "== tinygpt serve --device vulkan, fp16 caches (at $(($(date +%s) - t0)) s)"
 timeout 240 python3 bench/serve-load --tinygpt "$T" --model $F/tl-q4_0.gguf --clients "$clients" --tokens "$tokens" \
     --threads 4 --run-limit 100 -- --device vulkan --kv-quantize fp16 2>&1 | tee "$out/serve_tinygpt.txt" | tail -12
+if [ -x "$D/tinygpt_base" ]; then
+    echo "== the earlier build: tinygpt_base serve --device vulkan, fp16 caches (at $(($(date +%s) - t0)) s)"
+    timeout 200 python3 bench/serve-load --tinygpt "$D/tinygpt_base" --model $F/tl-q4_0.gguf --clients "$clients" \
+        --tokens "$tokens" --threads 4 --run-limit 100 -- --device vulkan --kv-quantize fp16 2>&1 |
+        tee "$out/serve_tinygpt_base.txt" | tail -5
+fi
 if [ -z "${GPU_NO_PEER:-}" ]; then
     while [ ! -f /tmp/lbuild.rc ] && [ $(($(date +%s) - t0)) -lt 470 ]; do sleep 5; done
     if [ -x $LS ]; then
