@@ -11,22 +11,8 @@
 # holds 64 MiB), test_vulkan runs on the GPU first (GPU_TESTS: the test functions, each one a cmocka filter) with the
 # validation layer from .gl/ (which also needs libglvnd0 and friends: the NVIDIA driver's Vulkan ICD links them).
 set -u
-out=${OUT:?}
-exec > >(tee "$out/gpu_log.txt") 2>&1
-D=$PWD/.devcarry
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$D/lib
-T=$D/tinygpt G=$D/gen_random_gguf
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-nproc; grep -m1 "model name" /proc/cpuinfo
-t0=$(date +%s)
-mkdir -p /tmp/lcpp && tar -xJf "$D/lcpp.txz" -C /tmp/lcpp
-[ -n "${GPU_NO_PEER:-}" ] && echo 1 >/tmp/lbuild.rc # GPU_NO_PEER=1: no llama.cpp this time
-[ -n "${GPU_NO_PEER:-}" ] || (cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release \
-    >/tmp/lcfg.log 2>&1 && nice cmake --build build -j 14 --target llama-bench llama-batched-bench \
-    >/tmp/lbuild.log 2>&1; echo "$?" >/tmp/lbuild.rc) &
+. bench/gpu/setup.sh gpu_log.txt
+if [ -n "${GPU_NO_PEER:-}" ]; then echo 1 >/tmp/lbuild.rc; else build_llamacpp llama-bench llama-batched-bench; fi
 F=/tmp/files; mkdir -p $F
 files=${GPU_FILES:-tl-q4_0 tl-q8_0 tl-f16 tl-q4_k l8b-q4_0}
 for f in $files; do

@@ -6,27 +6,13 @@
 # 1,16,64) streaming clients of SERVE_TOKENS (default 128) tokens each, then llama-server built there with CUDA
 # (sm_90; -ngl 99, flash attention, f16 cache, --parallel N) on the same file and clients, unless GPU_NO_PEER is set.
 # With .devcarry/tinygpt_base (an earlier build), its decode and prefill beside this build's first (tg128, pp512,
-# alternating, two rounds; not with GPU_NO_BENCH) and this build's decode profile, and its serving after this one's. Everything it prints also goes to
-# $OUT/gpu_serve_log.txt; the tables to $OUT/serve_*.txt.
+# alternating, two rounds; not with GPU_NO_BENCH) and this build's decode profile, and its serving after this
+# one's. Everything it prints also goes to $OUT/gpu_serve_log.txt (bench/gpu/setup.sh); the tables to
+# $OUT/serve_*.txt.
 set -u
-out=${OUT:?}
-exec > >(tee "$out/gpu_serve_log.txt") 2>&1
-D=$PWD/.devcarry
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$D/lib
-T=$D/tinygpt G=$D/gen_random_gguf
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-nproc; grep -m1 "model name" /proc/cpuinfo
-t0=$(date +%s)
+. bench/gpu/setup.sh gpu_serve_log.txt
 LS=/tmp/lcpp/build/bin/llama-server
-if [ -z "${GPU_NO_PEER:-}" ] && [ ! -x $LS ]; then
-    mkdir -p /tmp/lcpp && tar -xJf "$D/lcpp.txz" -C /tmp/lcpp
-    (cd /tmp/lcpp && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release \
-        >/tmp/lcfg.log 2>&1 && nice cmake --build build -j 14 --target llama-server >/tmp/lbuild.log 2>&1
-     echo "$?" >/tmp/lbuild.rc) &
-fi
+[ -z "${GPU_NO_PEER:-}" ] && [ ! -x $LS ] && build_llamacpp llama-server
 F=/tmp/files
 mkdir -p $F
 [ -f $F/tl-q4_0.gguf ] || "$G" --shape tinyllama-1.1b --type q4_0 --out $F/tl-q4_0.gguf >/dev/null || echo "gen failed"

@@ -393,12 +393,12 @@ static void vk_destroy(tg_backend *be) {
     free(be);
 }
 
-static bool make_pool(tg_backend *be, int n_sets, tg_error *err) {
+bool tg_vk_make_pool(tg_backend *be, int n_sets, VkDescriptorPool *pool, tg_error *err) {
     const VkDescriptorPoolSize size = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                        .descriptorCount = (uint32_t)n_sets * TG_VK_BINDINGS};
     const VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                            .maxSets = (uint32_t)n_sets, .poolSizeCount = 1, .pPoolSizes = &size};
-    return be->vk->f.vkCreateDescriptorPool(be->vk->dev, &pi, NULL, &be->pool) == VK_SUCCESS ||
+    return be->vk->f.vkCreateDescriptorPool(be->vk->dev, &pi, NULL, pool) == VK_SUCCESS ||
            tg_fail(err, "vulkan: vkCreateDescriptorPool failed");
 }
 
@@ -416,7 +416,7 @@ tg_backend *tg_backend_vulkan_create(const struct tg_model *m, const tg_program 
     be->max_rows = max_rows;
     be->device_index = device;
     size_t floats = 0, bytes = 0;
-    bool ok = (be->vk = tg_vk_open(device, err)) != NULL && make_pool(be, p->n + 1, err) &&
+    bool ok = (be->vk = tg_vk_open(device, err)) != NULL && tg_vk_make_pool(be, p->n + 1, &be->pool, err) &&
               make_mirror(be, cache, err) && make_aux(be, err) && layout_acts(be, &floats, err) &&
               bytes_of(floats, sizeof(float), &bytes, err) &&
               tg_vk_buf_new(be->vk, bytes, TG_VK_DEVICE, "the activations", &be->act, err) &&

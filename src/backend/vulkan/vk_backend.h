@@ -148,10 +148,15 @@ bool tg_vk_kv_same(const tg_backend *be, const tg_kvcache *c);
 void tg_vk_kv_free_all(tg_backend *be);
 void tg_vk_kv_forget(tg_backend *be, const tg_kvcache *c);
 
+/* A descriptor pool of n_sets sets of the one layout (vk_backend.c); false (err filled) when the driver refuses. */
+bool tg_vk_make_pool(tg_backend *be, int n_sets, VkDescriptorPool *pool, tg_error *err);
 /* A descriptor set from pool binding b0 at 0, the activations and the row table, and kc / vc at 3 and 4
  * (vk_backend.c); VK_NULL_HANDLE (err filled) when the pool is out of sets. */
 VkDescriptorSet tg_vk_make_set(tg_backend *be, VkDescriptorPool pool, const tg_vk_buf *b0, const tg_vk_buf *kc,
                                const tg_vk_buf *vc, tg_error *err);
+
+/* The slot of the token at pos in the KV mirror (above; a KIVI cache has none: 0) (vk_kv.c). */
+uint32_t tg_vk_slot_of(const tg_backend *be, int64_t pos);
 
 /* Runs one call (vk_run.c). */
 void tg_vk_run(tg_backend *be, const tg_rows *rows);

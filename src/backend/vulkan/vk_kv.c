@@ -45,13 +45,8 @@ static bool new_copy(tg_backend *be, tg_error *err) {
     k->kc = calloc((size_t)n, sizeof *k->kc);
     k->vc = calloc((size_t)n, sizeof *k->vc);
     k->set = calloc((size_t)n, sizeof *k->set);
-    const VkDescriptorPoolSize size = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                       .descriptorCount = (uint32_t)n * TG_VK_BINDINGS};
-    const VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                           .maxSets = (uint32_t)n, .poolSizeCount = 1, .pPoolSizes = &size};
     bool ok = k->kc && k->vc && k->set ? true : tg_fail(err, "out of memory");
-    ok = ok && (be->vk->f.vkCreateDescriptorPool(be->vk->dev, &pi, NULL, &k->pool) == VK_SUCCESS ||
-                tg_fail(err, "vulkan: vkCreateDescriptorPool failed"));
+    ok = ok && tg_vk_make_pool(be, n, &k->pool, err);
     const char *what[2] = {be->kivi ? "the KV cache's device stores" : "a layer's keys in the KV mirror",
                            be->kivi ? "a placeholder" : "a layer's values in the KV mirror"};
     for (int i = 0; ok && i < n; i++)
@@ -97,8 +92,8 @@ bool tg_vk_kv_same(const tg_backend *be, const tg_kvcache *c) {
            be->ref_qsinks == c->params.quantize_sinks;
 }
 
-/* The slot of the token at pos in the mirror (vk_backend.h). */
-static uint32_t slot_of(const tg_backend *be, int64_t pos) {
+uint32_t tg_vk_slot_of(const tg_backend *be, int64_t pos) {
+    if (be->kivi) return 0;
     if (be->ring == 0 || pos < be->sink) return (uint32_t)pos;
     return be->sink + (uint32_t)((pos - be->sink) % be->ring);
 }
@@ -128,7 +123,7 @@ static bool upload(tg_backend *be, vk_kv *k, const tg_kvcache *c, tg_error *err)
             for (int64_t i = 0; ok && i < held; i++) {
                 const bool sink = i < L->n_sink;
                 const int64_t n = sink ? i : L->first + (i - L->n_sink), pos = sink ? n : g->sink + n;
-                const uint32_t slot = slot_of(be, pos);
+                const uint32_t slot = tg_vk_slot_of(be, pos);
                 for (int h = 0; h < H; h++) tg_kvcache_load_row(c, L, s == 0, sink, n, h, row + (size_t)h * D);
                 if (slot >= slots) {
                     ok = tg_fail(err, "vulkan: a cache's token is past the mirror's slots");

@@ -24,13 +24,6 @@ static uint32_t fbits(float f) {
     return u;
 }
 
-/* The slot of the token at pos (vk_backend.h: the mirror; a KIVI cache has none: 0). */
-static uint32_t slot_of(const tg_backend *be, int64_t pos) {
-    if (be->kivi) return 0;
-    if (be->ring == 0 || pos < be->sink) return (uint32_t)pos;
-    return be->sink + (uint32_t)((pos - be->sink) % be->ring);
-}
-
 /* Writes the call's rows into the row table: tokens, positions, slots (and, in a StreamingLLM mirror, each slot's
  * position in the row's cache copy's table), the RoPE angles of each row's position, and a re-positioned cache's
  * sink angles for each row (the sinks sit just before the oldest window token the row sees). */
@@ -40,7 +33,7 @@ static void write_rows(tg_backend *be, const tg_rows *rows) {
     for (int t = 0; t < rows->n; t++) {
         const tg_kvcache *c = rows->cache[t];
         const int64_t pos = rows->pos[t];
-        const uint32_t slot = slot_of(be, pos);
+        const uint32_t slot = tg_vk_slot_of(be, pos);
         aux[be->a_ids + t] = (uint32_t)rows->ids[t];
         aux[be->a_pos + t] = (uint32_t)pos;
         aux[be->a_slot + t] = slot;

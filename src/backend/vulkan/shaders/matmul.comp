@@ -59,7 +59,7 @@ void add(uint c0, uint stride, uint parts, bool v4, uint mt) {
         }
 }
 
-// Q8_0 (34-byte blocks: an fp16 scale, then 32 int8 codes): unit u is codes 4 (u % 8) .. + 3 of block u / 8
+// Q8_0 (34-byte blocks: an fp16 scale, then 32 int8 codes): unit u is codes 4 (u mod 8) .. + 3 of block u / 8
 void unit_q8_0(uint u, bool v4, uint mt) {
     const uint at = (u >> 3) * 34u, q = at + 2u + 4u * (u & 7u);
     for (uint k = 0u; k < NR; k++) w[k][0] = w_half(ro[k] + at) * i8x4(w_bytes4(ro[k] + q));
@@ -67,7 +67,7 @@ void unit_q8_0(uint u, bool v4, uint mt) {
 }
 
 // Q4_0 (18-byte blocks: an fp16 scale, 16 bytes: element l the low nibble of byte l, l + 16 the high one, minus 8):
-// unit u is bytes 4 (u % 4) .. + 3 of block u / 4, elements 4 (u % 4) .. + 3 and 16 more
+// unit u is bytes 4 (u mod 4) .. + 3 of block u / 4, elements 4 (u mod 4) .. + 3 and 16 more
 void unit_q4_0(uint u, bool v4, uint mt) {
     const uint at = (u >> 2) * 18u, q = at + 2u + 4u * (u & 3u);
     for (uint k = 0u; k < NR; k++) {
@@ -84,8 +84,8 @@ uint sc_byte(uvec3 sc, uint i) { return (sc[i >> 2] >> (8u * (i & 3u))) & 255u; 
 
 // Q4_K / Q5_K (super-blocks of 256, 4-byte aligned: fp16 d and dmin, 12 scale bytes, Q5_K's qh[32], qs[128];
 // chunk ch of 64 elements: the low nibbles of qs[32 ch ..] are sub-block 2 ch, the high ones 2 ch + 1, Q5_K's fifth
-// bits 2 ch and 2 ch + 1 of qh[l]; value d sc q - dmin min): unit u is bytes 4 l4 .. + 3 (l4 = u % 8) of chunk
-// u / 8 % 4 of super-block u / 32
+// bits 2 ch and 2 ch + 1 of qh[l]; value d sc q - dmin min): unit u is bytes 4 l4 .. + 3 (l4 = u mod 8) of chunk
+// (u / 8) mod 4 of super-block u / 32
 void unit_q45_k(uint u, bool v4, uint mt) {
     const bool five = p.wtype == WT_Q5_K;
     const uint sb = u >> 5, ch = (u >> 3) & 3u, l4 = u & 7u;
@@ -111,9 +111,9 @@ void unit_q45_k(uint u, bool v4, uint mt) {
 }
 
 // Q6_K (210-byte super-blocks: ql[128], qh[64], int8 scales[16], fp16 d; element h 128 + qt 32 + l is the low
-// nibble (qt < 2) or high of ql[h 64 + (qt % 2) 32 + l] with bits 2 qt of qh[h 32 + l] above it, minus 32, times
-// d scales[h 8 + l / 16 + 2 qt]): unit u is l = 4 l4 .. + 3 (l4 = u % 8) of half h = u / 8 % 2 of super-block
-// u / 16, for the four qt
+// nibble (qt < 2) or high of ql[h 64 + (qt mod 2) 32 + l] with bits 2 qt of qh[h 32 + l] above it, minus 32, times
+// d scales[h 8 + l / 16 + 2 qt]): unit u is l = 4 l4 .. + 3 (l4 = u mod 8) of half h = (u / 8) mod 2 of
+// super-block u / 16, for the four qt
 void unit_q6_k(uint u, bool v4, uint mt) {
     const uint sb = u >> 4, h = (u >> 3) & 1u, l4 = u & 7u;
     for (uint k = 0u; k < NR; k++) {
@@ -130,7 +130,7 @@ void unit_q6_k(uint u, bool v4, uint mt) {
     add(256u * sb + 128u * h + 4u * l4, 32u, 4u, v4, mt);
 }
 
-// F16 / BF16 (4-byte aligned rows: cols % 4 == 0): unit u is elements 4 u .. + 3, two words
+// F16 / BF16 (4-byte aligned rows: cols mod 4 == 0): unit u is elements 4 u .. + 3, two words
 void unit_f16(uint u, bool v4, uint mt) {
     for (uint k = 0u; k < NR; k++) {
         const uint at = (ro[k] >> 2) + 2u * u, w0 = wd[at], w1 = wd[at + 1u];
@@ -141,7 +141,7 @@ void unit_f16(uint u, bool v4, uint mt) {
     add(4u * u, 0u, 1u, v4, mt);
 }
 
-// F32 (cols % 4 == 0): unit u is elements 4 u .. + 3
+// F32 (cols mod 4 == 0): unit u is elements 4 u .. + 3
 void unit_f32(uint u, bool v4, uint mt) {
     for (uint k = 0u; k < NR; k++) {
         const uint at = (ro[k] >> 2) + 4u * u;
